@@ -1,0 +1,249 @@
+"""The `haul` command line: each command opens the config, calls one library function, and
+translates what went wrong into a message and an exit status (2: bad config or input;
+1: the run could not finish or did not move everything; 0: done)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
+from pipelines.config import Config, ConfigError, load_config
+from pipelines.logs import configure_logging
+from pipelines.progress import LiveProgress
+from pipelines.report import entity_counts, render_counts
+from pipelines.runner import PreflightError, RunSummary, extract, load, run_all
+from pipelines.transform import MissingDictionaryValues
+from state.runs import RunLockedError
+from state.store import StagingStore
+
+console = Console()
+errors = Console(stderr=True)
+
+CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The haul TOML file (source, target, scope, mapping, staging).",
+)
+
+
+class Exit(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def translate_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the library's errors into one clear line on stderr and the documented exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except Exit as done:
+            sys.exit(done.code)
+        except ConfigError as exc:
+            _fail(2, f"config error: {exc}")
+        except AuthError as exc:
+            _fail(1, f"access denied: {exc}")
+        except RunLockedError as exc:
+            _fail(1, str(exc))
+        except (PreflightError, MissingDictionaryValues) as exc:
+            _fail(1, f"cannot load: {exc}")
+        except TransientError as exc:
+            _fail(
+                1,
+                f"the service kept failing, so the run stopped; run the same command again to resume: {exc}",
+            )
+        except (FatalError, HaulHTTPError) as exc:
+            _fail(1, f"stopped: {exc}")
+
+    return wrapper
+
+
+def _fail(code: int, message: str) -> None:
+    errors.print(f"haul: {message}", markup=False, highlight=False)
+    sys.exit(code)
+
+
+def open_config(path: Path) -> Config:
+    config = load_config(path)
+    configure_logging(config.log_path)
+    return config
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """haul moves an organisation's work history between tracker instances, exactly once.
+
+    Extract stages the source into a SQLite file; load replays it into the target through the
+    admin import endpoints, with a ledger so that a run killed anywhere can simply be run again.
+    Tokens come from the environment variables the config names (token_env).
+    """
+
+
+@main.command("extract")
+@CONFIG_OPTION
+@translate_errors
+def extract_command(config_path: Path) -> None:
+    """Stage the source org's issues and their sub-records (incremental after the first run)."""
+    config = open_config(config_path)
+    with LiveProgress() as progress:
+        summary = asyncio.run(extract(config, progress=progress))
+    _print_summary(summary)
+
+
+@main.command("load")
+@CONFIG_OPTION
+@click.option("--retry-failed", is_flag=True, help="Try the records that failed before once more.")
+@translate_errors
+def load_command(config_path: Path, retry_failed: bool) -> None:
+    """Load what is staged into the target org; resumes where the last run stopped."""
+    config = open_config(config_path)
+    with LiveProgress() as progress:
+        summary = asyncio.run(load(config, progress=progress, retry_failed=retry_failed))
+    _finish(summary)
+
+
+@main.command("run")
+@CONFIG_OPTION
+@click.option("--retry-failed", is_flag=True, help="Try the records that failed before once more.")
+@translate_errors
+def run_command(config_path: Path, retry_failed: bool) -> None:
+    """Extract, load, then check counts; exits 1 unless everything staged is loaded."""
+    config = open_config(config_path)
+    with LiveProgress() as progress:
+        summary = asyncio.run(run_all(config, progress=progress, retry_failed=retry_failed))
+    _finish(summary)
+
+
+@main.command("status")
+@CONFIG_OPTION
+@translate_errors
+def status_command(config_path: Path) -> None:
+    """Show what is staged, loaded, failed and pending, per entity, and the last runs."""
+    config = load_config(config_path)
+    if not config.staging_path.exists():
+        _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
+    with StagingStore.open(config.staging_path) as store:
+        render_counts(
+            entity_counts(store), console, title=f"haul status: {config.staging_path.name}"
+        )
+        for run in store.recent_runs(5):
+            console.print(
+                f"run {run.get('id')}: {run.get('command')} {run.get('outcome') or 'running'} "
+                f"started {run.get('started_at')} ended {run.get('ended_at') or '-'}",
+                markup=False,
+                highlight=False,
+            )
+
+
+@main.command("failures")
+@CONFIG_OPTION
+@click.option("--entity", help="Only this entity (issue, comment, worklog, link, ...).")
+@click.option("--limit", default=50, show_default=True, help="Show at most this many.")
+@translate_errors
+def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
+    """List the records that could not be loaded, with the target's error for each."""
+    config = load_config(config_path)
+    if not config.staging_path.exists():
+        _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
+    with StagingStore.open(config.staging_path) as store:
+        rows = list(store.ledger.iter_rows(status="failed", entity=entity))
+        for row in rows[:limit]:
+            console.print(
+                f"{row.entity} {row.source_id} (attempts {row.attempts}): {row.error}",
+                markup=False,
+                highlight=False,
+            )
+        shown = min(limit, len(rows))
+        console.print(
+            f"{len(rows)} failed record(s){'' if shown == len(rows) else f', {shown} shown'}; "
+            "fix the cause, then: haul load --retry-failed",
+            markup=False,
+            highlight=False,
+        )
+
+
+@main.command("demo")
+@click.option(
+    "--size",
+    type=click.Choice(["tiny", "small", "medium", "large"]),
+    default="small",
+    show_default=True,
+)
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated source org.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("haul-demo"),
+    show_default=True,
+    help="Where the demo writes its config, staging database and log.",
+)
+@translate_errors
+def demo_command(size: str, seed: int, workdir: Path) -> None:
+    """Start the embedded sandbox, migrate its seeded source org to its target org, print a report."""
+    from pipelines.demo import run_demo  # the demo is the only command that needs the sandbox
+
+    raise Exit(run_demo(workdir=workdir, size=size, seed=seed, console=console))
+
+
+@main.group("sandbox")
+def sandbox_group() -> None:
+    """A local stand-in for the services, to rehearse migrations on."""
+
+
+@sandbox_group.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=0, show_default=True, help="The tracker's port (0: a free one).")
+@click.option("--seed", default=1, show_default=True)
+@click.option(
+    "--size",
+    type=click.Choice(["tiny", "small", "medium", "large"]),
+    default="tiny",
+    show_default=True,
+)
+@click.option("--latency-ms", default=0.0, show_default=True, help="Added to every request.")
+@click.option(
+    "--faults", default="", help="e.g. '429:0.05,drop_after:0.05@*/_import' (see the README)."
+)
+def sandbox_serve(
+    host: str, port: int, seed: int, size: str, latency_ms: float, faults: str
+) -> None:
+    """Serve the sandbox; prints one JSON line (URLs, org ids, tokens), then serves until stopped."""
+    from sandbox.server import serve
+
+    serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults)
+
+
+def _print_summary(summary: RunSummary) -> None:
+    render_counts(summary.counts, console, title=f"haul {summary.command}")
+    for key, value in summary.details.items():
+        console.print(f"{key}: {value}", markup=False, highlight=False)
+    if summary.unmapped_users:
+        console.print(
+            "users with no target user, loaded as the default user: "
+            + ", ".join(summary.unmapped_users),
+            markup=False,
+            highlight=False,
+        )
+
+
+def _finish(summary: RunSummary) -> None:
+    _print_summary(summary)
+    if summary.failed:
+        errors.print(
+            f"haul: {summary.failed} record(s) failed: see haul failures",
+            markup=False,
+            highlight=False,
+        )
+    if not summary.complete:
+        raise Exit(1)

@@ -1,0 +1,36 @@
+"""Bounded concurrency for stages: N workers pull from one iterator, the first error stops all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def for_each(
+    items: Iterable[T], work: Callable[[T], Awaitable[None]], concurrency: int
+) -> None:
+    """Run `work(item)` for every item, at most `concurrency` at once.
+
+    Items are pulled lazily, so a long iterator (a database cursor) is never materialised.
+    The first exception cancels the other workers and is re-raised as it is (not wrapped).
+    """
+    iterator = iter(items)
+
+    async def worker() -> None:
+        for item in iterator:  # next() runs between awaits, so workers never share an item
+            await work(item)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    try:
+        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)

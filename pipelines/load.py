@@ -1,0 +1,306 @@
+"""Load: replay staged records into the target through the ledger, exactly once.
+
+For each record: mark it `in_flight` and commit, POST, record `done` with the target id and
+commit. Before loading, every `in_flight` row left by an interrupted run is reconciled by asking
+the target; an ambiguous failure (the write may have been applied) is resolved the same way at
+once. A record the target rejects (4xx) is `failed` with its error and the run goes on.
+Independent issues load concurrently; an issue's children load after it, in time order; links
+load last, from one side only, once both ends exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from connectors.errors import AmbiguousWriteError, ConflictError, RecordError
+from connectors.tracker import TrackerClient
+from pipelines.concurrency import for_each
+from pipelines.probes import TargetProbe
+from pipelines.progress import Progress
+from pipelines.transform import Transform, TransformError
+from state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+CHILD_ORDER = ("comment", "worklog", "attachment", "checklist_item")
+LOADED_ENTITIES = (
+    "issue",
+    "comment",
+    "comment_attachment",
+    "worklog",
+    "attachment",
+    "checklist_item",
+    "link",
+)
+MAX_AMBIGUOUS = 3
+
+Send = Callable[[], Awaitable[str]]
+Probe = Callable[[], Awaitable[str | None]]
+
+
+def loadable_rows(store: StagingStore) -> Iterator[dict[str, Any]]:
+    """One ledger row for each staged record that the target can take."""
+    owners = comment_attachment_owners(store)
+    staged_issues = {row["source_id"] for row in store.iter_records("issue")}
+    for issue in store.iter_records("issue"):
+        yield _ledger_row("issue", issue, parent=issue["source_id"])
+    for entity in ("comment", "worklog", "checklist_item"):
+        for record in store.iter_records(entity):
+            yield _ledger_row(entity, record)
+    for record in store.iter_records("attachment"):
+        kind = "comment_attachment" if record["source_id"] in owners else "attachment"
+        yield _ledger_row(kind, record)
+    for record in store.iter_records("link"):
+        other = record["raw"]["object"]["key"]
+        # a link shows on both issues: load the outward side, or the only side we have
+        if record["raw"].get("direction") == "outward" or other not in staged_issues:
+            yield _ledger_row("link", record)
+
+
+def plan_load(store: StagingStore) -> int:
+    """Put the loadable records in the ledger; rows already there keep their state."""
+    rows = list(loadable_rows(store))
+    with store.transaction():
+        return store.ledger.plan(rows)
+
+
+def _ledger_row(entity: str, record: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
+    return {
+        "entity": entity,
+        "source_id": record["source_id"],
+        "parent": parent or record["parent"],
+        "payload_hash": record["content_hash"],
+    }
+
+
+def comment_attachment_owners(store: StagingStore) -> dict[str, str]:
+    """Attachment source id -> the source id of the comment it belongs to."""
+    owners: dict[str, str] = {}
+    for comment in store.iter_records("comment"):
+        for attachment in comment["raw"].get("attachments") or []:
+            owners[f"{comment['parent']}/{attachment['id']}"] = comment["source_id"]
+    return owners
+
+
+@dataclass
+class LoadStats:
+    done: int = 0
+    failed: int = 0
+    reconciled_found: int = 0
+    reconciled_missing: int = 0
+    ambiguous: int = 0
+
+
+@dataclass
+class Loader:
+    client: TrackerClient
+    store: StagingStore
+    transform: Transform
+    probe: TargetProbe
+    progress: Progress = field(default_factory=Progress)
+    concurrency: int = 16
+    stats: LoadStats = field(default_factory=LoadStats)
+
+    def __post_init__(self) -> None:
+        self.ledger = self.store.ledger
+        self._owners = comment_attachment_owners(self.store)
+        self._by_comment: dict[str, list[str]] = {}
+        for attachment, owner in sorted(self._owners.items()):
+            self._by_comment.setdefault(owner, []).append(attachment)
+
+    async def run(self) -> LoadStats:
+        await self.reconcile_in_flight()
+        trees = sorted(
+            {row.parent for row in self.ledger.iter_rows(status="pending") if row.entity != "link"}
+        )
+        self._task = self.progress.task("records loaded")
+        await for_each(trees, self.load_issue_tree, self.concurrency)
+        links = [row.source_id for row in self.ledger.iter_rows(status="pending", entity="link")]
+        await for_each(links, self.load_link, self.concurrency)
+        return self.stats
+
+    async def reconcile_in_flight(self) -> None:
+        """Settle rows an interrupted run left `in_flight`: done if the target has them, else pending."""
+        for row in list(self.ledger.iter_rows(status="in_flight")):
+            found = await self._probe_for(row.entity, row.source_id)
+            if found:
+                self.ledger.done(row.entity, row.source_id, found)
+                self.stats.reconciled_found += 1
+            else:
+                self.ledger.release(row.entity, row.source_id)
+                self.stats.reconciled_missing += 1
+            log.info(
+                "in_flight_reconciled", entity=row.entity, record=row.source_id, found=bool(found)
+            )
+
+    async def load_issue_tree(self, key: str) -> None:
+        if not await self._apply("issue", key):
+            self._fail_children(key, f"issue {key} was not loaded")
+            return
+        rows = {e: [] for e in CHILD_ORDER}  # type: dict[str, list[str]]
+        for row in self.ledger.iter_rows(parent=key):
+            if row.entity in rows and row.status != "done":
+                rows[row.entity].append(row.source_id)
+        for source_id in sorted(rows["comment"], key=self._created_at("comment")):
+            loaded = await self._apply("comment", source_id)
+            for attachment_id in self._attachments_of(source_id):
+                if loaded:
+                    await self._apply("comment_attachment", attachment_id)
+                else:
+                    self._fail_pending(
+                        "comment_attachment", attachment_id, f"comment {source_id} was not loaded"
+                    )
+        for entity in CHILD_ORDER[1:]:
+            for source_id in sorted(rows[entity], key=self._created_at(entity)):
+                await self._apply(entity, source_id)
+
+    async def load_link(self, source_id: str) -> None:
+        await self._apply("link", source_id)
+
+    def _created_at(self, entity: str) -> Callable[[str], str]:
+        def key(source_id: str) -> str:
+            record = self.store.get_record(entity, source_id)
+            raw = record["raw"] if record else {}
+            return str(raw.get("createdAt") or raw.get("start") or "") + source_id
+
+        return key
+
+    def _attachments_of(self, comment_id: str) -> list[str]:
+        return self._by_comment.get(comment_id, [])
+
+    def _fail_children(self, key: str, reason: str) -> None:
+        for row in list(self.ledger.iter_rows(parent=key)):
+            if row.entity not in ("issue", "link"):
+                self._fail_pending(row.entity, row.source_id, reason)
+
+    def _fail_pending(self, entity: str, source_id: str, reason: str) -> None:
+        row = self.ledger.get(entity, source_id)
+        if row is not None and row.status in ("pending", "in_flight"):
+            self.ledger.fail(entity, source_id, reason)
+            self.stats.failed += 1
+
+    async def _apply(self, entity: str, source_id: str) -> bool:
+        """Load one record exactly once; True when it is in the target."""
+        row = self.ledger.get(entity, source_id)
+        if row is None or row.status == "failed":
+            return False
+        if row.status == "done":
+            return True
+        for _ in range(MAX_AMBIGUOUS):
+            self.ledger.begin(entity, source_id)
+            try:
+                target_id = await self._send_for(entity, source_id)
+            except (AmbiguousWriteError, ConflictError) as exc:
+                self.stats.ambiguous += isinstance(exc, AmbiguousWriteError)
+                found = await self._probe_for(entity, source_id)
+                log.warning(
+                    "write_uncertain",
+                    entity=entity,
+                    record=source_id,
+                    error=str(exc),
+                    found=bool(found),
+                )
+                if found:
+                    return self._done(entity, source_id, found)
+                if isinstance(exc, ConflictError):
+                    return self._fail(entity, source_id, exc)
+                self.ledger.release(entity, source_id)
+                continue
+            except (RecordError, TransformError) as exc:
+                return self._fail(entity, source_id, exc)
+            return self._done(entity, source_id, target_id)
+        return self._fail(
+            entity,
+            source_id,
+            RuntimeError("the write's outcome stayed uncertain; the target does not show it"),
+        )
+
+    def _done(self, entity: str, source_id: str, target_id: str) -> bool:
+        self.ledger.done(entity, source_id, target_id)
+        self.stats.done += 1
+        self.progress.advance(self._task)
+        return True
+
+    def _fail(self, entity: str, source_id: str, exc: BaseException) -> bool:
+        self.ledger.fail(entity, source_id, f"{type(exc).__name__}: {exc}")
+        self.stats.failed += 1
+        log.warning("record_failed", entity=entity, record=source_id, error=str(exc))
+        return False
+
+    # --- what each entity sends, and how the target is asked whether it has it -------------
+
+    def _record(self, entity: str, source_id: str) -> dict[str, Any]:
+        staged_entity = "attachment" if entity == "comment_attachment" else entity
+        record = self.store.get_record(staged_entity, source_id)
+        if record is None:
+            raise TransformError(f"{entity} {source_id} is no longer staged")
+        return record
+
+    def _target_key(self, source_id: str) -> str:
+        return self.transform.queues.key(source_id.split("/", 1)[0])
+
+    async def _send_for(self, entity: str, source_id: str) -> str:
+        record = self._record(entity, source_id)
+        raw, key = record["raw"], self._target_key(source_id)
+        client, t = self.client, self.transform
+        if entity == "issue":
+            return str((await client.import_issue(t.issue_body(raw)))["key"])
+        if entity == "comment":
+            return str((await client.import_comment(key, t.comment_body(raw)))["id"])
+        if entity == "worklog":
+            return str((await client.import_worklog(key, t.worklog_body(raw)))[0]["id"])
+        if entity == "checklist_item":
+            return await self._add_checklist_item(record["parent"], key, t.checklist_body(raw))
+        if entity == "link":
+            return str((await client.import_link(key, t.link_body(raw)))["id"])
+        return await self._send_attachment(entity, record, key)
+
+    async def _send_attachment(self, entity: str, record: dict[str, Any], key: str) -> str:
+        raw = record["raw"]
+        if not record["blob"] or not self.store.blobs.exists(record["blob"]):
+            raise TransformError(f"attachment {record['source_id']} has no staged bytes")
+        options = {
+            "filename": raw["name"],
+            "created_at": raw["createdAt"],
+            "created_by": self.transform.users.login(raw.get("createdBy")),
+            "source": self.store.blobs.path(record["blob"]),
+        }
+        if entity == "attachment":
+            return str((await self.client.import_attachment(key, **options))["id"])
+        comment_target = self.ledger.target_id("comment", self._owners[record["source_id"]])
+        if comment_target is None:
+            raise TransformError(f"comment of attachment {record['source_id']} is not loaded")
+        reply = await self.client.import_comment_attachment(key, comment_target, **options)
+        return str(reply["id"])
+
+    async def _add_checklist_item(self, parent: str, key: str, body: dict[str, Any]) -> str:
+        reply = await self.client.add_checklist_items(key, [body])
+        claimed = self.probe.claimed(parent, "checklist_item")
+        for item in reversed(reply.get("checklistItems") or []):
+            if item.get("text") == body["text"] and str(item["id"]) not in claimed:
+                return str(item["id"])
+        raise TransformError("the target accepted the checklist item but does not list it")
+
+    async def _probe_for(self, entity: str, source_id: str) -> str | None:
+        record = self._record(entity, source_id)
+        raw, key, parent, t = (
+            record["raw"],
+            self._target_key(source_id),
+            record["parent"],
+            self.transform,
+        )
+        if entity == "issue":
+            return await self.probe.issue(key)
+        if entity == "comment":
+            return await self.probe.comment(parent, key, t.comment_body(raw))
+        if entity == "worklog":
+            return await self.probe.worklog(parent, key, t.worklog_body(raw))
+        if entity == "checklist_item":
+            return await self.probe.checklist_item(parent, key, t.checklist_body(raw))
+        if entity == "link":
+            return await self.probe.link(parent, key, raw, t.queues.key(raw["object"]["key"]))
+        return await self.probe.attachment(parent, key, raw["name"], raw.get("size") or 0)

@@ -1,0 +1,64 @@
+"""Logging, configured once at the edge: JSON lines to a file, warnings readable on the console.
+
+Library code only does `structlog.get_logger(__name__).info("event_name", key=value)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+SECRET_KEYS = ("token", "authorization", "password", "secret")
+
+
+def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Never let a value under a secret-sounding key reach a log sink."""
+    for key in list(event):
+        if any(word in key.lower() for word in SECRET_KEYS):
+            event[key] = "[redacted]"
+    return event
+
+
+def configure_logging(log_path: Path | None, *, console_level: int = logging.WARNING) -> None:
+    """Route structlog through stdlib logging: JSON to `log_path`, short lines to stderr."""
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        redact_secrets,
+    ]
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(logging.DEBUG if log_path else console_level)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(console_level)
+    console.setFormatter(_formatter(shared, structlog.dev.ConsoleRenderer(colors=False)))
+    root.addHandler(console)
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        to_file = logging.FileHandler(log_path, encoding="utf-8")
+        to_file.setLevel(logging.INFO)
+        to_file.setFormatter(_formatter(shared, structlog.processors.JSONRenderer()))
+        root.addHandler(to_file)
+    for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.access", "uvicorn.error"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _formatter(shared: list[Any], renderer: Any) -> structlog.stdlib.ProcessorFormatter:
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )

@@ -1,0 +1,256 @@
+"""Transform: turn staged source records into the bodies the target's `_import` endpoints take.
+
+Pure functions and small maps, no I/O: queue remapping (keys follow, and key references in
+text are rewritten), users by login through an optional CSV with a default, and dictionary
+values (status, type, priority, resolution) mapped by key to the target's numeric ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
+
+# (link type id, direction as seen from the importing issue) -> relationship for links/_import
+RELATIONSHIPS: dict[tuple[str, str], str] = {
+    ("relates", "outward"): "relates",
+    ("relates", "inward"): "relates",
+    ("depends", "outward"): "depends on",
+    ("depends", "inward"): "is dependent by",
+    ("subtask", "outward"): "is parent task for",
+    ("subtask", "inward"): "is subtask for",
+    ("duplicates", "outward"): "is duplicated by",
+    ("duplicates", "inward"): "duplicates",
+    ("epic", "outward"): "has epic",
+    ("epic", "inward"): "is epic of",
+    ("clone", "outward"): "clone",
+    ("clone", "inward"): "original",
+}
+
+DICTIONARY_FIELDS = {
+    "status": "status",
+    "type": "issuetype",
+    "priority": "priority",
+    "resolution": "resolution",
+}
+
+
+class TransformError(Exception):
+    """This record cannot be turned into a target body; the message says why."""
+
+
+class MissingDictionaryValues(Exception):
+    """Keys used by staged issues that the target org lacks: fix the target, then load."""
+
+    def __init__(self, missing: dict[str, list[str]]) -> None:
+        parts = [f"{kind}: {', '.join(keys)}" for kind, keys in sorted(missing.items())]
+        super().__init__("the target org lacks these dictionary keys: " + "; ".join(parts))
+        self.missing = missing
+
+
+@dataclass(frozen=True)
+class QueueMap:
+    """Source queue -> target queue; keys keep their number (TEST-12 -> NEW-12)."""
+
+    mapping: dict[str, str] = field(default_factory=dict)
+
+    def queue(self, queue: str) -> str:
+        return self.mapping.get(queue, queue)
+
+    def key(self, key: str) -> str:
+        queue, _, number = key.rpartition("-")
+        return f"{self.queue(queue)}-{number}"
+
+    def rewrite(self, text: str | None) -> str | None:
+        """Rewrite references to keys of remapped queues inside free text."""
+        if not text or not self.mapping:
+            return text
+        return KEY_PATTERN.sub(
+            lambda m: (
+                f"{self.queue(m.group(1))}-{m.group(2)}"
+                if m.group(1) in self.mapping
+                else m.group(0)
+            ),
+            text,
+        )
+
+
+def read_users_csv(path: Path) -> dict[str, str]:
+    """Read `source login,target login` rows; a header row naming the columns is allowed."""
+    mapping: dict[str, str] = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle), start=1):
+            cells = [cell.strip() for cell in row]
+            if not cells or not any(cells) or cells[0].startswith("#"):
+                continue
+            if len(cells) < 2 or not cells[0] or not cells[1]:
+                raise ValueError(f"{path}:{number}: expected 'source login,target login'")
+            if number == 1 and cells[0].lower() in ("source", "source_login", "login"):
+                continue
+            mapping[cells[0]] = cells[1]
+    return mapping
+
+
+@dataclass
+class UserMap:
+    """Source user references -> target logins.
+
+    Order: the CSV mapping, then the same login if the target has it, then the default user.
+    Each source user that fell to the default is remembered for the run report.
+    """
+
+    source_logins: dict[str, str]
+    target_logins: set[str]
+    explicit: dict[str, str] = field(default_factory=dict)
+    default: str | None = None
+    unmapped: set[str] = field(default_factory=set)
+
+    def login(self, ref: dict[str, Any] | str | None) -> str | None:
+        if ref is None:
+            return None
+        uid = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
+        login = self.source_logins.get(uid, uid)
+        mapped = self.explicit.get(login)
+        if mapped is not None:
+            return mapped
+        if login in self.target_logins:
+            return login
+        if self.default is None:
+            raise TransformError(
+                f"user {login!r} has no target user and no mapping.default_user is set"
+            )
+        label = ref.get("display", login) if isinstance(ref, dict) else login
+        self.unmapped.add(f"{login} ({label})" if label != login else login)
+        return self.default
+
+
+@dataclass(frozen=True)
+class DictionaryMap:
+    """Organisation dictionaries mapped by key: source id or key -> target numeric id."""
+
+    source_keys: dict[str, dict[str, str]]  # kind -> source id -> key
+    target_ids: dict[str, dict[str, Any]]  # kind -> key -> target id
+
+    def key_of(self, kind: str, ref: dict[str, Any]) -> str:
+        key = ref.get("key") or self.source_keys.get(kind, {}).get(str(ref.get("id")))
+        if not key:
+            raise TransformError(f"{kind} {ref!r} has no key")
+        return str(key)
+
+    def target_id(self, kind: str, ref: dict[str, Any]) -> Any:
+        key = self.key_of(kind, ref)
+        try:
+            return self.target_ids[kind][key]
+        except KeyError:
+            raise TransformError(f"the target org has no {kind} with key {key!r}") from None
+
+    def missing(self, issues: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+        """Keys the staged issues use that the target lacks, by dictionary kind."""
+        missing: dict[str, set[str]] = {}
+        for issue in issues:
+            for field_name, kind in DICTIONARY_FIELDS.items():
+                ref = issue.get(field_name)
+                if isinstance(ref, dict):
+                    key = self.key_of(kind, ref)
+                    if key not in self.target_ids.get(kind, {}):
+                        missing.setdefault(kind, set()).add(key)
+        return {kind: sorted(keys) for kind, keys in missing.items()}
+
+
+@dataclass
+class Transform:
+    """Everything needed to build target bodies from source records."""
+
+    queues: QueueMap
+    users: UserMap
+    dictionaries: DictionaryMap
+    unique_prefix: str
+
+    def issue_body(self, issue: dict[str, Any]) -> dict[str, Any]:
+        key = issue["key"]
+        body: dict[str, Any] = {
+            "queue": self.queues.queue(_queue_key(issue)),
+            "key": self.queues.key(key),
+            "summary": issue["summary"],
+            "createdAt": issue["createdAt"],
+            "createdBy": self.users.login(issue.get("createdBy")),
+            "unique": f"{self.unique_prefix}:{key}",
+        }
+        if issue.get("updatedAt"):
+            body["updatedAt"] = issue["updatedAt"]
+            body["updatedBy"] = self.users.login(issue.get("updatedBy") or issue.get("createdBy"))
+        for field_name, kind in DICTIONARY_FIELDS.items():
+            ref = issue.get(field_name)
+            if isinstance(ref, dict) and field_name != "resolution":
+                body[field_name] = self.dictionaries.target_id(kind, ref)
+        if isinstance(issue.get("resolution"), dict):
+            body["resolution"] = self.dictionaries.target_id("resolution", issue["resolution"])
+            body["resolvedAt"] = issue.get("resolvedAt") or issue["updatedAt"]
+            body["resolvedBy"] = self.users.login(issue.get("resolvedBy") or issue.get("updatedBy"))
+        if issue.get("description") is not None:
+            body["description"] = self.queues.rewrite(issue["description"])
+        if issue.get("tags"):
+            body["tags"] = list(issue["tags"])
+        if issue.get("assignee"):
+            body["assignee"] = self.users.login(issue["assignee"])
+        if issue.get("followers"):
+            body["followers"] = [self.users.login(ref) for ref in issue["followers"]]
+        return body
+
+    def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "text": self.queues.rewrite(comment.get("text") or ""),
+            "createdAt": comment["createdAt"],
+            "createdBy": self.users.login(comment.get("createdBy")),
+        }
+        if comment.get("updatedAt") and comment.get("updatedAt") != comment["createdAt"]:
+            body["updatedAt"] = comment["updatedAt"]
+            body["updatedBy"] = self.users.login(
+                comment.get("updatedBy") or comment.get("createdBy")
+            )
+        return body
+
+    def worklog_body(self, worklog: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "duration": worklog["duration"],
+            "start": worklog["start"],
+            "createdAt": worklog["createdAt"],
+            "createdBy": self.users.login(worklog.get("createdBy")),
+        }
+        if worklog.get("comment"):
+            body["comment"] = self.queues.rewrite(worklog["comment"])
+        return body
+
+    def link_body(self, link: dict[str, Any]) -> dict[str, Any]:
+        kind = link["type"]["id"]
+        relationship = RELATIONSHIPS.get((kind, link["direction"]))
+        if relationship is None:
+            raise TransformError(
+                f"link type {kind!r} ({link['direction']}) has no import relationship"
+            )
+        return {
+            "relationship": relationship,
+            "issue": self.queues.key(link["object"]["key"]),
+            "createdAt": link["createdAt"],
+            "createdBy": self.users.login(link.get("createdBy")),
+        }
+
+    def checklist_body(self, item: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"text": item["text"], "checked": bool(item.get("checked"))}
+        if item.get("assignee"):
+            body["assignee"] = self.users.login(item["assignee"])
+        if item.get("deadline"):
+            body["deadline"] = item["deadline"]
+        return body
+
+
+def _queue_key(issue: dict[str, Any]) -> str:
+    queue = issue.get("queue")
+    if isinstance(queue, dict) and queue.get("key"):
+        return str(queue["key"])
+    return issue["key"].rpartition("-")[0]
