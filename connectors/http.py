@@ -1,0 +1,303 @@
+"""The async HTTP core every service client is built on.
+
+One ``HttpCore`` per service and org: it sets the auth and org headers, joins paths onto
+the versioned base URL, spends separate read and write rate budgets, retries what is safe
+to retry (see ``retrying``), and turns every failure into one error of ``errors``.
+A write that may have reached the server is never repeated: it raises AmbiguousWriteError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import IO, Any, TypeVar
+
+import httpx
+import structlog
+from aiolimiter import AsyncLimiter
+from tenacity import RetryCallState
+
+from connectors.errors import (
+    AmbiguousWriteError,
+    AuthError,
+    FatalError,
+    HaulHTTPError,
+    TransientError,
+    describe_error_body,
+    error_class_for_status,
+)
+from connectors.retrying import (
+    AFTER_SEND_ERRORS,
+    CONNECT_STAGE_ERRORS,
+    RETRY_STATUSES,
+    RetryableStatus,
+    retrying,
+)
+
+log = structlog.get_logger("haul.connectors")
+
+T = TypeVar("T")
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def is_write(method: str, write: bool | None = None) -> bool:
+    """Whether a request changes the server: explicit ``write``, else any method but GET/HEAD."""
+    return write if write is not None else method.upper() not in _READ_METHODS
+
+
+def _limiter(rate: float) -> AsyncLimiter:
+    """A limiter of ``rate`` requests per second (a rate below 1 becomes 1 per 1/rate s)."""
+    if rate <= 0:
+        raise ValueError(f"a rate must be positive, not {rate}")
+    return AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
+
+
+class HttpCore:
+    """Authenticated, rate-limited, retrying requests to one service for one org."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        base_url: str,
+        token: str,
+        org_id: str | None = None,
+        cloud_org_id: str | None = None,
+        auth_scheme: str = "OAuth",
+        timeout: float = 30.0,
+        max_attempts: int = 6,
+        max_backoff: float = 30.0,
+        read_rate: float = 200.0,
+        write_rate: float = 100.0,
+        max_connections: int = 64,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if (org_id is None) == (cloud_org_id is None):
+            raise ValueError("give exactly one of org_id and cloud_org_id")
+        self.service = service
+        self.base_url = base_url.rstrip("/")
+        self.org_id = str(org_id if org_id is not None else cloud_org_id)
+        self.requests_sent = 0
+        self._token = token
+        self._max_attempts = max_attempts
+        self._max_backoff = max_backoff
+        self._sleep = sleep
+        self._read_limiter = _limiter(read_rate)
+        self._write_limiter = _limiter(write_rate)
+        org_header = "X-Org-ID" if org_id is not None else "X-Cloud-Org-ID"
+        self._client = httpx.AsyncClient(
+            # the trailing slash makes httpx keep "/v3" when it joins "/issues/..."
+            base_url=self.base_url + "/",
+            headers={"Authorization": f"{auth_scheme} {token}", org_header: self.org_id},
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+            # the tracker redirects the old key of a moved issue to its new key
+            follow_redirects=True,
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
+
+    async def __aenter__(self) -> HttpCore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._client.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        files: Any = None,
+        content: bytes | None = None,
+        write: bool | None = None,
+    ) -> httpx.Response:
+        """Send one request (retrying what is safe) and return its 2xx/3xx response.
+
+        ``path`` is relative to the base URL (``/issues/_search``) or absolute.
+        ``write`` overrides the method's default: pass ``write=False`` for POST searches.
+        """
+        request = self._client.build_request(
+            method, path, params=params, json=json, files=files, content=content
+        )
+        writing = is_write(method, write)
+        return await self._with_retries(request, writing, lambda: self._attempt(request, writing))
+
+    async def get_json(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
+        """GET and decode the JSON reply (None for an empty body)."""
+        return _json_of(await self.request("GET", path, params=params))
+
+    async def post_json(
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        write: bool | None = None,
+    ) -> Any:
+        """POST a JSON body and decode the JSON reply (None for an empty body)."""
+        return _json_of(await self.request("POST", path, params=params, json=json, write=write))
+
+    @asynccontextmanager
+    async def stream(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """A response whose body is not read yet; opening it is retried, reading it is not."""
+        request = self._client.build_request(method, path, params=params)
+        writing = is_write(method)
+        response = await self._with_retries(
+            request, writing, lambda: self._attempt(request, writing, stream=True)
+        )
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def download(
+        self, path: str, sink: IO[bytes], *, params: dict[str, Any] | None = None
+    ) -> int:
+        """Stream a GET body into ``sink.write`` chunk by chunk; return the bytes written.
+
+        A failure before the first byte was written is retried like any read; after that the
+        sink holds a partial file, so it raises TransientError and the caller starts over
+        with a fresh sink.
+        """
+        request = self._client.build_request("GET", path, params=params)
+        return await self._with_retries(request, False, lambda: self._download_once(request, sink))
+
+    async def _download_once(self, request: httpx.Request, sink: IO[bytes]) -> int:
+        response = await self._attempt(request, False, stream=True)
+        written = 0
+        try:
+            async for chunk in response.aiter_bytes():
+                sink.write(chunk)
+                written += len(chunk)
+        except AFTER_SEND_ERRORS as exc:
+            if written:
+                raise self._transport_error(
+                    TransientError, request, exc, f"broke off after {written} bytes"
+                ) from exc
+            raise
+        finally:
+            await response.aclose()
+        return written
+
+    async def _with_retries(
+        self, request: httpx.Request, write: bool, once: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Run ``once`` under the retry policy; map what is left over to the error tree."""
+        controller = retrying(
+            write=write,
+            max_attempts=self._max_attempts,
+            max_backoff=self._max_backoff,
+            sleep=self._sleep,
+            before_sleep=lambda state: self._log_retry(request, state),
+        )
+        attempts = f"after {self._max_attempts} attempts"
+        try:
+            async for attempt in controller:
+                with attempt:
+                    result = await once()
+        except RetryableStatus as exc:
+            raise self._status_error(TransientError, request, exc.response, attempts) from None
+        except (*CONNECT_STAGE_ERRORS, *AFTER_SEND_ERRORS) as exc:
+            raise self._transport_error(TransientError, request, exc, attempts) from exc
+        except httpx.RequestError as exc:
+            # an unsupported scheme, a malformed request, a redirect loop: a bug or bad config
+            raise self._transport_error(FatalError, request, exc, "not retried") from exc
+        return result
+
+    async def _attempt(
+        self, request: httpx.Request, write: bool, *, stream: bool = False
+    ) -> httpx.Response:
+        """Send once within the rate budget; raise for any status but 2xx/3xx."""
+        async with self._write_limiter if write else self._read_limiter:
+            self.requests_sent += 1
+            try:
+                response = await self._client.send(request, stream=stream)
+            except AFTER_SEND_ERRORS as exc:
+                if write:
+                    raise self._transport_error(
+                        AmbiguousWriteError, request, exc, "the write may have been applied"
+                    ) from exc
+                raise
+        if response.status_code < 400:
+            return response
+        if stream:
+            await response.aread()  # the error body names the cause
+            await response.aclose()
+        if response.status_code in RETRY_STATUSES:
+            raise RetryableStatus(response)
+        raise self._status_error(error_class_for_status(response.status_code), request, response)
+
+    def _status_error(
+        self,
+        cls: type[HaulHTTPError],
+        request: httpx.Request,
+        response: httpx.Response,
+        note: str = "",
+    ) -> HaulHTTPError:
+        status = response.status_code
+        server = self._redact(describe_error_body(response))
+        if issubclass(cls, AuthError):
+            message = f"{self.service} rejected the token for org {self.org_id} ({status})"
+        else:
+            message = f"{self.service} {request.method} {request.url} -> {status}"
+        message += f" {note}" if note else ""
+        message += f": {server}" if server else ""
+        return cls(
+            message,
+            service=self.service,
+            method=request.method,
+            url=str(request.url),
+            status=status,
+            server_message=server,
+            response=response,
+        )
+
+    def _transport_error(
+        self, cls: type[HaulHTTPError], request: httpx.Request, exc: Exception, note: str
+    ) -> HaulHTTPError:
+        reason = self._redact(str(exc)) or type(exc).__name__
+        what = f"{type(exc).__name__} ({note})"
+        return cls(
+            f"{self.service} {request.method} {request.url}: {what}: {reason}",
+            service=self.service,
+            method=request.method,
+            url=str(request.url),
+            server_message=reason,
+        )
+
+    def _redact(self, text: str) -> str:
+        # a server may echo the Authorization header back in an error page
+        return text.replace(self._token, "[token]") if self._token else text
+
+    def _log_retry(self, request: httpx.Request, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        is_status = isinstance(error, RetryableStatus)
+        reason = error.response.status_code if is_status else type(error).__name__
+        log.warning(
+            "http_retry",
+            service=self.service,
+            method=request.method,
+            url=str(request.url),
+            attempt=state.attempt_number,
+            wait=round(state.upcoming_sleep, 3),
+            reason=reason,
+        )
+
+
+def _json_of(response: httpx.Response) -> Any:
+    return response.json() if response.content else None

@@ -1,0 +1,339 @@
+"""The issue tracker's API (v3): the reads extraction needs and the admin `_import` writes.
+
+Listings are async generators of plain dicts (``scroll_issues`` yields whole pages, so the
+caller can commit a page and its checkpoint together). The imports are not idempotent:
+an uncertain outcome raises AmbiguousWriteError and is never repeated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+import structlog
+
+from connectors.errors import HaulHTTPError, NotFoundError
+from connectors.http import HttpCore
+from connectors.pagination import (
+    PageNumberPaginator,
+    Paginator,
+    RelativeIdPaginator,
+    ScrollPaginator,
+    paginate,
+)
+
+log = structlog.get_logger("haul.connectors")
+
+Record = dict[str, Any]
+FileSource = IO[bytes] | Path
+
+
+def search_body(query: str | None, filter: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON body of a search or count: a query, a filter, or neither (every issue)."""
+    if query is not None and filter is not None:
+        raise ValueError("give a query or a filter, not both")
+    if query is not None:
+        return {"query": query}
+    return {"filter": filter} if filter is not None else {}
+
+
+def _segment(value: str | int) -> str:
+    """A path segment, escaped so that a '/' or '?' in a key or file name stays inside it."""
+    return quote(str(value), safe="")
+
+
+class TrackerClient:
+    """One tracker org, over one HttpCore (closed with the client)."""
+
+    def __init__(self, core: HttpCore) -> None:
+        self.core = core
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        base_url: str,
+        token: str,
+        org_id: str | None = None,
+        cloud_org_id: str | None = None,
+        **core_options: Any,
+    ) -> TrackerClient:
+        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
+        core = HttpCore(
+            service="tracker",
+            base_url=base_url,
+            token=token,
+            org_id=org_id,
+            cloud_org_id=cloud_org_id,
+            **core_options,
+        )
+        return cls(core)
+
+    def __repr__(self) -> str:
+        return f"TrackerClient({self.core!r})"
+
+    async def __aenter__(self) -> TrackerClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the core's connections."""
+        await self.core.aclose()
+
+    # -- issues ------------------------------------------------------------------------
+
+    async def myself(self) -> Record:
+        """The token's own user: the cheap auth probe (AuthError when rejected)."""
+        return await self.core.get_json("/myself")
+
+    async def scroll_issues(
+        self,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        per_scroll: int = 500,
+        ttl_ms: int = 60_000,
+        scroll_type: str = "sorted",
+    ) -> AsyncIterator[list[Record]]:
+        """Yield every matching issue, a scroll page at a time, past the 10 000 cap.
+
+        Closed before the end (``aclose()``, a break inside ``aclosing``, an error), it
+        releases the scroll on the server. ScrollExpiredError when the scroll is gone.
+        """
+        paginator = ScrollPaginator(per_scroll=per_scroll, ttl_ms=ttl_ms, scroll_type=scroll_type)
+        body = search_body(query, filter)
+        try:
+            async for page in paginate(self.core, "POST", "/issues/_search", paginator, json=body):
+                yield page
+        finally:
+            if paginator.has_next_page and paginator.scrolls:
+                await self._release_scrolls(paginator.scrolls)
+
+    async def _release_scrolls(self, scrolls: dict[str, str]) -> None:
+        try:
+            await self.clear_scrolls(scrolls)
+        except HaulHTTPError as error:
+            # the scroll dies with its TTL anyway; the listing's own outcome matters more
+            log.warning("scroll_clear_failed", service="tracker", error=str(error))
+
+    async def search_issues(
+        self,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        per_page: int = 100,
+    ) -> AsyncIterator[Record]:
+        """Yield matching issues by page number (the server stops at 10 000; use scroll)."""
+        paginator = PageNumberPaginator(per_page=per_page)
+        body = search_body(query, filter)
+        async for issue in self._records("/issues/_search", paginator, method="POST", json=body):
+            yield issue
+
+    async def count_issues(
+        self, *, query: str | None = None, filter: dict[str, Any] | None = None
+    ) -> int:
+        """How many issues match (the reply is a bare integer)."""
+        body = search_body(query, filter)
+        return int(await self.core.post_json("/issues/_count", json=body, write=False))
+
+    async def get_issue(self, key: str) -> Record:
+        """One issue by key; NotFoundError when it does not exist."""
+        return await self.core.get_json(f"/issues/{_segment(key)}")
+
+    async def find_issue(self, key: str) -> Record | None:
+        """One issue by key, or None when it does not exist."""
+        try:
+            return await self.get_issue(key)
+        except NotFoundError:
+            return None
+
+    async def find_by_unique(self, unique: str) -> Record | None:
+        """The issue created with this ``unique`` value, or None."""
+        try:
+            return await self.core.post_json(
+                "/issues/_findByUnique", params={"unique": unique}, write=False
+            )
+        except NotFoundError:
+            return None
+
+    async def clear_scrolls(self, scrolls: dict[str, str]) -> None:
+        """Release scrolls on the server: a map of each scrollId to its scrollToken."""
+        # releasing twice is harmless, so it may be retried like a read
+        await self.core.request("POST", "/system/search/scroll/_clear", json=scrolls, write=False)
+
+    # -- sub-records of an issue -------------------------------------------------------
+
+    def iter_comments(
+        self, key: str, *, per_page: int = 100, expand: str | None = "attachments"
+    ) -> AsyncIterator[Record]:
+        """Yield an issue's comments, oldest first (with their attachment refs by default)."""
+        params: dict[str, Any] = {"perPage": per_page}
+        if expand:
+            params["expand"] = expand
+        path = f"/issues/{_segment(key)}/comments"
+        return self._records(path, RelativeIdPaginator(), params=params)
+
+    def iter_worklogs(self, key: str, *, per_page: int = 100) -> AsyncIterator[Record]:
+        """Yield an issue's worklog records (read path is singular: ``/worklog``)."""
+        path = f"/issues/{_segment(key)}/worklog"
+        return self._records(path, RelativeIdPaginator(), params={"perPage": per_page})
+
+    def iter_changelog(self, key: str, *, per_page: int = 100) -> AsyncIterator[Record]:
+        """Yield an issue's change history, oldest first."""
+        path = f"/issues/{_segment(key)}/changelog"
+        return self._records(path, RelativeIdPaginator(), params={"perPage": per_page})
+
+    async def list_links(self, key: str) -> list[Record]:
+        """An issue's links, each as seen from this issue (``direction``, ``object``)."""
+        return await self.core.get_json(f"/issues/{_segment(key)}/links")
+
+    async def list_attachments(self, key: str) -> list[Record]:
+        """An issue's attachments, those of its comments included."""
+        return await self.core.get_json(f"/issues/{_segment(key)}/attachments")
+
+    async def list_checklist(self, key: str) -> list[Record]:
+        """An issue's checklist items (empty when it has none)."""
+        return await self.core.get_json(f"/issues/{_segment(key)}/checklistItems")
+
+    async def download_attachment(
+        self, key: str, attachment_id: str | int, filename: str, sink: IO[bytes]
+    ) -> int:
+        """Stream an attachment's bytes into ``sink``; return how many were written.
+
+        Never holds the file in memory. A failure once bytes were written raises
+        TransientError: restart with a fresh sink.
+        """
+        path = f"/issues/{_segment(key)}/attachments/{_segment(attachment_id)}/{_segment(filename)}"
+        return await self.core.download(path, sink)
+
+    # -- dictionaries, queues, users ---------------------------------------------------
+
+    async def list_statuses(self) -> list[Record]:
+        """The org's statuses (map by ``key``: ids differ between orgs)."""
+        return await self.core.get_json("/statuses")
+
+    async def list_issue_types(self) -> list[Record]:
+        """The org's issue types."""
+        return await self.core.get_json("/issuetypes")
+
+    async def list_priorities(self) -> list[Record]:
+        """The org's priorities."""
+        return await self.core.get_json("/priorities")
+
+    async def list_resolutions(self) -> list[Record]:
+        """The org's resolutions."""
+        return await self.core.get_json("/resolutions")
+
+    async def list_link_types(self) -> list[Record]:
+        """The link types (``id``, ``inward``, ``outward``)."""
+        return await self.core.get_json("/linktypes")
+
+    async def list_fields(self) -> list[Record]:
+        """The org's global fields."""
+        return await self.core.get_json("/fields")
+
+    def iter_queues(self, *, per_page: int = 50) -> AsyncIterator[Record]:
+        """Yield every queue."""
+        return self._records("/queues", PageNumberPaginator(per_page=per_page))
+
+    async def get_queue(self, key: str, *, expand: str | None = None) -> Record:
+        """One queue by key (``expand`` e.g. "all" adds types, workflows, versions)."""
+        params = {"expand": expand} if expand else None
+        return await self.core.get_json(f"/queues/{_segment(key)}", params=params)
+
+    def iter_users(self, *, per_page: int = 100) -> AsyncIterator[Record]:
+        """Yield every user (the reply is ``{"users": [...], "hasNext": bool}``)."""
+        paginator = PageNumberPaginator(per_page=per_page, records_key="users")
+        return self._records("/users", paginator)
+
+    # -- admin imports (not idempotent) ------------------------------------------------
+
+    async def import_issue(self, body: Record) -> Record:
+        """Create an issue with its original dates, authors and key (201)."""
+        return await self.core.post_json("/issues/_import", json=body)
+
+    async def import_comment(self, key: str, body: Record) -> Record:
+        """Create a comment with its original date and author (201)."""
+        return await self.core.post_json(f"/issues/{_segment(key)}/comments/_import", json=body)
+
+    async def import_worklog(self, key: str, body: Record) -> list[Record]:
+        """Create a worklog record; the reply is an array of the created record(s) (200)."""
+        reply = await self.core.post_json(f"/issues/{_segment(key)}/worklogs/_import", json=body)
+        return reply if isinstance(reply, list) else [reply]
+
+    async def import_link(self, key: str, body: Record) -> Record:
+        """Create a link from this issue (``relationship``, ``issue``, dates) (201)."""
+        return await self.core.post_json(f"/issues/{_segment(key)}/links/_import", json=body)
+
+    async def import_attachment(
+        self,
+        key: str,
+        *,
+        filename: str,
+        created_at: str,
+        created_by: str | int,
+        source: FileSource,
+    ) -> Record:
+        """Upload a file to an issue with its original date and author, streamed from disk."""
+        path = f"/issues/{_segment(key)}/attachments/_import"
+        return await self._upload(path, filename, created_at, created_by, source)
+
+    async def import_comment_attachment(
+        self,
+        key: str,
+        comment_id: str | int,
+        *,
+        filename: str,
+        created_at: str,
+        created_by: str | int,
+        source: FileSource,
+    ) -> Record:
+        """Upload a file to a comment (the reply carries ``commentId``)."""
+        path = f"/issues/{_segment(key)}/comments/{_segment(comment_id)}/attachments/_import"
+        return await self._upload(path, filename, created_at, created_by, source)
+
+    async def add_checklist_items(self, key: str, items: list[Record]) -> Record:
+        """Append checklist items; the reply is the issue with its ``checklistItems``."""
+        return await self.core.post_json(f"/issues/{_segment(key)}/checklistItems", json=items)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    async def _records(
+        self,
+        path: str,
+        paginator: Paginator,
+        *,
+        method: str = "GET",
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> AsyncIterator[Record]:
+        pages = paginate(self.core, method, path, paginator, params=params, json=json)
+        async for page in pages:
+            for record in page:
+                yield record
+
+    async def _upload(
+        self, path: str, filename: str, created_at: str, created_by: str | int, source: FileSource
+    ) -> Record:
+        params = {"filename": filename, "createdAt": created_at, "createdBy": created_by}
+        with _opened(source) as stream:
+            # httpx reads a file object in chunks while sending, and rewinds it on a retry
+            response = await self.core.request(
+                "POST", path, params=params, files={"file": (filename, stream)}
+            )
+        return response.json()
+
+
+@contextmanager
+def _opened(source: FileSource) -> Iterator[IO[bytes]]:
+    """The source as a binary file: a Path is opened (and closed), a file object is lent."""
+    if isinstance(source, Path):
+        with source.open("rb") as stream:
+            yield stream
+    else:
+        yield source
