@@ -114,6 +114,7 @@ class ScrollPaginator(Paginator):
         self.has_next_page = bool(self.scroll_id and records)
         if self.scroll_id:
             self.scrolls[self.scroll_id] = response.headers.get("X-Scroll-Token", "")
+        if self.has_next_page:
             # an id may legitimately stay the same across pages (search engines reuse their
             # scroll context); the same id with the same page again is a loop
             self.remember((self.scroll_id, page_fingerprint(records)), "scroll page")
@@ -287,6 +288,8 @@ def query_of(link: str) -> dict[str, str]:
 
 def page_fingerprint(records: list[Any]) -> Hashable:
     """A cheap identity for a page: its size and the ids at both ends (else its content)."""
+    if not records:
+        return ()
     first, last = records[0], records[-1]
     if isinstance(first, dict) and isinstance(last, dict) and "id" in first and "id" in last:
         return (len(records), str(first["id"]), str(last["id"]))
