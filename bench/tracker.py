@@ -1,0 +1,181 @@
+"""Benchmark: extract and load throughput against a sandbox with injected latency.
+
+Prints, for the pipeline and for a baseline that does the same work one request at a time
+(`[tuning] concurrency = 1`): records per second, requests per issue and peak memory of each
+`haul` process. The sandbox runs in its own process (`haul sandbox serve`), so it does not
+share the pipeline's interpreter. The baseline runs on a smaller org: at one request at a time
+its rate does not depend on the org's size, and a small org would take many minutes.
+
+    .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from state.store import StagingStore
+
+HAUL = str(Path(sys.executable).parent / "haul")
+TOKEN_ENV = "HAUL_BENCH_TOKEN"
+
+
+@dataclass
+class Phase:
+    name: str
+    records: int
+    seconds: float
+    requests: int
+    issues: int
+    peak_mb: float
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds else 0.0
+
+
+@contextmanager
+def sandbox(size: str, latency_ms: float):
+    process = subprocess.Popen(
+        [HAUL, "sandbox", "serve", "--size", size, "--latency-ms", str(latency_ms), "--seed", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        info = json.loads(process.stdout.readline())
+        yield info
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def sandbox_requests(info: dict[str, Any]) -> int:
+    base = info["tracker"].rsplit("/v3", 1)[0]
+    reply = httpx.get(
+        f"{base}/_sandbox/stats", headers={"Authorization": f"OAuth {info['tokens']['admin']}"}
+    )
+    reply.raise_for_status()
+    return int(reply.json()["requests"])
+
+
+def write_config(directory: Path, info: dict[str, Any], concurrency: int) -> Path:
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["source"],
+    }
+    queues = [q["key"] for q in httpx.get(info["tracker"] + "/queues", headers=headers).json()]
+    path = directory / "haul.toml"
+    path.write_text(
+        f"""
+[source]
+tracker_url = "{info["tracker"]}"
+org_id = "{info["orgs"]["source"]}"
+token_env = "{TOKEN_ENV}"
+read_rps = 5000
+write_rps = 5000
+[target]
+tracker_url = "{info["tracker"]}"
+org_id = "{info["orgs"]["target"]}"
+token_env = "{TOKEN_ENV}"
+read_rps = 5000
+write_rps = 5000
+[scope]
+queues = [{", ".join(f'"{q}"' for q in queues)}]
+[mapping]
+default_user = "robot"
+[staging]
+path = "haul.db"
+[tuning]
+concurrency = {concurrency}
+per_scroll = 1000
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
+    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+    before = sandbox_requests(info)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [HAUL, name, "--config", str(config)], env=env, stdout=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.monotonic() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
+    with StagingStore.open(config.parent / "haul.db") as store:
+        counts = store.count_records()
+        done = sum(s.get("done", 0) for s in store.ledger.counts().values())
+    staged = sum(
+        n for entity, n in counts.items() if "." not in entity and entity not in DICTIONARY_ENTITIES
+    )
+    return Phase(
+        name=name,
+        records=staged if name == "extract" else done,
+        seconds=seconds,
+        requests=sandbox_requests(info) - before,
+        issues=counts.get("issue", 0),
+        peak_mb=usage.ru_maxrss / 1024,
+    )
+
+
+DICTIONARY_ENTITIES = {"status", "issuetype", "priority", "resolution", "linktype", "queue", "user"}
+
+
+def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-{size}-"))
+    try:
+        with sandbox(size, latency_ms) as info:
+            config = write_config(workdir, info, concurrency)
+            return [run_phase("extract", config, info), run_phase("load", config, info)]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--baseline-size", default="tiny")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+
+    pipeline = measure(args.size, args.latency_ms, args.concurrency)
+    baseline = measure(args.baseline_size, args.latency_ms, 1)
+    print(
+        f"\nsandbox latency {args.latency_ms:g} ms; pipeline: {args.size} org, concurrency {args.concurrency}; "
+        f"baseline: {args.baseline_size} org, one request at a time"
+    )
+    print(
+        f"{'run':<18}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
+    )
+    for label, phases in (("pipeline", pipeline), ("baseline", baseline)):
+        for phase in phases:
+            print(
+                f"{label + ' ' + phase.name:<18}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
+                f"{phase.requests:>10}{phase.requests / max(1, phase.issues):>10.1f}{phase.peak_mb:>9.0f}"
+            )
+    for fast, slow in zip(pipeline, baseline, strict=True):
+        print(
+            f"speed-up {fast.name}: {fast.rate / slow.rate:.1f}x"
+            if slow.rate
+            else f"{fast.name}: no baseline rate"
+        )
+
+
+if __name__ == "__main__":
+    main()
