@@ -1,0 +1,137 @@
+"""Versioned schema migrations for the staging store.
+
+The version lives in ``PRAGMA user_version``. Each step runs in its own ``BEGIN IMMEDIATE``
+transaction that also bumps the version, so a step is either applied and recorded or not
+at all, and two processes opening a fresh store at once apply it only once.
+"""
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+
+class SchemaTooNewError(Exception):
+    """The store was written by a newer haul: its schema version is beyond the known steps."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One migration: a name for humans and the statements that make it."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+STEPS: tuple[Step, ...] = (
+    Step(
+        "records, checkpoints and drain marks",
+        (
+            # sort_parent exists because SQLite row-value ranges skip NULLs: keyset paging in
+            # (parent, source_id) order needs a non-NULL column to compare against.
+            """CREATE TABLE records (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                parent TEXT,
+                updated_at TEXT,
+                content_hash TEXT NOT NULL,
+                blob TEXT,
+                raw TEXT NOT NULL,
+                staged_at TEXT NOT NULL,
+                sort_parent TEXT GENERATED ALWAYS AS (ifnull(parent, '')) VIRTUAL,
+                PRIMARY KEY (entity, source_id)
+            )""",
+            "CREATE INDEX records_by_parent ON records (entity, sort_parent, source_id)",
+            """CREATE TABLE checkpoints (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE drained (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                drained_at TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id)
+            )""",
+        ),
+    ),
+    Step(
+        "load ledger",
+        (
+            """CREATE TABLE ledger (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                parent TEXT,
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'in_flight', 'done', 'failed')),
+                target_id TEXT,
+                payload_hash TEXT,
+                error TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id)
+            )""",
+            "CREATE INDEX ledger_by_status ON ledger (status, entity, source_id)",
+            "CREATE INDEX ledger_by_parent ON ledger (parent, entity, source_id)",
+        ),
+    ),
+    Step(
+        "runs",
+        (
+            """CREATE TABLE runs (
+                id INTEGER PRIMARY KEY,
+                command TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                host TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                ended_at TEXT,
+                outcome TEXT CHECK (outcome IN ('ok', 'failed', 'interrupted')),
+                counts TEXT,
+                error TEXT,
+                took_over_from TEXT
+            )""",
+            "CREATE INDEX runs_open ON runs (ended_at)",
+        ),
+    ),
+)
+
+
+def schema_version(db: Database) -> int:
+    """Return the number of migration steps applied to `db`."""
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db: Database, steps: Sequence[Step] = STEPS) -> int:
+    """Apply the steps `db` lacks, one transaction each; return the resulting version.
+
+    Raises SchemaTooNewError if `db` is ahead of `steps` (opened by an older haul).
+    """
+    while True:
+        with _immediate_transaction(db):
+            version = schema_version(db)
+            if version > len(steps):
+                raise SchemaTooNewError(
+                    f"store schema version {version} is newer than this haul knows "
+                    f"({len(steps)}); upgrade haul"
+                )
+            if version == len(steps):
+                return version
+            for statement in steps[version].statements:
+                db.execute(statement)
+            # PRAGMA does not take parameters; the value is an int we computed.
+            db.execute(f"PRAGMA user_version = {version + 1}")
+
+
+@contextmanager
+def _immediate_transaction(db: Database) -> Iterator[None]:
+    # IMMEDIATE takes the write lock before reading the version, so a concurrent opener
+    # waits (busy_timeout) and then sees the step already applied.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.rollback()
+        raise
+    db.execute("COMMIT")

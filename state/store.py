@@ -1,0 +1,277 @@
+"""The staging store: one SQLite file (WAL) holding staged records, checkpoints, drain
+marks, the load ledger and the run history, with attachment bytes in a folder beside it.
+
+Used from one thread (the event loop's). Every write method commits at once, or joins
+the caller's ``transaction()`` when one is open, so a page of records and the checkpoint
+that follows it commit together::
+
+    with store.transaction():
+        store.upsert_records("issue", rows)
+        store.set_checkpoint("issues", {"scroll_id": next_id})
+"""
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import sqlite_utils
+
+from state.blobs import BlobStore
+from state.clock import Clock, utc_now
+from state.hashing import canonical_json, content_hash
+from state.ledger import Ledger
+from state.reads import fetch_one, iter_keyset
+from state.runs import RunHandle, recent_runs, recorded_run
+from state.schema import migrate
+
+_RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw"
+
+# A re-staged row keeps its known blob only if its raw JSON is unchanged: the bytes belong
+# to that exact metadata. staged_at moves only when something changed.
+_UPSERT_RECORD = """
+INSERT INTO records (entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (entity, source_id) DO UPDATE SET
+    parent = excluded.parent,
+    updated_at = excluded.updated_at,
+    content_hash = excluded.content_hash,
+    blob = CASE
+        WHEN excluded.blob IS NOT NULL THEN excluded.blob
+        WHEN excluded.content_hash = records.content_hash THEN records.blob
+    END,
+    raw = excluded.raw,
+    staged_at = excluded.staged_at
+WHERE records.parent IS NOT excluded.parent
+    OR records.updated_at IS NOT excluded.updated_at
+    OR records.content_hash IS NOT excluded.content_hash
+    OR (excluded.blob IS NOT NULL AND records.blob IS NOT excluded.blob)
+"""
+
+
+class StagingStore:
+    """One staging database and its blob folder. Create it with `StagingStore.open`."""
+
+    def __init__(self, path: Path, db: sqlite_utils.Database, clock: Clock) -> None:
+        self.path = path
+        self.db = db
+        self.blobs = BlobStore(path.with_name(path.name + ".blobs"))
+        self.ledger = Ledger(db, clock)
+        self._lock_path = path.with_name(path.name + ".lock")
+        self._clock = clock
+
+    @classmethod
+    def open(cls, path: str | Path, *, clock: Clock = utc_now) -> "StagingStore":
+        """Open (creating folders and file as needed) the store at `path`, in WAL mode,
+        migrated to the current schema."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite_utils.Database(path, execute_plugins=False)
+        try:
+            db.execute("PRAGMA busy_timeout = 10000")
+            db.enable_wal()
+            # WAL + NORMAL survives a killed process (not a power cut), and commits stay cheap.
+            db.execute("PRAGMA synchronous = NORMAL")
+            migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return cls(path, db, clock)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit: everything written inside commits together or not at all.
+
+        Nesting is safe: an inner block is a savepoint, undone alone if it raises.
+        """
+        with self.db.atomic():
+            yield
+
+    # -- staged records -------------------------------------------------------------
+
+    def upsert_records(self, entity: str, rows: Iterable[dict]) -> int:
+        """Stage rows of `entity`, inserting or replacing by (entity, source_id); return how
+        many rows were given. Repeating an upsert is harmless.
+
+        Each row: {"source_id": str, "raw": dict, and optionally "parent": str | None,
+        "updated_at": str | None, "blob": str | None (sha256 of the attachment bytes)}.
+        The raw JSON is kept whole; content_hash is the sha256 of its canonical JSON.
+        A row given without a blob keeps the stored one if its raw JSON did not change.
+        """
+        now = self._clock()
+        given = 0
+
+        def values() -> Iterator[tuple]:
+            nonlocal given
+            for row in rows:
+                given += 1
+                yield _record_values(entity, row, now)
+
+        with self.db.atomic():
+            self.db.conn.executemany(_UPSERT_RECORD, values())
+        return given
+
+    def replace_children(self, parent: str, entity: str, rows: Iterable[dict]) -> int:
+        """Make the records of `entity` under `parent` exactly `rows`: upsert them and
+        delete the ones not given. Return how many rows were given.
+
+        A row's "parent" may be omitted; if given it must equal `parent`.
+        """
+        if not parent:
+            raise ValueError("replace_children needs a non-empty parent")
+        kept: set[str] = set()
+
+        def under_parent() -> Iterator[dict]:
+            for row in rows:
+                if row.get("parent", parent) != parent:
+                    raise ValueError(
+                        f"{entity} {row['source_id']!r} has parent {row['parent']!r}, "
+                        f"not {parent!r}"
+                    )
+                kept.add(str(row["source_id"]))
+                yield {**row, "parent": parent}
+
+        with self.db.atomic():
+            given = self.upsert_records(entity, under_parent())
+            present = self.db.execute(
+                "SELECT source_id FROM records WHERE entity = ? AND sort_parent = ?",
+                [entity, parent],
+            ).fetchall()
+            vanished = [(entity, source_id) for (source_id,) in present if source_id not in kept]
+            self.db.conn.executemany(
+                "DELETE FROM records WHERE entity = ? AND source_id = ?", vanished
+            )
+        return given
+
+    def get_record(self, entity: str, source_id: str) -> dict | None:
+        """The staged record as a row dict (raw parsed), or None."""
+        found = fetch_one(
+            self.db,
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE entity = ? AND source_id = ?",
+            [entity, source_id],
+        )
+        return _record_dict(found) if found else None
+
+    def iter_records(self, entity: str, *, parent: str | None = None) -> Iterator[dict]:
+        """Yield the records of `entity` (only those under `parent`, if given) as row dicts
+        {"entity", "source_id", "parent", "updated_at", "content_hash", "blob", "raw"},
+        in (parent, source_id) order, streamed a page at a time."""
+        where, params = ["entity = ?"], [entity]
+        if parent is not None:
+            where.append("sort_parent = ?")
+            params.append(parent)
+        rows = iter_keyset(
+            self.db,
+            f"SELECT {_RECORD_COLUMNS}, sort_parent FROM records",
+            where=where,
+            params=params,
+            keys=("sort_parent", "source_id"),
+        )
+        for row in rows:
+            yield _record_dict(row)
+
+    def count_records(self) -> dict[str, int]:
+        """entity -> number of staged records."""
+        rows = self.db.query("SELECT entity, count(*) AS n FROM records GROUP BY entity")
+        return {row["entity"]: row["n"] for row in rows}
+
+    # -- checkpoints and drain marks ---------------------------------------------------
+
+    def set_checkpoint(self, name: str, value: dict) -> None:
+        """Save the named checkpoint (a JSON-able dict), replacing any earlier value."""
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT INTO checkpoints (name, value, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET"
+                " value = excluded.value, updated_at = excluded.updated_at",
+                [name, canonical_json(value), self._clock()],
+            )
+
+    def get_checkpoint(self, name: str) -> dict | None:
+        """The named checkpoint's value, or None if it was never set."""
+        row = fetch_one(self.db, "SELECT value FROM checkpoints WHERE name = ?", [name])
+        return json.loads(row["value"]) if row else None
+
+    def mark_drained(self, issue_key: str, updated_at: str, *, entity: str = "issue") -> None:
+        """Record that the sub-records (comments, worklogs, ...) of this staged record are
+        staged as of its `updated_at`."""
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT INTO drained (entity, source_id, updated_at, drained_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (entity, source_id) DO UPDATE SET"
+                " updated_at = excluded.updated_at, drained_at = excluded.drained_at",
+                [entity, issue_key, updated_at, self._clock()],
+            )
+
+    def needs_drain(self, entity: str = "issue") -> Iterator[str]:
+        """Yield, in source_id order, the staged records of `entity` whose updated_at
+        differs from their drained mark, or that have none. Streams a page at a time, so
+        the caller may drain and mark each one while iterating."""
+        rows = iter_keyset(
+            self.db,
+            "SELECT source_id FROM records",
+            where=[
+                "entity = ?",
+                "NOT EXISTS (SELECT 1 FROM drained AS d WHERE d.entity = records.entity"
+                " AND d.source_id = records.source_id AND d.updated_at IS records.updated_at)",
+            ],
+            params=[entity],
+            keys=("source_id",),
+        )
+        for row in rows:
+            yield row["source_id"]
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def run(self, command: str) -> AbstractContextManager[RunHandle]:
+        """Hold the store's run lock and record this run; see state.runs.recorded_run.
+
+        Raises RunLockedError if another run (in any process, this one included) holds it.
+        """
+        return recorded_run(self.db, self._lock_path, command, self._clock)
+
+    def recent_runs(self, limit: int = 10) -> list[dict]:
+        """The latest runs, newest first, as dicts (counts and took_over_from parsed)."""
+        return recent_runs(self.db, limit)
+
+
+def _record_values(entity: str, row: dict, now: str) -> tuple:
+    raw = row["raw"]
+    return (
+        entity,
+        row["source_id"],
+        row.get("parent"),
+        row.get("updated_at"),
+        content_hash(raw),
+        row.get("blob"),
+        canonical_json(raw),
+        now,
+    )
+
+
+_RECORD_KEYS = tuple(_RECORD_COLUMNS.split(", "))
+
+
+def _record_dict(row: dict[str, Any]) -> dict[str, Any]:
+    """The public shape of a records row: its named columns, raw parsed. A fresh dict, as
+    the keyset pager still reads the row it came from."""
+    record = {key: row[key] for key in _RECORD_KEYS}
+    record["raw"] = json.loads(record["raw"])
+    return record

@@ -1,0 +1,189 @@
+"""Staged records, checkpoints, transactions and drain marks."""
+
+import hashlib
+import json
+
+import pytest
+
+from state import StagingStore
+
+
+def issue(key: str, updated: str = "2024-01-01T00:00:00.000+0000", **raw: object) -> dict:
+    return {"source_id": key, "updated_at": updated, "raw": {"key": key, **raw}}
+
+
+def test_upsert_keeps_raw_whole_and_hashes_its_canonical_json(store: StagingStore) -> None:
+    """raw comes back as given; content_hash ignores key order and is sha256 of compact JSON."""
+    raw = {"key": "A-1", "summary": "Ünïcode ✓", "nested": {"b": [1, 2], "a": None}}
+    store.upsert_records("issue", [{"source_id": "A-1", "updated_at": "t1", "raw": raw}])
+    record = store.get_record("issue", "A-1")
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert record == {
+        "entity": "issue",
+        "source_id": "A-1",
+        "parent": None,
+        "updated_at": "t1",
+        "content_hash": hashlib.sha256(canonical.encode()).hexdigest(),
+        "blob": None,
+        "raw": raw,
+    }
+    reordered = dict(reversed(list(raw.items())))
+    store.upsert_records("issue", [{"source_id": "A-2", "updated_at": "t1", "raw": reordered}])
+    assert store.get_record("issue", "A-2")["content_hash"] == record["content_hash"]
+
+
+def test_repeating_an_upsert_is_harmless(store: StagingStore) -> None:
+    """The same rows twice leave the same single rows behind."""
+    rows = [issue("A-1"), issue("A-2")]
+    assert store.upsert_records("issue", rows) == 2
+    before = list(store.iter_records("issue"))
+    assert store.upsert_records("issue", rows) == 2
+    assert list(store.iter_records("issue")) == before
+    assert store.count_records() == {"issue": 2}
+
+
+def test_upsert_updates_the_hash_when_raw_changes(store: StagingStore) -> None:
+    """A changed raw replaces the stored one and its content hash."""
+    store.upsert_records("issue", [issue("A-1", summary="old")])
+    old_hash = store.get_record("issue", "A-1")["content_hash"]
+    store.upsert_records("issue", [issue("A-1", "t2", summary="new")])
+    record = store.get_record("issue", "A-1")
+    assert record["raw"]["summary"] == "new"
+    assert record["updated_at"] == "t2"
+    assert record["content_hash"] != old_hash
+
+
+def test_a_blob_is_kept_only_while_the_raw_is_unchanged(store: StagingStore) -> None:
+    """Re-staging metadata without a blob keeps the blob if the metadata is the same."""
+    sha = "ab" * 32
+    row = {"source_id": "9", "parent": "A-1", "raw": {"name": "a.png", "size": 3}}
+    store.upsert_records("attachment", [{**row, "blob": sha}])
+    store.upsert_records("attachment", [row])
+    assert store.get_record("attachment", "9")["blob"] == sha
+    store.upsert_records("attachment", [{**row, "raw": {"name": "a.png", "size": 4}}])
+    assert store.get_record("attachment", "9")["blob"] is None
+
+
+def test_get_record_of_unknown_is_none(store: StagingStore) -> None:
+    """An unknown (entity, source_id) is None, and entities do not share ids."""
+    store.upsert_records("issue", [issue("1")])
+    assert store.get_record("issue", "2") is None
+    assert store.get_record("comment", "1") is None
+
+
+def test_replace_children_deletes_vanished_children_only(store: StagingStore) -> None:
+    """Children missing from the new set go; other parents and entities stay."""
+    store.replace_children("A-1", "comment", [{"source_id": c, "raw": {"c": c}} for c in "123"])
+    store.replace_children("A-2", "comment", [{"source_id": "4", "raw": {}}])
+    store.replace_children("A-1", "worklog", [{"source_id": "1", "raw": {}}])
+
+    store.replace_children("A-1", "comment", [{"source_id": "3", "raw": {"c": "edited"}}])
+
+    assert [r["source_id"] for r in store.iter_records("comment", parent="A-1")] == ["3"]
+    assert store.get_record("comment", "3")["raw"] == {"c": "edited"}
+    assert [r["source_id"] for r in store.iter_records("comment", parent="A-2")] == ["4"]
+    assert store.count_records() == {"comment": 2, "worklog": 1}
+
+
+def test_replace_children_with_nothing_empties_the_parent(store: StagingStore) -> None:
+    """An empty set of children deletes every child of that entity under the parent."""
+    store.replace_children("A-1", "comment", [{"source_id": "1", "raw": {}}])
+    assert store.replace_children("A-1", "comment", []) == 0
+    assert list(store.iter_records("comment", parent="A-1")) == []
+
+
+def test_replace_children_refuses_a_row_of_another_parent(store: StagingStore) -> None:
+    """A row that names a different parent is a caller bug: nothing is written."""
+    store.replace_children("A-1", "comment", [{"source_id": "1", "raw": {}}])
+    rows = [{"source_id": "2", "raw": {}}, {"source_id": "3", "parent": "B-9", "raw": {}}]
+    with pytest.raises(ValueError, match="B-9"):
+        store.replace_children("A-1", "comment", rows)
+    assert [r["source_id"] for r in store.iter_records("comment")] == ["1"]
+
+
+def test_iter_records_orders_by_parent_then_id_across_pages(store: StagingStore) -> None:
+    """Iteration is in (parent, source_id) order, top-level records first, past page size."""
+    store.upsert_records("issue", [issue(f"T-{n:04}") for n in range(300)])
+    for parent in ("P-2", "P-1"):
+        rows = [{"source_id": f"{parent}/{n:04}", "raw": {}} for n in range(600)]
+        store.upsert_records("issue", [{**row, "parent": parent} for row in rows])
+    seen = [(r["parent"], r["source_id"]) for r in store.iter_records("issue")]
+    assert len(seen) == 1500
+    assert seen == sorted(seen, key=lambda pair: (pair[0] or "", pair[1]))
+    assert seen[0] == (None, "T-0000")
+    under = [r["source_id"] for r in store.iter_records("issue", parent="P-2")]
+    assert under == [f"P-2/{n:04}" for n in range(600)]
+
+
+def test_count_records_per_entity(store: StagingStore) -> None:
+    """count_records maps each entity to its number of records."""
+    store.upsert_records("issue", [issue("A-1"), issue("A-2")])
+    store.upsert_records("comment", [{"source_id": "7", "parent": "A-1", "raw": {}}])
+    assert store.count_records() == {"issue": 2, "comment": 1}
+
+
+def test_a_checkpoint_and_its_rows_commit_together(store: StagingStore) -> None:
+    """An exception inside transaction() leaves neither the rows nor the checkpoint."""
+    store.set_checkpoint("issues", {"scroll": "s1"})
+    with pytest.raises(RuntimeError), store.transaction():
+        store.upsert_records("issue", [issue("A-1")])
+        store.set_checkpoint("issues", {"scroll": "s2"})
+        store.ledger.plan([{"entity": "issue", "source_id": "A-1", "payload_hash": "h"}])
+        raise RuntimeError("network died before the page was done")
+    assert store.count_records() == {}
+    assert store.get_checkpoint("issues") == {"scroll": "s1"}
+    assert store.ledger.get("issue", "A-1") is None
+
+    with store.transaction():
+        store.upsert_records("issue", [issue("A-1")])
+        store.set_checkpoint("issues", {"scroll": "s2"})
+    assert store.count_records() == {"issue": 1}
+    assert store.get_checkpoint("issues") == {"scroll": "s2"}
+
+
+def test_nested_transaction_undoes_only_the_inner_block(store: StagingStore) -> None:
+    """A failed inner block rolls back alone; the outer one still commits its own work."""
+    with store.transaction():
+        store.upsert_records("issue", [issue("A-1")])
+        with pytest.raises(KeyError), store.transaction():
+            store.upsert_records("issue", [issue("A-2")])
+            store.upsert_records("issue", [{"source_id": "A-3"}])  # no raw: KeyError
+    assert [r["source_id"] for r in store.iter_records("issue")] == ["A-1"]
+
+
+def test_unknown_checkpoint_is_none(store: StagingStore) -> None:
+    """A checkpoint never set reads as None; a set one can be replaced."""
+    assert store.get_checkpoint("nothing") is None
+    store.set_checkpoint("c", {"a": 1})
+    store.set_checkpoint("c", {"a": 2, "b": [1]})
+    assert store.get_checkpoint("c") == {"a": 2, "b": [1]}
+
+
+def test_needs_drain_follows_updated_at(store: StagingStore) -> None:
+    """Undrained issues need a drain; marked ones do not, until their updated_at moves."""
+    store.upsert_records("issue", [issue("A-1", "t1"), issue("A-2", "t1"), issue("A-3", "t1")])
+    assert list(store.needs_drain()) == ["A-1", "A-2", "A-3"]
+
+    store.mark_drained("A-1", "t1")
+    store.mark_drained("A-2", "t1")
+    assert list(store.needs_drain()) == ["A-3"]
+
+    store.upsert_records("issue", [issue("A-2", "t2", summary="edited")])
+    assert list(store.needs_drain()) == ["A-2", "A-3"]
+    store.mark_drained("A-2", "t2")
+    assert list(store.needs_drain()) == ["A-3"]
+    assert list(store.needs_drain("page")) == []
+
+
+def test_draining_while_iterating_needs_drain(store: StagingStore) -> None:
+    """The caller can stage children and mark each issue while iterating, across pages."""
+    store.upsert_records("issue", [issue(f"A-{n:04}", "t1") for n in range(1200)])
+    drained = 0
+    for key in store.needs_drain():
+        with store.transaction():
+            store.replace_children(key, "comment", [{"source_id": f"{key}/c", "raw": {}}])
+            store.mark_drained(key, "t1")
+        drained += 1
+    assert drained == 1200
+    assert list(store.needs_drain()) == []
+    assert store.count_records() == {"issue": 1200, "comment": 1200}
