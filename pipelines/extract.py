@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -149,12 +150,14 @@ class IssueExtractor:
             query = scroll_query(queue, since, narrowing)
             log.info("scroll_started", queue=queue, since=since)
             try:
-                async for page in self.client.scroll_issues(
+                pages = self.client.scroll_issues(
                     query=query, per_scroll=self.per_scroll, ttl_ms=self.scroll_ttl_ms
-                ):
-                    for key in self._stage_page(queue, page):
-                        await enqueue(key)
-                    self.progress.advance(staged, len(page))
+                )
+                async with aclosing(pages):
+                    async for page in pages:
+                        for key in self._stage_page(queue, page):
+                            await enqueue(key)
+                        self.progress.advance(staged, len(page))
                 return
             except ScrollExpiredError:
                 self.stats.scroll_restarts += 1

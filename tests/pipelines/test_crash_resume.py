@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TOKEN_ENV, client_for, source_queues, write_config
+from haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
 from org_snapshot import org_snapshot
 
 from state.store import StagingStore

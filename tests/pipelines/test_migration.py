@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from conftest import client_for, environ, source_queues, write_config
+from haul_fixtures import client_for, environ, source_queues, write_config
 from org_snapshot import org_snapshot
 
 from pipelines.config import load_config
@@ -68,8 +69,10 @@ async def test_incremental_extract_redrains_only_changed_issues(
     config = load_config(write_config(tmp_path, info, queues=queues))
     await extract(config, environ=environ(info))
     async with client_for(info, "source") as source:
-        page = await anext(source.scroll_issues(query=f"Queue: {queues[0]}", per_scroll=1))
-        changed = page[0]["key"]
+        async with aclosing(
+            source.scroll_issues(query=f"Queue: {queues[0]}", per_scroll=1)
+        ) as pages:
+            changed = (await anext(pages))[0]["key"]
         await source.core.request("POST", f"/issues/{changed}/comments", json={"text": "new today"})
 
     again = await extract(config, environ=environ(info))
