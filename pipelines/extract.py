@@ -189,8 +189,7 @@ class IssueExtractor:
         log.info(
             "page_staged", stage="issues", queue=queue, rows=len(page), watermark=last["updatedAt"]
         )
-        needed = set(self.store.needs_drain("issue"))
-        return [issue["key"] for issue in page if issue["key"] in needed]
+        return list(self.store.needs_drain("issue", keys=[issue["key"] for issue in page]))
 
     async def _drain_worker(self, pending: asyncio.Queue[str | None]) -> None:
         while (key := await pending.get()) is not None:
@@ -200,7 +199,9 @@ class IssueExtractor:
     async def drain_issue(self, key: str) -> None:
         """Fetch every sub-record of one issue, then stage them with its drained mark."""
         issue = self.store.get_record("issue", key)
-        if issue is None:
+        # A key can be queued twice (left over from an interrupted run, then again from a
+        # page): the second one finds the mark current and does nothing.
+        if issue is None or self.store.drained_version(key) == issue["updated_at"]:
             return
         listings = (
             _collect(self.client.iter_comments(key)),

@@ -29,6 +29,14 @@ from state.schema import migrate
 
 _RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw"
 
+# A staged record needs a drain unless a mark holds its current updated_at.
+_UNDRAINED = (
+    "NOT EXISTS (SELECT 1 FROM drained AS d WHERE d.entity = records.entity"
+    " AND d.source_id = records.source_id AND d.updated_at IS records.updated_at)"
+)
+# Well under SQLite's bound on parameters per statement (32766 since 3.32).
+_KEYS_PER_QUERY = 500
+
 # A re-staged row keeps its known blob only if its raw JSON is unchanged: the bytes belong
 # to that exact metadata. staged_at moves only when something changed.
 _UPSERT_RECORD = """
@@ -220,23 +228,51 @@ class StagingStore:
                 [entity, issue_key, updated_at, self._clock()],
             )
 
-    def needs_drain(self, entity: str = "issue") -> Iterator[str]:
+    def needs_drain(
+        self, entity: str = "issue", *, keys: Iterable[str] | None = None
+    ) -> Iterator[str]:
         """Yield, in source_id order, the staged records of `entity` whose updated_at
-        differs from their drained mark, or that have none. Streams a page at a time, so
-        the caller may drain and mark each one while iterating."""
+        differs from their drained mark, or that have none.
+
+        Without `keys`, every staged record is checked, a page at a time, so the caller may
+        drain and mark each one while iterating. With `keys`, only those source ids are
+        checked (unknown ones are skipped), one primary-key lookup per chunk of keys: the
+        cost follows the keys given, not the size of the store.
+        """
+        if keys is not None:
+            yield from self._needing_drain_among(entity, keys)
+            return
         rows = iter_keyset(
             self.db,
             "SELECT source_id FROM records",
-            where=[
-                "entity = ?",
-                "NOT EXISTS (SELECT 1 FROM drained AS d WHERE d.entity = records.entity"
-                " AND d.source_id = records.source_id AND d.updated_at IS records.updated_at)",
-            ],
+            where=["entity = ?", _UNDRAINED],
             params=[entity],
             keys=("source_id",),
         )
         for row in rows:
             yield row["source_id"]
+
+    def drained_version(self, issue_key: str, *, entity: str = "issue") -> str | None:
+        """The updated_at this record's sub-records were drained as of, or None if never."""
+        row = fetch_one(
+            self.db,
+            "SELECT updated_at FROM drained WHERE entity = ? AND source_id = ?",
+            [entity, issue_key],
+        )
+        return row["updated_at"] if row else None
+
+    def _needing_drain_among(self, entity: str, keys: Iterable[str]) -> Iterator[str]:
+        wanted = sorted(set(keys))
+        for start in range(0, len(wanted), _KEYS_PER_QUERY):
+            chunk = wanted[start : start + _KEYS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            rows = self.db.query(
+                f"SELECT source_id FROM records WHERE entity = ? AND source_id IN ({marks})"
+                f" AND {_UNDRAINED} ORDER BY source_id",
+                [entity, *chunk],
+            )
+            # Read the chunk to the end before yielding: see state.reads on open statements.
+            yield from [row["source_id"] for row in rows]
 
     # -- runs -----------------------------------------------------------------------------
 

@@ -187,3 +187,48 @@ def test_draining_while_iterating_needs_drain(store: StagingStore) -> None:
     assert drained == 1200
     assert list(store.needs_drain()) == []
     assert store.count_records() == {"issue": 1200, "comment": 1200}
+
+
+def test_needs_drain_with_keys_checks_only_those_keys(store: StagingStore) -> None:
+    """Only the given keys are answered, in source_id order; unknown and repeated keys are
+    harmless, and a key whose mark is current is left out."""
+    store.upsert_records("issue", [issue(f"A-{n}", "t1") for n in range(1, 6)])
+    store.mark_drained("A-2", "t1")
+    store.mark_drained("A-3", "t0")  # drained as of an older version
+
+    asked = ["A-4", "A-3", "A-2", "A-4", "Z-9"]
+    assert list(store.needs_drain("issue", keys=asked)) == ["A-3", "A-4"]
+    assert list(store.needs_drain("issue", keys=[])) == []
+    assert list(store.needs_drain("comment", keys=["A-4"])) == []
+
+
+def test_needs_drain_with_keys_is_one_indexed_query_per_chunk(store: StagingStore) -> None:
+    """1200 keys in a store of 3000 issues: three lookups by primary key, no table scan,
+    and the answer is right across chunk edges."""
+    store.upsert_records("issue", [issue(f"A-{n:04}", "t1") for n in range(3000)])
+    for n in range(0, 3000, 2):
+        store.mark_drained(f"A-{n:04}", "t1")
+    asked = [f"A-{n:04}" for n in range(1000, 2200)]
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    try:
+        found = list(store.needs_drain("issue", keys=asked))
+    finally:
+        store.db.conn.set_trace_callback(None)
+
+    assert found == [key for key in asked if int(key[2:]) % 2 == 1]
+    lookups = [sql for sql in statements if "FROM records" in sql]
+    assert len(lookups) == 3
+    plan = " ".join(row[3] for row in store.db.execute(f"EXPLAIN QUERY PLAN {lookups[0]}"))
+    assert "SCAN records" not in plan
+    assert "SEARCH records USING" in plan
+
+
+def test_drained_version_is_the_updated_at_of_the_mark(store: StagingStore) -> None:
+    """None before any mark; then the latest marked updated_at, per entity."""
+    assert store.drained_version("A-1") is None
+    store.mark_drained("A-1", "t1")
+    assert store.drained_version("A-1") == "t1"
+    store.mark_drained("A-1", "t2")
+    assert store.drained_version("A-1") == "t2"
+    assert store.drained_version("A-1", entity="page") is None
