@@ -1,0 +1,206 @@
+"""Fault injection and request counting, as one pure ASGI middleware in front of a service.
+
+A fault spec is a comma-separated list of ``KIND:ARGS[@GLOB]`` items; GLOB is an fnmatch
+pattern on the request path (no GLOB: every path):
+
+- ``latency:MS[+JITTER]``   wait MS plus uniform(0, JITTER) milliseconds
+- ``429:RATE[:SECONDS]``    answer 429 with ``Retry-After: SECONDS`` (default 1)
+- ``5xx:RATE``              answer 503
+- ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
+- ``drop_after:RATE``       apply the request, then abort the connection without replying
+
+RATE is a probability in [0, 1]; the dice come from an RNG seeded with the sandbox seed.
+Paths under ``/_sandbox/`` are never faulted nor counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import random
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_ITEM = re.compile(r"^(?P<kind>[a-z_0-9]+):(?P<args>[^@]+)(?:@(?P<glob>.+))?$")
+_KINDS = ("latency", "429", "5xx", "drop_before", "drop_after")
+CONTROL_PREFIX = "/_sandbox/"
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    kind: str
+    rate: float = 1.0
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    retry_after: int = 1
+    glob: str | None = None
+
+    def applies_to(self, path: str) -> bool:
+        return self.glob is None or fnmatch.fnmatchcase(path, self.glob)
+
+
+def parse_faults(spec: str) -> tuple[Fault, ...]:
+    """Parse a fault spec; ValueError naming the bad item otherwise."""
+    return tuple(_parse_item(item.strip()) for item in spec.split(",") if item.strip())
+
+
+def _parse_item(item: str) -> Fault:
+    match = _ITEM.match(item)
+    if not match or match["kind"] not in _KINDS:
+        raise ValueError(f"bad fault {item!r}: expected KIND:ARGS[@GLOB], KIND one of {_KINDS}")
+    kind, args, glob = match["kind"], match["args"], match["glob"]
+    try:
+        if kind == "latency":
+            base, _, jitter = args.partition("+")
+            return Fault(kind, latency_ms=float(base), jitter_ms=float(jitter or 0), glob=glob)
+        if kind == "429":
+            rate, _, seconds = args.partition(":")
+            return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
+        return Fault(kind, rate=_rate(args), glob=glob)
+    except ValueError as error:
+        raise ValueError(f"bad fault {item!r}: {error}") from None
+
+
+def _rate(text: str) -> float:
+    rate = float(text)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate {text} is not within [0, 1]")
+    return rate
+
+
+def combine_spec(latency_ms: float, faults: str) -> str:
+    """``--latency-ms X`` is shorthand for a leading ``latency:X`` item."""
+    items = [f"latency:{latency_ms:g}"] if latency_ms else []
+    return ",".join([*items, *([faults] if faults.strip() else [])])
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    delay_s: float = 0.0
+    action: str | None = None  # one of the non-latency kinds
+    retry_after: int = 1
+
+
+class FaultPlan:
+    """The current faults (replaceable at runtime from any thread) and their dice."""
+
+    def __init__(self, spec: str = "", *, seed: int = 1) -> None:
+        self._rng = random.Random(f"faults:{seed}")
+        self._lock = threading.Lock()
+        self.spec = ""
+        self._faults: tuple[Fault, ...] = ()
+        self.set(spec)
+
+    def set(self, spec: str) -> None:
+        """Replace every fault; ValueError (and no change) if the spec is malformed."""
+        faults = parse_faults(spec)
+        with self._lock:
+            self.spec, self._faults = spec, faults
+
+    def decide(self, path: str) -> Decision:
+        with self._lock:
+            faults = [fault for fault in self._faults if fault.applies_to(path)]
+            delay_ms = sum(
+                f.latency_ms + self._rng.uniform(0, f.jitter_ms)
+                for f in faults
+                if f.kind == "latency"
+            )
+            hits = [f for f in faults if f.kind != "latency" and self._rng.random() < f.rate]
+        first = hits[0] if hits else None
+        return Decision(
+            delay_ms / 1000, first.kind if first else None, first.retry_after if first else 1
+        )
+
+
+class RequestStats:
+    """Requests served, in total and per ``"METHOD /route/{template}"``; thread-safe reads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_route: Counter[str] = Counter()
+
+    def record(self, route: str) -> None:
+        with self._lock:
+            self._by_route[route] += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            by_route = dict(self._by_route)
+        return {"requests": sum(by_route.values()), "by_route": by_route}
+
+
+def route_name(routes: list[BaseRoute], scope: Scope) -> str:
+    """``"POST /v3/issues/{key}/comments/_import"``; the raw path when no route matches."""
+    probe = {**scope, "path_params": {}}
+    for route in routes:
+        match, _ = route.matches(probe)
+        if match is Match.FULL:
+            return f"{scope['method']} {getattr(route, 'path', scope['path'])}"
+    return f"{scope['method']} {scope['path']}"
+
+
+class FaultMiddleware:
+    """Counts every request, then applies the fault plan's decision for its path."""
+
+    def __init__(
+        self, app: ASGIApp, plan: FaultPlan, stats: RequestStats, routes: Callable[[], list]
+    ) -> None:
+        self.app = app
+        self.plan = plan
+        self.stats = stats
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(CONTROL_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        self.stats.record(route_name(self.routes(), scope))
+        decision = self.plan.decide(scope["path"])
+        if decision.delay_s:
+            await asyncio.sleep(decision.delay_s)
+        if decision.action == "drop_before":
+            await drop_connection(send)
+        elif decision.action in ("429", "5xx"):
+            await _refuse(send, decision)
+        elif decision.action == "drop_after":
+            await self.app(scope, receive, _discard)
+            await drop_connection(send)
+        else:
+            await self.app(scope, receive, send)
+
+
+async def _discard(message: Message) -> None:
+    """Swallow the reply of a request whose connection is about to be dropped."""
+
+
+async def _refuse(send: Send, decision: Decision) -> None:
+    status = 429 if decision.action == "429" else 503
+    message = "Too many requests" if status == 429 else "Service temporarily unavailable"
+    body = json.dumps({"errors": {}, "errorMessages": [message], "statusCode": status}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 429:
+        headers.append((b"retry-after", str(decision.retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def drop_connection(send: Send) -> None:
+    """Abort the TCP connection under this request without a reply.
+
+    uvicorn's ``send`` is a bound method of its request cycle, which holds the transport.
+    After the abort we yield once so uvicorn sees the connection lost and does not try to
+    write its own 500 reply into the dead socket.
+    """
+    cycle = getattr(send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is None:
+        raise RuntimeError("this server does not expose the connection; cannot drop it")
+    transport.abort()
+    await asyncio.sleep(0)

@@ -1,0 +1,172 @@
+"""Run the sandbox: uvicorn in a background thread with its own event loop, on loopback.
+
+Each service is one Starlette app at the root of its own port (only the tracker so far; the
+wiki and forms will join the same loop).  ``start_sandbox`` returns once every port listens;
+``serve`` is the blocking command-line form that prints one JSON line describing the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import signal
+import socket
+import threading
+from types import TracebackType
+
+import uvicorn
+
+from sandbox.faults import FaultPlan, RequestStats, combine_spec
+from sandbox.tracker.app import build_tracker_app
+from sandbox.tracker.generate import build_world
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+
+
+class RunningSandbox:
+    """A started sandbox; ``info`` is the JSON line ``haul sandbox serve`` prints."""
+
+    def __init__(
+        self,
+        info: dict,
+        faults: FaultPlan,
+        stats: RequestStats,
+        servers: list[uvicorn.Server],
+        thread: threading.Thread,
+    ) -> None:
+        self.info = info
+        self._faults = faults
+        self._stats = stats
+        self._servers = servers
+        self._thread = thread
+
+    def set_faults(self, spec: str) -> None:
+        """Replace the fault spec at runtime; ValueError if it is malformed."""
+        self._faults.set(spec)
+
+    def stats(self) -> dict:
+        """``{"requests": total, "by_route": {"POST /v3/issues/_search": n, ...}}``."""
+        return self._stats.snapshot()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop serving and wait for the server thread to finish."""
+        for server in self._servers:
+            server.should_exit = True
+        self._thread.join(STOP_TIMEOUT_S)
+
+    def __enter__(self) -> RunningSandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_sandbox(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    seed: int = 1,
+    size: str = "tiny",
+    latency_ms: float = 0.0,
+    faults: str = "",
+) -> RunningSandbox:
+    """Start uvicorn in a background thread (its own event loop); return once it is listening."""
+    world = build_world(
+        seed, size, admin_token=secrets.token_urlsafe(24), user_token=secrets.token_urlsafe(24)
+    )
+    plan = FaultPlan(combine_spec(latency_ms, faults), seed=seed)
+    stats = RequestStats()
+    tracker_socket = _listen(host, port)
+    server = _server(build_tracker_app(world, plan, stats))
+    thread = threading.Thread(
+        target=_run, args=([(server, tracker_socket)],), name="haul-sandbox", daemon=True
+    )
+    thread.start()
+    _wait_started([server], thread)
+    tracker_port = tracker_socket.getsockname()[1]
+    info = {
+        "tracker": f"http://{host}:{tracker_port}/v3",
+        "wiki": None,
+        "forms": None,
+        "orgs": {
+            "source": world.org_by_role("source").id,
+            "target": world.org_by_role("target").id,
+        },
+        "tokens": {"admin": world.admin_token, "user": world.user_token},
+    }
+    return RunningSandbox(info, plan, stats, [server], thread)
+
+
+def serve(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    seed: int = 1,
+    size: str = "tiny",
+    latency_ms: float = 0.0,
+    faults: str = "",
+) -> None:
+    """Blocking: start, print ONE JSON line on stdout (flush), serve until SIGINT/SIGTERM."""
+    sandbox = start_sandbox(
+        host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print(json.dumps(sandbox.info), flush=True)
+    try:
+        while not stop.wait(0.5) and sandbox.is_alive():
+            pass
+    finally:
+        sandbox.stop()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind and listen before serving, so the port is known and connections queue at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(512)
+    return sock
+
+
+def _server(app: object) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        http="h11",  # the drop faults reach the connection through h11's request cycle
+        loop="asyncio",
+        lifespan="off",
+        ws="none",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
+    return uvicorn.Server(config)
+
+
+def _run(servers: list[tuple[uvicorn.Server, socket.socket]]) -> None:
+    async def main() -> None:
+        await asyncio.gather(*(server.serve(sockets=[sock]) for server, sock in servers))
+
+    asyncio.run(main())
+
+
+def _wait_started(servers: list[uvicorn.Server], thread: threading.Thread) -> None:
+    waited = 0.0
+    while not all(server.started for server in servers):
+        if not thread.is_alive():
+            raise RuntimeError("the sandbox server thread exited during start-up")
+        if waited > START_TIMEOUT_S:
+            raise TimeoutError("the sandbox did not start listening in time")
+        thread.join(0.01)
+        waited += 0.01

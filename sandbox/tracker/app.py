@@ -1,0 +1,134 @@
+"""The tracker service as one ASGI app: routes under both ``/v3`` and ``/v2``, the error
+envelope everywhere, ``/_sandbox/*`` control endpoints, and the fault middleware in front."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from sandbox.tracker import routes_dicts as dicts
+from sandbox.tracker import routes_imports as imports
+from sandbox.tracker import routes_issues as issues
+from sandbox.tracker import routes_records as records
+from sandbox.tracker.context import is_admin_token, json_object, world_of
+from sandbox.tracker.errors import ApiError, error_response
+from sandbox.tracker.model import World
+from sandbox.tracker.scroll import ScrollStore
+
+# specific paths before the {key} ones they would otherwise shadow
+API = (
+    ("GET", "/myself", issues.myself),
+    ("POST", "/issues/_search", issues.search),
+    ("POST", "/issues/_count", issues.count),
+    ("POST", "/issues/_import", imports.import_issue),
+    ("POST", "/issues/_findByUnique", issues.find_by_unique),
+    ("POST", "/system/search/scroll/_clear", issues.clear_scroll),
+    ("GET", "/issues/{key}", issues.get_issue),
+    ("PATCH", "/issues/{key}", issues.patch_issue),
+    ("POST", "/issues/{key}/comments/_import", imports.import_comment),
+    ("POST", "/issues/{key}/comments/{comment_id}/attachments/_import", imports.import_attachment),
+    ("GET", "/issues/{key}/comments", records.list_comments),
+    ("POST", "/issues/{key}/comments", records.create_comment),
+    ("POST", "/issues/{key}/worklogs/_import", imports.import_worklog),
+    ("GET", "/issues/{key}/worklog", records.list_worklog),
+    ("GET", "/issues/{key}/changelog", records.list_changelog),
+    ("POST", "/issues/{key}/links/_import", imports.import_link),
+    ("GET", "/issues/{key}/links", records.list_links),
+    ("POST", "/issues/{key}/attachments/_import", imports.import_attachment),
+    ("GET", "/issues/{key}/attachments", records.list_attachments),
+    ("GET", "/issues/{key}/attachments/{attachment_id}", records.get_attachment),
+    ("GET", "/issues/{key}/attachments/{attachment_id}/{filename}", records.download_attachment),
+    ("GET", "/issues/{key}/checklistItems", records.list_checklist),
+    ("POST", "/issues/{key}/checklistItems", issues.post_checklist),
+    ("GET", "/statuses", dicts.list_statuses),
+    ("GET", "/issuetypes", dicts.list_issue_types),
+    ("GET", "/priorities", dicts.list_priorities),
+    ("GET", "/resolutions", dicts.list_resolutions),
+    ("GET", "/linktypes", dicts.list_link_types),
+    ("GET", "/fields", dicts.list_fields),
+    ("GET", "/queues", dicts.list_queues),
+    ("GET", "/queues/{queue}", dicts.get_queue),
+    ("GET", "/users", dicts.list_users),
+    ("GET", "/users/{user}", dicts.get_user),
+)
+VERSIONS = ("/v3", "/v2")
+
+
+def _control(request: Request) -> None:
+    """The /_sandbox endpoints take the admin token and no organisation."""
+    is_admin = is_admin_token(world_of(request), request.headers.get("authorization"))
+    if is_admin is None:
+        raise ApiError(401, "Authorization required: the OAuth token is missing or invalid")
+    if not is_admin:
+        raise ApiError(403, "The sandbox control endpoints need the admin token")
+
+
+async def get_faults(request: Request) -> Response:
+    _control(request)
+    return JSONResponse({"spec": request.app.state.faults.spec})
+
+
+async def put_faults(request: Request) -> Response:
+    """PUT /_sandbox/faults {"spec": "..."}: replace the fault spec; 400 if malformed."""
+    _control(request)
+    spec = (await json_object(request)).get("spec", "")
+    if not isinstance(spec, str):
+        raise ApiError(400, "'spec' must be a string")
+    try:
+        request.app.state.faults.set(spec)
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
+    return JSONResponse({"spec": spec})
+
+
+async def get_stats(request: Request) -> Response:
+    _control(request)
+    return JSONResponse(request.app.state.stats.snapshot())
+
+
+def _routes() -> list[Route]:
+    api = [
+        Route(prefix + path, endpoint, methods=[method])
+        for prefix in VERSIONS
+        for method, path, endpoint in API
+    ]
+    return [
+        *api,
+        Route("/_sandbox/faults", get_faults, methods=["GET"]),
+        Route("/_sandbox/faults", put_faults, methods=["PUT"]),
+        Route("/_sandbox/stats", get_stats, methods=["GET"]),
+    ]
+
+
+async def _api_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ApiError)
+    return error.response()
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Router 404/405 in the tracker's envelope."""
+    assert isinstance(error, HTTPException)
+    message = "Not found" if error.status_code == 404 else str(error.detail)
+    return error_response(error.status_code, [message], headers=error.headers)
+
+
+async def _crash(request: Request, error: Exception) -> Response:
+    return error_response(500, [f"Internal sandbox error: {type(error).__name__}"])
+
+
+def build_tracker_app(world: World, faults: FaultPlan, stats: RequestStats) -> ASGIApp:
+    """The tracker ASGI app serving ``world``, behind the fault and counting middleware."""
+    app = Starlette(
+        routes=_routes(),
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _crash},
+    )
+    app.state.world = world
+    app.state.scrolls = ScrollStore()
+    app.state.faults = faults
+    app.state.stats = stats
+    return FaultMiddleware(app, faults, stats, lambda: app.routes)

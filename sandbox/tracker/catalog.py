@@ -1,0 +1,103 @@
+"""The fixed vocabulary every generated organisation shares: people, dictionaries, link types.
+
+Organisations differ in numeric ids (uids, dictionary ids, queue ids), never in keys and logins,
+so a loader has to map by key, as it must against the real service.
+"""
+
+from __future__ import annotations
+
+from sandbox.tracker.model import LinkType
+
+PEOPLE = (
+    ("alice", "Alice", "Anderson"),
+    ("bob", "Bob", "Brown"),
+    ("carol", "Carol", "Clark"),
+    ("dave", "Dave", "Davis"),
+    ("eve", "Eve", "Evans"),
+    ("frank", "Frank", "Fischer"),
+    ("grace", "Grace", "Green"),
+    ("heidi", "Heidi", "Hall"),
+    ("ivan", "Иван", "Иванов"),
+    ("judy", "Judy", "Jones"),
+    ("mallory", "Mallory", "Moore"),
+    ("niaj", "Niaj", "Nolan"),
+    ("olga", "Ольга", "Смирнова"),
+    ("peggy", "Peggy", "Parker"),
+    ("rupert", "Rupert", "Reed"),
+    ("sybil", "Sybil", "Stone"),
+    ("trent", "Trent", "Turner"),
+    ("victor", "Victor", "Vance"),
+    ("wendy", "Wendy", "Walsh"),
+    ("yuki", "雪", "田中"),
+    ("robot", "Robot", ""),
+)
+ADMIN_LOGIN = "robot"  # the admin token acts as this service account
+USER_LOGIN = "alice"  # the user token acts as this person
+
+# key, English name, Russian name, status type
+STATUSES = (
+    ("open", "Open", "Открыт", "new"),
+    ("inProgress", "In progress", "В работе", "inProgress"),
+    ("needInfo", "Need info", "Требуется информация", "paused"),
+    ("resolved", "Resolved", "Решён", "done"),
+    ("closed", "Closed", "Закрыт", "done"),
+)
+ISSUE_TYPES = (
+    ("bug", "Bug", "Ошибка"),
+    ("task", "Task", "Задача"),
+    ("epic", "Epic", "Эпик"),
+    ("story", "Story", "История"),
+)
+PRIORITIES = (
+    ("blocker", "Blocker", "Блокер"),
+    ("critical", "Critical", "Критичный"),
+    ("normal", "Normal", "Средний"),
+    ("minor", "Minor", "Низкий"),
+    ("trivial", "Trivial", "Незначительный"),
+)
+RESOLUTIONS = (
+    ("fixed", "Fixed", "Решён"),
+    ("wontFix", "Won't fix", "Не будет исправлено"),
+    ("duplicate", "Duplicate", "Дубликат"),
+    ("invalid", "Invalid", "Некорректный"),
+    ("later", "Later", "Отложено"),
+)
+LINK_TYPES = {
+    lt.id: lt
+    for lt in (
+        LinkType("relates", "relates", "relates"),
+        LinkType("depends", "is dependent by", "depends on"),
+        LinkType("subtask", "is subtask for", "is parent task for"),
+        LinkType("duplicates", "duplicates", "is duplicated by"),
+        LinkType("epic", "is epic of", "has epic"),
+        LinkType("clone", "original", "clone"),
+    )
+}
+# relationship verb of the link import -> (link type, direction as seen from the importing issue)
+RELATIONSHIPS = {
+    "relates": ("relates", "outward"),
+    "depends on": ("depends", "outward"),
+    "is dependent by": ("depends", "inward"),
+    "is parent task for": ("subtask", "outward"),
+    "is subtask for": ("subtask", "inward"),
+    "is duplicated by": ("duplicates", "outward"),
+    "duplicates": ("duplicates", "inward"),
+    "has epic": ("epic", "outward"),
+    "is epic of": ("epic", "inward"),
+    "clone": ("clone", "outward"),
+    "original": ("clone", "inward"),
+}
+# key, name, default issue type; the first three exist in every size
+QUEUES = (
+    ("TEST", "Testing", "task"),
+    ("DEV", "Development", "bug"),
+    ("OPS", "Операции", "task"),
+    ("SUP", "Support", "bug"),
+    ("DOC", "Documentation", "task"),
+    ("WEB", "Web", "story"),
+    ("DATA", "Data", "task"),
+    ("INFRA", "Infrastructure", "task"),
+)
+EXTRA_TARGET_QUEUE = ("NEW", "New home", "task")
+SIZES = {"tiny": (50, 3), "small": (1_000, 5), "medium": (10_000, 8), "large": (100_000, 8)}
+BIG_ATTACHMENTS = {"tiny": 1, "small": 4, "medium": 8, "large": 16}

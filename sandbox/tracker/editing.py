@@ -1,0 +1,151 @@
+"""Ordinary (non-import) writes: edit an issue, comment on it, add checklist items.
+
+Unlike imports these happen *now*: each bumps the issue's updatedAt (and an edit its version),
+which is what incremental extraction has to notice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import replace
+
+from sandbox.timefmt import parse_instant
+from sandbox.tracker.checks import Checks
+from sandbox.tracker.errors import ApiError, invalid
+from sandbox.tracker.importing import runtime_hex_id
+from sandbox.tracker.model import ChangelogEntry, ChecklistItem, Comment, FieldChange, Issue, Org
+
+_TEXT_FIELDS = ("summary", "description")
+
+
+def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Issue:
+    """PATCH: any subset of summary, description, tags, assignee, followers, type, priority."""
+    if "status" in body:
+        raise invalid({"status": "Status cannot be changed by update; execute a transition"})
+    checks = Checks(org, body)
+    changes: dict[str, object] = {}
+    history: list[FieldChange] = []
+    for name in _TEXT_FIELDS:
+        if name in body:
+            value = checks.text(
+                name, required=name == "summary", limit=255 if name == "summary" else 512_000
+            )
+            changes[name] = value or None if name == "description" else value
+            history.append(FieldChange(name, "text", getattr(issue, name), changes[name]))
+    if "tags" in body:
+        changes["tags"] = _tags(checks, issue.tags, body["tags"])
+    if "assignee" in body:
+        user = checks.user("assignee") if body["assignee"] is not None else None
+        changes["assignee"] = user.uid if user else None
+        history.append(FieldChange("assignee", "users", issue.assignee, changes["assignee"]))
+    if "followers" in body:
+        changes["followers"] = checks.users("followers")
+    for name, dictionary in (("type", org.issue_types), ("priority", org.priorities)):
+        if name in body:
+            changes[name] = _dictionary_key(checks, name, dictionary, body[name])
+            history.append(FieldChange(name, dictionary.path, getattr(issue, name), changes[name]))
+    checks.done()
+    org.records(issue)  # generate sub-records from the original header before it changes
+    updated = replace(
+        issue,
+        **changes,
+        updated_at=max(now, issue.updated_at),
+        updated_by=editor,
+        version=issue.version + 1,
+    )
+    org.put_issue(updated)
+    entry = ChangelogEntry(
+        runtime_hex_id(org, "changelog"), "IssueUpdated", editor, updated.updated_at
+    )
+    entry.fields.extend(history)
+    org.records(updated).changelog.append(entry)
+    return updated
+
+
+def _tags(checks: Checks, current: tuple[str, ...], value: object) -> tuple[str, ...]:
+    """A list replaces the tags; ``{"add": [...], "remove": [...]}`` edits them."""
+    if isinstance(value, dict):
+        add = [tag for tag in value.get("add", []) if isinstance(tag, str)]
+        remove = set(value.get("remove", []))
+        return tuple(tag for tag in dict.fromkeys([*current, *add]) if tag not in remove)
+    if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        return tuple(value)
+    checks.fail("tags", "Must be a list of strings or {add, remove}")
+    return current
+
+
+def _dictionary_key(checks: Checks, name: str, dictionary, value: object) -> str:
+    """``"bug"``, ``{"key": "bug"}`` or a numeric id."""
+    key = value.get("key") if isinstance(value, dict) else value
+    entry = dictionary.by_key.get(key) if isinstance(key, str) else None
+    entry = entry or dictionary.lookup_id(value if not isinstance(value, dict) else value.get("id"))
+    if entry is None:
+        checks.fail(name, f"Unknown {name} {value!r}")
+        return ""
+    return entry.key
+
+
+def add_comment(org: Org, issue: Issue, body: dict, author: int, now: int) -> Comment:
+    """A new comment at ``now``; the issue's updatedAt moves to it."""
+    checks = Checks(org, body)
+    text = checks.text("text", required=True)
+    checks.done()
+    records = org.records(issue)
+    comment_id = org.counters.take("comment")
+    comment = Comment(
+        id=comment_id,
+        long_id=hashlib.sha256(f"comment:{issue.id}:{comment_id}".encode()).hexdigest()[:24],
+        text=text or "",
+        created_by=author,
+        created_at=max(now, issue.updated_at),
+        updated_by=author,
+        updated_at=max(now, issue.updated_at),
+    )
+    records.comments.append(comment)
+    org.put_issue(
+        replace(
+            issue,
+            updated_at=comment.created_at,
+            updated_by=author,
+            comment_count=issue.comment_count + 1,
+            last_comment_at=comment.created_at,
+        )
+    )
+    return comment
+
+
+def add_checklist_items(org: Org, issue: Issue, body: object, editor: int, now: int) -> Issue:
+    """One item object or an array of them; bumps updatedAt like any other edit."""
+    items = body if isinstance(body, list) else [body]
+    if not items or not all(isinstance(item, dict) for item in items):
+        raise ApiError(400, "Send a checklist item object or an array of them")
+    created = [_checklist_item(org, item) for item in items]
+    records = org.records(issue)
+    records.checklist.extend(created)
+    updated = replace(issue, updated_at=max(now, issue.updated_at), updated_by=editor)
+    org.put_issue(updated)
+    return updated
+
+
+def _checklist_item(org: Org, body: dict) -> ChecklistItem:
+    checks = Checks(org, body)
+    text = checks.text("text", required=True, limit=10_000)
+    checked = body.get("checked", False)
+    if not isinstance(checked, bool):
+        checks.fail("checked", "Must be a boolean")
+    assignee = checks.user("assignee")
+    deadline = body.get("deadline")
+    if isinstance(deadline, dict):
+        deadline = deadline.get("date")
+    moment = parse_instant(deadline) if deadline is not None else None
+    if deadline is not None and moment is None:
+        checks.fail("deadline", "Must be a timestamp or {date, deadlineType}")
+    checks.done()
+    return ChecklistItem(
+        id=secrets.token_hex(12),
+        text=text or "",
+        checked=bool(checked),
+        assignee=assignee.uid if assignee else None,
+        deadline=moment,
+    )

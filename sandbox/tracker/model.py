@@ -1,0 +1,328 @@
+"""In-memory state of the tracker sandbox: organisations, their dictionaries, issues, sub-records.
+
+An issue header (:class:`Issue`) is immutable: every change replaces the header in
+``Org.issues``.  A scroll therefore snapshots a search by keeping references to the headers
+it matched; later edits create new headers and leave the snapshot untouched.
+
+Sub-records (comments, worklogs, changelog, attachments, checklist) of a generated issue are
+produced on first access (see :mod:`sandbox.tracker.records`), so a 100 000-issue organisation
+is cheap to build.  Links are stored once, from the side that created them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sandbox.tracker.blobs import Blob
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    uid: int
+    login: str
+    first_name: str
+    last_name: str
+    cloud_uid: str
+
+    @property
+    def display(self) -> str:
+        return f"{self.first_name} {self.last_name}".strip()
+
+    @property
+    def email(self) -> str:
+        return f"{self.login}@example.org"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One value of an organisation dictionary: a status, issue type, priority or resolution."""
+
+    id: int
+    key: str
+    name_en: str
+    name_ru: str
+    order: int
+    status_type: str | None = None  # statuses only: new, inProgress, paused, done, cancelled
+
+
+class Dictionary:
+    """The values of one dictionary, found by key or by numeric id."""
+
+    def __init__(self, path: str, entries: list[Entry]) -> None:
+        self.path = path  # the collection path in URLs: "statuses", "priorities", ...
+        self.entries = entries
+        self.by_key = {entry.key: entry for entry in entries}
+        self.by_id = {entry.id: entry for entry in entries}
+
+    def lookup_id(self, value: object) -> Entry | None:
+        """The entry with numeric id ``value`` (an int or a string of digits), else None."""
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        return self.by_id.get(value) if isinstance(value, int) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkType:
+    id: str
+    inward: str
+    outward: str
+
+
+@dataclass(slots=True)
+class Queue:
+    id: int
+    key: str
+    name: str
+    description: str
+    lead: int  # uid
+    default_type: str  # issue type key
+    default_priority: str  # priority key
+    next_number: int = 1  # the number the next auto-keyed issue gets
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """An issue header: everything a search hit shows.  Replace, never mutate."""
+
+    seq: int  # creation order in its organisation; also id-space for generated sub-records
+    id: str
+    key: str
+    queue: str
+    number: int
+    summary: str
+    description: str | None
+    type: str
+    priority: str
+    status: str
+    previous_status: str | None
+    resolution: str | None
+    created_at: int
+    updated_at: int
+    status_start: int
+    resolved_at: int | None
+    created_by: int
+    updated_by: int
+    resolved_by: int | None
+    assignee: int | None
+    followers: tuple[int, ...] = ()
+    tags: tuple[str, ...] = ()
+    version: int = 1
+    unique: str | None = None
+    comment_count: int = 0
+    last_comment_at: int | None = None
+    generated: bool = False  # sub-records come from the per-issue generator on first access
+
+
+@dataclass(slots=True)
+class Comment:
+    id: int
+    long_id: str
+    text: str
+    created_by: int
+    created_at: int
+    updated_by: int
+    updated_at: int
+    version: int = 1
+    attachment_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Worklog:
+    id: int
+    start: int
+    duration_ms: int
+    comment: str | None
+    created_by: int
+    created_at: int
+    updated_by: int
+    updated_at: int
+    version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One field of a changelog entry; ``kind`` says how values render (a dictionary path or text)."""
+
+    field: str
+    kind: str  # "statuses", "resolutions", "priorities", "issuetypes", "users" or "text"
+    before: object
+    after: object
+
+
+@dataclass(slots=True)
+class ChangelogEntry:
+    id: str
+    type: str
+    updated_by: int
+    updated_at: int
+    fields: list[FieldChange] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Attachment:
+    id: str
+    name: str
+    mimetype: str
+    blob: Blob
+    created_by: int
+    created_at: int
+    comment_id: int | None = None
+
+    @property
+    def size(self) -> int:
+        return self.blob.size
+
+
+@dataclass(slots=True)
+class ChecklistItem:
+    id: str
+    text: str
+    checked: bool
+    assignee: int | None = None
+    deadline: int | None = None
+
+
+@dataclass(slots=True)
+class IssueRecords:
+    """The sub-records of one issue, each list in id order."""
+
+    comments: list[Comment] = field(default_factory=list)
+    worklogs: list[Worklog] = field(default_factory=list)
+    changelog: list[ChangelogEntry] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    checklist: list[ChecklistItem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link stored once, as seen from ``source`` (the issue it was created on)."""
+
+    id: int
+    type: str  # link type id
+    source: str  # issue key
+    target: str  # issue key
+    direction: str  # "outward" or "inward", from the source's side
+    created_by: int
+    created_at: int
+
+
+@dataclass(slots=True)
+class Counters:
+    """Next ids for records created at runtime; start above every generated id."""
+
+    comment: int
+    worklog: int
+    link: int
+    attachment: int
+    changelog: int
+    issue: int
+
+    def take(self, name: str) -> int:
+        value = getattr(self, name)
+        setattr(self, name, value + 1)
+        return value
+
+
+RecordsFactory = Callable[["Org", Issue], IssueRecords]
+
+
+@dataclass
+class Org:
+    """One organisation: its users, dictionaries, queues, issues and their records."""
+
+    id: str
+    role: str  # "source" or "target": only a label for the sandbox's own output
+    seed: int
+    users: dict[int, User]
+    statuses: Dictionary
+    issue_types: Dictionary
+    priorities: Dictionary
+    resolutions: Dictionary
+    link_types: dict[str, LinkType]
+    queues: dict[str, Queue]
+    counters: Counters
+    records_factory: RecordsFactory
+    issues: dict[str, Issue] = field(default_factory=dict)
+    links: dict[int, Link] = field(default_factory=dict)
+    big_attachment_keys: frozenset[str] = frozenset()
+    _records: dict[str, IssueRecords] = field(default_factory=dict)
+    _links_by_issue: dict[str, list[int]] = field(default_factory=dict)
+    _issue_ids: dict[str, str] = field(default_factory=dict)
+    _uniques: dict[str, str] = field(default_factory=dict)
+    _logins: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._logins = {user.login: user.uid for user in self.users.values()}
+        for link in self.links.values():
+            self._index_link(link)
+        for issue in self.issues.values():
+            self._index_issue(issue)
+
+    # -- users ------------------------------------------------------------------------------
+    def find_user(self, value: object) -> User | None:
+        """A user of this org by login, by uid (int or digits), or None."""
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str):
+            if value in self._logins:
+                return self.users[self._logins[value]]
+            value = int(value) if value.isdigit() else None
+        return self.users.get(value) if isinstance(value, int) else None
+
+    # -- issues -----------------------------------------------------------------------------
+    def find_issue(self, key_or_id: str) -> Issue | None:
+        """An issue by key or by its 24-hex id."""
+        key = key_or_id if key_or_id in self.issues else self._issue_ids.get(key_or_id)
+        return self.issues.get(key) if key else None
+
+    def find_unique(self, unique: str) -> Issue | None:
+        key = self._uniques.get(unique)
+        return self.issues.get(key) if key else None
+
+    def put_issue(self, issue: Issue) -> None:
+        """Add a new issue or replace the header of an existing one (same key)."""
+        self.issues[issue.key] = issue
+        self._index_issue(issue)
+
+    def _index_issue(self, issue: Issue) -> None:
+        self._issue_ids[issue.id] = issue.key
+        if issue.unique is not None:
+            self._uniques[issue.unique] = issue.key
+
+    def records(self, issue: Issue) -> IssueRecords:
+        """The issue's sub-records, generated on first access for generated issues."""
+        found = self._records.get(issue.key)
+        if found is None:
+            found = self.records_factory(self, issue) if issue.generated else IssueRecords()
+            self._records[issue.key] = found
+        return found
+
+    # -- links ------------------------------------------------------------------------------
+    def add_link(self, link: Link) -> None:
+        self.links[link.id] = link
+        self._index_link(link)
+
+    def _index_link(self, link: Link) -> None:
+        self._links_by_issue.setdefault(link.source, []).append(link.id)
+        self._links_by_issue.setdefault(link.target, []).append(link.id)
+
+    def links_of(self, key: str) -> list[Link]:
+        """Every link touching the issue, in id order."""
+        return [self.links[link_id] for link_id in sorted(self._links_by_issue.get(key, ()))]
+
+
+@dataclass
+class World:
+    """Everything one sandbox process serves: organisations and the tokens that open them."""
+
+    orgs: dict[str, Org]
+    admin_token: str
+    user_token: str
+    seed: int
+    size: str
+
+    def org_by_role(self, role: str) -> Org:
+        return next(org for org in self.orgs.values() if org.role == role)

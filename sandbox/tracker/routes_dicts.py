@@ -1,0 +1,119 @@
+"""Organisation dictionaries, queues and users."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sandbox.tracker import render
+from sandbox.tracker.context import open_call
+from sandbox.tracker.errors import ApiError
+from sandbox.tracker.paging import page_of
+
+# the few system fields a client may look up; (id, display, schema type, readonly)
+_FIELDS = (
+    ("summary", "Summary", "string", False),
+    ("description", "Description", "string", False),
+    ("status", "Status", "status", True),
+    ("type", "Type", "issuetype", False),
+    ("priority", "Priority", "priority", False),
+    ("assignee", "Assignee", "user", False),
+    ("resolution", "Resolution", "resolution", True),
+    ("tags", "Tags", "array", False),
+    ("followers", "Followers", "array", False),
+    ("createdAt", "Created", "date", True),
+    ("updatedAt", "Updated", "date", True),
+)
+
+
+def _dictionary_endpoint(path: str):
+    async def endpoint(request: Request) -> Response:
+        call = open_call(request)
+        dictionary = call.view.dictionary(path)
+        return JSONResponse([render.entry(call.view, path, e) for e in dictionary.entries])
+
+    endpoint.__name__ = f"list_{path}"
+    return endpoint
+
+
+list_statuses = _dictionary_endpoint("statuses")
+list_issue_types = _dictionary_endpoint("issuetypes")
+list_priorities = _dictionary_endpoint("priorities")
+list_resolutions = _dictionary_endpoint("resolutions")
+
+
+async def list_link_types(request: Request) -> Response:
+    call = open_call(request)
+    return JSONResponse(
+        [
+            {
+                "self": f"{call.view.base}/linktypes/{kind.id}",
+                "id": kind.id,
+                "inward": kind.inward,
+                "outward": kind.outward,
+            }
+            for kind in call.org.link_types.values()
+        ]
+    )
+
+
+async def list_fields(request: Request) -> Response:
+    call = open_call(request)
+    base = call.view.base
+    category = {"self": f"{base}/fields/categories/system", "id": "system", "display": "System"}
+    return JSONResponse(
+        [
+            {
+                "self": f"{base}/fields/{field_id}",
+                "id": field_id,
+                "key": field_id,
+                "name": name,
+                "version": 1,
+                "schema": {"type": kind, "required": field_id == "summary"},
+                "readonly": readonly,
+                "options": False,
+                "suggest": False,
+                "queryProvider": {"type": "StandardQueryProvider"},
+                "order": order,
+                "category": category,
+                "type": "standard",
+            }
+            for order, (field_id, name, kind, readonly) in enumerate(_FIELDS, start=1)
+        ]
+    )
+
+
+async def list_queues(request: Request) -> Response:
+    call = open_call(request)
+    page = page_of(request, list(call.org.queues.values()))
+    return JSONResponse([render.queue(call.view, q) for q in page.items], headers=page.headers)
+
+
+async def get_queue(request: Request) -> Response:
+    call = open_call(request)
+    wanted = request.path_params["queue"]
+    queue = call.org.queues.get(wanted) or next(
+        (q for q in call.org.queues.values() if str(q.id) == wanted), None
+    )
+    if queue is None:
+        raise ApiError(404, "Queue does not exist.", errors={"queue": wanted})
+    return JSONResponse(render.queue(call.view, queue, full=True))
+
+
+async def list_users(request: Request) -> Response:
+    """Users by ascending uid, page by page, as ``{"users": [...], "hasNext": bool}``."""
+    call = open_call(request)
+    people = sorted(call.org.users.values(), key=lambda user: user.uid)
+    page = page_of(request, people)
+    has_next = 'rel="next"' in page.headers["Link"]
+    body = {"users": [render.user(call.view, u) for u in page.items], "hasNext": has_next}
+    return JSONResponse(body, headers=page.headers)
+
+
+async def get_user(request: Request) -> Response:
+    call = open_call(request)
+    wanted = request.path_params["user"].removeprefix("login:")
+    found = call.org.find_user(wanted)
+    if found is None:
+        raise ApiError(404, "User does not exist.", errors={"user": wanted})
+    return JSONResponse(render.user(call.view, found))

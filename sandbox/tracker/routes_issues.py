@@ -1,0 +1,160 @@
+"""Issue endpoints: myself, search (pages and scroll), count, scroll clear, get, edit, unique."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sandbox.timefmt import now_ms
+from sandbox.tracker import render
+from sandbox.tracker.context import Call, json_body, json_object, open_call, scrolls_of
+from sandbox.tracker.editing import add_checklist_items, edit_issue
+from sandbox.tracker.errors import ApiError, issue_not_found
+from sandbox.tracker.model import Issue
+from sandbox.tracker.paging import int_param, page_of
+from sandbox.tracker.query import parse_body, sort_issues
+from sandbox.tracker.scroll import ScrollPage
+
+MAX_PER_SCROLL = 1000
+DEFAULT_TTL_MS = 60_000
+
+
+async def myself(request: Request) -> Response:
+    call = open_call(request)
+    return JSONResponse(render.user(call.view, call.user))
+
+
+def find_issue(call: Call, key: str) -> Issue:
+    issue = call.org.find_issue(key)
+    if issue is None:
+        raise issue_not_found(key)
+    return issue
+
+
+async def search(request: Request) -> Response:
+    """POST /issues/_search: page pagination, or a scroll when scrollType/scrollId is given."""
+    call = open_call(request)
+    body = await json_body(request, default={})
+    params = request.query_params
+    if params.get("scrollId"):
+        return _scroll_next(request, call, params["scrollId"])
+    selection = parse_body(body)
+    if params.get("scrollType") is not None:
+        if selection.kind in ("queue", "keys"):
+            raise ApiError(400, "Scroll is not supported for a queue or keys request")
+        return _scroll_open(request, call, selection)
+    hits = sort_issues(_matching(call, selection), selection, by_update=False)
+    page = page_of(request, hits)
+    return JSONResponse([render.issue(call.view, hit) for hit in page.items], headers=page.headers)
+
+
+async def count(request: Request) -> Response:
+    """POST /issues/_count: a bare JSON number, never capped."""
+    call = open_call(request)
+    selection = parse_body(await json_body(request, default={}))
+    return JSONResponse(len(_matching(call, selection)))
+
+
+def _matching(call: Call, selection) -> list[Issue]:
+    return [issue for issue in call.org.issues.values() if selection.matches(issue)]
+
+
+def _scroll_open(request: Request, call: Call, selection) -> Response:
+    scroll_type = request.query_params["scrollType"]
+    if scroll_type not in ("sorted", "unsorted"):
+        raise ApiError(400, "scrollType must be 'sorted' or 'unsorted'")
+    per_scroll = int_param(request, "perScroll", 100, high=MAX_PER_SCROLL)
+    ttl = int_param(request, "scrollTTLMillis", DEFAULT_TTL_MS)
+    hits = sort_issues(_matching(call, selection), selection, by_update=scroll_type == "sorted")
+    page = scrolls_of(request).open(
+        call.org.id, hits, per_scroll=per_scroll, ttl_ms=ttl, scroll_type=scroll_type
+    )
+    return _scroll_reply(request, call, page)
+
+
+def _scroll_next(request: Request, call: Call, scroll_id: str) -> Response:
+    ttl = int_param(request, "scrollTTLMillis", 0, low=0) or None
+    page = scrolls_of(request).page(call.org.id, scroll_id, ttl)
+    if page is None:
+        raise ApiError(
+            404, f"Scroll {scroll_id} has expired or is unknown", errors={"scrollId": scroll_id}
+        )
+    return _scroll_reply(request, call, page)
+
+
+def _scroll_reply(request: Request, call: Call, page: ScrollPage) -> Response:
+    session = page.session
+    base = f"{request.url.scheme}://{request.url.netloc}{request.url.path}"
+    first = urlencode(
+        {
+            "scrollType": session.scroll_type,
+            "perScroll": session.per_scroll,
+            "scrollTTLMillis": session.ttl_ms,
+        }
+    )
+    links = [f'<{base}?{first}>; rel="first"']
+    headers = {"X-Total-Count": str(page.total)}
+    if page.next_id and page.next_token:
+        following = urlencode(
+            {
+                "scrollTTLMillis": session.ttl_ms,
+                "scrollId": page.next_id,
+                "scrollToken": page.next_token,
+            }
+        )
+        links.append(f'<{base}?{following}>; rel="next"')
+        headers |= {"X-Scroll-Id": page.next_id, "X-Scroll-Token": page.next_token}
+    headers["Link"] = ", ".join(links)
+    return JSONResponse([render.issue(call.view, hit) for hit in page.hits], headers=headers)
+
+
+async def clear_scroll(request: Request) -> Response:
+    """POST /system/search/scroll/_clear with ``{scrollId: scrollToken, ...}``."""
+    open_call(request)
+    body = await json_object(request)
+    scrolls_of(request).clear([str(scroll_id) for scroll_id in body])
+    return JSONResponse({})
+
+
+async def get_issue(request: Request) -> Response:
+    call = open_call(request)
+    issue = find_issue(call, request.path_params["key"])
+    return JSONResponse(_issue_with_checklist(call, issue))
+
+
+def _issue_with_checklist(call: Call, issue: Issue) -> dict:
+    body = render.issue(call.view, issue)
+    checklist = call.org.records(issue).checklist
+    if checklist:
+        body["checklistItems"] = [render.checklist_item(call.view, item) for item in checklist]
+        body["checklistDone"] = sum(item.checked for item in checklist)
+        body["checklistTotal"] = len(checklist)
+    return body
+
+
+async def patch_issue(request: Request) -> Response:
+    call = open_call(request)
+    issue = find_issue(call, request.path_params["key"])
+    body = await json_object(request)
+    updated = edit_issue(call.org, issue, body, call.user.uid, now_ms())
+    return JSONResponse(render.issue(call.view, updated))
+
+
+async def find_by_unique(request: Request) -> Response:
+    """POST /issues/_findByUnique?unique=...: the issue created with that unique, or 404."""
+    call = open_call(request, admin=True)
+    unique = request.query_params.get("unique")
+    issue = call.org.find_unique(unique) if unique else None
+    if issue is None:
+        raise ApiError(404, "Issue does not exist.", errors={"unique": unique or ""})
+    return JSONResponse(render.issue(call.view, issue))
+
+
+async def post_checklist(request: Request) -> Response:
+    call = open_call(request)
+    issue = find_issue(call, request.path_params["key"])
+    body = await json_body(request)
+    updated = add_checklist_items(call.org, issue, body, call.user.uid, now_ms())
+    return JSONResponse(_issue_with_checklist(call, updated))
