@@ -1,0 +1,192 @@
+"""Helpers for the CLI tests: run `haul` as a real subprocess, write its config, read its output.
+
+The tests see haul as a user does: a command line, an exit status, stdout and stderr, and the
+files it leaves beside the staging database. Nothing here imports haul's own modules.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HAUL = Path(sys.executable).parent / "haul"
+SOURCE_TOKEN_ENV = "HAUL_CLI_SOURCE_TOKEN"
+TARGET_TOKEN_ENV = "HAUL_CLI_TARGET_TOKEN"
+COMMAND_TIMEOUT_S = 120.0
+
+CONFIG = """\
+[source]
+tracker_url = "{source_url}"
+org_id = "{source_org}"
+token_env = "{source_token_env}"
+
+[target]
+tracker_url = "{target_url}"
+org_id = "{target_org}"
+token_env = "{target_token_env}"
+
+[scope]
+queues = [{queues}]
+
+[mapping]
+queues = {{ {queue_mapping} }}
+{mapping_extra}
+[staging]
+path = "staging/haul.db"
+"""
+
+
+def haul_env(tokens: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a test runs haul in: this one, minus any token of ours, plus `tokens`.
+
+    A wide COLUMNS keeps rich from wrapping or cutting the tables the tests read.
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in (SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV)
+    }
+    env.update(COLUMNS="200", TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(tokens or {})
+    return env
+
+
+def run_haul(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `haul ARGS...` to its end and return what it did (never raises on a bad status)."""
+    return subprocess.run(
+        [str(HAUL), *(str(arg) for arg in args)],
+        env=env or haul_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+
+
+def start_haul(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    """Start `haul ARGS...` in the background, stdout and stderr piped; the caller ends it."""
+    return subprocess.Popen(
+        [str(HAUL), *(str(arg) for arg in args)],
+        env=env or haul_env(),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def stop(process: subprocess.Popen[str], timeout: float = 15.0) -> tuple[str, str]:
+    """Terminate `process` if it still runs, wait for it, and return its remaining output."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.communicate(timeout=timeout)
+
+
+def read_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The next line `process` prints on stdout; TimeoutError if none comes in time."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise TimeoutError(f"no line on stdout within {timeout} s")
+    return process.stdout.readline()
+
+
+def write_config(
+    directory: Path,
+    info: dict[str, Any],
+    *,
+    queues: list[str],
+    queue_mapping: dict[str, str] | None = None,
+    users_file: Path | None = None,
+    default_user: str | None = None,
+    source_url: str | None = None,
+) -> Path:
+    """Write haul.toml in `directory` for the sandbox described by `info` (its JSON line).
+
+    Tokens are named, never written: SOURCE_TOKEN_ENV and TARGET_TOKEN_ENV hold them. The
+    staging database is staging/haul.db under `directory`, so its log is staging/haul.log.
+    """
+    mapping_extra = ""
+    if users_file is not None:
+        mapping_extra += f'users_file = "{users_file.name}"\n'
+    if default_user is not None:
+        mapping_extra += f'default_user = "{default_user}"\n'
+    queue_mapping = {"TEST": "NEW"} if queue_mapping is None else queue_mapping
+    path = directory / "haul.toml"
+    path.write_text(
+        CONFIG.format(
+            source_url=source_url or info["tracker"],
+            target_url=info["tracker"],
+            source_org=info["orgs"]["source"],
+            target_org=info["orgs"]["target"],
+            source_token_env=SOURCE_TOKEN_ENV,
+            target_token_env=TARGET_TOKEN_ENV,
+            queues=", ".join(f'"{queue}"' for queue in queues),
+            queue_mapping=", ".join(f'{key} = "{value}"' for key, value in queue_mapping.items()),
+            mapping_extra=mapping_extra,
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def tokens_env(source: str, target: str | None = None) -> dict[str, str]:
+    """haul's environment with `source` as the source token and `target` (default: the same)."""
+    return haul_env({SOURCE_TOKEN_ENV: source, TARGET_TOKEN_ENV: target or source})
+
+
+def staging_db(directory: Path) -> Path:
+    """Where write_config puts the staging database."""
+    return directory / "staging" / "haul.db"
+
+
+def counts_table(output: str) -> dict[str, dict[str, int | str]]:
+    """The per-entity table haul prints, as entity -> {"staged", "loaded", "failed", "pending"}.
+
+    Reads the rows of a rich table (cells between "│"); a "-" cell stays the string "-".
+    """
+    rows: dict[str, dict[str, int | str]] = {}
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("│").split("│")]
+        if len(cells) != 5 or not (cells[1].isdigit() or cells[1] == "-"):
+            continue
+        entity, *numbers = cells
+        rows[entity] = {
+            column: int(value) if value.isdigit() else value
+            for column, value in zip(
+                ("staged", "loaded", "failed", "pending"), numbers, strict=True
+            )
+        }
+    return rows
+
+
+def files_containing(directory: Path, secret: str) -> list[Path]:
+    """Every file under `directory` whose bytes contain `secret`."""
+    needle = secret.encode()
+    return [path for path in directory.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `condition` until it returns something truthy; return it, or fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
