@@ -79,14 +79,14 @@ def parse_body(body: object) -> Selection:
 
 
 def sort_issues(issues: list[Issue], selection: Selection, *, by_update: bool) -> list[Issue]:
-    """Order hits: an explicit order wins; else updatedAt then key number (sorted scroll),
-    or creation order (plain search, unsorted scroll)."""
+    """Order hits (given in creation order): an explicit order wins; else updatedAt then key
+    number (sorted scroll), or creation order as given (plain search, unsorted scroll)."""
     if selection.order is not None:
         name, descending = selection.order
         return sorted(issues, key=_sort_key(name), reverse=descending)
     if by_update:
         return sorted(issues, key=_sort_key("updated"))
-    return sorted(issues, key=lambda issue: issue.seq)
+    return issues  # the org keeps issues in creation order already
 
 
 def _sort_key(name: str) -> Callable[[Issue], tuple]:
