@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 HAUL = Path(sys.executable).parent / "haul"
 SOURCE_TOKEN_ENV = "HAUL_CLI_SOURCE_TOKEN"
 TARGET_TOKEN_ENV = "HAUL_CLI_TARGET_TOKEN"
@@ -190,3 +192,40 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
             return found
         time.sleep(0.05)
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+
+
+def source_get(info: dict[str, Any], path: str, **params: Any) -> Any:
+    """GET a path of the sandbox's source org with the admin token; the parsed JSON reply."""
+    reply = httpx.get(
+        info["tracker"] + path, headers=_source_headers(info), params=params, timeout=30
+    )
+    reply.raise_for_status()
+    return reply.json()
+
+
+def source_issues(info: dict[str, Any], queue: str) -> list[dict[str, Any]]:
+    """Every issue of one source queue (a tiny org's queue fits one page of 100)."""
+    reply = httpx.post(
+        info["tracker"] + "/issues/_search",
+        headers=_source_headers(info),
+        params={"perPage": 100},
+        json={"query": f"Queue: {queue}"},
+        timeout=30,
+    )
+    reply.raise_for_status()
+    assert reply.headers["X-Total-Pages"] == "1"
+    return reply.json()
+
+
+def user_refs(record: Any) -> set[str]:
+    """The ids of every user a record refers to, at any depth ({"self": ".../users/<id>"})."""
+    if isinstance(record, list):
+        return set().union(*(user_refs(item) for item in record))
+    if not isinstance(record, dict):
+        return set()
+    found = {str(record["id"])} if "/users/" in str(record.get("self", "")) else set()
+    return found.union(*(user_refs(value) for value in record.values()))
+
+
+def _source_headers(info: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"]["source"]}
