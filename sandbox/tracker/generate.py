@@ -37,9 +37,9 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
     source_id, target_id = (str(n) for n in rng.sample(range(1_000_000, 9_999_999), 2))
     issue_count, queue_count = catalog.SIZES[size]
     queue_specs = catalog.QUEUES[:queue_count]
-    source = _org(source_id, "source", seed, queue_specs, random.Random(f"source:{seed}"))
+    source = _org(source_id, "source", seed, queue_specs, random.Random(f"source:{seed}"), 0)
     target_specs = (*queue_specs, catalog.EXTRA_TARGET_QUEUE)
-    target = _org(target_id, "target", seed, target_specs, random.Random(f"target:{seed}"))
+    target = _org(target_id, "target", seed, target_specs, random.Random(f"target:{seed}"), 1)
     _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng)
     return World(
         orgs={source.id: source, target.id: target},
@@ -50,10 +50,14 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
     )
 
 
-def _org(org_id: str, role: str, seed: int, queue_specs: tuple, rng: random.Random) -> Org:
-    users = _users(rng)
+def _org(
+    org_id: str, role: str, seed: int, queue_specs: tuple, rng: random.Random, band: int
+) -> Org:
+    """An org without issues; ``band`` keeps its numeric ids apart from the other org's, so an
+    id copied across organisations is always unknown rather than silently another value."""
+    users = _users(rng, band)
     uids = {user.login: user.uid for user in users.values()}
-    queue_ids = rng.sample(range(1, 200), len(queue_specs))
+    queue_ids = rng.sample(range(1 + 100 * band, 100 * (band + 1)), len(queue_specs))
     queues = {
         key: Queue(qid, key, name, f"{name} queue", uids["alice"], default_type, "normal")
         for qid, (key, name, default_type) in zip(queue_ids, queue_specs, strict=True)
@@ -63,10 +67,10 @@ def _org(org_id: str, role: str, seed: int, queue_specs: tuple, rng: random.Rand
         role=role,
         seed=seed,
         users=users,
-        statuses=_dictionary("statuses", catalog.STATUSES, rng),
-        issue_types=_dictionary("issuetypes", catalog.ISSUE_TYPES, rng),
-        priorities=_dictionary("priorities", catalog.PRIORITIES, rng),
-        resolutions=_dictionary("resolutions", catalog.RESOLUTIONS, rng),
+        statuses=_dictionary("statuses", catalog.STATUSES, rng, band),
+        issue_types=_dictionary("issuetypes", catalog.ISSUE_TYPES, rng, band),
+        priorities=_dictionary("priorities", catalog.PRIORITIES, rng, band),
+        resolutions=_dictionary("resolutions", catalog.RESOLUTIONS, rng, band),
         link_types=dict(catalog.LINK_TYPES),
         queues=queues,
         counters=Counters(comment=1, worklog=1, link=1, attachment=1, changelog=1, issue=0),
@@ -74,8 +78,8 @@ def _org(org_id: str, role: str, seed: int, queue_specs: tuple, rng: random.Rand
     )
 
 
-def _users(rng: random.Random) -> dict[int, User]:
-    uids = rng.sample(range(10**9), len(catalog.PEOPLE))
+def _users(rng: random.Random, band: int) -> dict[int, User]:
+    uids = rng.sample(range(band * 10**9, (band + 1) * 10**9), len(catalog.PEOPLE))
     users = {}
     for offset, (login, first, last) in zip(uids, catalog.PEOPLE, strict=True):
         uid = 1_130_000_000_000_000 + offset
@@ -84,8 +88,8 @@ def _users(rng: random.Random) -> dict[int, User]:
     return users
 
 
-def _dictionary(path: str, rows: tuple, rng: random.Random) -> Dictionary:
-    ids = rng.sample(range(1, 100), len(rows))
+def _dictionary(path: str, rows: tuple, rng: random.Random, band: int) -> Dictionary:
+    ids = rng.sample(range(1 + 100 * band, 100 * (band + 1)), len(rows))
     entries = [
         Entry(
             id=entry_id,
