@@ -196,9 +196,7 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
 
 def source_get(info: dict[str, Any], path: str, **params: Any) -> Any:
     """GET a path of the sandbox's source org with the admin token; the parsed JSON reply."""
-    reply = httpx.get(
-        info["tracker"] + path, headers=_source_headers(info), params=params, timeout=30
-    )
+    reply = httpx.get(info["tracker"] + path, headers=_headers(info), params=params, timeout=30)
     reply.raise_for_status()
     return reply.json()
 
@@ -207,7 +205,7 @@ def source_issues(info: dict[str, Any], queue: str) -> list[dict[str, Any]]:
     """Every issue of one source queue (a tiny org's queue fits one page of 100)."""
     reply = httpx.post(
         info["tracker"] + "/issues/_search",
-        headers=_source_headers(info),
+        headers=_headers(info),
         params={"perPage": 100},
         json={"query": f"Queue: {queue}"},
         timeout=30,
@@ -227,5 +225,17 @@ def user_refs(record: Any) -> set[str]:
     return found.union(*(user_refs(value) for value in record.values()))
 
 
-def _source_headers(info: dict[str, Any]) -> dict[str, str]:
-    return {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"]["source"]}
+def count_issues(info: dict[str, Any], org: str, queue: str) -> int:
+    """How many issues the sandbox's `org` ("source" or "target") holds in `queue`."""
+    reply = httpx.post(
+        info["tracker"] + "/issues/_count",
+        headers=_headers(info, org),
+        json={"query": f"Queue: {queue}"},
+        timeout=30,
+    )
+    reply.raise_for_status()
+    return reply.json()
+
+
+def _headers(info: dict[str, Any], org: str = "source") -> dict[str, str]:
+    return {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
