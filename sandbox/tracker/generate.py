@@ -23,7 +23,7 @@ DAY = 86_400_000
 
 
 _STATUS_WEIGHTS = {"open": 30, "inProgress": 20, "needInfo": 8, "resolved": 22, "closed": 20}
-_TYPE_WEIGHTS = {"bug": 35, "task": 40, "epic": 5, "story": 20}
+_TYPE_WEIGHTS = {"bug": 32, "task": 40, "epic": 8, "story": 20}
 _PRIORITY_WEIGHTS = {"blocker": 3, "critical": 10, "normal": 60, "minor": 20, "trivial": 7}
 _RESOLUTION_WEIGHTS = {"fixed": 70, "wontFix": 10, "duplicate": 8, "invalid": 7, "later": 5}
 _TAGS = ("backend", "frontend", "urgent", "tech-debt", "ux", "релиз", "数据", "security")
@@ -134,7 +134,9 @@ def _issue(
     queue.next_number += 1
     slot = (HISTORY_END - HISTORY_START - 30 * DAY) // count
     created = HISTORY_START + seq * slot + rng.randrange(max(slot, 1))
-    updated = min(HISTORY_END - 1000, created + 60_000 + int(rng.expovariate(1 / (40 * DAY))))
+    kind = _pick(rng, _TYPE_WEIGHTS)
+    lifetime = (200 if kind == "epic" else 40) * DAY  # epics stay open for months
+    updated = min(HISTORY_END - 1000, created + 60_000 + int(rng.expovariate(1 / lifetime)))
     status = _pick(rng, _STATUS_WEIGHTS)
     resolved = status in ("resolved", "closed")
     resolved_at = rng.randrange(created, updated + 1) if resolved else None
@@ -149,7 +151,7 @@ def _issue(
         number=number,
         summary=text.summary(rng),
         description=text.description(rng, mentions) if rng.random() < 0.7 else None,
-        type=_pick(rng, _TYPE_WEIGHTS),
+        type=kind,
         priority=_pick(rng, _PRIORITY_WEIGHTS),
         status=status,
         previous_status=_PREVIOUS_STATUS[status],
@@ -223,16 +225,24 @@ def _links(issues: list[Issue], people: list[int], rng: random.Random) -> list[L
 
 
 def _link_candidates(issue: Issue, epics, tasks, issues, rng) -> list[tuple[str, str, Issue]]:
+    """Partners among recent issues (any queue) whose windows overlap this one's."""
     recent = issues[max(0, issue.seq - 30) : issue.seq]
     found: list[tuple[str, str, Issue]] = []
-    if recent and rng.random() < 0.35:
-        found.append(("relates", "outward", rng.choice(recent)))
-    if recent and rng.random() < 0.15:
-        found.append(("depends", rng.choice(("outward", "inward")), rng.choice(recent)))
-    if recent and rng.random() < 0.05:
-        found.append(("duplicates", "inward", rng.choice(recent)))
-    if issue.type == "story" and epics and rng.random() < 0.7:
-        found.append(("epic", "outward", rng.choice(epics)))
-    if issue.type == "task" and tasks and rng.random() < 0.25:
-        found.append(("subtask", "inward", rng.choice(tasks)))
+    if rng.random() < 0.4:
+        found += [("relates", "outward", other) for other in _overlapping(issue, recent, rng)]
+    if rng.random() < 0.2:
+        direction = rng.choice(("outward", "inward"))
+        found += [("depends", direction, other) for other in _overlapping(issue, recent, rng)]
+    if rng.random() < 0.05:
+        found += [("duplicates", "inward", other) for other in _overlapping(issue, recent, rng)]
+    if issue.type == "story" and rng.random() < 0.7:
+        found += [("epic", "outward", epic) for epic in _overlapping(issue, epics, rng)]
+    if issue.type == "task" and rng.random() < 0.3:
+        found += [("subtask", "inward", task) for task in _overlapping(issue, tasks, rng)]
     return found
+
+
+def _overlapping(issue: Issue, others: list[Issue], rng: random.Random) -> list[Issue]:
+    """At most one of ``others`` whose window overlaps the issue's."""
+    fits = [other for other in others if other.updated_at >= issue.created_at]
+    return [rng.choice(fits)] if fits else []
