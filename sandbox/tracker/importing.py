@@ -21,7 +21,7 @@ import re
 import secrets
 from dataclasses import replace
 
-from sandbox.timefmt import parse_duration_ms
+from sandbox.timefmt import format_duration, parse_duration_ms
 from sandbox.tracker.blobs import StoredBlob
 from sandbox.tracker.catalog import RELATIONSHIPS
 from sandbox.tracker.checks import Checks
@@ -72,6 +72,7 @@ def import_issue(org: Org, body: dict, now: int) -> Issue:
         "followers": checks.users("followers"),
         "tags": checks.strings("tags"),
         "unique": checks.text("unique", limit=1000),
+        "extra": _echoed(checks),
     }
     checks.done()
     assert queue is not None and created is not None and creator is not None
@@ -110,6 +111,38 @@ def _resolution(checks: Checks, created: int | None, updated: int | None) -> tup
     if created is not None and updated is not None:
         checks.within("resolvedAt", resolved_at, created, updated, "[createdAt, updatedAt]")
     return resolved_at, resolver, resolution
+
+
+_ESTIMATES = ("originalEstimation", "estimation", "spent")
+_DATES = ("deadline", "start", "end")
+
+
+def _echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
+    """Estimates (milliseconds, echoed as ISO-8601 durations), dates and story points."""
+    found: list[tuple[str, object]] = []
+    for name in _ESTIMATES:
+        value = checks.body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            checks.fail(name, "Must be a non-negative number of milliseconds")
+        else:
+            found.append((name, format_duration(value)))
+    for name in _DATES:
+        value = checks.body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            checks.fail(name, "Must be a date like 2024-01-31")
+        else:
+            found.append((name, value))
+    points = checks.body.get("storyPoints")
+    if points is not None:
+        if isinstance(points, bool) or not isinstance(points, int | float):
+            checks.fail("storyPoints", "Must be a number")
+        else:
+            found.append(("storyPoints", float(points)))
+    return tuple(found)
 
 
 def _entry_key(checks: Checks, name: str, dictionary) -> str | None:
@@ -188,6 +221,7 @@ def _store_issue(
         followers=extras["followers"],
         tags=extras["tags"],
         unique=unique,
+        extra=extras["extra"],
     )
     org.put_issue(issue)
     created_entry = FieldChange("status", "statuses", None, status)

@@ -111,6 +111,7 @@ class Issue:
     tags: tuple[str, ...] = ()
     version: int = 1
     unique: str | None = None
+    extra: tuple[tuple[str, object], ...] = ()  # echo-only fields: estimates, dates, points
     comment_count: int = 0
     last_comment_at: int | None = None
     generated: bool = False  # sub-records come from the per-issue generator on first access

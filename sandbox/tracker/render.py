@@ -214,6 +214,7 @@ def issue(view: View, value: Issue) -> dict:
         "unique": value.unique,
     }
     body.update({name: item for name, item in optional.items() if item is not None})
+    body.update(value.extra)
     return body
 
 

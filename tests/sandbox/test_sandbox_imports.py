@@ -133,6 +133,21 @@ class TestIssueImport:
         missing = target.post("/issues/_findByUnique", params={"unique": "never"})
         assert missing.status_code == 404
 
+    def test_estimates_dates_and_points_are_echoed(self, target: httpx.Client) -> None:
+        """Estimates in ms come back as ISO-8601 durations; dates and story points as sent."""
+        issue = new_issue(
+            target,
+            originalEstimation=3_600_000,
+            spent=5_400_000,
+            deadline="2023-04-01",
+            storyPoints=3,
+        )
+        assert (issue["originalEstimation"], issue["spent"]) == ("PT1H", "PT1H30M")
+        assert (issue["deadline"], issue["storyPoints"]) == ("2023-04-01", 3.0)
+        body = {"queue": "NEW", "summary": "s", "createdAt": JAN, "createdBy": "alice"}
+        bad = target.post("/issues/_import", json={**body, "estimation": "1h", "start": "April"})
+        assert bad.status_code == 422 and set(bad.json()["errors"]) == {"estimation", "start"}
+
     def test_unknown_keys_are_ignored(self, target: httpx.Client) -> None:
         """Extra keys such as aliases or descriptionRenderType do not fail the import."""
         issue = new_issue(target, aliases=["X-1"], descriptionRenderType="wf", description="d")
