@@ -88,7 +88,7 @@ class Checks:
         if any(given) and not all(given):
             for name, ok in zip(names, given, strict=True):
                 if not ok:
-                    self.fail(name, f"{' , '.join(names)} must be given together")
+                    self.fail(name, f"{', '.join(names)} must be given together")
         return all(given)
 
     def within(self, name: str, moment: int | None, lo: int, hi: int, what: str) -> None:

@@ -67,29 +67,39 @@ def import_issue(org: Org, body: dict, now: int) -> Issue:
         )
     }
     assignee = checks.user("assignee")
-    extras = {
-        "description": checks.text("description"),
-        "followers": checks.users("followers"),
-        "tags": checks.strings("tags"),
-        "unique": checks.text("unique", limit=1000),
-        "extra": _echoed(checks),
-    }
+    description = checks.text("description")
+    followers, tags = checks.users("followers"), checks.strings("tags")
+    unique, extra = checks.text("unique", limit=1000), _echoed(checks)
     checks.done()
     assert queue is not None and created is not None and creator is not None
-    return _store_issue(
-        org,
-        queue.key,
-        number,
-        summary or "",
-        created,
-        creator,
-        updated,
-        updater,
-        resolved,
-        fields,
-        assignee,
-        extras,
+    resolved_at, resolver, resolution = resolved or (None, None, None)
+    draft = Issue(
+        seq=-1,  # seq, id, key and a missing number are assigned when stored
+        id="",
+        key="",
+        queue=queue.key,
+        number=number or 0,
+        summary=summary or "",
+        description=description,
+        type=fields["type"] or queue.default_type,
+        priority=fields["priority"] or queue.default_priority,
+        status=fields["status"] or "open",
+        previous_status=None,
+        resolution=resolution,
+        created_at=created,
+        updated_at=updated if updated is not None else created,
+        status_start=resolved_at if resolved_at is not None else created,
+        resolved_at=resolved_at,
+        created_by=creator.uid,
+        updated_by=(updater or creator).uid,
+        resolved_by=resolver.uid if resolver else None,
+        assignee=assignee.uid if assignee else None,
+        followers=followers,
+        tags=tags,
+        unique=unique,
+        extra=extra,
     )
+    return _store_issue(org, draft)
 
 
 def _updated_pair(checks: Checks, created: int | None, now: int) -> tuple[int | None, User | None]:
@@ -169,64 +179,24 @@ def _number(checks: Checks, queue, key: object) -> int | None:
     return int(match.group(1))
 
 
-def _store_issue(
-    org,
-    queue_key,
-    number,
-    summary,
-    created,
-    creator,
-    updated,
-    updater,
-    resolved,
-    fields,
-    assignee,
-    extras,
-) -> Issue:
-    queue = org.queues[queue_key]
-    number = number if number is not None else queue.next_number
-    key = f"{queue_key}-{number}"
+def _store_issue(org: Org, draft: Issue) -> Issue:
+    """Give the draft its key (409 if taken, or if its unique is), store it, log its creation."""
+    queue = org.queues[draft.queue]
+    number = draft.number or queue.next_number
+    key = f"{queue.key}-{number}"
     if key in org.issues:
         raise ApiError(409, f"Issue {key} already exists", errors={"key": key})
-    unique = extras["unique"]
-    if unique is not None and org.find_unique(unique) is not None:
-        raise ApiError(
-            409, "An issue with this unique value already exists", errors={"unique": unique}
-        )
+    if draft.unique is not None and org.find_unique(draft.unique) is not None:
+        message = "An issue with this unique value already exists"
+        raise ApiError(409, message, errors={"unique": draft.unique})
     queue.next_number = max(queue.next_number, number + 1)
-    updated_at = updated if updated is not None else created
-    resolved_at, resolver, resolution = resolved or (None, None, None)
-    status = fields["status"] or "open"
-    issue = Issue(
-        seq=org.counters.take("issue"),
-        id=hashlib.sha256(f"{org.id}:{key}:{secrets.token_hex(4)}".encode()).hexdigest()[:24],
-        key=key,
-        queue=queue_key,
-        number=number,
-        summary=summary,
-        description=extras["description"],
-        type=fields["type"] or queue.default_type,
-        priority=fields["priority"] or queue.default_priority,
-        status=status,
-        previous_status=None,
-        resolution=resolution,
-        created_at=created,
-        updated_at=updated_at,
-        status_start=resolved_at if resolved_at is not None else created,
-        resolved_at=resolved_at,
-        created_by=creator.uid,
-        updated_by=(updater or creator).uid,
-        resolved_by=resolver.uid if resolver else None,
-        assignee=assignee.uid if assignee else None,
-        followers=extras["followers"],
-        tags=extras["tags"],
-        unique=unique,
-        extra=extras["extra"],
-    )
+    issue_id = hashlib.sha256(f"{org.id}:{key}:{secrets.token_hex(4)}".encode()).hexdigest()
+    issue = replace(draft, seq=org.counters.take("issue"), id=issue_id[:24], key=key, number=number)
     org.put_issue(issue)
-    created_entry = FieldChange("status", "statuses", None, status)
-    entry = ChangelogEntry(runtime_hex_id(org, "changelog"), "IssueCreated", creator.uid, created)
-    entry.fields.append(created_entry)
+    entry = ChangelogEntry(
+        runtime_hex_id(org, "changelog"), "IssueCreated", issue.created_by, issue.created_at
+    )
+    entry.fields.append(FieldChange("status", "statuses", None, issue.status))
     org.records(issue).changelog.append(entry)
     return issue
 
