@@ -3,13 +3,14 @@ into the target org, auth refusals and injected network faults."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import aclosing
 from typing import Any
 
 import pytest
 
-from connectors.errors import AmbiguousWriteError, AuthError, TransientError
+from connectors.errors import AmbiguousWriteError, AuthError, ScrollExpiredError, TransientError
 from connectors.tracker import TrackerClient
 
 # (link type id, direction as seen from the importing issue) -> relationship verb of _import
@@ -298,3 +299,14 @@ async def test_dropped_reads_are_retried(sandbox, sleep, no_faults):
         with pytest.raises(TransientError):
             await client.list_statuses()
         assert client.core.requests_sent == 3
+
+
+async def test_scroll_outliving_its_ttl_raises_scroll_expired(source):
+    """A consumer slower than the scroll's TTL gets ScrollExpiredError, not a partial list."""
+    pages = source.scroll_issues(per_scroll=5, ttl_ms=1)
+    async with aclosing(pages):
+        first = await anext(pages)
+        assert len(first) == 5
+        await asyncio.sleep(0.05)
+        with pytest.raises(ScrollExpiredError):
+            await anext(pages)
