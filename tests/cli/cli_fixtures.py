@@ -99,6 +99,15 @@ def stop(process: subprocess.Popen[str], timeout: float = 15.0) -> tuple[str, st
         return process.communicate(timeout=timeout)
 
 
+def finish(process: subprocess.Popen[str], timeout: float = 60.0) -> tuple[str, str]:
+    """Let `process` end by itself and return its output; kill it if it overruns `timeout`."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        raise
+
+
 def read_line(process: subprocess.Popen[str], timeout: float) -> str:
     """The next line `process` prints on stdout; TimeoutError if none comes in time."""
     assert process.stdout is not None
@@ -199,6 +208,12 @@ def source_get(info: dict[str, Any], path: str, **params: Any) -> Any:
     reply = httpx.get(info["tracker"] + path, headers=_headers(info), params=params, timeout=30)
     reply.raise_for_status()
     return reply.json()
+
+
+def source_queues(info: dict[str, Any]) -> list[str]:
+    """The keys of the source org's queues. A migration tested here takes them all: a link to
+    an issue outside the scope cannot be loaded, which would blur what a test checks."""
+    return [queue["key"] for queue in source_get(info, "/queues", perPage=100)]
 
 
 def source_issues(info: dict[str, Any], queue: str) -> list[dict[str, Any]]:

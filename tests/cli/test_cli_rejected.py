@@ -23,18 +23,19 @@ from cli_fixtures import (
     run_haul,
     source_get,
     source_issues,
+    source_queues,
     tokens_env,
     user_refs,
     write_config,
 )
 
-QUEUE = "DEV"
 GHOST = "ghost-login"
+TARGET_QUEUE = {"TEST": "NEW"}  # write_config's default queue mapping
 FAILURE_LINE = re.compile(r"^(?P<entity>\w+) (?P<source_id>\S+) \(attempts \d+\): (?P<error>.+)$")
 
 
 def rarest_user(info: dict[str, Any], issues: list[dict], comments: list[dict]) -> tuple[str, str]:
-    """The login named by the fewest issues of the queue, then the fewest comments (but by
+    """The login named by the fewest issues, then the fewest comments (but by
     something): mapping it away fails as few records as possible, ideally one comment.
     Returns (uid, login)."""
     logins = {str(user["uid"]): user["login"] for user in source_get(info, "/users")["users"]}
@@ -43,6 +44,14 @@ def rarest_user(info: dict[str, Any], issues: list[dict], comments: list[dict]) 
     named = set(in_issues) | set(in_comments)
     uid = min(named, key=lambda uid: (in_issues[uid], in_comments[uid], logins[uid]))
     return uid, logins[uid]
+
+
+def link_ends(info: dict[str, Any], source_id: str) -> set[str]:
+    """The source keys of both ends of the staged link `source_id` ("<issue key>/<link id>")."""
+    issue, link_id = source_id.split("/")
+    links = source_get(info, f"/issues/{issue}/links")
+    other = next(link["object"]["key"] for link in links if str(link["id"]) == link_id)
+    return {issue, other}
 
 
 def failures(output: str) -> list[dict[str, str]]:
@@ -68,6 +77,7 @@ class RejectedRun:
     """A `haul run` in which the target rejected the records naming the user `victim_uid`."""
 
     info: dict[str, Any]
+    queues: list[str]
     issues: list[dict[str, Any]]
     comments: list[dict[str, Any]]  # each with the key of its "issue"
     victim_uid: str
@@ -80,11 +90,12 @@ class RejectedRun:
 
 @pytest.fixture(scope="module")
 def rejected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RejectedRun]:
-    """One queue of a tiny org run with the rarest user mapped to a login the target lacks."""
+    """A tiny org migrated with its rarest user mapped to a login the target lacks."""
     sandbox_server = pytest.importorskip("sandbox.server")
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
-        issues = source_issues(info, QUEUE)
+        queues = source_queues(info)
+        issues = [issue for queue in queues for issue in source_issues(info, queue)]
         comments = [
             {**comment, "issue": issue["key"]}
             for issue in issues
@@ -94,13 +105,14 @@ def rejected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RejectedRun]:
         directory = tmp_path_factory.mktemp("rejected")
         users_csv = directory / "users.csv"
         users_csv.write_text(f"source,target\n{victim},{GHOST}\n", encoding="utf-8")
-        config = write_config(directory, info, queues=[QUEUE], users_file=users_csv)
+        config = write_config(directory, info, queues=queues, users_file=users_csv)
         env = tokens_env(info["tokens"]["admin"])
         run = run_haul("run", "--config", config, env=env)
         listing = run_haul("failures", "--config", config, "--limit", "1000", env=env)
         assert listing.returncode == 0, listing.stderr
         yield RejectedRun(
             info,
+            queues,
             issues,
             comments,
             victim_uid,
@@ -124,20 +136,39 @@ def test_run_exits_1_and_points_to_haul_failures(rejected: RejectedRun) -> None:
 def test_failures_lists_each_rejected_record_with_the_targets_error(
     rejected: RejectedRun,
 ) -> None:
-    """Each failure is the target's 422 naming the missing user, or a child of a rejected
-    record; exactly the issues naming the user failed, and every comment by them."""
+    """Each failure is the target's 422 naming the missing user, or a record that depends on
+    a rejected one; exactly the issues naming the user failed, and every comment by them."""
+    failed_issues = {f["source_id"] for f in rejected.listed if f["entity"] == "issue"}
     for failure in rejected.listed:
         error = failure["error"]
-        assert "-> 422" in error or "was not loaded" in error, failure
         if "-> 422" in error:
             assert f"User '{GHOST}' does not exist" in error or "followers" in error, failure
-    failed_ids = {failure["source_id"] for failure in rejected.listed}
-    failed_issues = {f["source_id"] for f in rejected.listed if f["entity"] == "issue"}
+        elif failure["entity"] == "link" and "-> 404" in error:
+            assert link_ends(rejected.info, failure["source_id"]) & failed_issues, failure
+        else:
+            assert "was not loaded" in error, failure
     naming_victim = {i["key"] for i in rejected.issues if rejected.victim_uid in user_refs(i)}
     assert failed_issues == naming_victim
+    failed_ids = {failure["source_id"] for failure in rejected.listed}
     for comment in rejected.comments:
         if rejected.victim_uid in user_refs(comment):
             assert f"{comment['issue']}/{comment['id']}" in failed_ids
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pipelines/load.py Loader.run/load_link sends every pending link without checking "
+    "that both ends reached the target (DESIGN: 'links after both ends exist'), so a link of a "
+    "rejected issue costs a POST and fails as 404 'Issue does not exist' instead of "
+    "'issue X was not loaded' like the issue's other children",
+)
+def test_a_link_of_a_rejected_issue_fails_as_not_loaded(rejected: RejectedRun) -> None:
+    """A link with a rejected end is failed without a request, saying which end is missing."""
+    links = [f for f in rejected.listed if f["entity"] == "link"]
+    if not links:
+        pytest.skip("no link touches a rejected issue in this org")
+    for failure in links:
+        assert "was not loaded" in failure["error"], failure
 
 
 def test_status_counts_the_failures_and_everything_else_is_loaded(rejected: RejectedRun) -> None:
@@ -184,4 +215,6 @@ def test_retry_after_the_fix_loads_the_failed_records_once(rejected: RejectedRun
     assert table["total"]["loaded"] == table["total"]["staged"] > 0
     assert table["total"]["failed"] == table["total"]["pending"] == 0
     assert f"loaded: {len(rejected.listed)}" in retry.stdout
-    assert count_issues(rejected.info, "target", QUEUE) == len(rejected.issues)
+    target_queues = [TARGET_QUEUE.get(queue, queue) for queue in rejected.queues]
+    in_target = sum(count_issues(rejected.info, "target", queue) for queue in target_queues)
+    assert in_target == len(rejected.issues)

@@ -1,6 +1,7 @@
-"""`haul run` on a tiny org, then `haul status` and `haul failures` read what it left.
+"""`haul run` on a tiny org; then `haul status` and `haul failures` read what it left, and a
+second `haul load` is refused while another holds the store.
 
-One migration serves the whole module: the tests after the first only read its results.
+One migration serves the whole module: the tests after it do not change the target.
 """
 
 from __future__ import annotations
@@ -15,17 +16,19 @@ import pytest
 from cli_fixtures import (
     counts_table,
     files_containing,
+    finish,
     run_haul,
-    source_get,
+    source_queues,
+    start_haul,
     tokens_env,
+    wait_for,
     write_config,
 )
-
-LOADABLE = ("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist_item")
 
 
 @dataclass
 class Migration:
+    sandbox: Any  # sandbox.server.RunningSandbox
     info: dict[str, Any]
     directory: Path
     config: Path
@@ -40,10 +43,10 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migration]:
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         directory = tmp_path_factory.mktemp("run")
-        queues = [queue["key"] for queue in source_get(info, "/queues", perPage=100)]
-        config = write_config(directory, info, queues=queues)
+        config = write_config(directory, info, queues=source_queues(info))
         env = tokens_env(info["tokens"]["admin"])
-        yield Migration(info, directory, config, env, run_haul("run", "--config", config, env=env))
+        run = run_haul("run", "--config", config, env=env)
+        yield Migration(sandbox, info, directory, config, env, run)
 
 
 def test_run_exits_0_and_prints_the_per_entity_table(migrated: Migration) -> None:
@@ -51,14 +54,16 @@ def test_run_exits_0_and_prints_the_per_entity_table(migrated: Migration) -> Non
     pending, and the target counts as many issues as the source."""
     assert migrated.run.returncode == 0, migrated.run.stderr
     table = counts_table(migrated.run.stdout)
-    assert list(table) == [*LOADABLE, "link", "changelog (staged only)", "total"]
-    assert table["issue"]["staged"] > 0
-    assert table["comment"]["staged"] > 0
-    assert table["link"]["staged"] > 0
-    for entity in (*LOADABLE, "link", "total"):
-        assert table[entity]["loaded"] == table[entity]["staged"], entity
-        assert table[entity]["failed"] == table[entity]["pending"] == 0, entity
-    assert table["changelog (staged only)"]["loaded"] == "-"
+    entities = list(table)
+    assert (entities[0], entities[-1]) == ("issue", "total")
+    for entity in ("issue", "comment", "attachment", "worklog", "link", "total"):
+        assert table[entity]["staged"] > 0, entity
+    for entity, row in table.items():
+        if row["loaded"] == "-":  # staged for exports only: changelog
+            assert entity.endswith("(staged only)")
+            continue
+        assert row["loaded"] == row["staged"], entity
+        assert row["failed"] == row["pending"] == 0, entity
     issues = table["issue"]["staged"]
     assert f"source_issue_count: {issues}" in migrated.run.stdout
     assert f"target_issue_count: {issues}" in migrated.run.stdout
@@ -89,3 +94,36 @@ def test_the_token_is_in_no_output_and_no_file(migrated: Migration) -> None:
     log = migrated.directory / "staging" / "haul.log"
     assert "load_finished" in log.read_text(encoding="utf-8")
     assert files_containing(migrated.directory, token) == []
+
+
+def test_a_second_load_while_one_runs_is_refused_naming_the_holder(migrated: Migration) -> None:
+    """While a `haul load` holds the store (slowed down by the sandbox), another exits 1 with
+    "another haul run holds the store", the holder's pid and command; the first then ends
+    normally. (Both loads find nothing left to do: the store is already migrated.)"""
+    config, env = migrated.config, migrated.env
+    # Each request waits 1 s: the first load holds the store for several seconds while its
+    # requests crawl; the second needs two requests before it asks for the store.
+    migrated.sandbox.set_faults("latency:1000")
+    first = start_haul("load", "--config", config, env=env)
+    try:
+        wait_for(
+            lambda: "load running" in run_haul("status", "--config", config, env=env).stdout,
+            timeout=30,
+            what="haul status to show the first load running",
+        )
+
+        second = run_haul("load", "--config", config, env=env)
+
+        assert first.poll() is None, "the first load ended too soon to prove anything"
+        assert second.returncode == 1
+        assert second.stderr.startswith("haul: another haul run holds the store")
+        assert f"pid {first.pid} " in second.stderr
+        assert "command 'load'" in second.stderr
+        assert second.stdout == ""
+    finally:
+        migrated.sandbox.set_faults("")  # let the first load finish at full speed
+        out, err = finish(first)
+
+    assert first.returncode == 0, err
+    assert counts_table(out) == counts_table(migrated.run.stdout)
+    assert "loaded: 0" in out
