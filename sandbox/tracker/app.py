@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
@@ -117,6 +117,11 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return error_response(error.status_code, [message], headers=error.headers)
 
 
+async def _gone(request: Request, error: Exception) -> Response:
+    """The client hung up mid-request (killed, timed out): nothing was applied, nobody listens."""
+    return error_response(400, ["The client disconnected before the request body was complete"])
+
+
 async def _crash(request: Request, error: Exception) -> Response:
     return error_response(500, [f"Internal sandbox error: {type(error).__name__}"])
 
@@ -125,7 +130,12 @@ def build_tracker_app(world: World, faults: FaultPlan, stats: RequestStats) -> A
     """The tracker ASGI app serving ``world``, behind the fault and counting middleware."""
     app = Starlette(
         routes=_routes(),
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _crash},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _gone,
+            Exception: _crash,
+        },
     )
     app.state.world = world
     app.state.scrolls = ScrollStore()

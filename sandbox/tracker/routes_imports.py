@@ -56,6 +56,9 @@ async def _single_file(request: Request) -> bytes | None:
     """The bytes of the one file part of a multipart body, whatever the part is called."""
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         return None
+    # read the whole body first: a client that hangs up mid-upload then fails here, before
+    # the form parser has opened temporary files it would not close on a disconnect
+    await request.body()
     async with request.form(max_files=2, max_fields=10) as form:
         files = [value for _, value in form.multi_items() if isinstance(value, UploadFile)]
         if len(files) > 1:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+import logging
+import socket
+import time
+
 import httpx
 import pytest
 
+from sandbox.server import RunningSandbox
 from sandbox.tracker.catalog import RELATIONSHIPS
 
 JAN = "2023-01-01T00:00:00.000+0000"
@@ -320,3 +326,41 @@ def test_checklist_items(target: httpx.Client) -> None:
     ]
     assert more.json()["checklistTotal"] == 3 and items[2]["deadline"]["date"] == FEB
     assert target.post(path, json={"checked": True}).status_code == 422
+
+
+def test_upload_cut_short_leaves_nothing(sandbox: RunningSandbox, target: httpx.Client) -> None:
+    """A client killed mid-upload creates no attachment and leaves the server serving."""
+    issue = new_issue(target)
+    host_port = sandbox.info["tracker"].split("/")[2]
+    query = "filename=a.bin&createdAt=2023-02-01&createdBy=alice"
+    head = (
+        f"POST /v3/issues/{issue['key']}/attachments/_import?{query} HTTP/1.1\r\n"
+        f"Host: {host_port}\r\nAuthorization: {target.headers['Authorization']}\r\n"
+        f"X-Org-ID: {target.headers['X-Org-ID']}\r\n"
+        "Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: 100000\r\n\r\n"
+        '--XX\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\n'
+    )
+    host, port = host_port.split(":")
+    errors = ErrorLog()
+    logging.getLogger("uvicorn.error").addHandler(errors)
+    try:
+        with socket.create_connection((host, int(port))) as raw:
+            raw.sendall(head.encode() + b"x" * 5000)
+            time.sleep(0.1)
+        time.sleep(0.1)
+        gc.collect()  # temporary files left open would warn now, inside this test
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(errors)
+    assert errors.messages == []
+    assert target.get(f"/issues/{issue['key']}/attachments").json() == []
+
+
+class ErrorLog(logging.Handler):
+    """Collects the server's error log lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
