@@ -25,7 +25,7 @@ from state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
-SUB_ENTITIES = ("comment", "worklog", "changelog", "link", "attachment", "checklist_item")
+SUB_ENTITIES = ("comment", "worklog", "changelog", "link", "attachment", "checklist")
 DICTIONARIES = {
     "status": "list_statuses",
     "issuetype": "list_issue_types",
@@ -223,7 +223,7 @@ class IssueExtractor:
             "changelog": _rows(key, changelog),
             "link": _rows(key, links),
             "attachment": _rows(key, attachments, blobs),
-            "checklist_item": _rows(key, checklist),
+            "checklist": _checklist_rows(key, checklist),
         }
         with self.store.transaction():
             for entity, rows in children.items():
@@ -255,6 +255,20 @@ class IssueExtractor:
             blobs[str(attachment["id"])] = sink.sha256
             self.stats.attachment_bytes += sink.size
         return blobs
+
+
+def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An issue's checklist is one record: its order matters and it loads in one request."""
+    if not items:
+        return []
+    return [
+        {
+            "source_id": f"{parent}/checklist",
+            "parent": parent,
+            "updated_at": None,
+            "raw": {"items": items},
+        }
+    ]
 
 
 async def _collect(listing: Any) -> list[dict[str, Any]]:

@@ -26,14 +26,15 @@ from state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
-CHILD_ORDER = ("comment", "worklog", "attachment", "checklist_item")
+# the checklist goes last: adding one is an ordinary edit, which moves the issue's updatedAt
+CHILD_ORDER = ("comment", "worklog", "attachment", "checklist")
 LOADED_ENTITIES = (
     "issue",
     "comment",
     "comment_attachment",
     "worklog",
     "attachment",
-    "checklist_item",
+    "checklist",
     "link",
 )
 MAX_AMBIGUOUS = 3
@@ -48,7 +49,7 @@ def loadable_rows(store: StagingStore) -> Iterator[dict[str, Any]]:
     staged_issues = {row["source_id"] for row in store.iter_records("issue")}
     for issue in store.iter_records("issue"):
         yield _ledger_row("issue", issue, parent=issue["source_id"])
-    for entity in ("comment", "worklog", "checklist_item"):
+    for entity in ("comment", "worklog", "checklist"):
         for record in store.iter_records(entity):
             yield _ledger_row(entity, record)
     for record in store.iter_records("attachment"):
@@ -143,7 +144,7 @@ class Loader:
             return
         rows = {e: [] for e in CHILD_ORDER}  # type: dict[str, list[str]]
         for row in self.ledger.iter_rows(parent=key):
-            if row.entity in rows and row.status != "done":
+            if row.entity in rows:  # done ones too: a done comment may still owe its attachments
                 rows[row.entity].append(row.source_id)
         for source_id in sorted(rows["comment"], key=self._created_at("comment")):
             loaded = await self._apply("comment", source_id)
@@ -253,8 +254,9 @@ class Loader:
             return str((await client.import_comment(key, t.comment_body(raw)))["id"])
         if entity == "worklog":
             return str((await client.import_worklog(key, t.worklog_body(raw)))[0]["id"])
-        if entity == "checklist_item":
-            return await self._add_checklist_item(record["parent"], key, t.checklist_body(raw))
+        if entity == "checklist":
+            await client.add_checklist_items(key, [t.checklist_body(item) for item in raw["items"]])
+            return f"{key}/checklist"
         if entity == "link":
             return str((await client.import_link(key, t.link_body(raw)))["id"])
         return await self._send_attachment(entity, record, key)
@@ -277,14 +279,6 @@ class Loader:
         reply = await self.client.import_comment_attachment(key, comment_target, **options)
         return str(reply["id"])
 
-    async def _add_checklist_item(self, parent: str, key: str, body: dict[str, Any]) -> str:
-        reply = await self.client.add_checklist_items(key, [body])
-        claimed = self.probe.claimed(parent, "checklist_item")
-        for item in reversed(reply.get("checklistItems") or []):
-            if item.get("text") == body["text"] and str(item["id"]) not in claimed:
-                return str(item["id"])
-        raise TransformError("the target accepted the checklist item but does not list it")
-
     async def _probe_for(self, entity: str, source_id: str) -> str | None:
         record = self._record(entity, source_id)
         raw, key, parent, t = (
@@ -299,8 +293,10 @@ class Loader:
             return await self.probe.comment(parent, key, t.comment_body(raw))
         if entity == "worklog":
             return await self.probe.worklog(parent, key, t.worklog_body(raw))
-        if entity == "checklist_item":
-            return await self.probe.checklist_item(parent, key, t.checklist_body(raw))
+        if entity == "checklist":
+            return await self.probe.checklist(
+                key, [t.checklist_body(item) for item in raw["items"]]
+            )
         if entity == "link":
             return await self.probe.link(parent, key, raw, t.queues.key(raw["object"]["key"]))
         return await self.probe.attachment(parent, key, raw["name"], raw.get("size") or 0)

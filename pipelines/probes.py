@@ -2,7 +2,7 @@
 
 Each probe looks for the record by the identity DESIGN.md gives it (an issue by key, a comment
 by time, author and text, a worklog by start, duration and author, a link by type, direction and
-other issue, an attachment by name and size, a checklist item by text and state) among the
+other issue, an attachment by name and size, a checklist by its items' text and state) among the
 target's records that no other ledger row has claimed yet, so two identical records are still
 counted as two.
 """
@@ -85,15 +85,12 @@ class TargetProbe:
             ),
         )
 
-    async def checklist_item(
-        self, parent: str, target_key: str, body: dict[str, Any]
-    ) -> str | None:
-        candidates = await self.client.list_checklist(target_key)
-        return _first_unclaimed(
-            candidates,
-            self.claimed(parent, "checklist_item"),
-            lambda c: c.get("text") == body["text"] and bool(c.get("checked")) == body["checked"],
-        )
+    async def checklist(self, target_key: str, bodies: list[dict[str, Any]]) -> str | None:
+        """The checklist is there when the target lists the same items in the same order."""
+        items = await self.client.list_checklist(target_key)
+        found = [(item.get("text"), bool(item.get("checked"))) for item in items]
+        wanted = [(body["text"], body["checked"]) for body in bodies]
+        return f"{target_key}/checklist" if found[-len(wanted) :] == wanted else None
 
 
 def same_time(left: str | None, right: str | None) -> bool:

@@ -21,7 +21,7 @@ ENTITY_ORDER = (
     "comment_attachment",
     "worklog",
     "attachment",
-    "checklist_item",
+    "checklist",
     "link",
     "changelog",
 )

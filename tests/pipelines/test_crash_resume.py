@@ -37,7 +37,7 @@ def haul(config: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[byte
     return subprocess.Popen(
         [HAUL, *args, "--config", str(config)],
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
 
@@ -66,18 +66,18 @@ def kill_mid_work(
             time.sleep(rng.uniform(0, 0.03))
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
-                process.wait()
+                process.communicate()
                 return True
         time.sleep(0.005)
-    process.wait(timeout=120)
-    assert process.returncode in (0, 1), process.stderr.read().decode() if process.stderr else ""
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (0, 1), stderr.decode()
     return False
 
 
 def finish(config: Path, stage: str, env: dict[str, str]) -> None:
     process = haul(config, stage, env=env)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr.decode()
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, (stdout + stderr).decode()
 
 
 def migrate_with_kills(
