@@ -312,3 +312,23 @@ async def test_download_restarts_only_before_the_first_byte(make_core):
         with pytest.raises(TransientError, match="after 2 bytes"):
             await core.download("/f", io.BytesIO())
     assert len(handler.calls) == 1
+
+
+async def test_stream_retries_the_opening_and_closes_after_use(make_core, sleep):
+    """stream() retries a 503 on opening, hands over an unread body, and closes it after."""
+    handler = replies(error_reply(503), httpx.Response(200, content=_chunked([b"ab", b"cd"])))
+    async with make_core(handler) as core:
+        async with core.stream("GET", "/issues/T-1/attachments/1/f") as response:
+            assert not response.is_closed
+            assert [chunk async for chunk in response.aiter_bytes()] == [b"ab", b"cd"]
+        assert response.is_closed
+    assert len(sleep.delays) == 1 and len(handler.calls) == 2
+
+
+async def test_stream_error_reply_carries_the_server_message(make_core):
+    """An error on a streamed request is read before raising, so its message is kept."""
+    handler = replies(error_reply(404, "No such attachment"))
+    async with make_core(handler) as core:
+        with pytest.raises(NotFoundError, match="No such attachment"):
+            async with core.stream("GET", "/issues/T-1/attachments/9/f"):
+                pass

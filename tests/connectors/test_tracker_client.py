@@ -301,3 +301,17 @@ def test_connect_builds_a_tracker_core():
     assert client.core.service == "tracker"
     assert client.core.org_id == "c"
     assert repr(client) == "TrackerClient(HttpCore('tracker', 'http://h/v3', org='c'))"
+
+
+async def test_old_key_of_a_moved_issue_follows_the_redirect(make_core):
+    """The tracker redirects a moved issue's old key to its new one; the client follows."""
+    moved = httpx.Response(301, headers={"Location": "https://tracker.test/v3/issues/NEW-7"})
+    tracker = Tracker(
+        {
+            "GET /issues/OLD-3": moved,
+            "GET /issues/NEW-7": httpx.Response(200, json={"key": "NEW-7"}),
+        }
+    )
+    async with client_for(make_core, tracker) as client:
+        assert (await client.get_issue("OLD-3"))["key"] == "NEW-7"
+    assert tracker.requests[1].headers["X-Org-ID"] == "123"
