@@ -5,8 +5,9 @@ A paginator is a fresh, stateful object per listing. ``paginate`` drives it::
     begin(request)                     shape the first request (page size, scroll options)
     loop:
         response = send(request)
-        records = extract_records(response)
-        update_state(response, records)   read the cursor; sets has_next_page
+        body = response.json()               parsed once per page
+        records = extract_records(body)
+        update_state(response, body, records)  read the cursor; sets has_next_page
         yield records
         update_request(request)           put the cursor into the next request
 
@@ -63,17 +64,18 @@ class Paginator:
     def init_request(self, request: PageRequest) -> None:
         """Add the first request's paging parameters."""
 
-    def extract_records(self, response: httpx.Response) -> list[Any]:
-        """The records of one page."""
-        body = response.json()
-        records = body.get(self.records_key) if isinstance(body, dict) else None
-        records = body if self.records_key is None else records
+    def extract_records(self, body: Any) -> list[Any]:
+        """The records of one page's decoded body."""
+        if self.records_key is None:
+            records = body
+        else:
+            records = body.get(self.records_key) if isinstance(body, dict) else None
         if not isinstance(records, list):
             where = f"under {self.records_key!r}" if self.records_key else "as the body"
             raise PageProblem(f"expected a list {where}, got {type(records).__name__}")
         return records
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
         """Read the next cursor from this page; clear has_next_page at the end."""
         raise NotImplementedError
 
@@ -109,7 +111,7 @@ class ScrollPaginator(Paginator):
     def init_request(self, request: PageRequest) -> None:
         request.params.update(self.options)
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
         self.scroll_id = response.headers.get("X-Scroll-Id") or None
         self.has_next_page = bool(self.scroll_id and records)
         if self.scroll_id:
@@ -145,16 +147,15 @@ class PageNumberPaginator(Paginator):
     def init_request(self, request: PageRequest) -> None:
         request.params.update(page=self.page, perPage=self.per_page)
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
         if not records:
             self.has_next_page = False
             return
         self.remember(page_fingerprint(records), "page")
         total_pages = response.headers.get("X-Total-Pages")
-        body = response.json() if self.records_key else None
         if total_pages is not None:
             self.has_next_page = self.page < int(total_pages)
-        elif body and "hasNext" in body:
+        elif isinstance(body, dict) and "hasNext" in body:
             self.has_next_page = bool(body["hasNext"])
         else:  # no hint at all: only a full page can have a successor
             self.has_next_page = len(records) >= self.per_page
@@ -175,7 +176,7 @@ class RelativeIdPaginator(Paginator):
         super().__init__()
         self.next_query: dict[str, str] = {}
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
         link = response.links.get("next")
         self.has_next_page = bool(link and records)
         if self.has_next_page:
@@ -194,8 +195,8 @@ class NextCursorPaginator(Paginator):
         self.records_key = records_key
         self.cursor: str | None = None
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
-        self.cursor = response.json().get("next_cursor")
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
+        self.cursor = body.get("next_cursor")
         self.has_next_page = bool(self.cursor)
         if self.cursor:
             self.remember(self.cursor, "cursor")
@@ -216,8 +217,8 @@ class NextUrlPaginator(Paginator):
         self.records_key = records_key
         self.next_query: dict[str, str] = {}
 
-    def update_state(self, response: httpx.Response, records: list[Any]) -> None:
-        next_url = (response.json().get("next") or {}).get("next_url")
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
+        next_url = (body.get("next") or {}).get("next_url")
         self.has_next_page = bool(next_url)
         if next_url:
             self.next_query = query_of(next_url)
@@ -253,8 +254,9 @@ async def paginate(
                 raise
             raise replacement from error
         try:
-            records = paginator.extract_records(response)
-            paginator.update_state(response, records)
+            body = response.json()
+            records = paginator.extract_records(body)
+            paginator.update_state(response, body, records)
         except (PageProblem, ValueError, AttributeError) as problem:
             # ValueError: a body that is not JSON, a header that is not a number;
             # AttributeError: a body that is not the object the paginator expects
