@@ -14,7 +14,15 @@ from sandbox.timefmt import parse_instant
 from sandbox.tracker.checks import Checks
 from sandbox.tracker.errors import ApiError, invalid
 from sandbox.tracker.importing import runtime_hex_id
-from sandbox.tracker.model import ChangelogEntry, ChecklistItem, Comment, FieldChange, Issue, Org
+from sandbox.tracker.model import (
+    ChangelogEntry,
+    ChecklistItem,
+    Comment,
+    Dictionary,
+    FieldChange,
+    Issue,
+    Org,
+)
 
 _TEXT_FIELDS = ("summary", "description")
 
@@ -75,7 +83,7 @@ def _tags(checks: Checks, current: tuple[str, ...], value: object) -> tuple[str,
     return current
 
 
-def _dictionary_key(checks: Checks, name: str, dictionary, value: object) -> str:
+def _dictionary_key(checks: Checks, name: str, dictionary: Dictionary, value: object) -> str:
     """``"bug"``, ``{"key": "bug"}`` or a numeric id."""
     key = value.get("key") if isinstance(value, dict) else value
     entry = dictionary.by_key.get(key) if isinstance(key, str) else None

@@ -182,7 +182,9 @@ _PREVIOUS_STATUS = {
 }
 
 
-def _status_start(rng, status: str, created: int, updated: int, resolved_at: int | None) -> int:
+def _status_start(
+    rng: random.Random, status: str, created: int, updated: int, resolved_at: int | None
+) -> int:
     if status == "open":
         return created
     if status == "resolved":
@@ -224,7 +226,13 @@ def _links(issues: list[Issue], people: list[int], rng: random.Random) -> list[L
     return links
 
 
-def _link_candidates(issue: Issue, epics, tasks, issues, rng) -> list[tuple[str, str, Issue]]:
+def _link_candidates(
+    issue: Issue,
+    epics: list[Issue],
+    tasks: list[Issue],
+    issues: list[Issue],
+    rng: random.Random,
+) -> list[tuple[str, str, Issue]]:
     """Partners among recent issues (any queue) whose windows overlap this one's."""
     recent = issues[max(0, issue.seq - 30) : issue.seq]
     found: list[tuple[str, str, Issue]] = []

@@ -30,10 +30,12 @@ from sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
     Comment,
+    Dictionary,
     FieldChange,
     Issue,
     Link,
     Org,
+    Queue,
     User,
     Worklog,
 )
@@ -155,7 +157,7 @@ def _echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
     return tuple(found)
 
 
-def _entry_key(checks: Checks, name: str, dictionary) -> str | None:
+def _entry_key(checks: Checks, name: str, dictionary: Dictionary) -> str | None:
     if not checks.present(name):
         return None
     entry = dictionary.lookup_id(checks.body[name])
@@ -165,7 +167,7 @@ def _entry_key(checks: Checks, name: str, dictionary) -> str | None:
     return entry.key
 
 
-def _number(checks: Checks, queue, key: object) -> int | None:
+def _number(checks: Checks, queue: Queue | None, key: object) -> int | None:
     if key is None or queue is None:
         return None
     match = (

@@ -14,7 +14,7 @@ from sandbox.tracker.editing import add_checklist_items, edit_issue
 from sandbox.tracker.errors import ApiError, issue_not_found
 from sandbox.tracker.model import Issue
 from sandbox.tracker.paging import int_param, page_of
-from sandbox.tracker.query import parse_body, sort_issues
+from sandbox.tracker.query import Selection, parse_body, sort_issues
 from sandbox.tracker.scroll import ScrollPage
 
 MAX_PER_SCROLL = 1000
@@ -57,11 +57,11 @@ async def count(request: Request) -> Response:
     return JSONResponse(len(_matching(call, selection)))
 
 
-def _matching(call: Call, selection) -> list[Issue]:
+def _matching(call: Call, selection: Selection) -> list[Issue]:
     return [issue for issue in call.org.issues.values() if selection.matches(issue)]
 
 
-def _scroll_open(request: Request, call: Call, selection) -> Response:
+def _scroll_open(request: Request, call: Call, selection: Selection) -> Response:
     scroll_type = request.query_params["scrollType"]
     if scroll_type not in ("sorted", "unsorted"):
         raise ApiError(400, "scrollType must be 'sorted' or 'unsorted'")
