@@ -84,6 +84,7 @@ def test_issue_get_search_and_count(source: httpx.Client) -> None:
         ("changelog/list", "changelog"),
         ("checklists/list", "checklistItems"),
         ("worklog/list_global", "worklog"),  # no recorded per-issue list; items share the shape
+        ("links/import_", "links"),  # likewise: a listed link has the imported link's shape
     ],
 )
 def test_record_listings(source: httpx.Client, recording: str, listing: str) -> None:
