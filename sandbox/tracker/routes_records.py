@@ -46,9 +46,15 @@ async def list_worklog(request: Request) -> Response:
 
 
 async def list_changelog(request: Request) -> Response:
+    """Changes in id order; ``type`` (e.g. IssueWorkflow) and ``field`` (e.g. status) narrow."""
     call = open_call(request)
     issue = find_issue(call, request.path_params["key"])
     entries = sorted(call.org.records(issue).changelog, key=lambda e: e.id)
+    kind, field = request.query_params.get("type"), request.query_params.get("field")
+    if kind:
+        entries = [entry for entry in entries if entry.type == kind]
+    if field:
+        entries = [entry for entry in entries if any(c.field == field for c in entry.fields)]
     page = relative_page(request, entries, lambda e: e.id)
     rendered = [render.changelog_entry(call.view, issue, entry) for entry in page.items]
     return JSONResponse(rendered, headers=page.headers)

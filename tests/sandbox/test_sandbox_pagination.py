@@ -238,3 +238,14 @@ def test_users_and_queues_page_by_number(source: httpx.Client) -> None:
     assert uids == sorted(uids) and len(uids) == 21
     queues = source.get("/queues", params={"perPage": 2})
     assert len(queues.json()) == 2 and queues.headers["X-Total-Pages"] == "2"
+
+
+def test_changelog_filters(source: httpx.Client) -> None:
+    """type= and field= keep only the matching entries (and the cursor pages over those)."""
+    issues = source.post("/issues/_search", params={"perPage": 1000}).json()
+    key = next(i["key"] for i in issues if i["status"]["key"] == "closed")
+    everything = source.get(f"/issues/{key}/changelog").json()
+    workflow = source.get(f"/issues/{key}/changelog", params={"type": "IssueWorkflow"}).json()
+    assert workflow == [e for e in everything if e["type"] == "IssueWorkflow"] and workflow
+    resolution = source.get(f"/issues/{key}/changelog", params={"field": "resolution"}).json()
+    assert [e["type"] for e in resolution] == ["IssueWorkflow"]
