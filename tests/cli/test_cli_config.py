@@ -27,7 +27,7 @@ def test_a_missing_config_file_exits_2_and_names_it(tmp_path: Path) -> None:
     assert done.stdout == ""
 
 
-def test_read_only_commands_report_a_missing_config_the_same_way(tmp_path: Path) -> None:
+def test_failures_reports_a_missing_config_the_same_way(tmp_path: Path) -> None:
     """failures (which reads the config without opening the log) exits 2 on a missing file."""
     done = run_haul("failures", "--config", tmp_path / "nowhere.toml")
     assert done.returncode == 2
