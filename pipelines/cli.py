@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
+import structlog
 from rich.console import Console
 
 from connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
@@ -25,7 +27,7 @@ from state.runs import RunLockedError
 from state.store import StagingStore
 
 console = Console()
-errors = Console(stderr=True)
+log = structlog.get_logger(__name__)
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -70,13 +72,26 @@ def translate_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _fail(code: int, message: str) -> None:
-    errors.print(f"haul: {message}", markup=False, highlight=False)
+    log.info(
+        "run_stopped", exit_status=code, reason=message
+    )  # the file's record; stderr has the line
+    click.echo(f"haul: {message}", err=True)
     sys.exit(code)
+
+
+def _stop_on_sigterm() -> None:
+    """`kill` or `docker stop` ends a run like Ctrl-C: recorded as interrupted, resumable."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def open_config(path: Path) -> Config:
     config = load_config(path)
     configure_logging(config.log_path)
+    _stop_on_sigterm()
     return config
 
 
@@ -88,6 +103,7 @@ def main() -> None:
     admin import endpoints, with a ledger so that a run killed anywhere can simply be run again.
     Tokens come from the environment variables the config names (token_env).
     """
+    configure_logging(None)  # until a config names the log file: warnings to stderr only
 
 
 @main.command("extract")
@@ -138,11 +154,9 @@ def status_command(config_path: Path) -> None:
             entity_counts(store), console, title=f"haul status: {config.staging_path.name}"
         )
         for run in store.recent_runs(5):
-            console.print(
+            click.echo(
                 f"run {run.get('id')}: {run.get('command')} {run.get('outcome') or 'running'} "
-                f"started {run.get('started_at')} ended {run.get('ended_at') or '-'}",
-                markup=False,
-                highlight=False,
+                f"started {run.get('started_at')} ended {run.get('ended_at') or '-'}"
             )
 
 
@@ -158,18 +172,12 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
     with StagingStore.open(config.staging_path) as store:
         rows = list(store.ledger.iter_rows(status="failed", entity=entity))
-        for row in rows[:limit]:
-            console.print(
-                f"{row.entity} {row.source_id} (attempts {row.attempts}): {row.error}",
-                markup=False,
-                highlight=False,
-            )
+        for row in rows[:limit]:  # one line per record, so the list can be grepped
+            click.echo(f"{row.entity} {row.source_id} (attempts {row.attempts}): {row.error}")
         shown = min(limit, len(rows))
-        console.print(
-            f"{len(rows)} failed record(s){'' if shown == len(rows) else f', {shown} shown'}; "
-            "fix the cause, then: haul load --retry-failed",
-            markup=False,
-            highlight=False,
+        more = "" if shown == len(rows) else f", {shown} shown"
+        click.echo(
+            f"{len(rows)} failed record(s){more}; fix the cause, then: haul load --retry-failed"
         )
 
 
@@ -227,23 +235,15 @@ def sandbox_serve(
 def _print_summary(summary: RunSummary) -> None:
     render_counts(summary.counts, console, title=f"haul {summary.command}")
     for key, value in summary.details.items():
-        console.print(f"{key}: {value}", markup=False, highlight=False)
+        click.echo(f"{key}: {value}")
     if summary.unmapped_users:
-        console.print(
-            "users with no target user, loaded as the default user: "
-            + ", ".join(summary.unmapped_users),
-            markup=False,
-            highlight=False,
-        )
+        users = ", ".join(summary.unmapped_users)
+        click.echo(f"users with no target user, loaded as the default user: {users}")
 
 
 def _finish(summary: RunSummary) -> None:
     _print_summary(summary)
     if summary.failed:
-        errors.print(
-            f"haul: {summary.failed} record(s) failed: see haul failures",
-            markup=False,
-            highlight=False,
-        )
+        click.echo(f"haul: {summary.failed} record(s) failed: see haul failures", err=True)
     if not summary.complete:
         raise Exit(1)

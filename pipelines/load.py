@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from connectors.errors import AmbiguousWriteError, ConflictError, RecordError
+from connectors.errors import AmbiguousWriteError, ConflictError, NotFoundError, RecordError
 from connectors.tracker import TrackerClient
 from pipelines.concurrency import for_each
 from pipelines.probes import TargetProbe
@@ -41,6 +41,17 @@ MAX_AMBIGUOUS = 3
 
 Send = Callable[[], Awaitable[str]]
 Probe = Callable[[], Awaitable[str | None]]
+
+
+class LinkEndMissing(Exception):
+    """A link to an issue outside the migration's scope that the target does not have either."""
+
+    def __init__(self, link: dict[str, Any]) -> None:
+        other = link["raw"]["object"]["key"]
+        super().__init__(
+            f"linked issue {other} is outside the migration's scope and not in the target: "
+            "migrate its queue, then run haul load --retry-failed"
+        )
 
 
 def loadable_rows(store: StagingStore) -> Iterator[dict[str, Any]]:
@@ -160,7 +171,19 @@ class Loader:
                 await self._apply(entity, source_id)
 
     async def load_link(self, source_id: str) -> None:
+        """Links go last and only between issues that are in the target."""
+        if reason := self._missing_link_end(source_id):
+            self._fail_pending("link", source_id, reason)
+            return
         await self._apply("link", source_id)
+
+    def _missing_link_end(self, source_id: str) -> str | None:
+        record = self._record("link", source_id)
+        for key in (record["parent"], record["raw"]["object"]["key"]):
+            row = self.ledger.get("issue", key)
+            if row is not None and row.status != "done":
+                return f"issue {key} was not loaded, so the link cannot be made"
+        return None
 
     def _created_at(self, entity: str) -> Callable[[str], str]:
         def key(source_id: str) -> str:
@@ -211,6 +234,12 @@ class Loader:
                     return self._fail(entity, source_id, exc)
                 self.ledger.release(entity, source_id)
                 continue
+            except NotFoundError as exc:
+                if entity == "link":
+                    return self._fail(
+                        entity, source_id, LinkEndMissing(self._record(entity, source_id))
+                    )
+                return self._fail(entity, source_id, exc)
             except (RecordError, TransformError) as exc:
                 return self._fail(entity, source_id, exc)
             return self._done(entity, source_id, target_id)

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from pipelines.load import loadable_rows
 from state.store import StagingStore
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ENTITY_ORDER = (
     "issue",
@@ -62,6 +65,8 @@ def entity_counts(store: StagingStore) -> list[EntityCounts]:
 
 
 def counts_frame(rows: list[EntityCounts]) -> pd.DataFrame:
+    import pandas as pd  # only reports need it; keeps every other command's start-up fast
+
     frame = pd.DataFrame([asdict(row) for row in rows]).set_index("entity")
     frame.loc["total"] = frame[frame["loadable"]].sum(numeric_only=True)
     frame["loadable"] = frame["loadable"].astype(bool)
