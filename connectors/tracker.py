@@ -297,6 +297,13 @@ class TrackerClient:
         path = f"/issues/{_segment(key)}/comments/{_segment(comment_id)}/attachments/_import"
         return await self._upload(path, filename, created_at, created_by, source)
 
+    async def update_issue(self, key: str, body: Record) -> Record:
+        """PATCH /issues/{key}: only the fields sent change. Repeatable, so retried like a read."""
+        response = await self.core.request(
+            "PATCH", f"/issues/{_segment(key)}", json=body, write=False
+        )
+        return response.json()
+
     async def add_checklist_items(self, key: str, items: list[Record]) -> Record:
         """Append checklist items; the reply is the issue with its ``checklistItems``."""
         return await self.core.post_json(f"/issues/{_segment(key)}/checklistItems", json=items)

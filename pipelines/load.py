@@ -105,6 +105,7 @@ class LoadStats:
     reconciled_found: int = 0
     reconciled_missing: int = 0
     ambiguous: int = 0
+    refreshed: int = 0
 
 
 @dataclass
@@ -126,14 +127,28 @@ class Loader:
 
     async def run(self) -> LoadStats:
         await self.reconcile_in_flight()
-        trees = sorted(
-            {row.parent for row in self.ledger.iter_rows(status="pending") if row.entity != "link"}
-        )
+        pending = {
+            row.parent for row in self.ledger.iter_rows(status="pending") if row.entity != "link"
+        }
+        trees = sorted(pending | self._changed_since_loaded())
         self._task = self.progress.task("records loaded")
         await for_each(trees, self.load_issue_tree, self.concurrency)
         links = [row.source_id for row in self.ledger.iter_rows(status="pending", entity="link")]
         await for_each(links, self.load_link, self.concurrency)
         return self.stats
+
+    def _changed_since_loaded(self) -> set[str]:
+        """Loaded issues whose staged record changed since (a later extract re-staged them)."""
+        loaded = {
+            row.source_id: row.payload_hash
+            for row in self.ledger.iter_rows(status="done", entity="issue")
+        }
+        return {
+            record["source_id"]
+            for record in self.store.iter_records("issue")
+            if record["source_id"] in loaded
+            and loaded[record["source_id"]] != record["content_hash"]
+        }
 
     async def reconcile_in_flight(self) -> None:
         """Settle rows an interrupted run left `in_flight`: done if the target has them, else pending."""
@@ -153,6 +168,7 @@ class Loader:
         if not await self._apply("issue", key):
             self._fail_children(key, f"issue {key} was not loaded")
             return
+        await self._refresh_if_changed(key)
         rows = {e: [] for e in CHILD_ORDER}  # type: dict[str, list[str]]
         for row in self.ledger.iter_rows(parent=key):
             if row.entity in rows:  # done ones too: a done comment may still owe its attachments
@@ -169,6 +185,26 @@ class Loader:
         for entity in CHILD_ORDER[1:]:
             for source_id in sorted(rows[entity], key=self._created_at(entity)):
                 await self._apply(entity, source_id)
+
+    async def _refresh_if_changed(self, key: str) -> None:
+        """Bring a loaded issue that changed at the source up to date with an ordinary edit.
+
+        Imports keep the source's times, so a comment added at the source after the issue was
+        loaded lies outside the target issue's window; the edit moves that window to now.
+        """
+        row, record = self.ledger.get("issue", key), self.store.get_record("issue", key)
+        if row is None or record is None or row.payload_hash == record["content_hash"]:
+            return
+        try:
+            await self.client.update_issue(
+                self._target_key(key), self.transform.issue_update_body(record["raw"])
+            )
+        except (RecordError, TransformError) as exc:
+            log.warning("issue_refresh_failed", issue=key, error=str(exc))
+            return
+        self.ledger.refreshed("issue", key, record["content_hash"])
+        self.stats.refreshed += 1
+        log.info("issue_refreshed", issue=key)
 
     async def load_link(self, source_id: str) -> None:
         """Links go last and only between issues that are in the target."""

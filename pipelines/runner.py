@@ -185,6 +185,7 @@ async def _load(
         "reconciled_found": stats.reconciled_found,
         "reconciled_missing": stats.reconciled_missing,
         "ambiguous_writes": stats.ambiguous,
+        "issues_refreshed": stats.refreshed,
     }
     log.info("load_finished", **details)
     return RunSummary(

@@ -202,6 +202,21 @@ class Transform:
             body["followers"] = [self.users.login(ref) for ref in issue["followers"]]
         return body
 
+    def issue_update_body(self, issue: dict[str, Any]) -> dict[str, Any]:
+        """The fields an ordinary edit may change (status needs a workflow transition)."""
+        body: dict[str, Any] = {
+            "summary": issue["summary"],
+            "description": self.queues.rewrite(issue.get("description")) or "",
+            "tags": list(issue.get("tags") or []),
+            "assignee": self.users.login(issue.get("assignee")),
+            "followers": [self.users.login(ref) for ref in issue.get("followers") or []],
+        }
+        for field_name in ("type", "priority"):
+            if isinstance(issue.get(field_name), dict):
+                kind = DICTIONARY_FIELDS[field_name]
+                body[field_name] = {"key": self.dictionaries.key_of(kind, issue[field_name])}
+        return body
+
     def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
         body = {
             "text": self.queues.rewrite(comment.get("text") or ""),

@@ -125,6 +125,10 @@ class Ledger:
         """Put an in_flight row back to pending: the target said it is not there."""
         self._move(entity, source_id, "release", ("in_flight", "pending"), "status = 'pending'")
 
+    def refreshed(self, entity: str, source_id: str, payload_hash: str) -> None:
+        """A done row whose record changed at the source was brought up to date in the target."""
+        self._move(entity, source_id, "refresh", ("done",), "payload_hash = ?", [payload_hash])
+
     def retry_failed(self, entity: str | None = None) -> int:
         """Move failed rows (of `entity`, or all) back to pending; return how many moved."""
         where, params = _filters(status="failed", entity=entity)

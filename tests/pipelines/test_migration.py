@@ -81,3 +81,32 @@ async def test_incremental_extract_redrains_only_changed_issues(
     with StagingStore.open(config.staging_path) as store:
         texts = [row["raw"]["text"] for row in store.iter_records("comment", parent=changed)]
     assert "new today" in texts
+
+
+async def test_nightly_run_carries_edits_and_new_comments(sandbox: Any, tmp_path: Path) -> None:
+    """After a complete run, an edited issue with a new comment reaches the target next run.
+
+    The new comment is dated after the issue's imported updatedAt, so the loader first edits
+    the target issue (which moves its window to now), then imports the comment.
+    """
+    info = sandbox.info
+    queues = source_queues(info)
+    config = load_config(write_config(tmp_path, info, queues=queues))
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        async with aclosing(source.scroll_issues(query="Queue: TEST", per_scroll=1)) as pages:
+            changed = (await anext(pages))[0]["key"]
+        await source.update_issue(changed, {"summary": "Renamed overnight"})
+        await source.core.request("POST", f"/issues/{changed}/comments", json={"text": "late note"})
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.complete, second.counts
+    assert second.details["issues_refreshed"] == 1
+    assert second.details["loaded"] == 1
+    target_key = changed.replace("TEST-", "NEW-")
+    async with client_for(info, "target") as target:
+        issue = await target.get_issue(target_key)
+        texts = [c["text"] async for c in target.iter_comments(target_key)]
+    assert issue["summary"] == "Renamed overnight"
+    assert texts.count("late note") == 1

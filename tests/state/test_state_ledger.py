@@ -169,3 +169,14 @@ def test_a_transition_is_committed_at_once(store: StagingStore) -> None:
     store.ledger.begin("issue", "A-1")
     with StagingStore.open(store.path) as other:
         assert other.ledger.get("issue", "A-1").status == "in_flight"
+
+
+def test_refreshed_takes_the_new_hash_of_a_done_row_only(ledger: Ledger) -> None:
+    """Only a done row can be marked refreshed; it keeps its status and target id."""
+    planned(ledger, "A-1", "A-2")
+    ledger.done("issue", "A-1", "T-1")
+    ledger.refreshed("issue", "A-1", "changed")
+    row = ledger.get("issue", "A-1")
+    assert (row.status, row.target_id, row.payload_hash) == ("done", "T-1", "changed")
+    with pytest.raises(LedgerTransitionError):
+        ledger.refreshed("issue", "A-2", "changed")
