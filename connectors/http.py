@@ -9,6 +9,7 @@ A write that may have reached the server is never repeated: it raises AmbiguousW
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import IO, Any, TypeVar
@@ -53,6 +54,9 @@ def _limiter(rate: float) -> AsyncLimiter:
     return AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
 
 
+POOL_SIZE = 4
+
+
 class HttpCore:
     """Authenticated, rate-limited, retrying requests to one service for one org."""
 
@@ -70,7 +74,7 @@ class HttpCore:
         max_backoff: float = 30.0,
         read_rate: float = 200.0,
         write_rate: float = 100.0,
-        max_connections: int = 64,
+        max_connections: int = 32,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -86,19 +90,28 @@ class HttpCore:
         self._sleep = sleep
         self._read_limiter = _limiter(read_rate)
         self._write_limiter = _limiter(write_rate)
+        # Queue here, not in httpcore: its pool rescans every waiting request against every
+        # connection on each state change, which costs more CPU than the requests themselves.
+        self._in_flight = asyncio.Semaphore(max_connections)
         org_header = "X-Org-ID" if org_id is not None else "X-Cloud-Org-ID"
-        self._client = httpx.AsyncClient(
-            # the trailing slash makes httpx keep "/v3" when it joins "/issues/..."
-            base_url=self.base_url + "/",
-            headers={"Authorization": f"{auth_scheme} {token}", org_header: self.org_id},
-            timeout=httpx.Timeout(timeout),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-            transport=transport,
-            # the tracker redirects the old key of a moved issue to its new key
-            follow_redirects=True,
-        )
+        # Several small pools rather than one big one: httpcore's pool bookkeeping grows with
+        # the square of its connection count, and at 16 connections it cost more CPU than the
+        # requests themselves (bench/tracker.py). Requests are spread round-robin.
+        self._clients = [
+            httpx.AsyncClient(
+                # the trailing slash makes httpx keep "/v3" when it joins "/issues/..."
+                base_url=self.base_url + "/",
+                headers={"Authorization": f"{auth_scheme} {token}", org_header: self.org_id},
+                timeout=httpx.Timeout(timeout),
+                limits=httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE),
+                transport=transport,
+                # the tracker redirects the old key of a moved issue to its new key
+                follow_redirects=True,
+            )
+            for _ in range(max(1, -(-max_connections // POOL_SIZE)))
+        ]
+        self._client = self._clients[0]  # builds requests; any pool would do
+        self._next_pool = itertools.cycle(self._clients)
 
     def __repr__(self) -> str:
         return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
@@ -111,7 +124,8 @@ class HttpCore:
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        await self._client.aclose()
+        for client in self._clients:
+            await client.aclose()
 
     async def request(
         self,
@@ -226,7 +240,8 @@ class HttpCore:
         async with self._write_limiter if write else self._read_limiter:
             self.requests_sent += 1
             try:
-                response = await self._client.send(request, stream=stream)
+                async with self._in_flight:
+                    response = await next(self._next_pool).send(request, stream=stream)
             except AFTER_SEND_ERRORS as exc:
                 if write:
                     raise self._transport_error(

@@ -33,7 +33,12 @@ def configure_logging(log_path: Path | None, *, console_level: int = logging.WAR
         redact_secrets,
     ]
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # drop events below the handlers' levels before any processor spends time on them
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
@@ -42,7 +47,7 @@ def configure_logging(log_path: Path | None, *, console_level: int = logging.WAR
     for handler in list(root.handlers):
         root.removeHandler(handler)
         handler.close()
-    root.setLevel(logging.DEBUG if log_path else console_level)
+    root.setLevel(logging.INFO if log_path else console_level)
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(console_level)
     console.setFormatter(_formatter(shared, structlog.dev.ConsoleRenderer(colors=False)))

@@ -332,3 +332,30 @@ async def test_stream_error_reply_carries_the_server_message(make_core):
         with pytest.raises(NotFoundError, match="No such attachment"):
             async with core.stream("GET", "/issues/T-1/attachments/9/f"):
                 pass
+
+
+async def test_at_most_max_connections_requests_are_in_flight() -> None:
+    """Callers beyond `max_connections` wait in HttpCore, not in the transport's pool."""
+    in_flight = peak = 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return httpx.Response(200, json={})
+
+    core = HttpCore(
+        service="tracker",
+        base_url=BASE,
+        token=TOKEN,
+        org_id=ORG,
+        max_connections=6,
+        read_rate=10_000,
+        transport=httpx.MockTransport(handler),
+    )
+    async with core:
+        await asyncio.gather(*(core.get_json("/myself") for _ in range(30)))
+    assert peak == 6
+    assert core.requests_sent == 30
