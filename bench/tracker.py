@@ -3,8 +3,8 @@
 Prints, for the pipeline and for a baseline that does the same work one request at a time
 (`[tuning] concurrency = 1`): records per second, requests per issue and peak memory of each
 `haul` process. The sandbox runs in its own process (`haul sandbox serve`), so it does not
-share the pipeline's interpreter. The baseline runs on a smaller org: at one request at a time
-its rate does not depend on the org's size, and a small org would take many minutes.
+share the pipeline's interpreter. The baseline takes several minutes on the
+small org; `--baseline-size tiny` is quicker but counts process start-up against it.
 
     .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20]
 """
@@ -149,7 +149,9 @@ def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="small")
-    parser.add_argument("--baseline-size", default="tiny")
+    parser.add_argument(
+        "--baseline-size", default="small", help="tiny gives a quicker, rougher baseline"
+    )
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()

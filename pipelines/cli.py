@@ -20,7 +20,7 @@ from connectors.errors import AuthError, FatalError, HaulHTTPError, TransientErr
 from pipelines.config import Config, ConfigError, load_config
 from pipelines.logs import configure_logging
 from pipelines.progress import LiveProgress
-from pipelines.report import entity_counts, render_counts
+from pipelines.report import entity_counts, print_run, render_counts
 from pipelines.runner import PreflightError, RunSummary, extract, load, run_all
 from pipelines.transform import MissingDictionaryValues
 from state.runs import RunLockedError
@@ -233,12 +233,8 @@ def sandbox_serve(
 
 
 def _print_summary(summary: RunSummary) -> None:
-    render_counts(summary.counts, console, title=f"haul {summary.command}")
-    for key, value in summary.details.items():
-        click.echo(f"{key}: {value}")
-    if summary.unmapped_users:
-        users = ", ".join(summary.unmapped_users)
-        click.echo(f"users with no target user, loaded as the default user: {users}")
+    title = f"haul {summary.command}"
+    print_run(summary.counts, summary.details, summary.unmapped_users, console, title)
 
 
 def _finish(summary: RunSummary) -> None:

@@ -18,7 +18,7 @@ from rich.console import Console
 from pipelines.config import load_config
 from pipelines.logs import configure_logging
 from pipelines.progress import LiveProgress
-from pipelines.report import render_counts
+from pipelines.report import print_run
 from pipelines.runner import run_all
 from sandbox.server import start_sandbox
 
@@ -29,11 +29,13 @@ CONFIG_TEMPLATE = """\
 tracker_url = "{tracker}"
 org_id = "{source}"
 token_env = "{token_env}"
+read_rps = 2000       # the sandbox is local: no need to spare it
 
 [target]
 tracker_url = "{tracker}"
 org_id = "{target}"
 token_env = "{token_env}"
+write_rps = 2000
 
 [scope]
 queues = [{queues}]
@@ -46,7 +48,7 @@ default_user = "robot"
 path = "haul.db"
 
 [tuning]
-concurrency = 16
+concurrency = 32
 """
 
 
@@ -85,20 +87,14 @@ def run_demo(
             f"TEST is remapped to NEW",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
         with LiveProgress() as progress:
             summary = asyncio.run(run_all(config, progress=progress))
     elapsed = time.monotonic() - started
-    render_counts(
-        summary.counts, console, title=f"haul demo: {size} org migrated in {elapsed:.1f} s"
-    )
-    for key, value in summary.details.items():
-        console.print(f"{key}: {value}", markup=False, highlight=False)
-    if summary.unmapped_users:
-        console.print(
-            "users loaded as the default user: " + ", ".join(summary.unmapped_users), markup=False
-        )
-    console.print(f"config, staging database and log: {workdir}/", markup=False, highlight=False)
+    title = f"haul demo: {size} org migrated in {elapsed:.1f} s"
+    print_run(summary.counts, summary.details, summary.unmapped_users, console, title)
+    console.print(f"config, staging database and log: {workdir}/", markup=False, soft_wrap=True)
     verdict = (
         "counts match"
         if summary.complete

@@ -73,6 +73,22 @@ def counts_frame(rows: list[EntityCounts]) -> pd.DataFrame:
     return frame
 
 
+def print_run(
+    counts: list[EntityCounts],
+    details: dict[str, object],
+    unmapped_users: list[str],
+    console: Console,
+    title: str,
+) -> None:
+    """The per-entity table, then one `key: value` line per figure (plain, for grep)."""
+    render_counts(counts, console, title=title)
+    for key, value in details.items():
+        console.print(f"{key}: {value}", markup=False, highlight=False, soft_wrap=True)
+    if unmapped_users:
+        users = ", ".join(unmapped_users)
+        console.print(f"users loaded as the default user: {users}", markup=False, soft_wrap=True)
+
+
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
     frame = counts_frame(rows)
     table = Table(title=title)
