@@ -111,10 +111,7 @@ def main() -> None:
 @translate_errors
 def extract_command(config_path: Path) -> None:
     """Stage the source org's issues and their sub-records (incremental after the first run)."""
-    config = open_config(config_path)
-    with LiveProgress() as progress:
-        summary = asyncio.run(extract(config, progress=progress))
-    _print_summary(summary)
+    _print_summary(_run_stage(extract, config_path))
 
 
 @main.command("load")
@@ -123,10 +120,7 @@ def extract_command(config_path: Path) -> None:
 @translate_errors
 def load_command(config_path: Path, retry_failed: bool) -> None:
     """Load what is staged into the target org; resumes where the last run stopped."""
-    config = open_config(config_path)
-    with LiveProgress() as progress:
-        summary = asyncio.run(load(config, progress=progress, retry_failed=retry_failed))
-    _finish(summary)
+    _finish(_run_stage(load, config_path, retry_failed=retry_failed))
 
 
 @main.command("run")
@@ -135,10 +129,7 @@ def load_command(config_path: Path, retry_failed: bool) -> None:
 @translate_errors
 def run_command(config_path: Path, retry_failed: bool) -> None:
     """Extract, load, then check counts; exits 1 unless everything staged is loaded."""
-    config = open_config(config_path)
-    with LiveProgress() as progress:
-        summary = asyncio.run(run_all(config, progress=progress, retry_failed=retry_failed))
-    _finish(summary)
+    _finish(_run_stage(run_all, config_path, retry_failed=retry_failed))
 
 
 @main.command("status")
@@ -230,6 +221,13 @@ def sandbox_serve(
     from sandbox.server import serve
 
     serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults)
+
+
+def _run_stage(stage: Callable[..., Any], config_path: Path, **options: Any) -> RunSummary:
+    """Read the config, then run one library stage with progress bars on a terminal."""
+    config = open_config(config_path)
+    with LiveProgress() as progress:
+        return asyncio.run(stage(config, progress=progress, **options))
 
 
 def _print_summary(summary: RunSummary) -> None:

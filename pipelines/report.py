@@ -12,22 +12,13 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.load import loadable_rows
+from pipelines.load import LOADED_ENTITIES, loadable_rows
 from state.store import StagingStore
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ENTITY_ORDER = (
-    "issue",
-    "comment",
-    "comment_attachment",
-    "worklog",
-    "attachment",
-    "checklist",
-    "link",
-    "changelog",
-)
+ENTITY_ORDER = (*LOADED_ENTITIES, "changelog")  # changelogs are staged, never loaded
 
 
 @dataclass(frozen=True)
