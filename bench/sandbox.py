@@ -2,7 +2,9 @@
 
 Starts ``python -m sandbox --size small`` as a subprocess (reading its JSON line), then runs a
 few concurrent httpx clients against each workload for a bounded time or number of requests,
-and prints a small table.  No assertions: the figures are for reading.
+and prints a small table: the rate reached, and the server's own CPU time per request with the
+rate one core would allow (the load generator shares the machine, so the first understates
+the server).  No assertions: the figures are for reading.
 
     .venv/bin/python bench/sandbox.py [--size small] [--clients 4] [--seconds 3]
 """
@@ -13,10 +15,12 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import httpx
 
@@ -89,7 +93,15 @@ async def measure(
     return done, time.perf_counter() - started
 
 
-async def run(info: dict, clients: int, seconds: float) -> list[tuple[str, int, float]]:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run(
+    info: dict, clients: int, seconds: float, pid: int
+) -> list[tuple[str, int, float, float]]:
     async with client(info, "source") as source, client(info, "target") as target:
         issues = (await source.post("/issues/_search", params={"perPage": 200})).json()
         keys = [issue["key"] for issue in issues]
@@ -100,8 +112,9 @@ async def run(info: dict, clients: int, seconds: float) -> list[tuple[str, int, 
         ]
         rows = []
         for name, http, work, limit in plans:
+            before = cpu_seconds(pid)
             requests, took = await measure(http, work, clients, seconds, limit)
-            rows.append((name, requests, took))
+            rows.append((name, requests, took, cpu_seconds(pid) - before))
         return rows
 
 
@@ -113,14 +126,22 @@ def main() -> None:
     args = parser.parse_args()
     process, info = start(args.size)
     try:
-        rows = asyncio.run(run(info, args.clients, args.seconds))
+        rows = asyncio.run(run(info, args.clients, args.seconds, process.pid))
     finally:
         process.terminate()
         process.wait(timeout=15)
     print(f"sandbox --size {args.size}, {args.clients} concurrent clients")
-    print(f"{'workload':<28}{'requests':>10}{'seconds':>10}{'req/s':>10}")
-    for name, requests, took in rows:
-        print(f"{name:<28}{requests:>10}{took:>10.2f}{requests / took:>10.0f}")
+    # the load generator shares the machine; the server's own CPU per request gives its ceiling
+    print(
+        f"{'workload':<28}{'requests':>10}{'seconds':>9}{'req/s':>8}{'server ms/req':>15}{'ceiling req/s':>15}"
+    )
+    for name, requests, took, cpu in rows:
+        per_request = cpu / max(1, requests)
+        ceiling = 1 / per_request if per_request else float("inf")
+        print(
+            f"{name:<28}{requests:>10}{took:>9.2f}{requests / took:>8.0f}"
+            f"{per_request * 1000:>15.2f}{ceiling:>15.0f}"
+        )
 
 
 if __name__ == "__main__":
