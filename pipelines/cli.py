@@ -18,6 +18,7 @@ from rich.console import Console
 
 from connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
 from pipelines.config import Config, ConfigError, load_config
+from pipelines.extract import ScrollStalled
 from pipelines.logs import configure_logging
 from pipelines.progress import LiveProgress
 from pipelines.report import entity_counts, print_run, render_counts
@@ -58,6 +59,8 @@ def translate_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             _fail(1, f"access denied: {exc}")
         except RunLockedError as exc:
             _fail(1, str(exc))
+        except ScrollStalled as exc:
+            _fail(1, f"stopped: {exc}")
         except (PreflightError, MissingDictionaryValues) as exc:
             _fail(1, f"cannot load: {exc}")
         except TransientError as exc:

@@ -37,6 +37,10 @@ TRACKER_TIME = "%Y-%m-%dT%H:%M:%S.%f"
 MAX_SCROLL_RESTARTS = 20
 
 
+class ScrollStalled(Exception):
+    """Scrolls keep expiring before a page is staged: the run cannot make progress."""
+
+
 @dataclass
 class ExtractStats:
     issues_staged: int = 0
@@ -142,17 +146,19 @@ class IssueExtractor:
     async def _scroll_queue(
         self, queue: str, narrowing: str | None, enqueue: Callable[[str], Awaitable[None]]
     ) -> None:
+        """Scroll one queue to its end; an expired scroll restarts from the watermark."""
         staged = self.progress.task(f"issues staged ({queue})")
-        for _attempt in range(MAX_SCROLL_RESTARTS):
-            since = since_watermark(
-                self.store.get_checkpoint(checkpoint_name(queue)), self.lookback
-            )
-            query = scroll_query(queue, since, narrowing)
+        stalled = 0
+        while stalled < MAX_SCROLL_RESTARTS:
+            checkpoint = self.store.get_checkpoint(checkpoint_name(queue))
+            since = since_watermark(checkpoint, self.lookback)
             log.info("scroll_started", queue=queue, since=since)
+            pages = self.client.scroll_issues(
+                query=scroll_query(queue, since, narrowing),
+                per_scroll=self.per_scroll,
+                ttl_ms=self.scroll_ttl_ms,
+            )
             try:
-                pages = self.client.scroll_issues(
-                    query=query, per_scroll=self.per_scroll, ttl_ms=self.scroll_ttl_ms
-                )
                 async with aclosing(pages):
                     async for page in pages:
                         for key in self._stage_page(queue, page):
@@ -161,9 +167,12 @@ class IssueExtractor:
                 return
             except ScrollExpiredError:
                 self.stats.scroll_restarts += 1
-                log.warning("scroll_expired", queue=queue, restart_from=since)
-        raise RuntimeError(
-            f"the scroll of queue {queue} expired {MAX_SCROLL_RESTARTS} times in a row"
+                moved = self.store.get_checkpoint(checkpoint_name(queue)) != checkpoint
+                stalled = 0 if moved else stalled + 1
+                log.warning("scroll_expired", queue=queue, restart_from=since, progressed=moved)
+        raise ScrollStalled(
+            f"the scroll of queue {queue} expired {MAX_SCROLL_RESTARTS} times without progress: "
+            "raise [tuning] scroll_ttl_ms or lower per_scroll"
         )
 
     def _stage_page(self, queue: str, page: list[dict[str, Any]]) -> list[str]:

@@ -110,3 +110,21 @@ async def test_nightly_run_carries_edits_and_new_comments(sandbox: Any, tmp_path
         texts = [c["text"] async for c in target.iter_comments(target_key)]
     assert issue["summary"] == "Renamed overnight"
     assert texts.count("late note") == 1
+
+
+async def test_an_expired_scroll_restarts_from_the_watermark(sandbox: Any, tmp_path: Path) -> None:
+    """Slow drains let the scroll expire between pages; extract restarts from its watermark."""
+    info = sandbox.info
+    queues = source_queues(info)
+    tuning = "[tuning]\nconcurrency = 1\nper_scroll = 5\nscroll_ttl_ms = 100\n"
+    config = load_config(write_config(tmp_path, info, queues=queues, extra=tuning))
+    sandbox.set_faults("latency:30@*/comments")
+
+    summary = await extract(config, environ=environ(info))
+
+    sandbox.set_faults("")
+    assert summary.details["scroll_restarts"] > 0
+    assert summary.details["issues_drained"] == summary.details["source_issue_count"]
+    with StagingStore.open(config.staging_path) as store:
+        assert store.count_records()["issue"] == summary.details["source_issue_count"]
+        assert list(store.needs_drain("issue")) == []
