@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -75,21 +75,23 @@ def tracker_client(endpoint: Endpoint, environ: Mapping[str, str]) -> TrackerCli
 
 @asynccontextmanager
 async def open_clients(
-    config: Config, environ: Mapping[str, str]
-) -> AsyncIterator[tuple[TrackerClient, TrackerClient]]:
-    """Both clients, with the token checked on each side before any work (AuthError if not)."""
-    source = tracker_client(config.source, environ)
-    target = tracker_client(config.target, environ)
-    async with source, target:
-        await source.myself()
-        await target.myself()
-        yield source, target
+    config: Config, environ: Mapping[str, str], *sides: str
+) -> AsyncIterator[list[TrackerClient]]:
+    """Clients for the named sides ("source", "target"): every token is read before any request,
+    then each is checked with a cheap call (AuthError names the service and the org)."""
+    clients = [tracker_client(getattr(config, side), environ) for side in sides]
+    async with AsyncExitStack() as stack:
+        for client in clients:
+            await stack.enter_async_context(client)
+        for client in clients:
+            await client.myself()
+        yield clients
 
 
 async def extract(
     config: Config, *, progress: Progress | None = None, environ: Mapping[str, str] = os.environ
 ) -> RunSummary:
-    async with open_clients(config, environ) as (source, target):
+    async with open_clients(config, environ, "source", "target") as (source, target):
         with StagingStore.open(config.staging_path) as store, store.run("extract") as run:
             summary = await _extract(config, store, source, target, progress or Progress())
             run.counts.update(summary.details)
@@ -103,10 +105,10 @@ async def load(
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
 ) -> RunSummary:
-    async with open_clients(config, environ) as (_, target):
+    async with open_clients(config, environ, "target") as (target,):  # the source may be gone
         with StagingStore.open(config.staging_path) as store, store.run("load") as run:
             summary = await _load(config, store, target, progress or Progress(), retry_failed)
-            run.counts.update(summary.details)
+            run.counts.update(summary.details, complete=summary.complete)
             return summary
 
 
@@ -119,14 +121,14 @@ async def run_all(
 ) -> RunSummary:
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     progress = progress or Progress()
-    async with open_clients(config, environ) as (source, target):
+    async with open_clients(config, environ, "source", "target") as (source, target):
         with StagingStore.open(config.staging_path) as store, store.run("run") as run:
             extracted = await _extract(config, store, source, target, progress)
             loaded = await _load(config, store, target, progress, retry_failed)
             loaded.command = "run"
             loaded.details = {**extracted.details, **loaded.details}
             loaded.details["target_issue_count"] = await _target_issue_count(config, target)
-            run.counts.update(loaded.details)
+            run.counts.update(loaded.details, complete=loaded.complete)
             return loaded
 
 
