@@ -24,6 +24,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/http_overhead.py
 	$(BIN)/python bench/tracker.py
 
 clean:
