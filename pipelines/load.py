@@ -75,9 +75,8 @@ def loadable_rows(store: StagingStore) -> Iterator[dict[str, Any]]:
 
 def plan_load(store: StagingStore) -> int:
     """Put the loadable records in the ledger; rows already there keep their state."""
-    rows = list(loadable_rows(store))
-    with store.transaction():
-        return store.ledger.plan(rows)
+    with store.transaction():  # streamed: the store reads in pages, so writing meanwhile is safe
+        return store.ledger.plan(loadable_rows(store))
 
 
 def _ledger_row(entity: str, record: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
