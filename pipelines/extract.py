@@ -25,7 +25,6 @@ from state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
-SUB_ENTITIES = ("comment", "worklog", "changelog", "link", "attachment", "checklist")
 DICTIONARIES = {
     "status": "list_statuses",
     "issuetype": "list_issue_types",

@@ -10,7 +10,7 @@ load last, from one side only, once both ends exist.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +38,6 @@ LOADED_ENTITIES = (
     "link",
 )
 MAX_AMBIGUOUS = 3
-
-Send = Callable[[], Awaitable[str]]
-Probe = Callable[[], Awaitable[str | None]]
 
 
 class LinkEndMissing(Exception):
