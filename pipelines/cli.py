@@ -38,6 +38,10 @@ CONFIG_OPTION = click.option(
     help="The haul TOML file (source, target, scope, mapping, staging).",
 )
 
+RETRY_OPTION = click.option(
+    "--retry-failed", is_flag=True, help="Try the records that failed before once more."
+)
+
 
 class Exit(Exception):
     def __init__(self, code: int) -> None:
@@ -119,7 +123,7 @@ def extract_command(config_path: Path) -> None:
 
 @main.command("load")
 @CONFIG_OPTION
-@click.option("--retry-failed", is_flag=True, help="Try the records that failed before once more.")
+@RETRY_OPTION
 @translate_errors
 def load_command(config_path: Path, retry_failed: bool) -> None:
     """Load what is staged into the target org; resumes where the last run stopped."""
@@ -128,7 +132,7 @@ def load_command(config_path: Path, retry_failed: bool) -> None:
 
 @main.command("run")
 @CONFIG_OPTION
-@click.option("--retry-failed", is_flag=True, help="Try the records that failed before once more.")
+@RETRY_OPTION
 @translate_errors
 def run_command(config_path: Path, retry_failed: bool) -> None:
     """Extract, load, then check counts; exits 1 unless everything staged is loaded."""

@@ -10,7 +10,7 @@ load last, from one side only, once both ends exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,7 +169,7 @@ class Loader:
         for row in self.ledger.iter_rows(parent=key):
             if row.entity in rows:  # done ones too: a done comment may still owe its attachments
                 rows[row.entity].append(row.source_id)
-        for source_id in sorted(rows["comment"], key=self._created_at("comment")):
+        for source_id in self._in_time_order("comment", key, rows["comment"]):
             loaded = await self._apply("comment", source_id)
             for attachment_id in self._attachments_of(source_id):
                 if loaded:
@@ -179,7 +179,7 @@ class Loader:
                         "comment_attachment", attachment_id, f"comment {source_id} was not loaded"
                     )
         for entity in CHILD_ORDER[1:]:
-            for source_id in sorted(rows[entity], key=self._created_at(entity)):
+            for source_id in self._in_time_order(entity, key, rows[entity]):
                 await self._apply(entity, source_id)
 
     async def _refresh_if_changed(self, key: str) -> None:
@@ -217,13 +217,15 @@ class Loader:
                 return f"issue {key} was not loaded, so the link cannot be made"
         return None
 
-    def _created_at(self, entity: str) -> Callable[[str], str]:
-        def key(source_id: str) -> str:
-            record = self.store.get_record(entity, source_id)
-            raw = record["raw"] if record else {}
-            return str(raw.get("createdAt") or raw.get("start") or "") + source_id
-
-        return key
+    def _in_time_order(self, entity: str, key: str, source_ids: list[str]) -> list[str]:
+        """Creation order, read with one query for the issue rather than one per record."""
+        times = {
+            record["source_id"]: str(
+                record["raw"].get("createdAt") or record["raw"].get("start") or ""
+            )
+            for record in self.store.iter_records(entity, parent=key)
+        }
+        return sorted(source_ids, key=lambda source_id: (times.get(source_id, ""), source_id))
 
     def _attachments_of(self, comment_id: str) -> list[str]:
         return self._by_comment.get(comment_id, [])

@@ -94,6 +94,7 @@ async def extract(
     async with open_clients(config, environ, "source", "target") as (source, target):
         with StagingStore.open(config.staging_path) as store, store.run("extract") as run:
             summary = await _extract(config, store, source, target, progress or Progress())
+            summary.counts = entity_counts(store)  # `run` counts once, after its load
             run.counts.update(summary.details)
             return summary
 
@@ -159,7 +160,7 @@ async def _extract(
         "scroll_restarts": stats.scroll_restarts,
     }
     log.info("extract_finished", **details)
-    return RunSummary("extract", counts=entity_counts(store), details=details)
+    return RunSummary("extract", details=details)
 
 
 async def _load(
