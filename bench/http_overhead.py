@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from connectors.tracker import TrackerClient
+from haul.connectors.tracker import TrackerClient
 
 IN_FLIGHT = 8
 
@@ -92,7 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3000)
     args = parser.parse_args()
-    command = [sys.executable, "-m", "sandbox", "--size", "small", "--seed", "1"]
+    command = [sys.executable, "-m", "haul.sandbox", "--size", "small", "--seed", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

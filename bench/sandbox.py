@@ -1,6 +1,6 @@
 """Requests per second the sandbox serves: scroll pages, comment pages, issue imports.
 
-Starts ``python -m sandbox --size small`` as a subprocess (reading its JSON line), then runs a
+Starts ``python -m haul.sandbox --size small`` as a subprocess (reading its JSON line), then runs a
 few concurrent httpx clients against each workload for a bounded time or number of requests,
 and prints a small table: the rate reached, and the server's own CPU time per request with the
 rate one core would allow (the load generator shares the machine, so the first understates
@@ -28,7 +28,7 @@ Workload = Callable[[httpx.AsyncClient, int], Awaitable[int]]  # one unit of wor
 
 
 def start(size: str) -> tuple[subprocess.Popen, dict]:
-    command = [sys.executable, "-m", "sandbox", "--size", size, "--seed", "1"]
+    command = [sys.executable, "-m", "haul.sandbox", "--size", size, "--seed", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     return process, json.loads(process.stdout.readline())

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from state.store import StagingStore
+from haul.state.store import StagingStore
 
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"

@@ -22,7 +22,7 @@ import structlog
 from aiolimiter import AsyncLimiter
 from tenacity import RetryCallState
 
-from connectors.errors import (
+from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
     FatalError,
@@ -31,7 +31,7 @@ from connectors.errors import (
     describe_error_body,
     error_class_for_status,
 )
-from connectors.retrying import (
+from haul.connectors.retrying import (
     AFTER_SEND_ERRORS,
     CONNECT_STAGE_ERRORS,
     RETRY_STATUSES,

@@ -26,10 +26,10 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from connectors.errors import HaulHTTPError, PaginationError, ScrollExpiredError
+from haul.connectors.errors import HaulHTTPError, PaginationError, ScrollExpiredError
 
 if TYPE_CHECKING:
-    from connectors.http import HttpCore
+    from haul.connectors.http import HttpCore
 
 
 @dataclass

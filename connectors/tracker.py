@@ -15,9 +15,9 @@ from urllib.parse import quote
 
 import structlog
 
-from connectors.errors import HaulHTTPError, NotFoundError
-from connectors.http import HttpCore
-from connectors.pagination import (
+from haul.connectors.errors import HaulHTTPError, NotFoundError
+from haul.connectors.http import HttpCore
+from haul.connectors.pagination import (
     PageNumberPaginator,
     Paginator,
     RelativeIdPaginator,

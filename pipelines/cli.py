@@ -16,16 +16,16 @@ import click
 import structlog
 from rich.console import Console
 
-from connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
-from pipelines.config import Config, ConfigError, load_config
-from pipelines.extract import ScrollStalled
-from pipelines.logs import configure_logging
-from pipelines.progress import LiveProgress
-from pipelines.report import entity_counts, print_run, render_counts
-from pipelines.runner import PreflightError, RunSummary, extract, load, run_all
-from pipelines.transform import MissingDictionaryValues
-from state.runs import RunLockedError
-from state.store import StagingStore
+from haul.connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
+from haul.pipelines.config import Config, ConfigError, load_config
+from haul.pipelines.extract import ScrollStalled
+from haul.pipelines.logs import configure_logging
+from haul.pipelines.progress import LiveProgress
+from haul.pipelines.report import entity_counts, print_run, render_counts
+from haul.pipelines.runner import PreflightError, RunSummary, extract, load, run_all
+from haul.pipelines.transform import MissingDictionaryValues
+from haul.state.runs import RunLockedError
+from haul.state.store import StagingStore
 
 console = Console()
 log = structlog.get_logger(__name__)
@@ -197,7 +197,7 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
 @translate_errors
 def demo_command(size: str, seed: int, workdir: Path) -> None:
     """Start the embedded sandbox, migrate its seeded source org to its target org, print a report."""
-    from pipelines.demo import run_demo  # the demo is the only command that needs the sandbox
+    from haul.pipelines.demo import run_demo  # the demo is the only command that needs the sandbox
 
     raise Exit(run_demo(workdir=workdir, size=size, seed=seed, console=console))
 
@@ -225,7 +225,7 @@ def sandbox_serve(
     host: str, port: int, seed: int, size: str, latency_ms: float, faults: str
 ) -> None:
     """Serve the sandbox; prints one JSON line (URLs, org ids, tokens), then serves until stopped."""
-    from sandbox.server import serve
+    from haul.sandbox.server import serve
 
     serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults)
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pipelines.config import load_config
-from pipelines.logs import configure_logging
-from pipelines.progress import LiveProgress
-from pipelines.report import print_run
-from pipelines.runner import run_all
-from sandbox.server import start_sandbox
+from haul.pipelines.config import load_config
+from haul.pipelines.logs import configure_logging
+from haul.pipelines.progress import LiveProgress
+from haul.pipelines.report import print_run
+from haul.pipelines.runner import run_all
+from haul.sandbox.server import start_sandbox
 
 TOKEN_ENV = "HAUL_DEMO_TOKEN"
 CONFIG_TEMPLATE = """\

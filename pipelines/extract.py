@@ -18,10 +18,10 @@ from typing import Any
 
 import structlog
 
-from connectors.errors import ScrollExpiredError
-from connectors.tracker import TrackerClient
-from pipelines.progress import Progress
-from state.store import StagingStore
+from haul.connectors.errors import ScrollExpiredError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.progress import Progress
+from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 

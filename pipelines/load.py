@@ -16,13 +16,13 @@ from typing import Any
 
 import structlog
 
-from connectors.errors import AmbiguousWriteError, ConflictError, NotFoundError, RecordError
-from connectors.tracker import TrackerClient
-from pipelines.concurrency import for_each
-from pipelines.probes import TargetProbe
-from pipelines.progress import Progress
-from pipelines.transform import Transform, TransformError
-from state.store import StagingStore
+from haul.connectors.errors import AmbiguousWriteError, ConflictError, NotFoundError, RecordError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.concurrency import for_each
+from haul.pipelines.probes import TargetProbe
+from haul.pipelines.progress import Progress
+from haul.pipelines.transform import Transform, TransformError
+from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.tracker import TrackerClient
-from pipelines.extract import parse_time
-from state.ledger import Ledger
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.extract import parse_time
+from haul.state.ledger import Ledger
 
 
 @dataclass

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from pipelines.load import LOADED_ENTITIES, loadable_rows
-from state.store import StagingStore
+from haul.pipelines.load import LOADED_ENTITIES, loadable_rows
+from haul.state.store import StagingStore
 
 if TYPE_CHECKING:
     import pandas as pd

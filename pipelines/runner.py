@@ -15,14 +15,14 @@ from typing import Any
 
 import structlog
 
-from connectors.tracker import TrackerClient
-from pipelines.config import Config, Endpoint
-from pipelines.extract import IssueExtractor, stage_dictionaries
-from pipelines.load import Loader, plan_load
-from pipelines.probes import TargetProbe
-from pipelines.progress import Progress
-from pipelines.report import EntityCounts, entity_counts
-from pipelines.transform import (
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.extract import IssueExtractor, stage_dictionaries
+from haul.pipelines.load import Loader, plan_load
+from haul.pipelines.probes import TargetProbe
+from haul.pipelines.progress import Progress
+from haul.pipelines.report import EntityCounts, entity_counts
+from haul.pipelines.transform import (
     DictionaryMap,
     MissingDictionaryValues,
     QueueMap,
@@ -30,7 +30,7 @@ from pipelines.transform import (
     UserMap,
     read_users_csv,
 )
-from state.store import StagingStore
+from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 

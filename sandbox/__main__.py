@@ -1,15 +1,15 @@
-"""``python -m sandbox``: the same as ``haul sandbox serve``."""
+"""``python -m haul.sandbox``: the same as ``haul sandbox serve``."""
 
 from __future__ import annotations
 
 import argparse
 
-from sandbox.server import serve
-from sandbox.tracker.catalog import SIZES
+from haul.sandbox.server import serve
+from haul.sandbox.tracker.catalog import SIZES
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m haul.sandbox", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="tracker port; 0 picks a free one")
     parser.add_argument("--seed", type=int, default=1)

@@ -13,13 +13,17 @@ import secrets
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
 import uvicorn
 
-from sandbox.faults import FaultPlan, RequestStats, combine_spec
-from sandbox.tracker.app import build_tracker_app
-from sandbox.tracker.generate import build_world
+from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
+from haul.sandbox.tracker.app import build_tracker_app
+from haul.sandbox.tracker.generate import build_world
+from haul.sandbox.tracker.model import World
+
+AppBuilder = Callable[[World, FaultPlan, RequestStats], object]
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
@@ -71,6 +75,11 @@ class RunningSandbox:
         self.stop()
 
 
+# Each service: (name in the JSON line, its API root on its own port, the app builder).
+# The wiki and forms join here as they land: (name, "/v1", build_..._app).
+SERVICES: tuple[tuple[str, str, AppBuilder], ...] = (("tracker", "/v3", build_tracker_app),)
+
+
 def start_sandbox(
     *,
     host: str = "127.0.0.1",
@@ -80,31 +89,32 @@ def start_sandbox(
     latency_ms: float = 0.0,
     faults: str = "",
 ) -> RunningSandbox:
-    """Start uvicorn in a background thread (its own event loop); return once it is listening."""
+    """Start uvicorn in a background thread (its own event loop); return once it is listening.
+
+    `port` is the tracker's; every other service listens on a free port of its own.
+    """
     world = build_world(
         seed, size, admin_token=secrets.token_urlsafe(24), user_token=secrets.token_urlsafe(24)
     )
     plan = FaultPlan(combine_spec(latency_ms, faults), seed=seed)
     stats = RequestStats()
-    tracker_socket = _listen(host, port)
-    server = _server(build_tracker_app(world, plan, stats))
-    thread = threading.Thread(
-        target=_run, args=([(server, tracker_socket)],), name="haul-sandbox", daemon=True
-    )
+    bound = [
+        (name, root, _server(build(world, plan, stats)), _listen(host, port if i == 0 else 0))
+        for i, (name, root, build) in enumerate(SERVICES)
+    ]
+    servers = [(server, sock) for _, _, server, sock in bound]
+    thread = threading.Thread(target=_run, args=(servers,), name="haul-sandbox", daemon=True)
     thread.start()
-    _wait_started([server], thread)
-    tracker_port = tracker_socket.getsockname()[1]
-    info = {
-        "tracker": f"http://{host}:{tracker_port}/v3",
-        "wiki": None,
-        "forms": None,
-        "orgs": {
-            "source": world.org_by_role("source").id,
-            "target": world.org_by_role("target").id,
-        },
-        "tokens": {"admin": world.admin_token, "user": world.user_token},
+    _wait_started([server for server, _ in servers], thread)
+    info: dict = {"tracker": None, "wiki": None, "forms": None}
+    for name, root, _, sock in bound:
+        info[name] = f"http://{host}:{sock.getsockname()[1]}{root}"
+    info["orgs"] = {
+        "source": world.org_by_role("source").id,
+        "target": world.org_by_role("target").id,
     }
-    return RunningSandbox(info, plan, stats, [server], thread)
+    info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
+    return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread)
 
 
 def serve(

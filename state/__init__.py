@@ -1,17 +1,17 @@
 """The SQLite staging store: staged records, checkpoints, the load ledger, runs and blobs."""
 
-from state.blobs import BlobStore, BlobWriter
-from state.hashing import canonical_json, content_hash
-from state.ledger import (
+from haul.state.blobs import BlobStore, BlobWriter
+from haul.state.hashing import canonical_json, content_hash
+from haul.state.ledger import (
     Ledger,
     LedgerError,
     LedgerRow,
     LedgerRowNotFound,
     LedgerTransitionError,
 )
-from state.runs import RunHandle, RunLockedError
-from state.schema import SchemaTooNewError
-from state.store import StagingStore
+from haul.state.runs import RunHandle, RunLockedError
+from haul.state.schema import SchemaTooNewError
+from haul.state.store import StagingStore
 
 __all__ = [
     "BlobStore",

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from sqlite_utils import Database
 
-from state.clock import Clock, utc_now
-from state.reads import fetch_one, iter_keyset
+from haul.state.clock import Clock, utc_now
+from haul.state.reads import fetch_one, iter_keyset
 
 STATUSES = ("pending", "in_flight", "done", "failed")
 _COLUMNS = "entity, source_id, parent, status, target_id, payload_hash, error, attempts, updated_at"

@@ -20,8 +20,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from state.clock import Clock
-from state.reads import fetch_one
+from haul.state.clock import Clock
+from haul.state.reads import fetch_one
 
 _RUN_COLUMNS = (
     "id, command, pid, host, started_at, ended_at, outcome, counts, error, took_over_from"

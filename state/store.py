@@ -19,13 +19,13 @@ from typing import Any, Self
 
 import sqlite_utils
 
-from state.blobs import BlobStore
-from state.clock import Clock, utc_now
-from state.hashing import canonical_json, content_hash
-from state.ledger import Ledger
-from state.reads import fetch_one, iter_keyset
-from state.runs import RunHandle, recent_runs, recorded_run
-from state.schema import migrate
+from haul.state.blobs import BlobStore
+from haul.state.clock import Clock, utc_now
+from haul.state.hashing import canonical_json, content_hash
+from haul.state.ledger import Ledger
+from haul.state.reads import fetch_one, iter_keyset
+from haul.state.runs import RunHandle, recent_runs, recorded_run
+from haul.state.schema import migrate
 
 _RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw"
 

@@ -10,15 +10,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
-from sandbox.tracker import routes_dicts as dicts
-from sandbox.tracker import routes_imports as imports
-from sandbox.tracker import routes_issues as issues
-from sandbox.tracker import routes_records as records
-from sandbox.tracker.context import is_admin_token, json_object, world_of
-from sandbox.tracker.errors import ApiError, error_response
-from sandbox.tracker.model import World
-from sandbox.tracker.scroll import ScrollStore
+from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from haul.sandbox.tracker import routes_dicts as dicts
+from haul.sandbox.tracker import routes_imports as imports
+from haul.sandbox.tracker import routes_issues as issues
+from haul.sandbox.tracker import routes_records as records
+from haul.sandbox.tracker.context import is_admin_token, json_object, world_of
+from haul.sandbox.tracker.errors import ApiError, error_response
+from haul.sandbox.tracker.model import World
+from haul.sandbox.tracker.scroll import ScrollStore
 
 # specific paths before the {key} ones they would otherwise shadow
 API = (

@@ -6,7 +6,7 @@ so a loader has to map by key, as it must against the real service.
 
 from __future__ import annotations
 
-from sandbox.tracker.model import LinkType
+from haul.sandbox.tracker.model import LinkType
 
 PEOPLE = (
     ("alice", "Alice", "Anderson"),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sandbox.timefmt import format_ms, parse_instant
-from sandbox.tracker.errors import invalid
-from sandbox.tracker.model import Org, User
+from haul.sandbox.timefmt import format_ms, parse_instant
+from haul.sandbox.tracker.errors import invalid
+from haul.sandbox.tracker.model import Org, User
 
 MAX_TEXT = 512_000
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from sandbox.tracker import catalog
-from sandbox.tracker.errors import ApiError
-from sandbox.tracker.model import Org, User, World
-from sandbox.tracker.render import View
-from sandbox.tracker.scroll import ScrollStore
+from haul.sandbox.tracker import catalog
+from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.model import Org, User, World
+from haul.sandbox.tracker.render import View
+from haul.sandbox.tracker.scroll import ScrollStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ import hashlib
 import secrets
 from dataclasses import replace
 
-from sandbox.timefmt import parse_instant
-from sandbox.tracker.checks import Checks
-from sandbox.tracker.errors import ApiError, invalid
-from sandbox.tracker.importing import runtime_hex_id
-from sandbox.tracker.model import (
+from haul.sandbox.timefmt import parse_instant
+from haul.sandbox.tracker.checks import Checks
+from haul.sandbox.tracker.errors import ApiError, invalid
+from haul.sandbox.tracker.importing import runtime_hex_id
+from haul.sandbox.tracker.model import (
     ChangelogEntry,
     ChecklistItem,
     Comment,

@@ -12,10 +12,20 @@ from __future__ import annotations
 import hashlib
 import random
 
-from sandbox.timefmt import parse_instant
-from sandbox.tracker import catalog, text
-from sandbox.tracker.model import Counters, Dictionary, Entry, Issue, Link, Org, Queue, User, World
-from sandbox.tracker.records import SLOT, generate_records
+from haul.sandbox.timefmt import parse_instant
+from haul.sandbox.tracker import catalog, text
+from haul.sandbox.tracker.model import (
+    Counters,
+    Dictionary,
+    Entry,
+    Issue,
+    Link,
+    Org,
+    Queue,
+    User,
+    World,
+)
+from haul.sandbox.tracker.records import SLOT, generate_records
 
 HISTORY_END = parse_instant("2025-01-01T00:00:00.000+0000") or 0  # every generated time is before
 HISTORY_START = parse_instant("2022-01-01T00:00:00.000+0000") or 0

@@ -21,12 +21,12 @@ import re
 import secrets
 from dataclasses import replace
 
-from sandbox.timefmt import format_duration, parse_duration_ms
-from sandbox.tracker.blobs import StoredBlob
-from sandbox.tracker.catalog import RELATIONSHIPS
-from sandbox.tracker.checks import Checks
-from sandbox.tracker.errors import ApiError, invalid, issue_not_found
-from sandbox.tracker.model import (
+from haul.sandbox.timefmt import format_duration, parse_duration_ms
+from haul.sandbox.tracker.blobs import StoredBlob
+from haul.sandbox.tracker.catalog import RELATIONSHIPS
+from haul.sandbox.tracker.checks import Checks
+from haul.sandbox.tracker.errors import ApiError, invalid, issue_not_found
+from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
     Comment,

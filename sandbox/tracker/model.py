@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sandbox.tracker.blobs import Blob
+from haul.sandbox.tracker.blobs import Blob
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from starlette.requests import Request
 
-from sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.errors import ApiError
 
 PAGE_CAP = 10_000
 T = TypeVar("T")

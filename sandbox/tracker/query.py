@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sandbox.timefmt import parse_instant
-from sandbox.tracker.errors import ApiError
-from sandbox.tracker.model import Issue
+from haul.sandbox.timefmt import parse_instant
+from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.model import Issue
 
 DAY_MS = 86_400_000
 Condition = Callable[[Issue], bool]

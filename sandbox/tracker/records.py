@@ -12,9 +12,9 @@ import hashlib
 import itertools
 import random
 
-from sandbox.tracker import text
-from sandbox.tracker.blobs import GeneratedBlob
-from sandbox.tracker.model import (
+from haul.sandbox.tracker import text
+from haul.sandbox.tracker.blobs import GeneratedBlob
+from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
     ChecklistItem,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from sandbox.timefmt import format_duration, format_ms
-from sandbox.tracker.model import (
+from haul.sandbox.timefmt import format_duration, format_ms
+from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
     ChecklistItem,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sandbox.tracker import render
-from sandbox.tracker.context import open_call
-from sandbox.tracker.errors import ApiError
-from sandbox.tracker.paging import page_of
+from haul.sandbox.tracker import render
+from haul.sandbox.tracker.context import open_call
+from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.paging import page_of
 
 # the few system fields a client may look up; (id, display, schema type, readonly)
 _FIELDS = (

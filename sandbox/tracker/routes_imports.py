@@ -6,11 +6,11 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sandbox.timefmt import now_ms
-from sandbox.tracker import importing, render
-from sandbox.tracker.context import json_object, open_call
-from sandbox.tracker.errors import ApiError
-from sandbox.tracker.routes_issues import find_issue
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.tracker import importing, render
+from haul.sandbox.tracker.context import json_object, open_call
+from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.routes_issues import find_issue
 
 
 async def import_issue(request: Request) -> Response:

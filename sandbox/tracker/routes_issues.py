@@ -7,15 +7,15 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sandbox.timefmt import now_ms
-from sandbox.tracker import render
-from sandbox.tracker.context import Call, json_body, json_object, open_call, scrolls_of
-from sandbox.tracker.editing import add_checklist_items, edit_issue
-from sandbox.tracker.errors import ApiError, issue_not_found
-from sandbox.tracker.model import Issue
-from sandbox.tracker.paging import int_param, page_of
-from sandbox.tracker.query import Selection, parse_body, sort_issues
-from sandbox.tracker.scroll import ScrollPage
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.tracker import render
+from haul.sandbox.tracker.context import Call, json_body, json_object, open_call, scrolls_of
+from haul.sandbox.tracker.editing import add_checklist_items, edit_issue
+from haul.sandbox.tracker.errors import ApiError, issue_not_found
+from haul.sandbox.tracker.model import Issue
+from haul.sandbox.tracker.paging import int_param, page_of
+from haul.sandbox.tracker.query import Selection, parse_body, sort_issues
+from haul.sandbox.tracker.scroll import ScrollPage
 
 MAX_PER_SCROLL = 1000
 DEFAULT_TTL_MS = 60_000

@@ -7,14 +7,14 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from sandbox.timefmt import now_ms
-from sandbox.tracker import render
-from sandbox.tracker.context import json_object, open_call
-from sandbox.tracker.editing import add_comment
-from sandbox.tracker.errors import ApiError
-from sandbox.tracker.model import Attachment
-from sandbox.tracker.paging import relative_page
-from sandbox.tracker.routes_issues import find_issue
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.tracker import render
+from haul.sandbox.tracker.context import json_object, open_call
+from haul.sandbox.tracker.editing import add_comment
+from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.model import Attachment
+from haul.sandbox.tracker.paging import relative_page
+from haul.sandbox.tracker.routes_issues import find_issue
 
 
 async def list_comments(request: Request) -> Response:

@@ -15,8 +15,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sandbox.timefmt import now_ms
-from sandbox.tracker.model import Issue
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.tracker.model import Issue
 
 _INDEX_DIGITS = 6  # a scroll id is 18 hex digits of session plus 6 of page index
 

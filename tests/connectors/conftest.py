@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.http import HttpCore
+from haul.connectors.http import HttpCore
 
 # the test modules repeat these three: conftest is not importable as a module
 TOKEN = "s3cr3t-token-never-printed"
@@ -55,9 +55,9 @@ def make_core(sleep: RecordingSleep) -> Callable[..., HttpCore]:
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Any]:
     """A running tiny sandbox, one per test module; skipped while sandbox.server is missing."""
-    if importlib.util.find_spec("sandbox.server") is None:
+    if importlib.util.find_spec("haul.sandbox.server") is None:
         pytest.skip("sandbox.server does not exist yet; the sandbox integration tests wait for it")
-    from sandbox.server import start_sandbox  # a broken sandbox fails here, loudly
+    from haul.sandbox.server import start_sandbox  # a broken sandbox fails here, loudly
 
     with start_sandbox(size="tiny", seed=1, faults="") as running:
         yield running

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from connectors.errors import (
+from haul.connectors.errors import (
     AuthError,
     ConflictError,
     FatalError,

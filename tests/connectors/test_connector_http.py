@@ -11,7 +11,7 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
-from connectors.errors import (
+from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
     ConflictError,
@@ -19,8 +19,8 @@ from connectors.errors import (
     TransientError,
     ValidationError,
 )
-from connectors.http import HttpCore
-from connectors.tracker import TrackerClient
+from haul.connectors.http import HttpCore
+from haul.connectors.tracker import TrackerClient
 
 TOKEN = "s3cr3t-token-never-printed"  # the make_core fixture's token
 BASE = "https://tracker.test/v3"

@@ -7,8 +7,8 @@ import json
 import httpx
 import pytest
 
-from connectors.errors import PaginationError, ScrollExpiredError
-from connectors.pagination import (
+from haul.connectors.errors import PaginationError, ScrollExpiredError
+from haul.connectors.pagination import (
     NextCursorPaginator,
     NextUrlPaginator,
     PageNumberPaginator,

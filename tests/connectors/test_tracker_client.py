@@ -9,8 +9,8 @@ from contextlib import aclosing
 import httpx
 import pytest
 
-from connectors.errors import AmbiguousWriteError, NotFoundError, ScrollExpiredError
-from connectors.tracker import TrackerClient, search_body
+from haul.connectors.errors import AmbiguousWriteError, NotFoundError, ScrollExpiredError
+from haul.connectors.tracker import TrackerClient, search_body
 
 
 class Tracker:

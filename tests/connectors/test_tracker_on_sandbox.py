@@ -10,8 +10,13 @@ from typing import Any
 
 import pytest
 
-from connectors.errors import AmbiguousWriteError, AuthError, ScrollExpiredError, TransientError
-from connectors.tracker import TrackerClient
+from haul.connectors.errors import (
+    AmbiguousWriteError,
+    AuthError,
+    ScrollExpiredError,
+    TransientError,
+)
+from haul.connectors.tracker import TrackerClient
 
 
 def connect(sandbox, org: str, role: str = "admin", **options: Any) -> TrackerClient:

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from connectors.tracker import TrackerClient
+from haul.connectors.tracker import TrackerClient
 
 TOKEN_ENV = "HAUL_TEST_TOKEN"
 

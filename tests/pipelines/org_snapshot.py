@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from connectors.tracker import TrackerClient
-from pipelines.transform import QueueMap
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.transform import QueueMap
 
 SYMMETRIC_LINKS = {"relates"}
 

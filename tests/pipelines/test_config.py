@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import ConfigError, load_config
+from haul.pipelines.config import ConfigError, load_config
 
 VALID = """
 [source]

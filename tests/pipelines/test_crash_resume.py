@@ -24,7 +24,7 @@ import pytest
 from haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
 from org_snapshot import org_snapshot
 
-from state.store import StagingStore
+from haul.state.store import StagingStore
 
 HAUL = str(Path(sys.executable).parent / "haul")
 KILLS_PER_STAGE = 5
@@ -140,7 +140,7 @@ def baseline(tmp_path: Path, start: Callable[..., Any]) -> tuple[dict[str, Any],
 )
 def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, faults: str) -> None:
     """SIGKILL five times in extract and five in load, resume: the target is as if never killed."""
-    sandbox_server = pytest.importorskip("sandbox.server")
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
     (tmp_path / "baseline").mkdir()
     (tmp_path / "crashed").mkdir()
     source, expected = baseline(tmp_path, sandbox_server.start_sandbox)

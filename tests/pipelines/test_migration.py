@@ -9,9 +9,9 @@ from typing import Any
 from haul_fixtures import client_for, environ, source_queues, write_config
 from org_snapshot import org_snapshot
 
-from pipelines.config import load_config
-from pipelines.runner import extract, run_all
-from state.store import StagingStore
+from haul.pipelines.config import load_config
+from haul.pipelines.runner import extract, run_all
+from haul.state.store import StagingStore
 
 
 async def snapshots(

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.transform import (
+from haul.pipelines.transform import (
     DictionaryMap,
     QueueMap,
     Transform,

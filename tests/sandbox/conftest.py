@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from sandbox.server import RunningSandbox, start_sandbox
+from haul.sandbox.server import RunningSandbox, start_sandbox
 
 
 def client_for(sandbox: RunningSandbox, org: str, token: str = "admin") -> httpx.Client:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sandbox.server import RunningSandbox
+from haul.sandbox.server import RunningSandbox
 
 ADMIN_ONLY = [
     ("POST", "/issues/_import"),

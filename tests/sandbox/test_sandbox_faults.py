@@ -8,8 +8,8 @@ import httpx
 import pytest
 from conftest import client_for
 
-from sandbox.faults import parse_faults
-from sandbox.server import RunningSandbox, start_sandbox
+from haul.sandbox.faults import parse_faults
+from haul.sandbox.server import RunningSandbox, start_sandbox
 
 ISSUE = {"queue": "TEST", "summary": "s", "createdAt": "2023-01-01", "createdBy": "alice"}
 DROPPED = (httpx.RemoteProtocolError, httpx.ReadError)

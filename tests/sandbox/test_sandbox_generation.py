@@ -10,9 +10,9 @@ import httpx
 import pytest
 from conftest import client_for
 
-from sandbox.server import RunningSandbox, start_sandbox
-from sandbox.timefmt import parse_instant
-from sandbox.tracker.generate import build_world
+from haul.sandbox.server import RunningSandbox, start_sandbox
+from haul.sandbox.timefmt import parse_instant
+from haul.sandbox.tracker.generate import build_world
 
 LISTINGS = (
     "comments?expand=attachments",

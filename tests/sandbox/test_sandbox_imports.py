@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from sandbox.server import RunningSandbox
-from sandbox.tracker.catalog import RELATIONSHIPS
+from haul.sandbox.server import RunningSandbox
+from haul.sandbox.tracker.catalog import RELATIONSHIPS
 
 JAN = "2023-01-01T00:00:00.000+0000"
 FEB = "2023-02-01T00:00:00.000+0000"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.server import start_sandbox
+from haul.sandbox.server import start_sandbox
 
 sdk = pytest.importorskip("yandex_tracker_client")
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from conftest import client_for
 
-from sandbox.server import start_sandbox
+from haul.sandbox.server import start_sandbox
 
 SCROLL = {"scrollType": "sorted", "perScroll": 5}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sandbox.timefmt import parse_instant
+from haul.sandbox.timefmt import parse_instant
 
 
 @pytest.fixture(scope="module")

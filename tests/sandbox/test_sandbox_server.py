@@ -1,4 +1,4 @@
-"""The process forms: ``python -m sandbox`` prints one JSON line and stops on a signal."""
+"""The process forms: ``python -m haul.sandbox`` prints one JSON line and stops on a signal."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 
 import httpx
 
-from sandbox.server import start_sandbox
+from haul.sandbox.server import start_sandbox
 
 
 def test_command_line_serves_until_sigterm() -> None:
     """One JSON line describes the sandbox; SIGTERM ends the process cleanly."""
-    command = [sys.executable, "-m", "sandbox", "--seed", "4", "--faults", "latency:1"]
+    command = [sys.executable, "-m", "haul.sandbox", "--seed", "4", "--faults", "latency:1"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None

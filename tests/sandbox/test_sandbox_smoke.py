@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from sandbox.server import RunningSandbox
+from haul.sandbox.server import RunningSandbox
 
 
 def test_myself_names_the_token_owner(source: httpx.Client, user: httpx.Client) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from state import StagingStore
+from haul.state import StagingStore
 
 WORKER = Path(__file__).with_name("state_worker.py")
 

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from state import StagingStore
+from haul.state import StagingStore
 
 ROWS_PER_PAGE = 20
 

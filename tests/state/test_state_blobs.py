@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from state import BlobStore, StagingStore
+from haul.state import BlobStore, StagingStore
 
 CHUNK = 64 * 1024
 

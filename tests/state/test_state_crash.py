@@ -3,7 +3,7 @@
 import signal
 from pathlib import Path
 
-from state import StagingStore
+from haul.state import StagingStore
 
 ROWS_PER_PAGE = 20  # as in state_worker.write_pages
 

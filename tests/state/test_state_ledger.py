@@ -2,8 +2,8 @@
 
 import pytest
 
-from state import LedgerRow, LedgerRowNotFound, LedgerTransitionError, StagingStore
-from state.ledger import Ledger
+from haul.state import LedgerRow, LedgerRowNotFound, LedgerTransitionError, StagingStore
+from haul.state.ledger import Ledger
 
 
 def planned(ledger: Ledger, *keys: str, entity: str = "issue", parent: str | None = None) -> int:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from state import StagingStore
+from haul.state import StagingStore
 
 
 def issue(key: str, updated: str = "2024-01-01T00:00:00.000+0000", **raw: object) -> dict:

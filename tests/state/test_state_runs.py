@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from state import RunLockedError, StagingStore
+from haul.state import RunLockedError, StagingStore
 
 
 def test_a_clean_run_is_recorded_ok_with_its_counts(store: StagingStore) -> None:

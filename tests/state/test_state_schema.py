@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from state import SchemaTooNewError, StagingStore
-from state.schema import STEPS, Step, migrate, schema_version
+from haul.state import SchemaTooNewError, StagingStore
+from haul.state.schema import STEPS, Step, migrate, schema_version
 
 TABLES = {"records", "checkpoints", "drained", "ledger", "runs"}
 
