@@ -10,9 +10,12 @@ that follows it commit together::
         store.set_checkpoint("issues", {"scroll_id": next_id})
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -27,7 +30,7 @@ from haul.state.reads import fetch_one, iter_keyset
 from haul.state.runs import RunHandle, recent_runs, recorded_run
 from haul.state.schema import migrate
 
-_RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw"
+_RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at"
 
 # A staged record needs a drain unless a mark holds its current updated_at.
 _UNDRAINED = (
@@ -71,7 +74,7 @@ class StagingStore:
         self._clock = clock
 
     @classmethod
-    def open(cls, path: str | Path, *, clock: Clock = utc_now) -> "StagingStore":
+    def open(cls, path: str | Path, *, clock: Clock = utc_now) -> StagingStore:
         """Open (creating folders and file as needed) the store at `path`, in WAL mode,
         migrated to the current schema."""
         path = Path(path)
@@ -168,8 +171,8 @@ class StagingStore:
             )
         return given
 
-    def get_record(self, entity: str, source_id: str) -> dict | None:
-        """The staged record as a row dict (raw parsed), or None."""
+    def get_record(self, entity: str, source_id: str) -> StagedRecord | None:
+        """The staged record, or None."""
         found = fetch_one(
             self.db,
             f"SELECT {_RECORD_COLUMNS} FROM records WHERE entity = ? AND source_id = ?",
@@ -177,10 +180,9 @@ class StagingStore:
         )
         return _record_dict(found) if found else None
 
-    def iter_records(self, entity: str, *, parent: str | None = None) -> Iterator[dict]:
-        """Yield the records of `entity` (only those under `parent`, if given) as row dicts
-        {"entity", "source_id", "parent", "updated_at", "content_hash", "blob", "raw"},
-        in (parent, source_id) order, streamed a page at a time."""
+    def iter_records(self, entity: str, *, parent: str | None = None) -> Iterator[StagedRecord]:
+        """Yield the records of `entity` (only those under `parent`, if given), in
+        (parent, source_id) order, streamed a page at a time."""
         where, params = ["entity = ?"], [entity]
         if parent is not None:
             where.append("sort_parent = ?")
@@ -302,12 +304,33 @@ def _record_values(entity: str, row: dict, now: str) -> tuple:
     )
 
 
-_RECORD_KEYS = tuple(_RECORD_COLUMNS.split(", "))
+@dataclass(frozen=True)
+class StagedRecord:
+    """One staged record: its identity, its parent's id, and the source's JSON kept whole.
+
+    `blob` is the sha256 of an attachment's bytes in the blob store; `staged_at` moves only
+    when the record changed.
+    """
+
+    entity: str
+    source_id: str
+    parent: str | None
+    updated_at: str | None
+    content_hash: str
+    blob: str | None
+    raw: dict[str, Any]
+    staged_at: str
 
 
-def _record_dict(row: dict[str, Any]) -> dict[str, Any]:
-    """The public shape of a records row: its named columns, raw parsed. A fresh dict, as
-    the keyset pager still reads the row it came from."""
-    record = {key: row[key] for key in _RECORD_KEYS}
-    record["raw"] = json.loads(record["raw"])
-    return record
+def _record_dict(row: dict[str, Any]) -> StagedRecord:
+    """The typed record of a records row, raw parsed."""
+    return StagedRecord(
+        entity=row["entity"],
+        source_id=row["source_id"],
+        parent=row["parent"],
+        updated_at=row["updated_at"],
+        content_hash=row["content_hash"],
+        blob=row["blob"],
+        raw=json.loads(row["raw"]),
+        staged_at=row["staged_at"],
+    )

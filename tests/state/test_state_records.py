@@ -18,18 +18,19 @@ def test_upsert_keeps_raw_whole_and_hashes_its_canonical_json(store: StagingStor
     store.upsert_records("issue", [{"source_id": "A-1", "updated_at": "t1", "raw": raw}])
     record = store.get_record("issue", "A-1")
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert record == {
-        "entity": "issue",
-        "source_id": "A-1",
-        "parent": None,
-        "updated_at": "t1",
-        "content_hash": hashlib.sha256(canonical.encode()).hexdigest(),
-        "blob": None,
-        "raw": raw,
-    }
+    assert record is not None
+    assert (record.entity, record.source_id, record.parent, record.updated_at, record.blob) == (
+        "issue",
+        "A-1",
+        None,
+        "t1",
+        None,
+    )
+    assert record.content_hash == hashlib.sha256(canonical.encode()).hexdigest()
+    assert record.raw == raw
     reordered = dict(reversed(list(raw.items())))
     store.upsert_records("issue", [{"source_id": "A-2", "updated_at": "t1", "raw": reordered}])
-    assert store.get_record("issue", "A-2")["content_hash"] == record["content_hash"]
+    assert store.get_record("issue", "A-2").content_hash == record.content_hash
 
 
 def test_repeating_an_upsert_is_harmless(store: StagingStore) -> None:
@@ -45,12 +46,12 @@ def test_repeating_an_upsert_is_harmless(store: StagingStore) -> None:
 def test_upsert_updates_the_hash_when_raw_changes(store: StagingStore) -> None:
     """A changed raw replaces the stored one and its content hash."""
     store.upsert_records("issue", [issue("A-1", summary="old")])
-    old_hash = store.get_record("issue", "A-1")["content_hash"]
+    old_hash = store.get_record("issue", "A-1").content_hash
     store.upsert_records("issue", [issue("A-1", "t2", summary="new")])
     record = store.get_record("issue", "A-1")
-    assert record["raw"]["summary"] == "new"
-    assert record["updated_at"] == "t2"
-    assert record["content_hash"] != old_hash
+    assert record.raw["summary"] == "new"
+    assert record.updated_at == "t2"
+    assert record.content_hash != old_hash
 
 
 def test_a_blob_is_kept_only_while_the_raw_is_unchanged(store: StagingStore) -> None:
@@ -59,9 +60,9 @@ def test_a_blob_is_kept_only_while_the_raw_is_unchanged(store: StagingStore) -> 
     row = {"source_id": "9", "parent": "A-1", "raw": {"name": "a.png", "size": 3}}
     store.upsert_records("attachment", [{**row, "blob": sha}])
     store.upsert_records("attachment", [row])
-    assert store.get_record("attachment", "9")["blob"] == sha
+    assert store.get_record("attachment", "9").blob == sha
     store.upsert_records("attachment", [{**row, "raw": {"name": "a.png", "size": 4}}])
-    assert store.get_record("attachment", "9")["blob"] is None
+    assert store.get_record("attachment", "9").blob is None
 
 
 def test_get_record_of_unknown_is_none(store: StagingStore) -> None:
@@ -79,9 +80,9 @@ def test_replace_children_deletes_vanished_children_only(store: StagingStore) ->
 
     store.replace_children("A-1", "comment", [{"source_id": "3", "raw": {"c": "edited"}}])
 
-    assert [r["source_id"] for r in store.iter_records("comment", parent="A-1")] == ["3"]
-    assert store.get_record("comment", "3")["raw"] == {"c": "edited"}
-    assert [r["source_id"] for r in store.iter_records("comment", parent="A-2")] == ["4"]
+    assert [r.source_id for r in store.iter_records("comment", parent="A-1")] == ["3"]
+    assert store.get_record("comment", "3").raw == {"c": "edited"}
+    assert [r.source_id for r in store.iter_records("comment", parent="A-2")] == ["4"]
     assert store.count_records() == {"comment": 2, "worklog": 1}
 
 
@@ -98,7 +99,7 @@ def test_replace_children_refuses_a_row_of_another_parent(store: StagingStore) -
     rows = [{"source_id": "2", "raw": {}}, {"source_id": "3", "parent": "B-9", "raw": {}}]
     with pytest.raises(ValueError, match="B-9"):
         store.replace_children("A-1", "comment", rows)
-    assert [r["source_id"] for r in store.iter_records("comment")] == ["1"]
+    assert [r.source_id for r in store.iter_records("comment")] == ["1"]
 
 
 def test_iter_records_orders_by_parent_then_id_across_pages(store: StagingStore) -> None:
@@ -107,11 +108,11 @@ def test_iter_records_orders_by_parent_then_id_across_pages(store: StagingStore)
     for parent in ("P-2", "P-1"):
         rows = [{"source_id": f"{parent}/{n:04}", "raw": {}} for n in range(600)]
         store.upsert_records("issue", [{**row, "parent": parent} for row in rows])
-    seen = [(r["parent"], r["source_id"]) for r in store.iter_records("issue")]
+    seen = [(r.parent, r.source_id) for r in store.iter_records("issue")]
     assert len(seen) == 1500
     assert seen == sorted(seen, key=lambda pair: (pair[0] or "", pair[1]))
     assert seen[0] == (None, "T-0000")
-    under = [r["source_id"] for r in store.iter_records("issue", parent="P-2")]
+    under = [r.source_id for r in store.iter_records("issue", parent="P-2")]
     assert under == [f"P-2/{n:04}" for n in range(600)]
 
 
@@ -148,7 +149,7 @@ def test_nested_transaction_undoes_only_the_inner_block(store: StagingStore) -> 
         with pytest.raises(KeyError), store.transaction():
             store.upsert_records("issue", [issue("A-2")])
             store.upsert_records("issue", [{"source_id": "A-3"}])  # no raw: KeyError
-    assert [r["source_id"] for r in store.iter_records("issue")] == ["A-1"]
+    assert [r.source_id for r in store.iter_records("issue")] == ["A-1"]
 
 
 def test_unknown_checkpoint_is_none(store: StagingStore) -> None:
