@@ -209,7 +209,7 @@ class IssueExtractor:
         issue = self.store.get_record("issue", key)
         # A key can be queued twice (left over from an interrupted run, then again from a
         # page): the second one finds the mark current and does nothing.
-        if issue is None or self.store.drained_version(key) == issue["updated_at"]:
+        if issue is None or self.store.drained_version(key) == issue.updated_at:
             return
         listings = (
             _collect(self.client.iter_comments(key)),
@@ -236,7 +236,7 @@ class IssueExtractor:
         with self.store.transaction():
             for entity, rows in children.items():
                 self.store.replace_children(key, entity, rows)
-            self.store.mark_drained(key, issue["updated_at"])
+            self.store.mark_drained(key, issue.updated_at)
         self.stats.issues_drained += 1
         for entity, rows in children.items():
             self.stats.sub_records[entity] = self.stats.sub_records.get(entity, 0) + len(rows)
@@ -250,11 +250,11 @@ class IssueExtractor:
             staged = self.store.get_record("attachment", source_id)
             if (
                 staged
-                and staged["blob"]
-                and self.store.blobs.exists(staged["blob"])
-                and (staged["raw"].get("size") == attachment.get("size"))
+                and staged.blob
+                and self.store.blobs.exists(staged.blob)
+                and (staged.raw.get("size") == attachment.get("size"))
             ):
-                blobs[str(attachment["id"])] = staged["blob"]
+                blobs[str(attachment["id"])] = staged.blob
                 continue
             with self.store.blobs.writer() as sink:
                 await self.client.download_attachment(

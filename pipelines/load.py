@@ -44,7 +44,7 @@ class LinkEndMissing(Exception):
     """A link to an issue outside the migration's scope that the target does not have either."""
 
     def __init__(self, link: dict[str, Any]) -> None:
-        other = link["raw"]["object"]["key"]
+        other = link.raw["object"]["key"]
         super().__init__(
             f"linked issue {other} is outside the migration's scope and not in the target: "
             "migrate its queue, then run haul load --retry-failed"
@@ -54,19 +54,19 @@ class LinkEndMissing(Exception):
 def loadable_rows(store: StagingStore) -> Iterator[dict[str, Any]]:
     """One ledger row for each staged record that the target can take."""
     owners = comment_attachment_owners(store)
-    staged_issues = {row["source_id"] for row in store.iter_records("issue")}
+    staged_issues = {row.source_id for row in store.iter_records("issue")}
     for issue in store.iter_records("issue"):
-        yield _ledger_row("issue", issue, parent=issue["source_id"])
+        yield _ledger_row("issue", issue, parent=issue.source_id)
     for entity in ("comment", "worklog", "checklist"):
         for record in store.iter_records(entity):
             yield _ledger_row(entity, record)
     for record in store.iter_records("attachment"):
-        kind = "comment_attachment" if record["source_id"] in owners else "attachment"
+        kind = "comment_attachment" if record.source_id in owners else "attachment"
         yield _ledger_row(kind, record)
     for record in store.iter_records("link"):
-        other = record["raw"]["object"]["key"]
+        other = record.raw["object"]["key"]
         # a link shows on both issues: load the outward side, or the only side we have
-        if record["raw"].get("direction") == "outward" or other not in staged_issues:
+        if record.raw.get("direction") == "outward" or other not in staged_issues:
             yield _ledger_row("link", record)
 
 
@@ -79,9 +79,9 @@ def plan_load(store: StagingStore) -> int:
 def _ledger_row(entity: str, record: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
     return {
         "entity": entity,
-        "source_id": record["source_id"],
-        "parent": parent or record["parent"],
-        "payload_hash": record["content_hash"],
+        "source_id": record.source_id,
+        "parent": parent or record.parent,
+        "payload_hash": record.content_hash,
     }
 
 
@@ -89,8 +89,8 @@ def comment_attachment_owners(store: StagingStore) -> dict[str, str]:
     """Attachment source id -> the source id of the comment it belongs to."""
     owners: dict[str, str] = {}
     for comment in store.iter_records("comment"):
-        for attachment in comment["raw"].get("attachments") or []:
-            owners[f"{comment['parent']}/{attachment['id']}"] = comment["source_id"]
+        for attachment in comment.raw.get("attachments") or []:
+            owners[f"{comment.parent}/{attachment['id']}"] = comment.source_id
     return owners
 
 
@@ -140,10 +140,10 @@ class Loader:
             for row in self.ledger.iter_rows(status="done", entity="issue")
         }
         return {
-            record["source_id"]
+            record.source_id
             for record in self.store.iter_records("issue")
-            if record["source_id"] in loaded
-            and loaded[record["source_id"]] != record["content_hash"]
+            if record.source_id in loaded
+            and loaded[record.source_id] != record.content_hash
         }
 
     async def reconcile_in_flight(self) -> None:
@@ -189,16 +189,16 @@ class Loader:
         loaded lies outside the target issue's window; the edit moves that window to now.
         """
         row, record = self.ledger.get("issue", key), self.store.get_record("issue", key)
-        if row is None or record is None or row.payload_hash == record["content_hash"]:
+        if row is None or record is None or row.payload_hash == record.content_hash:
             return
         try:
             await self.client.update_issue(
-                self._target_key(key), self.transform.issue_update_body(record["raw"])
+                self._target_key(key), self.transform.issue_update_body(record.raw)
             )
         except (RecordError, TransformError) as exc:
             log.warning("issue_refresh_failed", issue=key, error=str(exc))
             return
-        self.ledger.refreshed("issue", key, record["content_hash"])
+        self.ledger.refreshed("issue", key, record.content_hash)
         self.stats.refreshed += 1
         log.info("issue_refreshed", issue=key)
 
@@ -211,7 +211,7 @@ class Loader:
 
     def _missing_link_end(self, source_id: str) -> str | None:
         record = self._record("link", source_id)
-        for key in (record["parent"], record["raw"]["object"]["key"]):
+        for key in (record.parent, record.raw["object"]["key"]):
             row = self.ledger.get("issue", key)
             if row is not None and row.status != "done":
                 return f"issue {key} was not loaded, so the link cannot be made"
@@ -220,8 +220,8 @@ class Loader:
     def _in_time_order(self, entity: str, key: str, source_ids: list[str]) -> list[str]:
         """Creation order, read with one query for the issue rather than one per record."""
         times = {
-            record["source_id"]: str(
-                record["raw"].get("createdAt") or record["raw"].get("start") or ""
+            record.source_id: str(
+                record.raw.get("createdAt") or record.raw.get("start") or ""
             )
             for record in self.store.iter_records(entity, parent=key)
         }
@@ -309,7 +309,7 @@ class Loader:
 
     async def _send_for(self, entity: str, source_id: str) -> str:
         record = self._record(entity, source_id)
-        raw, key = record["raw"], self._target_key(source_id)
+        raw, key = record.raw, self._target_key(source_id)
         client, t = self.client, self.transform
         if entity == "issue":
             return str((await client.import_issue(t.issue_body(raw)))["key"])
@@ -325,18 +325,18 @@ class Loader:
         return await self._send_attachment(entity, record, key)
 
     async def _send_attachment(self, entity: str, record: dict[str, Any], key: str) -> str:
-        raw = record["raw"]
-        if not record["blob"] or not self.store.blobs.exists(record["blob"]):
+        raw = record.raw
+        if not record.blob or not self.store.blobs.exists(record.blob):
             raise TransformError(f"attachment {record['source_id']} has no staged bytes")
         options = {
             "filename": raw["name"],
             "created_at": raw["createdAt"],
             "created_by": self.transform.users.login(raw.get("createdBy")),
-            "source": self.store.blobs.path(record["blob"]),
+            "source": self.store.blobs.path(record.blob),
         }
         if entity == "attachment":
             return str((await self.client.import_attachment(key, **options))["id"])
-        comment_target = self.ledger.target_id("comment", self._owners[record["source_id"]])
+        comment_target = self.ledger.target_id("comment", self._owners[record.source_id])
         if comment_target is None:
             raise TransformError(f"comment of attachment {record['source_id']} is not loaded")
         reply = await self.client.import_comment_attachment(key, comment_target, **options)
@@ -345,9 +345,9 @@ class Loader:
     async def _probe_for(self, entity: str, source_id: str) -> str | None:
         record = self._record(entity, source_id)
         raw, key, parent, t = (
-            record["raw"],
+            record.raw,
             self._target_key(source_id),
-            record["parent"],
+            record.parent,
             self.transform,
         )
         if entity == "issue":

@@ -201,19 +201,19 @@ async def _load(
 
 def build_transform(store: StagingStore, config: Config) -> Transform:
     """The maps the load needs, from the staged dictionaries and users of both orgs."""
-    source_logins = {row["source_id"]: row["raw"]["login"] for row in store.iter_records("user")}
-    target_logins = {row["raw"]["login"] for row in store.iter_records("target.user")}
+    source_logins = {row.source_id: row.raw["login"] for row in store.iter_records("user")}
+    target_logins = {row.raw["login"] for row in store.iter_records("target.user")}
     explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
     source_keys = {
         kind: {
-            row["source_id"]: row["raw"].get("key", row["source_id"])
+            row.source_id: row.raw.get("key", row.source_id)
             for row in store.iter_records(kind)
         }
         for kind in DICTIONARY_KINDS
     }
     target_ids = {
         kind: {
-            row["raw"].get("key", row["source_id"]): row["raw"]["id"]
+            row.raw.get("key", row.source_id): row.raw["id"]
             for row in store.iter_records(f"target.{kind}")
         }
         for kind in DICTIONARY_KINDS
@@ -228,19 +228,19 @@ def build_transform(store: StagingStore, config: Config) -> Transform:
 
 def target_uids(store: StagingStore) -> dict[str, str]:
     return {
-        row["raw"]["login"]: str(row["raw"]["uid"]) for row in store.iter_records("target.user")
+        row.raw["login"]: str(row.raw["uid"]) for row in store.iter_records("target.user")
     }
 
 
 def preflight(store: StagingStore, transform: Transform, config: Config) -> None:
     """Stop before any write when the target lacks a queue or a dictionary key we need."""
-    target_queues = {row["source_id"] for row in store.iter_records("target.queue")}
+    target_queues = {row.source_id for row in store.iter_records("target.queue")}
     wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
     if missing_queues := sorted(wanted - target_queues):
         raise PreflightError(
             f"the target org has no queue {', '.join(missing_queues)}: create it, or map the queue elsewhere"
         )
-    missing = transform.dictionaries.missing(row["raw"] for row in store.iter_records("issue"))
+    missing = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
     if missing:
         raise MissingDictionaryValues(missing)
 

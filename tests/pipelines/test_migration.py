@@ -79,7 +79,7 @@ async def test_incremental_extract_redrains_only_changed_issues(
 
     assert again.details["issues_drained"] == 1
     with StagingStore.open(config.staging_path) as store:
-        texts = [row["raw"]["text"] for row in store.iter_records("comment", parent=changed)]
+        texts = [row.raw["text"] for row in store.iter_records("comment", parent=changed)]
     assert "new today" in texts
 
 
