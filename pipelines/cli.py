@@ -18,12 +18,14 @@ from rich.console import Console
 
 from haul.connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
 from haul.pipelines.config import Config, ConfigError, load_config
-from haul.pipelines.extract import ScrollStalled
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.report import entity_counts, print_run, render_counts
-from haul.pipelines.runner import PreflightError, RunSummary, extract, load, run_all
-from haul.pipelines.transform import MissingDictionaryValues
+from haul.pipelines.runner import RunSummary, extract, load, run_all
+from haul.pipelines.services import all_services
+from haul.pipelines.tracker.service import PreflightError
+from haul.pipelines.tracker.streams import ScrollStalled
+from haul.pipelines.tracker.transform import MissingDictionaryValues
 from haul.state.runs import RunLockedError
 from haul.state.store import StagingStore
 
@@ -149,7 +151,9 @@ def status_command(config_path: Path) -> None:
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
     with StagingStore.open(config.staging_path) as store:
         render_counts(
-            entity_counts(store), console, title=f"haul status: {config.staging_path.name}"
+            entity_counts(store, all_services()),
+            console,
+            title=f"haul status: {config.staging_path.name}",
         )
         for run in store.recent_runs(5):
             click.echo(

@@ -20,51 +20,16 @@ from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.report import print_run
 from haul.pipelines.runner import run_all
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.sandbox.server import start_sandbox
 
 TOKEN_ENV = "HAUL_DEMO_TOKEN"
-CONFIG_TEMPLATE = """\
-# Written by `haul demo` for the embedded sandbox; the token is in ${token_env} of the demo process.
-[source]
-tracker_url = "{tracker}"
-org_id = "{source}"
-token_env = "{token_env}"
-read_rps = 2000       # the sandbox is local: no need to spare it
-
-[target]
-tracker_url = "{tracker}"
-org_id = "{target}"
-token_env = "{token_env}"
-write_rps = 2000
-
-[scope]
-queues = [{queues}]
-
-[mapping]
-queues = {{ TEST = "NEW" }}
-default_user = "robot"
-
-[staging]
-path = "haul.db"
-
-[tuning]
-concurrency = 32
-"""
-
-
-def write_demo_config(workdir: Path, info: dict, queues: list[str]) -> Path:
-    path = workdir / "haul.toml"
-    path.write_text(
-        CONFIG_TEMPLATE.format(
-            tracker=info["tracker"],
-            source=info["orgs"]["source"],
-            target=info["orgs"]["target"],
-            token_env=TOKEN_ENV,
-            queues=", ".join(f'"{q}"' for q in queues),
-        ),
-        encoding="utf-8",
-    )
-    return path
+# The sandbox is local: no need to spare it.
+DEMO_OPTIONS = SandboxConfig(
+    source_token_env=TOKEN_ENV,
+    endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+    sections="[tuning]\nconcurrency = 32\n",
+)
 
 
 def run_demo(
@@ -79,8 +44,8 @@ def run_demo(
     with start_sandbox(size=size, seed=seed) as sandbox:
         info = sandbox.info
         os.environ[TOKEN_ENV] = info["tokens"]["admin"]
-        queues = source_queues(info)
-        config = load_config(write_demo_config(workdir, info, queues))
+        queues = info["queues"]["source"]
+        config = load_config(write_sandbox_config(workdir, info, DEMO_OPTIONS))
         configure_logging(config.log_path)
         console.print(
             f"sandbox: {info['tracker']} ({size} org, seed {seed}); queues {', '.join(queues)}; "
@@ -102,18 +67,3 @@ def run_demo(
     )
     console.print(verdict, markup=False, highlight=False)
     return 0 if summary.complete else 1
-
-
-def source_queues(info: dict) -> list[str]:
-    """The source org's queues, asked of the sandbox over HTTP like any client would."""
-    import httpx
-
-    headers = {
-        "Authorization": f"OAuth {info['tokens']['admin']}",
-        "X-Org-ID": info["orgs"]["source"],
-    }
-    reply = httpx.get(
-        info["tracker"] + "/queues", headers=headers, params={"perPage": 100}, timeout=30
-    )
-    reply.raise_for_status()
-    return [queue["key"] for queue in reply.json()]

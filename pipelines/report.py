@@ -5,24 +5,25 @@ pandas is used here, where a table is the point; stages pass plain dicts.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from haul.pipelines.load import LOADED_ENTITIES, loadable_rows
 from haul.state.store import StagingStore
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ENTITY_ORDER = (*LOADED_ENTITIES, "changelog")  # changelogs are staged, never loaded
+    from haul.pipelines.services import Service
 
 
 @dataclass(frozen=True)
 class EntityCounts:
+    """One entity's line of the report."""
+
     entity: str
     staged: int
     loaded: int
@@ -31,27 +32,25 @@ class EntityCounts:
     loadable: bool = True
 
 
-def entity_counts(store: StagingStore) -> list[EntityCounts]:
-    """Staged (loadable records, links once), loaded, failed and pending, per entity."""
-    staged = Counter(row["entity"] for row in loadable_rows(store))
+def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[EntityCounts]:
+    """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
     ledger = store.ledger.counts()
+    staged_only = store.count_records()
     rows = []
-    for entity in ENTITY_ORDER:
-        if entity == "changelog":  # no import endpoint exists: staged for exports only
+    for service in services:
+        for entity in service.loadable:
+            states = ledger.get(entity, {})
             rows.append(
-                EntityCounts(entity, store.count_records().get(entity, 0), 0, 0, 0, loadable=False)
+                EntityCounts(
+                    entity,
+                    staged=sum(states.values()),
+                    loaded=states.get("done", 0),
+                    failed=states.get("failed", 0),
+                    pending=states.get("pending", 0) + states.get("in_flight", 0),
+                )
             )
-            continue
-        states = ledger.get(entity, {})
-        rows.append(
-            EntityCounts(
-                entity,
-                staged=staged.get(entity, 0),
-                loaded=states.get("done", 0),
-                failed=states.get("failed", 0),
-                pending=states.get("pending", 0) + states.get("in_flight", 0),
-            )
-        )
+        for entity in service.staged_only:
+            rows.append(EntityCounts(entity, staged_only.get(entity, 0), 0, 0, 0, loadable=False))
     return rows
 
 

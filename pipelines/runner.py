@@ -1,48 +1,39 @@
 """The runner: composes the stages into the commands (extract, load, run) and records each run.
 
-Every command opens the staging store, takes its run lock, builds the clients from the config
-and calls the stages; the CLI is a thin layer over these functions.
+Every command opens the staging store, takes its run lock, builds a client for each configured
+service of the org it needs (extract: the source only; load: the target only), and runs the
+stages over every service the same way; the CLI is a thin layer over these functions.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
-from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.extract import IssueExtractor, stage_dictionaries
-from haul.pipelines.load import Loader, plan_load
-from haul.pipelines.probes import TargetProbe
+from haul.pipelines.engine import LoadEngine, plan_ledger
 from haul.pipelines.progress import Progress
 from haul.pipelines.report import EntityCounts, entity_counts
-from haul.pipelines.transform import (
-    DictionaryMap,
-    MissingDictionaryValues,
-    QueueMap,
-    Transform,
-    UserMap,
-    read_users_csv,
-)
+from haul.pipelines.services import Service, all_services
+from haul.pipelines.streams import Extractor
+from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
-DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
-
-
-class PreflightError(Exception):
-    """The load cannot start: the target lacks something the staged data needs."""
+PLANNED_AT = "ledger.planned"  # the newest staged_at the ledger was planned from
 
 
 @dataclass
 class RunSummary:
+    """What a command did: per-entity counts and the figures of its stages."""
+
     command: str
     counts: list[EntityCounts] = field(default_factory=list)
     unmapped_users: list[str] = field(default_factory=list)
@@ -61,40 +52,61 @@ class RunSummary:
         return all(row.loaded == row.staged for row in self.counts if row.loadable)
 
 
-def tracker_client(endpoint: Endpoint, environ: Mapping[str, str]) -> TrackerClient:
-    return TrackerClient.connect(
-        base_url=endpoint.tracker_url,
-        token=endpoint.token(environ),
-        org_id=endpoint.org_id,
-        cloud_org_id=endpoint.cloud_org_id,
-        auth_scheme=endpoint.auth_scheme,
-        read_rate=endpoint.read_rps,
-        write_rate=endpoint.write_rps,
-    )
+@dataclass
+class Stage:
+    """What every stage is handed: the config, the store, progress and the stop flag."""
+
+    config: Config
+    store: StagingStore
+    progress: Progress
+    stop_requested: Callable[[], bool] = lambda: False
+
+
+@contextmanager
+def recorded_run(store: StagingStore, command: str) -> Iterator[RunHandle]:
+    """Hold the store's run lock and record the run; every log line inside carries its id."""
+    with store.run(command) as run, bound_contextvars(run_id=run.id, command=command):
+        yield run
 
 
 @asynccontextmanager
 async def open_clients(
-    config: Config, environ: Mapping[str, str], *sides: str
-) -> AsyncIterator[list[TrackerClient]]:
-    """Clients for the named sides ("source", "target"): every token is read before any request,
-    then each is checked with a cheap call (AuthError names the service and the org)."""
-    clients = [tracker_client(getattr(config, side), environ) for side in sides]
+    environ: Mapping[str, str], *endpoints: Endpoint | None
+) -> AsyncIterator[list[list[tuple[Service, Any]]]]:
+    """For each endpoint, a client for every service configured on it: every token is read
+    before any request, then each is checked with a cheap call (AuthError names the service
+    and the org)."""
+    sides = [
+        [
+            (service, service.client(endpoint, environ))
+            for service in all_services()
+            if service.configured(endpoint)
+        ]
+        if endpoint is not None
+        else []
+        for endpoint in endpoints
+    ]
     async with AsyncExitStack() as stack:
-        for client in clients:
+        for _, client in (pair for side in sides for pair in side):
             await stack.enter_async_context(client)
-        for client in clients:
+        for _, client in (pair for side in sides for pair in side):
             await client.myself()
-        yield clients
+        yield sides
 
 
 async def extract(
-    config: Config, *, progress: Progress | None = None, environ: Mapping[str, str] = os.environ
+    config: Config,
+    *,
+    progress: Progress | None = None,
+    environ: Mapping[str, str] = os.environ,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
-    async with open_clients(config, environ, "source", "target") as (source, target):
-        with StagingStore.open(config.staging_path) as store, store.run("extract") as run:
-            summary = await _extract(config, store, source, target, progress or Progress())
-            summary.counts = entity_counts(store)  # `run` counts once, after its load
+    """Stage the source: needs only the source org (a nightly export has no target)."""
+    async with open_clients(environ, config.source) as (sources,):
+        with StagingStore.open(config.staging_path) as store, recorded_run(store, "extract") as run:
+            stage = Stage(config, store, progress or Progress(), stop_requested)
+            summary = await _extract(stage, sources)
+            summary.counts = entity_counts(store, all_services())
             run.counts.update(summary.details)
             return summary
 
@@ -105,10 +117,14 @@ async def load(
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
-    async with open_clients(config, environ, "target") as (target,):  # the source may be gone
-        with StagingStore.open(config.staging_path) as store, store.run("load") as run:
-            summary = await _load(config, store, target, progress or Progress(), retry_failed)
+    """Load what is staged into the target; the source may be gone."""
+    target = config.require_target("load") if hasattr(config, "require_target") else config.target
+    async with open_clients(environ, target) as (targets,):
+        with StagingStore.open(config.staging_path) as store, recorded_run(store, "load") as run:
+            stage = Stage(config, store, progress or Progress(), stop_requested)
+            summary = await _load(stage, targets, retry_failed)
             run.counts.update(summary.details, complete=summary.complete)
             return summary
 
@@ -119,70 +135,66 @@ async def run_all(
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
-    progress = progress or Progress()
-    async with open_clients(config, environ, "source", "target") as (source, target):
-        with StagingStore.open(config.staging_path) as store, store.run("run") as run:
-            extracted = await _extract(config, store, source, target, progress)
-            loaded = await _load(config, store, target, progress, retry_failed)
+    target = config.require_target("run") if hasattr(config, "require_target") else config.target
+    async with open_clients(environ, config.source, target) as (sources, targets):
+        with StagingStore.open(config.staging_path) as store, recorded_run(store, "run") as run:
+            stage = Stage(config, store, progress or Progress(), stop_requested)
+            extracted = await _extract(stage, sources)
+            loaded = await _load(stage, targets, retry_failed)
             loaded.command = "run"
             loaded.details = {**extracted.details, **loaded.details}
-            loaded.details["target_issue_count"] = await _target_issue_count(config, target)
             run.counts.update(loaded.details, complete=loaded.complete)
             return loaded
 
 
-async def _extract(
-    config: Config,
-    store: StagingStore,
-    source: TrackerClient,
-    target: TrackerClient,
-    progress: Progress,
-) -> RunSummary:
-    await stage_dictionaries(source, store)
-    await stage_dictionaries(target, store, prefix="target.")
-    extractor = IssueExtractor(
-        client=source,
-        store=store,
-        progress=progress,
-        concurrency=config.tuning.concurrency,
-        per_scroll=config.tuning.per_scroll,
-        scroll_ttl_ms=config.tuning.scroll_ttl_ms,
-        lookback=timedelta(minutes=config.tuning.lookback_minutes),
+async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSummary:
+    parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
+    extractor = Extractor(
+        stage.store,
+        [stream for part in parts for stream in part.streams],
+        [drain for part in parts for drain in part.drains],
+        progress=stage.progress,
+        concurrency=stage.config.tuning.concurrency,
+        stop_requested=stage.stop_requested,
     )
-    stats = await extractor.run(config.scope.queues, config.scope.query)
-    details = {
-        "source_issue_count": await source_issue_count(config, source),
-        "issues_staged": stats.issues_staged,
-        "issues_drained": stats.issues_drained,
-        "attachment_bytes": stats.attachment_bytes,
-        "scroll_restarts": stats.scroll_restarts,
-    }
+    stats = await extractor.run()
+    details: dict[str, Any] = {}
+    for part in parts:
+        if part.details is not None:
+            details.update(await part.details(stats))
+    details["planned"] = plan_if_staged_since(stage.store, [service for service, _ in sources])
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
 
 
-async def _load(
-    config: Config,
-    store: StagingStore,
-    target: TrackerClient,
-    progress: Progress,
-    retry_failed: bool,
-) -> RunSummary:
-    await stage_dictionaries(target, store, prefix="target.")
-    transform = build_transform(store, config)
-    preflight(store, transform, config)
-    planned = plan_load(store)
+def plan_if_staged_since(store: StagingStore, services: list[Service]) -> int:
+    """Plan the ledger from the staged records, unless nothing was staged since the last plan."""
+    newest = store.newest_staged_at()
+    if newest is not None and (store.get_checkpoint(PLANNED_AT) or {}).get("staged_at") == newest:
+        return 0
+    planned = plan_ledger(store, {name: plan for s in services for name, plan in s.plans.items()})
+    store.set_checkpoint(PLANNED_AT, {"staged_at": newest})
+    return planned
+
+
+async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: bool) -> RunSummary:
+    store = stage.store
+    plan_if_staged_since(store, [service for service, _ in targets])
+    parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
         store.ledger.retry_failed()
-    probe = TargetProbe(target, store.ledger, target_uids(store))
-    loader = Loader(
-        target, store, transform, probe, progress=progress, concurrency=config.tuning.concurrency
+    engine = LoadEngine(
+        store,
+        [spec for part in parts for spec in part.specs],
+        progress=stage.progress,
+        concurrency=stage.config.tuning.concurrency,
+        stop_requested=stage.stop_requested,
     )
-    stats = await loader.run()
-    details = {
-        "planned": planned,
+    stats = await engine.run()
+    details: dict[str, Any] = {
         "loaded": stats.done,
         "failed": stats.failed,
         "reconciled_found": stats.reconciled_found,
@@ -190,72 +202,13 @@ async def _load(
         "ambiguous_writes": stats.ambiguous,
         "issues_refreshed": stats.refreshed,
     }
+    for part in parts:
+        if part.details is not None:
+            details.update(await part.details())
     log.info("load_finished", **details)
     return RunSummary(
         "load",
-        counts=entity_counts(store),
-        unmapped_users=sorted(transform.users.unmapped),
+        counts=entity_counts(store, [service for service, _ in targets]),
+        unmapped_users=sorted({user for part in parts for user in part.unmapped_users()}),
         details=details,
     )
-
-
-def build_transform(store: StagingStore, config: Config) -> Transform:
-    """The maps the load needs, from the staged dictionaries and users of both orgs."""
-    source_logins = {row.source_id: row.raw["login"] for row in store.iter_records("user")}
-    target_logins = {row.raw["login"] for row in store.iter_records("target.user")}
-    explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
-    source_keys = {
-        kind: {
-            row.source_id: row.raw.get("key", row.source_id)
-            for row in store.iter_records(kind)
-        }
-        for kind in DICTIONARY_KINDS
-    }
-    target_ids = {
-        kind: {
-            row.raw.get("key", row.source_id): row.raw["id"]
-            for row in store.iter_records(f"target.{kind}")
-        }
-        for kind in DICTIONARY_KINDS
-    }
-    return Transform(
-        queues=QueueMap(dict(config.mapping.queues)),
-        users=UserMap(source_logins, target_logins, explicit, config.mapping.default_user),
-        dictionaries=DictionaryMap(source_keys, target_ids),
-        unique_prefix=f"haul:{config.source.org}",
-    )
-
-
-def target_uids(store: StagingStore) -> dict[str, str]:
-    return {
-        row.raw["login"]: str(row.raw["uid"]) for row in store.iter_records("target.user")
-    }
-
-
-def preflight(store: StagingStore, transform: Transform, config: Config) -> None:
-    """Stop before any write when the target lacks a queue or a dictionary key we need."""
-    target_queues = {row.source_id for row in store.iter_records("target.queue")}
-    wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
-    if missing_queues := sorted(wanted - target_queues):
-        raise PreflightError(
-            f"the target org has no queue {', '.join(missing_queues)}: create it, or map the queue elsewhere"
-        )
-    missing = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
-    if missing:
-        raise MissingDictionaryValues(missing)
-
-
-async def _target_issue_count(config: Config, target: TrackerClient) -> int:
-    queue_map = QueueMap(dict(config.mapping.queues))
-    total = 0
-    for queue in sorted({queue_map.queue(queue) for queue in config.scope.queues}):
-        total += await target.count_issues(query=f"Queue: {queue}")
-    return total
-
-
-async def source_issue_count(config: Config, source: TrackerClient) -> int:
-    total = 0
-    for queue in config.scope.queues:
-        query = f"Queue: {queue}" + (f" AND {config.scope.query}" if config.scope.query else "")
-        total += await source.count_issues(query=query)
-    return total

@@ -114,6 +114,7 @@ def start_sandbox(
         "target": world.org_by_role("target").id,
     }
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
+    info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
     return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread)
 
 

@@ -26,7 +26,29 @@ from haul.state.clock import Clock, utc_now
 from haul.state.reads import fetch_one, iter_keyset
 
 STATUSES = ("pending", "in_flight", "done", "failed")
-_COLUMNS = "entity, source_id, parent, status, target_id, payload_hash, error, attempts, updated_at"
+_COLUMNS = (
+    "entity, source_id, parent_entity, parent, sort_key, status, target_id, payload_hash,"
+    " staged_hash, error, attempts, updated_at"
+)
+# A planned row takes its parent, order and staged hash from the staged data every time; what
+# the target holds (payload_hash) follows the staged hash only until the row is done.
+_PLAN = """
+INSERT INTO ledger (entity, source_id, parent_entity, parent, sort_key, payload_hash, staged_hash,
+                    updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (entity, source_id) DO UPDATE SET
+    parent_entity = excluded.parent_entity,
+    parent = excluded.parent,
+    sort_key = excluded.sort_key,
+    staged_hash = excluded.staged_hash,
+    payload_hash = CASE WHEN ledger.status = 'done' THEN ledger.payload_hash
+                        ELSE excluded.payload_hash END,
+    updated_at = excluded.updated_at
+WHERE ledger.parent_entity IS NOT excluded.parent_entity
+    OR ledger.parent IS NOT excluded.parent
+    OR ledger.sort_key IS NOT excluded.sort_key
+    OR ledger.staged_hash IS NOT excluded.staged_hash
+"""
 
 
 class LedgerError(Exception):
@@ -43,17 +65,30 @@ class LedgerTransitionError(LedgerError):
 
 @dataclass(frozen=True)
 class LedgerRow:
-    """One record's load state. `error` is the last failure (kept after a retry)."""
+    """One record's load state. `error` is the last failure (kept after a retry).
+
+    The row loads under (`parent_entity`, `parent`), after its siblings of lower `sort_key`.
+    `payload_hash` is the hash of what the target holds once done; `staged_hash` that of
+    the record staged now: a done row whose two differ changed at the source since.
+    """
 
     entity: str
     source_id: str
+    parent_entity: str | None
     parent: str | None
+    sort_key: str
     status: str
     target_id: str | None
     payload_hash: str | None
+    staged_hash: str | None
     error: str | None
     attempts: int
     updated_at: str
+
+    @property
+    def changed(self) -> bool:
+        """Done, and the staged record changed since it was loaded."""
+        return self.status == "done" and self.staged_hash != self.payload_hash
 
 
 class Ledger:
@@ -64,30 +99,34 @@ class Ledger:
         self._clock = clock
 
     def plan(self, rows: Iterable[dict]) -> int:
-        """Add records to load: absent ones as pending; a present row that is not done takes
-        the new payload_hash; done rows are left alone. Return how many rows were inserted.
+        """Add records to load, or bring their plan up to date; return how many rows are new.
 
-        Each row: {"entity", "source_id", "parent": str | None, "payload_hash": str}.
+        Each row: {"entity", "source_id", "payload_hash", and optionally "parent_entity",
+        "parent", "sort_key"}. Absent rows start pending; a present row takes the new parent,
+        order and staged hash, and, unless it is done, the new payload_hash.
         """
         now = self._clock()
-        inserted = 0
-        with self._db.atomic():
+
+        def values() -> Iterator[tuple]:
             for row in rows:
-                key = (row["entity"], row["source_id"])
-                cursor = self._db.execute(
-                    "INSERT INTO ledger (entity, source_id, parent, payload_hash, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (entity, source_id) DO NOTHING",
-                    [*key, row.get("parent"), row["payload_hash"], now],
+                yield (
+                    row["entity"],
+                    row["source_id"],
+                    row.get("parent_entity"),
+                    row.get("parent"),
+                    row.get("sort_key") or "",
+                    row["payload_hash"],
+                    row["payload_hash"],
+                    now,
                 )
-                if cursor.rowcount:
-                    inserted += 1
-                    continue
-                self._db.execute(
-                    "UPDATE ledger SET payload_hash = ?, updated_at = ? WHERE entity = ?"
-                    " AND source_id = ? AND status != 'done' AND payload_hash IS NOT ?",
-                    [row["payload_hash"], now, *key, row["payload_hash"]],
-                )
-        return inserted
+
+        with self._db.atomic():
+            before = self._row_count()
+            self._db.conn.executemany(_PLAN, values())
+            return self._row_count() - before
+
+    def _row_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM ledger").fetchone()[0])
 
     def begin(self, entity: str, source_id: str) -> None:
         """Mark the row in_flight and count an attempt, before its POST is sent."""
@@ -106,7 +145,7 @@ class Ledger:
             source_id,
             "done",
             ("pending", "in_flight"),
-            "status = 'done', target_id = ?, error = NULL",
+            "status = 'done', target_id = ?, error = NULL, payload_hash = staged_hash",
             [target_id],
         )
 
@@ -127,7 +166,46 @@ class Ledger:
 
     def refreshed(self, entity: str, source_id: str, payload_hash: str) -> None:
         """A done row whose record changed at the source was brought up to date in the target."""
-        self._move(entity, source_id, "refresh", ("done",), "payload_hash = ?", [payload_hash])
+        self._move(
+            entity,
+            source_id,
+            "refresh",
+            ("done",),
+            "payload_hash = ?, staged_hash = ?",
+            [payload_hash, payload_hash],
+        )
+
+    def children(self, parent_entity: str, parent: str) -> list[LedgerRow]:
+        """The rows that load under this node, in (sort_key, source_id) order."""
+        rows = self._db.query(
+            f"SELECT {_COLUMNS} FROM ledger WHERE parent_entity = ? AND parent = ?"
+            " ORDER BY sort_key, source_id",
+            [parent_entity, parent],
+        )
+        return [LedgerRow(**row) for row in rows]
+
+    def is_claimed(self, entities: Iterable[str], target_id: str) -> bool:
+        """Whether a done row of one of `entities` already holds this target id."""
+        names = list(entities)
+        found = fetch_one(
+            self._db,
+            f"SELECT 1 AS hit FROM ledger WHERE target_id = ? AND status = 'done'"
+            f" AND entity IN ({', '.join('?' * len(names))})",
+            [target_id, *names],
+        )
+        return found is not None
+
+    def iter_changed(self, entity: str) -> Iterator[LedgerRow]:
+        """Done rows of `entity` whose staged record changed since they were loaded."""
+        rows = iter_keyset(
+            self._db,
+            f"SELECT {_COLUMNS} FROM ledger",
+            where=["entity = ?", "status = 'done'", "staged_hash IS NOT payload_hash"],
+            params=[entity],
+            keys=("entity", "source_id"),
+        )
+        for row in rows:
+            yield LedgerRow(**row)
 
     def retry_failed(self, entity: str | None = None) -> int:
         """Move failed rows (of `entity`, or all) back to pending; return how many moved."""

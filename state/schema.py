@@ -95,6 +95,21 @@ STEPS: tuple[Step, ...] = (
             "CREATE INDEX runs_open ON runs (ended_at)",
         ),
     ),
+    Step(
+        "the ledger is the load plan: typed parents, sibling order, what was staged",
+        (
+            # parent_entity + parent name the node a row loads under (a wiki slug may hold
+            # "/", so identity is never split out of a source id); sort_key orders siblings;
+            # staged_hash is the staged record's hash, payload_hash what the target holds.
+            "ALTER TABLE ledger ADD COLUMN parent_entity TEXT",
+            "ALTER TABLE ledger ADD COLUMN sort_key TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE ledger ADD COLUMN staged_hash TEXT",
+            "UPDATE ledger SET staged_hash = payload_hash",
+            "DROP INDEX ledger_by_parent",
+            "CREATE INDEX ledger_children ON ledger (parent_entity, parent, sort_key, source_id)",
+            "CREATE INDEX ledger_by_target ON ledger (target_id, entity)",
+        ),
+    ),
 )
 
 

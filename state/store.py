@@ -197,6 +197,11 @@ class StagingStore:
         for row in rows:
             yield _record_dict(row)
 
+    def newest_staged_at(self) -> str | None:
+        """When the most recently changed record was staged (None for an empty store)."""
+        row = fetch_one(self.db, "SELECT max(staged_at) AS newest FROM records")
+        return row["newest"] if row else None
+
     def count_records(self) -> dict[str, int]:
         """entity -> number of staged records."""
         rows = self.db.query("SELECT entity, count(*) AS n FROM records GROUP BY entity")

@@ -1,7 +1,8 @@
 """Helpers for the CLI tests: run `haul` as a real subprocess, write its config, read its output.
 
 The tests see haul as a user does: a command line, an exit status, stdout and stderr, and the
-files it leaves beside the staging database. Nothing here imports haul's own modules.
+files it leaves beside the staging database. Only the config writer is haul's own (the
+same one the demo uses).
 """
 
 from __future__ import annotations
@@ -17,31 +18,12 @@ from typing import Any
 
 import httpx
 
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+
 HAUL = Path(sys.executable).parent / "haul"
 SOURCE_TOKEN_ENV = "HAUL_CLI_SOURCE_TOKEN"
 TARGET_TOKEN_ENV = "HAUL_CLI_TARGET_TOKEN"
 COMMAND_TIMEOUT_S = 120.0
-
-CONFIG = """\
-[source]
-tracker_url = "{source_url}"
-org_id = "{source_org}"
-token_env = "{source_token_env}"
-
-[target]
-tracker_url = "{target_url}"
-org_id = "{target_org}"
-token_env = "{target_token_env}"
-
-[scope]
-queues = [{queues}]
-
-[mapping]
-queues = {{ {queue_mapping} }}
-{mapping_extra}
-[staging]
-path = "staging/haul.db"
-"""
 
 
 def haul_env(tokens: dict[str, str] | None = None) -> dict[str, str]:
@@ -133,27 +115,24 @@ def write_config(
     Tokens are named, never written: SOURCE_TOKEN_ENV and TARGET_TOKEN_ENV hold them. The
     staging database is staging/haul.db under `directory`, so its log is staging/haul.log.
     """
-    mapping_extra = ""
+    extra: dict[str, str] = {}
     if users_file is not None:
-        mapping_extra += f'users_file = "{users_file.name}"\n'
+        extra["users_file"] = users_file.name
     if default_user is not None:
-        mapping_extra += f'default_user = "{default_user}"\n'
-    queue_mapping = {"TEST": "NEW"} if queue_mapping is None else queue_mapping
-    path = directory / "haul.toml"
-    path.write_text(
-        CONFIG.format(
-            source_url=source_url or info["tracker"],
-            target_url=info["tracker"],
-            source_org=info["orgs"]["source"],
-            target_org=info["orgs"]["target"],
-            source_token_env=SOURCE_TOKEN_ENV,
-            target_token_env=TARGET_TOKEN_ENV,
-            queues=", ".join(f'"{queue}"' for queue in queues),
-            queue_mapping=", ".join(f'{key} = "{value}"' for key, value in queue_mapping.items()),
-            mapping_extra=mapping_extra,
-        ),
-        encoding="utf-8",
+        extra["default_user"] = default_user
+    options = SandboxConfig(
+        source_token_env=SOURCE_TOKEN_ENV,
+        target_token_env=TARGET_TOKEN_ENV,
+        queues=queues,
+        queue_mapping={"TEST": "NEW"} if queue_mapping is None else queue_mapping,
+        mapping_extra=extra,
+        staging_path="staging/haul.db",
     )
+    path = write_sandbox_config(directory, info, options)
+    if source_url is not None:  # the source's URL only (the first in the file) elsewhere
+        text = path.read_text(encoding="utf-8")
+        old = f'tracker_url = "{info["tracker"]}"'
+        path.write_text(text.replace(old, f'tracker_url = "{source_url}"', 1), encoding="utf-8")
     return path
 
 
@@ -213,7 +192,7 @@ def source_get(info: dict[str, Any], path: str, **params: Any) -> Any:
 def source_queues(info: dict[str, Any]) -> list[str]:
     """The keys of the source org's queues. A migration tested here takes them all: a link to
     an issue outside the scope cannot be loaded, which would blur what a test checks."""
-    return [queue["key"] for queue in source_get(info, "/queues", perPage=100)]
+    return list(info["queues"]["source"])
 
 
 def source_issues(info: dict[str, Any], queue: str) -> list[dict[str, Any]]:

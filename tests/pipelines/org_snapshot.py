@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.transform import QueueMap
+from haul.pipelines.tracker.transform import QueueMap
 
 SYMMETRIC_LINKS = {"relates"}
 

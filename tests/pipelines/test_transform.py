@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from haul.pipelines.transform import (
+from haul.pipelines.tracker.transform import (
     DictionaryMap,
     QueueMap,
     Transform,

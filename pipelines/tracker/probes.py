@@ -1,48 +1,47 @@
-"""Ask the target whether a record is already there: how `in_flight` ledger rows are reconciled.
+"""Ask the target tracker whether a record is already there: the specs' `find` half.
 
 Each probe looks for the record by the identity DESIGN.md gives it (an issue by key, a comment
-by time, author and text, a worklog by start, duration and author, a link by type, direction and
-other issue, an attachment by name and size, a checklist by its items' text and state) among the
-target's records that no other ledger row has claimed yet, so two identical records are still
-counted as two.
+by time, author and text, a worklog by start, duration and author, a link by type, direction
+and other issue, an attachment by name and size, a checklist by its items' text and state)
+among the target's records that no other ledger row holds (`unclaimed`), so two identical
+records are still counted as two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.extract import parse_time
-from haul.state.ledger import Ledger
+
+Unclaimed = Callable[[str], bool]
 
 
 @dataclass
 class TargetProbe:
-    client: TrackerClient
-    ledger: Ledger
-    target_uids: dict[str, str]  # target login -> target uid
+    """The probes of one target org; `target_uids` maps a target login to its uid."""
 
-    def claimed(self, parent: str, *entities: str) -> set[str]:
-        return {
-            str(row.target_id)
-            for entity in entities
-            for row in self.ledger.iter_rows(status="done", entity=entity, parent=parent)
-        }
+    client: TrackerClient
+    target_uids: dict[str, str]
 
     def _author(self, login: str | None) -> str | None:
         return self.target_uids.get(login or "", login)
 
     async def issue(self, target_key: str) -> str | None:
+        """The issue's key if the target has an issue under it."""
         found = await self.client.find_issue(target_key)
         return str(found["key"]) if found else None
 
-    async def comment(self, parent: str, target_key: str, body: dict[str, Any]) -> str | None:
+    async def comment(
+        self, target_key: str, body: dict[str, Any], unclaimed: Unclaimed
+    ) -> str | None:
+        """A comment with the same time, author and text."""
         candidates = [c async for c in self.client.iter_comments(target_key, expand="")]
-        return _first_unclaimed(
+        return _first(
             candidates,
-            self.claimed(parent, "comment"),
+            unclaimed,
             lambda c: (
                 same_time(c.get("createdAt"), body["createdAt"])
                 and _ref_id(c.get("createdBy")) == self._author(body["createdBy"])
@@ -50,11 +49,14 @@ class TargetProbe:
             ),
         )
 
-    async def worklog(self, parent: str, target_key: str, body: dict[str, Any]) -> str | None:
+    async def worklog(
+        self, target_key: str, body: dict[str, Any], unclaimed: Unclaimed
+    ) -> str | None:
+        """A worklog with the same start, duration and author."""
         candidates = [w async for w in self.client.iter_worklogs(target_key)]
-        return _first_unclaimed(
+        return _first(
             candidates,
-            self.claimed(parent, "worklog"),
+            unclaimed,
             lambda w: (
                 same_time(w.get("start"), body["start"])
                 and w.get("duration") == body["duration"]
@@ -62,22 +64,26 @@ class TargetProbe:
             ),
         )
 
-    async def attachment(self, parent: str, target_key: str, name: str, size: int) -> str | None:
+    async def attachment(
+        self, target_key: str, name: str, size: int, unclaimed: Unclaimed
+    ) -> str | None:
+        """An attachment with the same name and size."""
         candidates = await self.client.list_attachments(target_key)
-        return _first_unclaimed(
+        return _first(
             candidates,
-            self.claimed(parent, "attachment", "comment_attachment"),
+            unclaimed,
             lambda a: a.get("name") == name and int(a.get("size") or 0) == int(size),
         )
 
     async def link(
-        self, parent: str, target_key: str, link: dict[str, Any], other_key: str
+        self, target_key: str, link: dict[str, Any], other_key: str, unclaimed: Unclaimed
     ) -> str | None:
+        """A link of the same type and direction to the same other issue."""
         candidates = await self.client.list_links(target_key)
         symmetric = link["type"]["id"] == "relates"
-        return _first_unclaimed(
+        return _first(
             candidates,
-            self.claimed(parent, "link"),
+            unclaimed,
             lambda c: (
                 c["type"]["id"] == link["type"]["id"]
                 and (symmetric or c.get("direction") == link.get("direction"))
@@ -93,7 +99,16 @@ class TargetProbe:
         return f"{target_key}/checklist" if found[-len(wanted) :] == wanted else None
 
 
+TRACKER_TIME = "%Y-%m-%dT%H:%M:%S.%f%z"
+
+
+def parse_time(value: str) -> datetime:
+    """A tracker timestamp (`2024-01-01T10:00:00.000+0000`) as an aware datetime."""
+    return datetime.strptime(value, TRACKER_TIME)
+
+
 def same_time(left: str | None, right: str | None) -> bool:
+    """Two timestamps name the same instant (written in any zone)."""
     if not left or not right:
         return False
     try:
@@ -108,10 +123,8 @@ def _ref_id(ref: Any) -> str | None:
     return None if ref is None else str(ref)
 
 
-def _first_unclaimed(
-    candidates: Iterable[dict[str, Any]], claimed: set[str], matches: Any
-) -> str | None:
+def _first(candidates: Iterable[dict[str, Any]], unclaimed: Unclaimed, matches: Any) -> str | None:
     for candidate in candidates:
-        if str(candidate["id"]) not in claimed and matches(candidate):
+        if matches(candidate) and unclaimed(str(candidate["id"])):
             return str(candidate["id"])
     return None

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.specs import RecordFailure
+
 KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
 
 # (link type id, direction as seen from the importing issue) -> relationship for links/_import
@@ -40,7 +42,7 @@ DICTIONARY_FIELDS = {
 }
 
 
-class TransformError(Exception):
+class TransformError(RecordFailure):
     """This record cannot be turned into a target body; the message says why."""
 
 

@@ -1,0 +1,306 @@
+"""The load engine: every entity spec's records into the target through the ledger, exactly once.
+
+For each record: mark it `in_flight` and commit, send, record `done` with the target id and
+commit. Before loading, every `in_flight` row an interrupted run left is reconciled by asking
+the target (the spec's `find`); an ambiguous write (it may have been applied) is resolved the
+same way at once. A record the target rejects is `failed` with its reason, and so is every
+record below it ("... was not loaded"), and the run goes on.
+
+The ledger is the plan: each row names the node it loads under. The engine loads trees: a root
+(a row with no parent), then its children in spec order and, among siblings, in `sort_key`
+order, depth first. Independent trees load concurrently. Specs of a later `phase` load once the
+trees are through, each after what it `requires`. The engine knows no entity by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordError
+from haul.pipelines.concurrency import for_each
+from haul.pipelines.progress import Progress
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.state.ledger import LedgerRow
+from haul.state.store import StagedRecord, StagingStore
+
+PlanFn = Callable[[StagingStore], Iterable[Planned]]
+
+log = structlog.get_logger(__name__)
+
+MAX_AMBIGUOUS = 3
+
+
+@dataclass
+class LoadStats:
+    """What one load did, for the summary and the run record."""
+
+    done: int = 0
+    failed: int = 0
+    reconciled_found: int = 0
+    reconciled_missing: int = 0
+    ambiguous: int = 0
+    refreshed: int = 0
+
+
+@dataclass
+class LoadEngine:
+    """One load over the given specs; `plan()` then `run()`."""
+
+    store: StagingStore
+    specs: Sequence[EntitySpec]
+    progress: Progress = field(default_factory=Progress)
+    concurrency: int = 16
+    stop_requested: Callable[[], bool] = lambda: False
+    stats: LoadStats = field(default_factory=LoadStats)
+
+    def __post_init__(self) -> None:
+        self.ledger = self.store.ledger
+        self._specs = {spec.name: spec for spec in self.specs}
+        self._order = {spec.name: index for index, spec in enumerate(self.specs)}
+
+    def plan(self) -> int:
+        """Put every loadable staged record in the ledger; return how many rows are new."""
+        return plan_ledger(self.store, {spec.name: spec.plan for spec in self.specs})
+
+    async def run(self) -> LoadStats:
+        """Reconcile what an interrupted run left in flight, then load every tree and phase."""
+        await self.reconcile_in_flight()
+        self._task = self.progress.task("records loaded")
+        await for_each(self._roots(), self._load_tree, self.concurrency, self.stop_requested)
+        for phase in sorted({spec.phase for spec in self.specs} - {0}):
+            rows = [
+                row
+                for spec in self.specs
+                if spec.phase == phase
+                for row in self.ledger.iter_rows(status="pending", entity=spec.name)
+            ]
+            await for_each(rows, self._load_deferred, self.concurrency, self.stop_requested)
+        return self.stats
+
+    async def reconcile_in_flight(self) -> None:
+        """Settle rows an interrupted run left `in_flight`: done if the target has them."""
+        for row in list(self.ledger.iter_rows(status="in_flight")):
+            spec, ref = self._specs[row.entity], Ref(row.entity, row.source_id)
+            record = self._record(spec, row)
+            found = None
+            if record is not None:
+                found = await self._find(spec, record, self._parent_target(row))
+            if found:
+                self.ledger.done(row.entity, row.source_id, found)
+                self.stats.reconciled_found += 1
+            else:
+                self.ledger.release(row.entity, row.source_id)
+                self.stats.reconciled_missing += 1
+            log.info(
+                "in_flight_reconciled", entity=ref.entity, record=ref.source_id, found=bool(found)
+            )
+
+    # -- which trees to visit -------------------------------------------------------------
+
+    def _roots(self) -> list[Ref]:
+        """The roots of every tree that has a pending row or a changed loaded one."""
+        roots: dict[Ref, None] = {}
+        found: dict[Ref, Ref] = {}
+        for spec in self.specs:
+            if spec.phase:
+                continue
+            for row in self.ledger.iter_rows(status="pending", entity=spec.name):
+                roots[self._root_of(row, found)] = None
+            if spec.refresh is not None:
+                for row in self.ledger.iter_changed(spec.name):
+                    roots[self._root_of(row, found)] = None
+        return sorted(roots, key=lambda ref: (self._order.get(ref.entity, 0), ref.source_id))
+
+    def _root_of(self, row: LedgerRow, found: dict[Ref, Ref]) -> Ref:
+        """Walk up the parents to the topmost planned row, remembering every step."""
+        path = [Ref(row.entity, row.source_id)]
+        current: LedgerRow | None = row
+        while current is not None and current.parent_entity and path[-1] not in found:
+            parent = Ref(current.parent_entity, current.parent or "")
+            current = self.ledger.get(*parent)
+            if current is not None:
+                path.append(parent)
+        root = found.get(path[-1], path[-1])
+        for ref in path:
+            found[ref] = root
+        return root
+
+    # -- loading a tree ---------------------------------------------------------------------
+
+    async def _load_tree(self, root: Ref) -> None:
+        row = self.ledger.get(*root)
+        if row is None:
+            return
+        parent_target = None
+        if row.parent_entity:  # a root whose parent is known but not loaded
+            parent = self.ledger.get(row.parent_entity, row.parent or "")
+            if parent is None or parent.status != "done":
+                self._fail_subtree(row, f"{row.parent_entity} {row.parent} was not loaded")
+                return
+            parent_target = parent.target_id
+        await self._load_node(row, parent_target)
+
+    async def _load_node(self, row: LedgerRow, parent_target: str | None) -> None:
+        spec = self._specs[row.entity]
+        target_id = await self._apply(spec, row, parent_target)
+        if target_id is None:
+            self._fail_below(row, f"{row.entity} {row.source_id} was not loaded")
+            return
+        if spec.refresh is not None and row.changed:
+            await self._refresh(spec, row, target_id)
+        for child in self._children(row):
+            await self._load_node(child, target_id)
+
+    def _children(self, row: LedgerRow) -> list[LedgerRow]:
+        """The next level down, deferred phases left out: in spec order, then sibling order."""
+        rows = [
+            child
+            for child in self.ledger.children(row.entity, row.source_id)
+            if child.entity in self._specs and not self._specs[child.entity].phase
+        ]
+        return sorted(rows, key=lambda child: self._order[child.entity])
+
+    async def _load_deferred(self, row: LedgerRow) -> None:
+        """A later-phase record: its parent and everything it requires must be loaded."""
+        spec = self._specs[row.entity]
+        parent_target = None
+        if row.parent_entity:
+            parent = self.ledger.get(row.parent_entity, row.parent or "")
+            if parent is not None and parent.status != "done":
+                self._fail_pending(row, f"{row.parent_entity} {row.parent} was not loaded")
+                return
+            parent_target = parent.target_id if parent else None
+        record = self._record(spec, row)
+        for ref in spec.requires(record) if record else []:
+            needed = self.ledger.get(*ref)
+            if needed is not None and needed.status != "done":
+                reason = f"{ref} was not loaded, so the {spec.name} cannot be made"
+                self._fail_pending(row, reason)
+                return
+        await self._apply(spec, row, parent_target)
+
+    async def _refresh(self, spec: EntitySpec, row: LedgerRow, target_id: str) -> None:
+        record = self._record(spec, row)
+        if record is None or spec.refresh is None:
+            return
+        try:
+            await spec.refresh(record, target_id)
+        except (RecordError, RecordFailure) as exc:
+            log.warning(
+                "record_refresh_failed", entity=row.entity, record=row.source_id, error=str(exc)
+            )
+            return
+        self.ledger.refreshed(row.entity, row.source_id, record.content_hash)
+        self.stats.refreshed += 1
+        log.info("record_refreshed", entity=row.entity, record=row.source_id)
+
+    # -- one record, exactly once -------------------------------------------------------------
+
+    async def _apply(
+        self, spec: EntitySpec, row: LedgerRow, parent_target: str | None
+    ) -> str | None:
+        """Load one record exactly once; its target id when it is in the target, else None."""
+        if row.status == "done":
+            return row.target_id
+        if row.status == "failed":
+            return None
+        record = self._record(spec, row)
+        if record is None:
+            return self._fail(
+                row, RecordFailure(f"{row.entity} {row.source_id} is no longer staged")
+            )
+        for _ in range(MAX_AMBIGUOUS):
+            self.ledger.begin(row.entity, row.source_id)
+            try:
+                target_id = await spec.send(record, parent_target)
+            except (AmbiguousWriteError, ConflictError) as exc:
+                self.stats.ambiguous += isinstance(exc, AmbiguousWriteError)
+                found = await self._find(spec, record, parent_target)
+                log.warning(
+                    "write_uncertain",
+                    entity=row.entity,
+                    record=row.source_id,
+                    error=str(exc),
+                    found=bool(found),
+                )
+                if found:
+                    return self._done(row, found)
+                if isinstance(exc, ConflictError):
+                    return self._fail(row, exc)
+                self.ledger.release(row.entity, row.source_id)
+                continue
+            except (RecordError, RecordFailure) as exc:
+                return self._fail(row, exc)
+            return self._done(row, target_id)
+        return self._fail(
+            row, RecordFailure("the write's outcome stayed uncertain; the target does not show it")
+        )
+
+    async def _find(
+        self, spec: EntitySpec, record: StagedRecord, parent_target: str | None
+    ) -> str | None:
+        def unclaimed(target_id: str) -> bool:
+            return not self.ledger.is_claimed(spec.claim_group, target_id)
+
+        return await spec.find(record, parent_target, unclaimed)
+
+    def _record(self, spec: EntitySpec, row: LedgerRow) -> StagedRecord | None:
+        return self.store.get_record(spec.staged, row.source_id)
+
+    def _parent_target(self, row: LedgerRow) -> str | None:
+        if not row.parent_entity:
+            return None
+        return self.ledger.target_id(row.parent_entity, row.parent or "")
+
+    def _done(self, row: LedgerRow, target_id: str) -> str:
+        self.ledger.done(row.entity, row.source_id, target_id)
+        self.stats.done += 1
+        self.progress.advance(self._task)
+        return target_id
+
+    def _fail(self, row: LedgerRow, exc: BaseException) -> None:
+        self.ledger.fail(row.entity, row.source_id, f"{type(exc).__name__}: {exc}")
+        self.stats.failed += 1
+        log.warning("record_failed", entity=row.entity, record=row.source_id, error=str(exc))
+        return None
+
+    def _fail_pending(self, row: LedgerRow, reason: str) -> None:
+        current = self.ledger.get(row.entity, row.source_id)
+        if current is not None and current.status in ("pending", "in_flight"):
+            self.ledger.fail(row.entity, row.source_id, reason)
+            self.stats.failed += 1
+
+    def _fail_subtree(self, row: LedgerRow, reason: str) -> None:
+        self._fail_pending(row, reason)
+        self._fail_below(row, f"{row.entity} {row.source_id} was not loaded")
+
+    def _fail_below(self, row: LedgerRow, reason: str) -> None:
+        """Fail what waits below a record that did not load; deferred phases judge for themselves."""
+        for child in self._children(row):
+            self._fail_subtree(child, reason)
+
+
+def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
+    """Bring the ledger up to date with what is staged, one transaction; return the new rows.
+
+    Run after every extract, so that counts and status are aggregate queries on the ledger.
+    """
+    with store.transaction():  # the store reads in pages: writing meanwhile is safe
+        return sum(
+            store.ledger.plan(_ledger_row(name, item) for item in plan(store))
+            for name, plan in plans.items()
+        )
+
+
+def _ledger_row(entity: str, item: Planned) -> dict[str, object]:
+    return {
+        "entity": entity,
+        "source_id": item.record.source_id,
+        "parent_entity": item.parent.entity if item.parent else None,
+        "parent": item.parent.source_id if item.parent else None,
+        "sort_key": item.sort_key,
+        "payload_hash": item.record.content_hash,
+    }

@@ -1,0 +1,86 @@
+"""A haul config for a running sandbox, written from the one JSON line the sandbox prints.
+
+The demo, the tests and the benchmarks all migrate a sandbox's source org into its target
+org; this is the one place that turns the JSON line (URLs, org ids, source queues) into a
+config file. Tokens are named (`token_env`), never written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SERVICE_URLS = (("tracker", "tracker_url"), ("wiki", "wiki_url"), ("forms", "forms_url"))
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """What to write beyond the sandbox's own facts; every field has the usual default."""
+
+    source_token_env: str
+    target_token_env: str | None = None  # None: the same variable as the source
+    queues: list[str] | None = None  # None: every source queue of the JSON line
+    queue_mapping: Mapping[str, str] = field(default_factory=lambda: {"TEST": "NEW"})
+    mapping_extra: Mapping[str, str] = field(default_factory=lambda: {"default_user": "robot"})
+    staging_path: str = "haul.db"
+    endpoint_extra: Mapping[str, Any] = field(default_factory=dict)  # read_rps, ...
+    sections: str = ""  # extra TOML appended as it is ([tuning] ...)
+    with_target: bool = True
+    services: tuple[str, ...] = ("tracker",)
+
+
+def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
+    """The TOML text of a config that moves the sandbox's source org into its target org."""
+    queues = options.queues if options.queues is not None else info["queues"]["source"]
+    lines = _endpoint("source", info, options.source_token_env, options)
+    if options.with_target:
+        lines += _endpoint(
+            "target", info, options.target_token_env or options.source_token_env, options
+        )
+    lines += ["[scope]", f"queues = {_toml_list(queues)}", ""]
+    lines += ["[mapping]", f"queues = {_toml_table(options.queue_mapping)}"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in options.mapping_extra.items()]
+    lines += ["", "[staging]", f"path = {_toml_value(options.staging_path)}", ""]
+    return "\n".join(lines) + options.sections
+
+
+def write_sandbox_config(directory: Path, info: Mapping[str, Any], options: SandboxConfig) -> Path:
+    """Write `haul.toml` in `directory` (created if needed) and return its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "haul.toml"
+    path.write_text(sandbox_config_text(info, options), encoding="utf-8")
+    return path
+
+
+def _endpoint(
+    section: str, info: Mapping[str, Any], token_env: str, options: SandboxConfig
+) -> list[str]:
+    lines = [f"[{section}]"]
+    for service, key in SERVICE_URLS:
+        if service in options.services and info.get(service):
+            lines.append(f"{key} = {_toml_value(info[service])}")
+    lines.append(f"org_id = {_toml_value(info['orgs'][section])}")
+    lines.append(f"token_env = {_toml_value(token_env)}")
+    lines += [f"{key} = {_toml_value(value)}" for key, value in options.endpoint_extra.items()]
+    return [*lines, ""]
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(_toml_value(value) for value in values) + "]"
+
+
+def _toml_table(mapping: Mapping[str, str]) -> str:
+    return (
+        "{ " + ", ".join(f"{key} = {_toml_value(value)}" for key, value in mapping.items()) + " }"
+    )

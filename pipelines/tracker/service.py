@@ -1,0 +1,159 @@
+"""The tracker as a service of the runner: its client, extract parts and load parts.
+
+The load needs the target's dictionaries, queues and users: they are staged (under
+`target.`) when the load starts, the transform is built from both orgs' staged dictionaries,
+and the preflight stops before any write if the target lacks a queue or a dictionary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.streams import Extractor, ExtractStats
+from haul.pipelines.tracker.probes import TargetProbe
+from haul.pipelines.tracker.specs import PLANS, TrackerLoad
+from haul.pipelines.tracker.streams import IssueDrain, IssueScroll, dictionary_streams
+from haul.pipelines.tracker.transform import (
+    DictionaryMap,
+    MissingDictionaryValues,
+    QueueMap,
+    Transform,
+    UserMap,
+    read_users_csv,
+)
+from haul.state.store import StagingStore
+
+DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
+
+
+class PreflightError(Exception):
+    """The load cannot start: the target lacks something the staged data needs."""
+
+
+class TrackerService:
+    """The issue tracker: issues and everything hanging off them."""
+
+    name = "tracker"
+    loadable = tuple(PLANS)
+    staged_only = ("changelog",)  # no import endpoint exists: staged for exports only
+    plans = PLANS
+
+    def configured(self, endpoint: Endpoint) -> bool:
+        return bool(getattr(endpoint, "tracker_url", None))
+
+    def client(self, endpoint: Endpoint, environ: Mapping[str, str]) -> TrackerClient:
+        return TrackerClient.connect(
+            base_url=endpoint.tracker_url,
+            token=endpoint.token(environ),
+            org_id=endpoint.org_id,
+            cloud_org_id=endpoint.cloud_org_id,
+            auth_scheme=endpoint.auth_scheme,
+            read_rate=endpoint.read_rps,
+            write_rate=endpoint.write_rps,
+        )
+
+    async def source(
+        self, config: Config, client: TrackerClient, store: StagingStore
+    ) -> SourceParts:
+        tuning = config.tuning
+        scrolls = [
+            IssueScroll(
+                client,
+                queue,
+                narrowing=config.scope.query,
+                per_scroll=tuning.per_scroll,
+                ttl_ms=tuning.scroll_ttl_ms,
+                lookback=timedelta(minutes=tuning.lookback_minutes),
+            )
+            for queue in config.scope.queues
+        ]
+        drain = IssueDrain(client, store, concurrent=tuning.concurrency > 1)
+
+        async def details(stats: ExtractStats) -> Details:
+            return {
+                "source_issue_count": await _issue_count(
+                    client, config.scope.queues, config.scope.query
+                ),
+                "issues_staged": stats.staged["issue"],
+                "issues_drained": stats.drained["issue"],
+                "attachment_bytes": drain.attachment_bytes,
+                "scroll_restarts": sum(scroll.restarts for scroll in scrolls),
+            }
+
+        return SourceParts([*dictionary_streams(client), *scrolls], [drain], details)
+
+    async def target(
+        self, config: Config, client: TrackerClient, store: StagingStore
+    ) -> TargetParts:
+        await Extractor(store, dictionary_streams(client, prefix="target.")).run()
+        transform = build_transform(store, config)
+        preflight(store, transform, config)
+        probe = TargetProbe(client, target_uids(store))
+        queue_map = transform.queues
+        target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
+
+        async def details() -> Details:
+            return {"target_issue_count": await _issue_count(client, target_queues)}
+
+        def unmapped() -> list[str]:
+            return sorted(transform.users.unmapped)
+
+        return TargetParts(TrackerLoad(client, store, transform, probe).specs(), details, unmapped)
+
+
+TRACKER = TrackerService()
+
+
+def build_transform(store: StagingStore, config: Config) -> Transform:
+    """The maps the load needs, from the staged dictionaries and users of both orgs."""
+    source_logins = {row.source_id: row.raw["login"] for row in store.iter_records("user")}
+    target_logins = {row.raw["login"] for row in store.iter_records("target.user")}
+    explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
+    source_keys = {
+        kind: {row.source_id: row.raw.get("key", row.source_id) for row in store.iter_records(kind)}
+        for kind in DICTIONARY_KINDS
+    }
+    target_ids = {
+        kind: {
+            row.raw.get("key", row.source_id): row.raw["id"]
+            for row in store.iter_records(f"target.{kind}")
+        }
+        for kind in DICTIONARY_KINDS
+    }
+    return Transform(
+        queues=QueueMap(dict(config.mapping.queues)),
+        users=UserMap(source_logins, target_logins, explicit, config.mapping.default_user),
+        dictionaries=DictionaryMap(source_keys, target_ids),
+        unique_prefix=f"haul:{config.source.org}",
+    )
+
+
+def target_uids(store: StagingStore) -> dict[str, str]:
+    """Target login -> target uid, from the target's staged users."""
+    return {row.raw["login"]: str(row.raw["uid"]) for row in store.iter_records("target.user")}
+
+
+def preflight(store: StagingStore, transform: Transform, config: Config) -> None:
+    """Stop before any write when the target lacks a queue or a dictionary key we need."""
+    target_queues = {row.source_id for row in store.iter_records("target.queue")}
+    wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
+    if missing_queues := sorted(wanted - target_queues):
+        raise PreflightError(
+            f"the target org has no queue {', '.join(missing_queues)}: create it, or map the queue elsewhere"
+        )
+    missing = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
+    if missing:
+        raise MissingDictionaryValues(missing)
+
+
+async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None = None) -> int:
+    total = 0
+    for queue in queues:
+        query = f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "")
+        total += await client.count_issues(query=query)
+    return total
