@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -18,9 +18,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -q
 
+TYPECHECK := build/typecheck
+PACKAGES := connectors state pipelines sandbox
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/haul
+	for d in $(PACKAGES); do ln -s ../../../$$d $(TYPECHECK)/haul/$$d; done
+	cd $(TYPECHECK) && ../../$(BIN)/mypy --config-file ../../pyproject.toml $(foreach d,$(PACKAGES),-p haul.$(d))
 
 bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py

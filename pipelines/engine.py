@@ -261,7 +261,7 @@ class LoadEngine:
         self.progress.advance(self._task)
         return target_id
 
-    def _fail(self, row: LedgerRow, exc: BaseException) -> None:
+    def _fail(self, row: LedgerRow, exc: BaseException) -> str | None:
         self.ledger.fail(row.entity, row.source_id, f"{type(exc).__name__}: {exc}")
         self.stats.failed += 1
         log.warning("record_failed", entity=row.entity, record=row.source_id, error=str(exc))

@@ -52,10 +52,21 @@ class Client(Protocol):
 class Service(Protocol):
     """One service as the runner sees it."""
 
-    name: str
-    loadable: tuple[str, ...]  # ledger entities, in report order
-    staged_only: tuple[str, ...]  # staged for exports, never loaded
-    plans: Mapping[str, PlanFn]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def loadable(self) -> tuple[str, ...]:
+        """The ledger entities, in report order."""
+        ...
+
+    @property
+    def staged_only(self) -> tuple[str, ...]:
+        """Entities staged for exports, never loaded."""
+        ...
+
+    @property
+    def plans(self) -> Mapping[str, PlanFn]: ...
 
     def configured(self, endpoint: Endpoint) -> bool: ...
 

@@ -49,8 +49,11 @@ class Page:
 class Stream(Protocol):
     """A listing staged page by page; see the module docstring."""
 
-    entity: str
-    checkpoint: str | None
+    @property
+    def entity(self) -> str: ...
+
+    @property
+    def checkpoint(self) -> str | None: ...
 
     def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]: ...
 
@@ -58,7 +61,8 @@ class Stream(Protocol):
 class Drain(Protocol):
     """The children of one staged parent; see the module docstring."""
 
-    parent: str
+    @property
+    def parent(self) -> str: ...
 
     async def fetch(self, parent: StagedRecord) -> dict[str, list[Row]]: ...
 

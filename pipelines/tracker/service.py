@@ -13,6 +13,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Details, SourceParts, TargetParts
 from haul.pipelines.streams import Extractor, ExtractStats
 from haul.pipelines.tracker.probes import TargetProbe
@@ -38,10 +39,10 @@ class PreflightError(Exception):
 class TrackerService:
     """The issue tracker: issues and everything hanging off them."""
 
-    name = "tracker"
-    loadable = tuple(PLANS)
-    staged_only = ("changelog",)  # no import endpoint exists: staged for exports only
-    plans = PLANS
+    name: str = "tracker"
+    loadable: tuple[str, ...] = tuple(PLANS)
+    staged_only: tuple[str, ...] = ("changelog",)  # no import endpoint: staged for exports only
+    plans: Mapping[str, PlanFn] = PLANS
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))

@@ -175,8 +175,9 @@ class IssueDrain:
             self.client.list_attachments(key),
             self.client.list_checklist(key),
         )
+        results: list[list[dict[str, Any]]]
         if self.concurrent:
-            results = await asyncio.gather(*listings)
+            results = list(await asyncio.gather(*listings))
         else:  # one request at a time: the benchmark's baseline
             results = [await listing for listing in listings]
         comments, worklogs, changelog, links, attachments, checklist = results

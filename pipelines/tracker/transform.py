@@ -270,4 +270,4 @@ def _queue_key(issue: dict[str, Any]) -> str:
     queue = issue.get("queue")
     if isinstance(queue, dict) and queue.get("key"):
         return str(queue["key"])
-    return issue["key"].rpartition("-")[0]
+    return str(issue["key"]).rpartition("-")[0]
