@@ -38,6 +38,7 @@ class RunSummary:
     counts: list[EntityCounts] = field(default_factory=list)
     unmapped_users: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    problems: int = 0  # records the extract could not stage whole (store.problems)
 
     @property
     def failed(self) -> int:
@@ -107,6 +108,7 @@ async def extract(
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             summary.counts = entity_counts(store, all_services())
+            summary.problems = store.problems.count()
             run.counts.update(summary.details)
             return summary
 
@@ -125,6 +127,7 @@ async def load(
         with StagingStore.open(config.staging_path) as store, recorded_run(store, "load") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
+            summary.problems = store.problems.count()
             run.counts.update(summary.details, complete=summary.complete)
             return summary
 
@@ -146,6 +149,7 @@ async def run_all(
             loaded = await _load(stage, targets, retry_failed)
             loaded.command = "run"
             loaded.details = {**extracted.details, **loaded.details}
+            loaded.problems = store.problems.count()
             run.counts.update(loaded.details, complete=loaded.complete)
             return loaded
 

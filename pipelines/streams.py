@@ -16,8 +16,11 @@ wholly drained as of its `updated_at` or drained again by the next run::
     drain.parent                       the staged entity whose records it drains
     drain.fetch(parent_record)         -> {child entity: rows}
 
-Rows are the dicts `StagingStore.upsert_records` takes. Drains run concurrently in bounded
-workers fed by the streams; parents left undrained by an interrupted run go first.
+Rows are the dicts `StagingStore.upsert_records` takes. A child row that could not be fetched
+whole carries a `"problem"` (why): it is staged as far as it came, its problem is kept in the
+store's problems (`haul failures` lists them), and the parent is left undrained so the next
+run fetches it again. Drains run concurrently in bounded workers fed by the streams; parents
+left undrained by an interrupted run go first.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Page:
 
     rows: list[Row]
     checkpoint: dict[str, Any] | None = None
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # entity, id, why
 
 
 class Stream(Protocol):
@@ -73,6 +77,7 @@ class ExtractStats:
 
     staged: Counter[str] = field(default_factory=Counter)
     drained: Counter[str] = field(default_factory=Counter)
+    problems: int = 0
 
 
 @dataclass
@@ -133,8 +138,12 @@ class Extractor:
         """Stage a page and move the checkpoint, together; return the page's source ids."""
         with self.store.transaction():
             self.store.upsert_records(stream.entity, page.rows)
+            for entity, source_id, problem in page.problems:
+                self.store.problems.record(entity, source_id, problem)
+                log.warning("record_problem", entity=entity, record=source_id, error=problem)
             if stream.checkpoint and page.checkpoint is not None:
                 self.store.set_checkpoint(stream.checkpoint, page.checkpoint)
+        self.stats.problems += len(page.problems)
         self.stats.staged[stream.entity] += len(page.rows)
         log.info(
             "page_staged", entity=stream.entity, rows=len(page.rows), checkpoint=page.checkpoint
@@ -156,11 +165,22 @@ class Extractor:
         if self.store.drained_version(key, entity=drain.parent) == parent.updated_at:
             return
         children = await drain.fetch(parent)
+        troubled = 0
         with self.store.transaction():
             for entity, rows in children.items():
                 self.store.replace_children(key, entity, rows)
-            self.store.mark_drained(key, parent.updated_at, entity=drain.parent)
+                problems = {
+                    str(row["source_id"]): row["problem"] for row in rows if row.get("problem")
+                }
+                for source_id, problem in problems.items():
+                    self.store.problems.record(entity, source_id, problem, parent=key)
+                    log.warning("record_problem", entity=entity, record=source_id, error=problem)
+                self.store.problems.clear_under(key, entity, keep=set(problems))
+                troubled += len(problems)
+            if not troubled:  # else the next run drains this parent again
+                self.store.mark_drained(key, parent.updated_at, entity=drain.parent)
         self.stats.drained[drain.parent] += 1
+        self.stats.problems += troubled
         for entity, rows in children.items():
             self.stats.staged[entity] += len(rows)
         self.progress.advance(self.progress.task(f"{drain.parent} drained"))

@@ -110,6 +110,22 @@ STEPS: tuple[Step, ...] = (
             "CREATE INDEX ledger_by_target ON ledger (target_id, entity)",
         ),
     ),
+    Step(
+        "extract problems",
+        (
+            # a record the extract could not stage whole (a download cut short, a record
+            # without its identity): kept until a later extract stages it
+            """CREATE TABLE problems (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                parent TEXT,
+                error TEXT NOT NULL,
+                first_seen TEXT NOT NULL,
+                last_seen TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id)
+            )""",
+        ),
+    ),
 )
 
 

@@ -26,6 +26,7 @@ from haul.state.blobs import BlobStore
 from haul.state.clock import Clock, utc_now
 from haul.state.hashing import canonical_json, content_hash
 from haul.state.ledger import Ledger
+from haul.state.problems import Problems
 from haul.state.reads import fetch_one, iter_keyset
 from haul.state.runs import RunHandle, recent_runs, recorded_run
 from haul.state.schema import migrate
@@ -70,6 +71,7 @@ class StagingStore:
         self.db = db
         self.blobs = BlobStore(path.with_name(path.name + ".blobs"))
         self.ledger = Ledger(db, clock)
+        self.problems = Problems(db, clock)
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
 

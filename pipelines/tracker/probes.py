@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
@@ -99,12 +99,14 @@ class TargetProbe:
         return f"{target_key}/checklist" if found[-len(wanted) :] == wanted else None
 
 
-TRACKER_TIME = "%Y-%m-%dT%H:%M:%S.%f%z"
-
-
 def parse_time(value: str) -> datetime:
-    """A tracker timestamp (`2024-01-01T10:00:00.000+0000`) as an aware datetime."""
-    return datetime.strptime(value, TRACKER_TIME)
+    """A timestamp as an aware datetime: the tracker's `2024-01-01T10:00:00.000+0000`, or any
+    other ISO 8601 form (`Z`, `+00:00`, no fraction); one without a zone is taken as UTC.
+
+    ValueError for anything else.
+    """
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def same_time(left: str | None, right: str | None) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import ScrollExpiredError
+from haul.connectors.errors import RecordError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.streams import Page, Row
 from haul.pipelines.tracker.probes import parse_time
@@ -26,6 +26,7 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 MAX_SCROLL_RESTARTS = 20
+DOWNLOAD_ATTEMPTS = 3
 
 
 class ScrollStalled(Exception):
@@ -141,17 +142,35 @@ class IssueScroll:
         )
 
     def _page(self, issues: list[dict[str, Any]]) -> Page:
-        rows = [
-            {
-                "source_id": issue["key"],
-                "parent": self.queue,
-                "updated_at": issue["updatedAt"],
-                "raw": issue,
-            }
-            for issue in issues
-        ]
-        last = issues[-1]
-        return Page(rows, {"updated_at": last["updatedAt"], "key": last["key"]})
+        """Rows for the issues that have a key; the watermark of the last readable update time.
+
+        An issue without a key cannot be staged (nothing would name it): it is kept as a
+        problem under its queue and id, and left out. An update time in another form is staged as it came; the watermark is
+        written in the tracker's own form, so a later run can always read it back.
+        """
+        rows, problems, watermark = [], [], None
+        for issue in issues:
+            if not issue.get("key"):
+                name = f"{self.queue}:id={issue.get('id', '?')}"
+                problems.append(("issue", name, "the tracker listed an issue without a key"))
+                continue
+            rows.append(
+                {
+                    "source_id": issue["key"],
+                    "parent": self.queue,
+                    "updated_at": issue.get("updatedAt"),
+                    "raw": issue,
+                }
+            )
+            try:
+                moment = parse_time(str(issue.get("updatedAt")))
+            except ValueError:
+                log.warning(
+                    "unreadable_time", issue=issue["key"], updated_at=issue.get("updatedAt")
+                )
+                continue
+            watermark = {"updated_at": format_time(moment), "key": issue["key"]}
+        return Page(rows, watermark, problems)
 
 
 @dataclass
@@ -181,19 +200,26 @@ class IssueDrain:
         else:  # one request at a time: the benchmark's baseline
             results = [await listing for listing in listings]
         comments, worklogs, changelog, links, attachments, checklist = results
-        blobs = await self._fetch_blobs(key, attachments)
+        blobs, problems = await self._fetch_blobs(key, attachments)
         return {
             "comment": _rows(key, comments),
             "worklog": _rows(key, worklogs),
             "changelog": _rows(key, changelog),
             "link": _rows(key, links),
-            "attachment": _rows(key, attachments, blobs),
+            "attachment": _rows(key, attachments, blobs, problems),
             "checklist": _checklist_rows(key, checklist),
         }
 
-    async def _fetch_blobs(self, key: str, attachments: list[dict[str, Any]]) -> dict[str, str]:
-        """Download each attachment not staged yet (same id, same size); return id -> sha256."""
+    async def _fetch_blobs(
+        self, key: str, attachments: list[dict[str, Any]]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Download each attachment not staged yet (same id, same size).
+
+        Returns id -> sha256 of the staged bytes, and id -> problem for those whose bytes
+        could not be had whole.
+        """
         blobs: dict[str, str] = {}
+        problems: dict[str, str] = {}
         for attachment in attachments:
             staged = self.store.get_record("attachment", f"{key}/{attachment['id']}")
             if (
@@ -204,13 +230,44 @@ class IssueDrain:
             ):
                 blobs[str(attachment["id"])] = staged.blob
                 continue
-            with self.store.blobs.writer() as sink:
-                await self.client.download_attachment(
-                    key, attachment["id"], attachment["name"], sink
+            try:
+                blobs[str(attachment["id"])] = await self._download(key, attachment)
+            except DownloadProblem as exc:
+                problems[str(attachment["id"])] = str(exc)
+        return blobs, problems
+
+    async def _download(self, key: str, attachment: dict[str, Any]) -> str:
+        """The attachment's bytes into the blob store, checked against the listed size."""
+        expected = attachment.get("size")
+        problem = ""
+        for _ in range(DOWNLOAD_ATTEMPTS):
+            try:
+                with self.store.blobs.writer() as sink:
+                    await self.client.download_attachment(
+                        key, attachment["id"], attachment["name"], sink
+                    )
+                    if expected is not None and sink.size != int(expected):
+                        # raised inside the writer's block: the short file is discarded
+                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
+            except _WrongSize as exc:
+                problem = f"download of {attachment['name']!r} came short or long: {exc}"
+                log.warning(
+                    "download_wrong_size", issue=key, attachment=attachment["id"], error=str(exc)
                 )
-            blobs[str(attachment["id"])] = sink.sha256
+                continue
+            except RecordError as exc:
+                raise DownloadProblem(f"download of {attachment['name']!r} failed: {exc}") from exc
             self.attachment_bytes += sink.size
-        return blobs
+            return sink.sha256
+        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
+
+
+class _WrongSize(Exception):
+    pass
+
+
+class DownloadProblem(Exception):
+    """An attachment's bytes could not be had whole; the message says why."""
 
 
 def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[Row]:
@@ -232,15 +289,21 @@ async def _collect(listing: Any) -> list[dict[str, Any]]:
 
 
 def _rows(
-    parent: str, records: list[dict[str, Any]], blobs: dict[str, str] | None = None
+    parent: str,
+    records: list[dict[str, Any]],
+    blobs: dict[str, str] | None = None,
+    problems: dict[str, str] | None = None,
 ) -> list[Row]:
-    return [
-        {
+    rows = []
+    for record in records:
+        row = {
             "source_id": f"{parent}/{record['id']}",
             "parent": parent,
             "updated_at": record.get("updatedAt") or record.get("createdAt"),
             "raw": record,
             "blob": (blobs or {}).get(str(record["id"])),
         }
-        for record in records
-    ]
+        if problems and str(record["id"]) in problems:
+            row["problem"] = problems[str(record["id"])]
+        rows.append(row)
+    return rows

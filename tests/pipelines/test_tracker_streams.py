@@ -1,0 +1,53 @@
+"""The tracker's issue scroll turns a page into rows and a watermark a later run can read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.tracker.streams import IssueScroll, since_watermark
+
+
+def scroll() -> IssueScroll:
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3",
+        token="t",
+        org_id="1",
+        transport=httpx.MockTransport(lambda request: httpx.Response(500)),
+    )
+    return IssueScroll(client, "TEST")
+
+
+def test_an_issue_without_a_key_is_a_problem_not_a_row() -> None:
+    """Nothing could name it in the store: it is reported under its queue and id."""
+    page = scroll()._page(
+        [
+            {"key": "TEST-1", "updatedAt": "2024-01-01T10:00:00.000+0000"},
+            {"id": "abc", "updatedAt": "2024-01-01T11:00:00.000+0000"},
+        ]
+    )
+    assert [row["source_id"] for row in page.rows] == ["TEST-1"]
+    assert page.problems == [("issue", "TEST:id=abc", "the tracker listed an issue without a key")]
+    assert page.checkpoint == {"updated_at": "2024-01-01T10:00:00.000+0000", "key": "TEST-1"}
+
+
+def test_the_watermark_is_written_in_the_trackers_own_form() -> None:
+    """An update time in another ISO form is staged as it came; the watermark is normalised."""
+    page = scroll()._page([{"key": "TEST-2", "updatedAt": "2024-01-01T12:30:00+02:00"}])
+    assert page.rows[0]["updated_at"] == "2024-01-01T12:30:00+02:00"
+    assert page.checkpoint == {"updated_at": "2024-01-01T10:30:00.000+0000", "key": "TEST-2"}
+    assert since_watermark(page.checkpoint, timedelta(minutes=10)) == "2024-01-01T10:20:00.000+0000"
+
+
+def test_an_unreadable_update_time_keeps_the_last_readable_watermark() -> None:
+    """Garbage never becomes the watermark: the page's last readable time does."""
+    page = scroll()._page(
+        [
+            {"key": "TEST-3", "updatedAt": "2024-01-02T00:00:00.000+0000"},
+            {"key": "TEST-4", "updatedAt": "yesterday"},
+        ]
+    )
+    assert [row["source_id"] for row in page.rows] == ["TEST-3", "TEST-4"]
+    assert page.checkpoint == {"updated_at": "2024-01-02T00:00:00.000+0000", "key": "TEST-3"}
