@@ -67,6 +67,7 @@ class LoadEngine:
 
     async def run(self) -> LoadStats:
         """Reconcile what an interrupted run left in flight, then load every tree and phase."""
+        self._parents = self.ledger.parent_entities()  # no children query for a leaf's row
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         await for_each(self._roots(), self._load_tree, self.concurrency, self.stop_requested)
@@ -156,6 +157,8 @@ class LoadEngine:
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
         """The next level down, deferred phases left out: in spec order, then sibling order."""
+        if row.entity not in self._parents:
+            return []
         rows = [
             child
             for child in self.ledger.children(row.entity, row.source_id)

@@ -184,6 +184,11 @@ class Ledger:
         )
         return [LedgerRow(**row) for row in rows]
 
+    def parent_entities(self) -> set[str]:
+        """The entities that some row loads under."""
+        rows = self._db.execute("SELECT DISTINCT parent_entity FROM ledger").fetchall()
+        return {entity for (entity,) in rows if entity}
+
     def is_claimed(self, entities: Iterable[str], target_id: str) -> bool:
         """Whether a done row of one of `entities` already holds this target id."""
         names = list(entities)
