@@ -1,20 +1,36 @@
-"""The errors every connector raises, grouped by what the caller should do about them.
+"""Every error haul raises on purpose, grouped by what the caller should do about it.
+
+Each class carries the exit status the command line ends with (`exit_code`) and a one-line
+message that names the thing (the service and org, the URL, the record, the file) and the
+way out. The root is here, at the bottom of the dependency arrows, so that the pipelines'
+own errors (config, preflight) descend from it too; the staging store, which may not import
+connectors, has its own small tree (`haul.state.errors`) that the runner translates into
+`StorageError` where it opens the store.
 
 ::
 
-    HaulHTTPError                 any failed call; carries service, method, url, status,
-    │                             the server's own message and the response (if any)
-    ├── TransientError            retry later: 429 / 5xx / connect failures, raised once the
-    │                             core's own retries are used up
-    ├── RecordError               give up on this record, carry on with the others (4xx)
-    │   ├── NotFoundError         404
-    │   ├── ConflictError         409 (a duplicate key or `unique`, a stale version)
-    │   └── ValidationError       400, 413, 422 and any other 4xx but 401/403
-    ├── FatalError                stop the run: a person must fix something first
-    │   ├── AuthError             401 / 403: the token or the org id is wrong
-    │   └── PaginationError       a listing repeats itself or a page is malformed
-    ├── AmbiguousWriteError       a write may have been applied: ask the target before retrying
-    └── ScrollExpiredError        the scroll is gone: restart the listing from a watermark
+    HaulError                         exit 1 unless a class says otherwise
+    ├── HaulHTTPError                 a failed call: service, method, url, status, the
+    │   │                             server's own message and the response (if any)
+    │   ├── TransientError            the service kept failing (5xx, connection errors) past
+    │   │   │                         the outage patience: the same command resumes
+    │   │   └── RateLimitedError      exit 4: 429s past the rate-limit patience, or a
+    │   │                             Retry-After longer than what is left of it
+    │   ├── RecordError               give up on this record, carry on with the others (4xx)
+    │   │   ├── NotFoundError         404
+    │   │   ├── ConflictError         409 (a duplicate key or `unique`, a stale version)
+    │   │   ├── ValidationError       400, 413, 422 and any other 4xx but 401/403
+    │   │   ├── BodyMismatch          a download whose bytes are not the size announced
+    │   │   └── UnexpectedReply       a 2xx reply of the wrong shape for this record
+    │   ├── FatalError                stop the run: a person must fix something first
+    │   │   ├── AuthError             401 / 403: the token or the org id is wrong
+    │   │   ├── RedirectError         redirected to another host (the token is never sent)
+    │   │   ├── BadReplyError         a reply that is not the JSON the API promises
+    │   │   └── PaginationError       a listing repeats itself or a page is malformed
+    │   ├── AmbiguousWriteError       a write may have been applied: ask the target first
+    │   └── ScrollExpiredError        the scroll is gone: restart the listing from a watermark
+    ├── StorageError                  the staging store cannot be used (see haul.state.errors)
+    └── (pipelines) ConfigError       exit 2, PreflightError, ScrollStalled, Interrupted, ...
 
 The token never appears here: errors are built from the request line and the reply body,
 and the core redacts the token from server text before it reaches an error.
@@ -23,14 +39,24 @@ and the core redacts the token from server text before it reaches an error.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
 _MAX_TEXT = 500  # a whole HTML error page in a log line helps nobody
 
 
-class HaulHTTPError(Exception):
+class HaulError(Exception):
+    """The root of haul's own errors; `str(error)` is one line for the person at the console."""
+
+    exit_code: ClassVar[int] = 1
+
+
+class StorageError(HaulError):
+    """The staging store cannot be used: the message names the file and what to do."""
+
+
+class HaulHTTPError(HaulError):
     """A call to a service failed; ``str(error)`` is one readable line."""
 
     def __init__(
@@ -72,6 +98,12 @@ class TransientError(HaulHTTPError):
     """The service is overloaded or unreachable; the same call may succeed later."""
 
 
+class RateLimitedError(TransientError):
+    """The service keeps answering 429 for longer than haul may wait: resume later."""
+
+    exit_code: ClassVar[int] = 4
+
+
 class RecordError(HaulHTTPError):
     """The service refused this record; skip it and report it."""
 
@@ -88,12 +120,28 @@ class ValidationError(RecordError):
     """400, 413, 422 or another 4xx: the request itself is wrong for this record."""
 
 
+class BodyMismatch(RecordError):
+    """A download's bytes are not as many as the reply or the listing announced."""
+
+
+class UnexpectedReply(RecordError):
+    """A 2xx reply of the wrong shape for this record (an error object for a list, say)."""
+
+
 class FatalError(HaulHTTPError):
     """Continuing makes no sense: stop the run with this message."""
 
 
 class AuthError(FatalError):
     """401/403: the token is rejected, or lacks the rights, for this org."""
+
+
+class RedirectError(FatalError):
+    """The service redirected to another host: followed, the token would leave the service."""
+
+
+class BadReplyError(FatalError):
+    """A reply that is not the JSON the API promises (an HTML page with status 200, say)."""
 
 
 class PaginationError(FatalError):

@@ -14,6 +14,7 @@ import itertools
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any, TypeVar
 
 import certifi
@@ -25,8 +26,12 @@ from tenacity import RetryCallState
 from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
+    BadReplyError,
+    BodyMismatch,
     FatalError,
     HaulHTTPError,
+    RateLimitedError,
+    RedirectError,
     TransientError,
     describe_error_body,
     error_class_for_status,
@@ -35,7 +40,10 @@ from haul.connectors.retrying import (
     AFTER_SEND_ERRORS,
     CONNECT_STAGE_ERRORS,
     RETRY_STATUSES,
+    Patience,
+    RetryableBadReply,
     RetryableStatus,
+    parse_retry_after,
     retrying,
 )
 
@@ -79,8 +87,11 @@ class HttpCore:
         cloud_org_id: str | None = None,
         auth_scheme: str = "OAuth",
         timeout: float = 30.0,
-        max_attempts: int = 6,
+        request_timeout: float = 120.0,
+        max_attempts: int | None = None,
         max_backoff: float = 30.0,
+        rate_limit_patience: float = 900.0,
+        outage_patience: float = 300.0,
         read_rate: float = 200.0,
         write_rate: float = 100.0,
         max_connections: int = 32,
@@ -96,6 +107,8 @@ class HttpCore:
         self._token = token
         self._max_attempts = max_attempts
         self._max_backoff = max_backoff
+        self._patience = Patience(rate_limit=rate_limit_patience, outage=outage_patience)
+        self._deadline = request_timeout
         self._sleep = sleep
         self._read_limiter = _limiter(read_rate)
         self._write_limiter = _limiter(write_rate)
@@ -162,7 +175,7 @@ class HttpCore:
 
     async def get_json(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
         """GET and decode the JSON reply (None for an empty body)."""
-        return _json_of(await self.request("GET", path, params=params))
+        return await self._json_request("GET", path, params=params)
 
     async def post_json(
         self,
@@ -173,7 +186,26 @@ class HttpCore:
         write: bool | None = None,
     ) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body)."""
-        return _json_of(await self.request("POST", path, params=params, json=json, write=write))
+        return await self._json_request("POST", path, params=params, json=json, write=write)
+
+    async def _json_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        write: bool | None = None,
+    ) -> Any:
+        """One request whose reply must be JSON: a reply that is not is retried a few times
+        (a proxy's error page passes), then raises BadReplyError."""
+        request = self._client.build_request(method, path, params=params, json=json)
+        writing = is_write(method, write)
+
+        async def once() -> Any:
+            return _decoded(await self._attempt(request, writing))
+
+        return await self._with_retries(request, writing, once)
 
     @asynccontextmanager
     async def stream(
@@ -204,20 +236,35 @@ class HttpCore:
 
     async def _download_once(self, request: httpx.Request, sink: IO[bytes]) -> int:
         response = await self._attempt(request, False, stream=True)
+        announced = response.headers.get("Content-Length")
         written = 0
         try:
-            async for chunk in response.aiter_bytes():
-                sink.write(chunk)
-                written += len(chunk)
-        except AFTER_SEND_ERRORS as exc:
-            if written:
-                raise self._transport_error(
-                    TransientError, request, exc, f"broke off after {written} bytes"
-                ) from exc
+            async with asyncio.timeout(self._deadline):
+                async for chunk in response.aiter_bytes():
+                    sink.write(chunk)
+                    written += len(chunk)
+        except (*AFTER_SEND_ERRORS, TimeoutError) as exc:
+            if written:  # the sink holds part of a file: only the caller can start over
+                note = f"broke off after {written} of {announced or 'unknown'} bytes"
+                raise self._transport_error(BodyMismatch, request, exc, note) from exc
+            if isinstance(exc, TimeoutError):
+                raise httpx.ReadTimeout(self._deadline_note(), request=request) from exc
             raise
         finally:
             await response.aclose()
+        if announced is not None and announced.isdigit() and int(announced) != written:
+            raise BodyMismatch(
+                f"{self.service} GET {request.url}: expected {announced} bytes "
+                f"(Content-Length), got {written}",
+                service=self.service,
+                method="GET",
+                url=str(request.url),
+                status=response.status_code,
+            )
         return written
+
+    def _deadline_note(self) -> str:
+        return f"no complete reply within the request deadline of {self._deadline:g} s"
 
     async def _with_retries(
         self, request: httpx.Request, write: bool, once: Callable[[], Awaitable[T]]
@@ -227,22 +274,67 @@ class HttpCore:
             write=write,
             max_attempts=self._max_attempts,
             max_backoff=self._max_backoff,
+            patience=self._patience,
             sleep=self._sleep,
             before_sleep=lambda state: self._log_retry(request, state),
         )
-        attempts = f"after {self._max_attempts} attempts"
         try:
             async for attempt in controller:
                 with attempt:
                     result = await once()
         except RetryableStatus as exc:
-            raise self._status_error(TransientError, request, exc.response, attempts) from None
+            raise self._gave_up(request, exc.response, controller.statistics) from None
+        except RetryableBadReply as exc:
+            raise self._bad_reply(request, exc) from None
         except (*CONNECT_STAGE_ERRORS, *AFTER_SEND_ERRORS) as exc:
-            raise self._transport_error(TransientError, request, exc, attempts) from exc
+            note = self._waited(controller.statistics) + "; run the same command to resume"
+            raise self._transport_error(TransientError, request, exc, note) from exc
         except httpx.RequestError as exc:
             # an unsupported scheme, a malformed request, a redirect loop: a bug or bad config
             raise self._transport_error(FatalError, request, exc, "not retried") from exc
         return result
+
+    def _waited(self, statistics: dict[str, Any]) -> str:
+        attempts = statistics.get("attempt_number", 1)
+        idle = statistics.get("idle_for", 0.0)
+        return f"after {attempts} attempts over {idle:.0f} s of waiting"
+
+    def _gave_up(
+        self, request: httpx.Request, response: httpx.Response, statistics: dict[str, Any]
+    ) -> HaulHTTPError:
+        """The service kept answering 429 or 5xx: say how long we waited and when to resume."""
+        if response.status_code != 429:
+            note = self._waited(statistics) + "; run the same command to resume"
+            return self._status_error(TransientError, request, response, note)
+        asked = parse_retry_after(response.headers.get("Retry-After"), lambda: datetime.now(UTC))
+        if asked is not None and asked > self._patience.rate_limit - statistics.get("idle_for", 0):
+            resume = datetime.now(UTC) + timedelta(seconds=asked)
+            note = (
+                f"rate-limited: the service asks to wait {asked:.0f} s, more than "
+                f"[tuning] rate_limit_patience allows; run the same command again after "
+                f"{resume:%Y-%m-%d %H:%M} UTC"
+            )
+        else:
+            note = (
+                f"rate-limited {self._waited(statistics)}, past [tuning] rate_limit_patience; "
+                "run the same command again later"
+            )
+        return self._status_error(RateLimitedError, request, response, note)
+
+    def _bad_reply(self, request: httpx.Request, problem: RetryableBadReply) -> BadReplyError:
+        response = problem.response
+        kind = response.headers.get("Content-Type", "no content type")
+        snippet = self._redact(" ".join(response.text[:120].split()))
+        return BadReplyError(
+            f"{self.service} {request.method} {request.url} -> {response.status_code} "
+            f"({kind}): {problem.problem}: {snippet!r}; is the URL the service's API?",
+            service=self.service,
+            method=request.method,
+            url=str(request.url),
+            status=response.status_code,
+            server_message=snippet,
+            response=response,
+        )
 
     async def _attempt(
         self, request: httpx.Request, write: bool, *, stream: bool = False
@@ -251,14 +343,27 @@ class HttpCore:
         async with self._write_limiter if write else self._read_limiter:
             self.requests_sent += 1
             try:
-                async with self._in_flight:
+                async with self._in_flight, asyncio.timeout(self._deadline):
                     response = await next(self._next_pool).send(request, stream=stream)
+            except TimeoutError:
+                raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
             except AFTER_SEND_ERRORS as exc:
                 if write:
                     raise self._transport_error(
                         AmbiguousWriteError, request, exc, "the write may have been applied"
                     ) from exc
                 raise
+        if response.url.host != request.url.host:
+            await response.aclose()
+            raise RedirectError(
+                f"{self.service} {request.method} {request.url} was redirected to another host "
+                f"({response.url.host}); the token was not sent there. If the service moved, "
+                "put its new address in the config",
+                service=self.service,
+                method=request.method,
+                url=str(request.url),
+                status=response.status_code,
+            )
         if response.status_code < 400:
             return response
         if stream:
@@ -325,5 +430,11 @@ class HttpCore:
         )
 
 
-def _json_of(response: httpx.Response) -> Any:
-    return response.json() if response.content else None
+def _decoded(response: httpx.Response) -> Any:
+    """The JSON body (None when empty); RetryableBadReply when it is not JSON."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RetryableBadReply(response, f"the reply is not JSON ({exc})") from None

@@ -8,17 +8,25 @@ because the server may have applied it: the core turns that into AmbiguousWriteE
 Waits honour the server's ``Retry-After`` (seconds or an HTTP date); without a usable one
 they grow exponentially with full jitter (a uniform draw below the exponential bound,
 capped), so that many clients backing off together do not return in lock-step.
+
+Every wait has a bound. A 429 is waited out for up to the rate-limit patience, a 5xx or a
+connection failure for up to the outage patience (both counted in time waited, so a fake
+sleep in tests counts as real); a ``Retry-After`` longer than what is left of the patience
+stops at once. A reply that is not JSON is tried a few times only. ``max_attempts``, when
+given, caps the attempts as well.
 """
 
 from __future__ import annotations
 
 import email.utils
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+from tenacity.stop import stop_base
 from tenacity.wait import wait_base, wait_random_exponential
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -41,12 +49,58 @@ AFTER_SEND_ERRORS: tuple[type[Exception], ...] = (
 BACKOFF_MULTIPLIER = 0.5  # seconds: the first backoff window
 
 
+BAD_REPLY_ATTEMPTS = 3  # an HTML page where JSON belongs rarely mends itself
+
+
 class RetryableStatus(Exception):
     """Raised inside an attempt for a reply the retry policy repeats (429, 5xx)."""
 
     def __init__(self, response: httpx.Response) -> None:
         super().__init__(f"status {response.status_code}")
         self.response = response
+
+
+class RetryableBadReply(Exception):
+    """Raised inside an attempt for a 2xx reply whose body is not the JSON expected."""
+
+    def __init__(self, response: httpx.Response, problem: str) -> None:
+        super().__init__(problem)
+        self.response = response
+        self.problem = problem
+
+
+def is_rate_limit(error: BaseException | None) -> bool:
+    """A 429 reply (waited out under the rate-limit patience)."""
+    return isinstance(error, RetryableStatus) and error.response.status_code == 429
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How long a request may wait in all for a service to come back (seconds)."""
+
+    rate_limit: float = 900.0
+    outage: float = 300.0
+
+    def allows(self, retry_state: RetryCallState) -> bool:
+        """Whether the wait now due still fits in the patience of this failure's kind."""
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(error, RetryableBadReply):
+            return retry_state.attempt_number < BAD_REPLY_ATTEMPTS
+        budget = self.rate_limit if is_rate_limit(error) else self.outage
+        return retry_state.idle_for + (retry_state.upcoming_sleep or 0.0) <= budget
+
+
+class StopOnPatience(stop_base):
+    """Stop when the next wait would go past the patience, or after ``max_attempts``."""
+
+    def __init__(self, patience: Patience, max_attempts: int | None) -> None:
+        self.patience = patience
+        self.max_attempts = max_attempts
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        if self.max_attempts is not None and retry_state.attempt_number >= self.max_attempts:
+            return True
+        return not self.patience.allows(retry_state)
 
 
 def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
@@ -100,18 +154,19 @@ def full_jitter_backoff(max_backoff: float) -> wait_base:
 def retrying(
     *,
     write: bool,
-    max_attempts: int,
+    max_attempts: int | None,
     max_backoff: float,
+    patience: Patience = Patience(),
     sleep: Callable[[float], Awaitable[None]],
     before_sleep: Callable[[RetryCallState], Any] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> AsyncRetrying:
     """The tenacity controller for one request; it re-raises the last failure when done."""
-    retry_on = (RetryableStatus, *CONNECT_STAGE_ERRORS)
+    retry_on = (RetryableStatus, RetryableBadReply, *CONNECT_STAGE_ERRORS)
     if not write:
         retry_on = (*retry_on, *AFTER_SEND_ERRORS)
     return AsyncRetrying(
-        stop=stop_after_attempt(max_attempts),
+        stop=StopOnPatience(patience, max_attempts),
         wait=WaitRetryAfter(full_jitter_backoff(max_backoff), now),
         retry=retry_if_exception_type(retry_on),
         sleep=sleep,

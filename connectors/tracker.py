@@ -7,6 +7,7 @@ an uncertain outcome raises AmbiguousWriteError and is never repeated here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ from urllib.parse import quote
 
 import structlog
 
-from haul.connectors.errors import HaulHTTPError, NotFoundError
+from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
 from haul.connectors.http import HttpCore
 from haul.connectors.pagination import (
     PageNumberPaginator,
@@ -190,15 +191,30 @@ class TrackerClient:
 
     async def list_links(self, key: str) -> list[Record]:
         """An issue's links, each as seen from this issue (``direction``, ``object``)."""
-        return await self.core.get_json(f"/issues/{_segment(key)}/links")
+        return await self._list(f"/issues/{_segment(key)}/links", "links")
 
     async def list_attachments(self, key: str) -> list[Record]:
         """An issue's attachments, those of its comments included."""
-        return await self.core.get_json(f"/issues/{_segment(key)}/attachments")
+        return await self._list(f"/issues/{_segment(key)}/attachments", "attachments")
 
     async def list_checklist(self, key: str) -> list[Record]:
         """An issue's checklist items (empty when it has none)."""
-        return await self.core.get_json(f"/issues/{_segment(key)}/checklistItems")
+        return await self._list(f"/issues/{_segment(key)}/checklistItems", "checklist items")
+
+    async def _list(self, path: str, what: str) -> list[Record]:
+        """A reply that must be a list of objects; anything else is this record's problem."""
+        body = await self.core.get_json(path)
+        if body is None:
+            return []
+        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
+            snippet = json.dumps(body, ensure_ascii=False, default=str)[:200]
+            raise UnexpectedReply(
+                f"tracker GET {path}: expected a list of {what}, got {snippet}",
+                service="tracker",
+                method="GET",
+                url=path,
+            )
+        return body
 
     async def download_attachment(
         self, key: str, attachment_id: str | int, filename: str, sink: IO[bytes]

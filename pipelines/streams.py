@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from haul.connectors.errors import RecordError
 from haul.pipelines.progress import Progress
 from haul.state.store import StagedRecord, StagingStore
 
@@ -164,7 +165,13 @@ class Extractor:
             return
         if self.store.drained_version(key, entity=drain.parent) == parent.updated_at:
             return
-        children = await drain.fetch(parent)
+        try:
+            children = await drain.fetch(parent)
+        except RecordError as exc:  # this parent's listings came wrong: its problem, not the run's
+            self.store.problems.record(drain.parent, key, str(exc))
+            self.stats.problems += 1
+            log.warning("record_problem", entity=drain.parent, record=key, error=str(exc))
+            return
         troubled = 0
         with self.store.transaction():
             for entity, rows in children.items():
@@ -179,6 +186,7 @@ class Extractor:
                 troubled += len(problems)
             if not troubled:  # else the next run drains this parent again
                 self.store.mark_drained(key, parent.updated_at, entity=drain.parent)
+                self.store.problems.clear(drain.parent, key)
         self.stats.drained[drain.parent] += 1
         self.stats.problems += troubled
         for entity, rows in children.items():

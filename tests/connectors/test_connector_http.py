@@ -13,6 +13,7 @@ from structlog.testing import capture_logs
 
 from haul.connectors.errors import (
     AmbiguousWriteError,
+    BodyMismatch,
     AuthError,
     ConflictError,
     NotFoundError,
@@ -299,7 +300,8 @@ async def _chunked(chunks: list[bytes]):
 
 
 async def test_download_restarts_only_before_the_first_byte(make_core):
-    """A break before any byte is retried; a break after some bytes raises TransientError."""
+    """A break before any byte is retried; a break after some bytes is a BodyMismatch: the
+    sink holds part of a file, so only the caller can start over with a fresh one."""
     early = httpx.Response(200, stream=_BrokenStream([]))
     full = httpx.Response(200, content=b"abc")
     async with make_core(replies(early, full)) as core:
@@ -309,7 +311,7 @@ async def test_download_restarts_only_before_the_first_byte(make_core):
     late = httpx.Response(200, stream=_BrokenStream([b"ab"]))
     handler = replies(late, full)
     async with make_core(handler) as core:
-        with pytest.raises(TransientError, match="after 2 bytes"):
+        with pytest.raises(BodyMismatch, match="broke off after 2 of unknown bytes"):
             await core.download("/f", io.BytesIO())
     assert len(handler.calls) == 1
 

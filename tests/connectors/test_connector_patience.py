@@ -1,0 +1,145 @@
+"""Every wait has a bound: patience for 429s and outages, a deadline per request, and
+replies that arrive wrong (not JSON, short, redirected elsewhere) named for what they are."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+import httpx
+import pytest
+
+from haul.connectors.errors import (
+    BadReplyError,
+    BodyMismatch,
+    RateLimitedError,
+    RedirectError,
+    TransientError,
+)
+
+TOKEN = "s3cr3t-token-never-printed"
+
+
+def answering(*responses: httpx.Response) -> Any:
+    """A handler answering with `responses` in turn, then the last again; it counts calls."""
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        reply = responses[min(len(calls), len(responses)) - 1]
+        return httpx.Response(reply.status_code, headers=reply.headers, content=reply.content)
+
+    handler.calls = calls  # type: ignore[attr-defined]
+    return handler
+
+
+def too_many(retry_after: str | None = None) -> httpx.Response:
+    headers = {"Retry-After": retry_after} if retry_after else {}
+    return httpx.Response(429, headers=headers, json={"errorMessages": ["slow down"]})
+
+
+async def test_a_retry_after_beyond_the_patience_stops_at_once(make_core, sleep) -> None:
+    """Retry-After: 3600 with 15 minutes of patience: no wait at all, exit code 4, a time."""
+    handler = answering(too_many("3600"))
+    async with make_core(handler, rate_limit_patience=900) as core:
+        with pytest.raises(RateLimitedError) as caught:
+            await core.get_json("/myself")
+    assert sleep.delays == []
+    assert len(handler.calls) == 1
+    assert caught.value.exit_code == 4
+    assert "asks to wait 3600 s" in str(caught.value)
+    assert "run the same command again after" in str(caught.value)
+
+
+async def test_429s_are_waited_out_up_to_the_patience(make_core, sleep) -> None:
+    """A service that keeps answering 429 is waited on for the patience, then exit code 4."""
+    async with make_core(answering(too_many()), rate_limit_patience=60) as core:
+        with pytest.raises(RateLimitedError, match="rate_limit_patience"):
+            await core.get_json("/myself")
+    assert 0 < sum(sleep.delays) <= 60
+
+
+async def test_a_short_outage_does_not_end_the_run(make_core, sleep) -> None:
+    """Ten 503s in a row, then an answer: far more than the old six attempts, still fine."""
+    handler = answering(*[httpx.Response(503)] * 10, httpx.Response(200, json={"ok": 1}))
+    async with make_core(handler, max_backoff=10) as core:
+        assert await core.get_json("/myself") == {"ok": 1}
+    assert len(handler.calls) == 11
+
+
+async def test_an_outage_longer_than_the_patience_stops_with_a_resume_hint(make_core, sleep) -> None:
+    """5xx past outage_patience: TransientError (exit 1) saying how long and how to resume."""
+    async with make_core(answering(httpx.Response(502)), outage_patience=30) as core:
+        with pytest.raises(TransientError) as caught:
+            await core.get_json("/myself")
+    assert not isinstance(caught.value, RateLimitedError)
+    assert caught.value.exit_code == 1
+    assert "run the same command to resume" in str(caught.value)
+    assert sum(sleep.delays) <= 30
+
+
+async def test_html_with_200_is_a_bad_reply_after_a_few_tries(make_core, sleep) -> None:
+    """A proxy's HTML page where JSON belongs: tried three times, then named as such."""
+    page = httpx.Response(200, headers={"Content-Type": "text/html"}, content=b"<html>Login</html>")
+    handler = answering(page)
+    async with make_core(handler) as core:
+        with pytest.raises(BadReplyError) as caught:
+            await core.get_json("/issues/T-1")
+    assert len(handler.calls) == 3
+    message = str(caught.value)
+    assert "text/html" in message and "not JSON" in message and "<html>Login" in message
+
+
+async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) -> None:
+    """Followed to another host, the call fails as a redirect, not as a rejected token."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.host == "tracker.test":
+            return httpx.Response(302, headers={"Location": "https://elsewhere.test/login"})
+        return httpx.Response(401, json={"errorMessages": ["who are you"]})
+
+    async with make_core(handler) as core:
+        with pytest.raises(RedirectError, match="redirected to another host \\(elsewhere.test\\)"):
+            await core.get_json("/myself")
+    assert [r.url.host for r in seen] == ["tracker.test", "elsewhere.test"]
+    assert "Authorization" not in seen[1].headers
+    assert TOKEN not in str(seen[1].headers)
+
+
+async def test_a_body_shorter_than_its_content_length_is_a_body_mismatch(make_core) -> None:
+    """A download whose bytes fall short of Content-Length is never taken for the file."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Length": "10"}, stream=_Chunks([b"abcd"]))
+
+    async with make_core(handler) as core:
+        with pytest.raises(BodyMismatch, match="expected 10 bytes \\(Content-Length\\), got 4"):
+            await core.download("/f", io.BytesIO())
+
+
+async def test_a_stalled_body_meets_the_request_deadline(make_core) -> None:
+    """A body that stops arriving ends at the deadline instead of hanging the run."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=_Chunks([b"ab"], stall=30))
+
+    async with make_core(handler, request_timeout=0.2) as core:
+        with pytest.raises(BodyMismatch, match="broke off after 2"):
+            await asyncio.wait_for(core.download("/f", io.BytesIO()), timeout=10)
+
+
+class _Chunks(httpx.AsyncByteStream):
+    """A body of `chunks`, then (optionally) a stall of `stall` seconds before its end."""
+
+    def __init__(self, chunks: list[bytes], stall: float = 0.0) -> None:
+        self.chunks = chunks
+        self.stall = stall
+
+    async def __aiter__(self) -> Any:
+        for chunk in self.chunks:
+            yield chunk
+        if self.stall:
+            await asyncio.sleep(self.stall)
