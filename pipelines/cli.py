@@ -1,36 +1,44 @@
-"""The `haul` command line: each command opens the config, calls one library function, and
-translates what went wrong into a message and an exit status (2: bad config or input;
-1: the run could not finish or did not move everything; 0: done)."""
+"""The `haul` command line: each command opens the config and calls one library function.
+
+One handler, on the command group, turns what went wrong into the last line on stderr
+(`haul: <message>`) and the documented exit status; details and tracebacks go to the log
+file only. Every error haul raises on purpose carries its exit status (`HaulError`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import structlog
 from rich.console import Console
 
-from haul.connectors.errors import AuthError, FatalError, HaulHTTPError, TransientError
-from haul.pipelines.config import Config, ConfigError, load_config
-from haul.pipelines.logs import configure_logging
+from haul.connectors.errors import AuthError, HaulError
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.logs import configure_logging, current_log_path
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.report import entity_counts, print_run, render_counts
-from haul.pipelines.runner import RunSummary, extract, load, run_all
+from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
 from haul.pipelines.services import all_services
-from haul.pipelines.tracker.service import PreflightError
-from haul.pipelines.tracker.streams import ScrollStalled
-from haul.pipelines.tracker.transform import MissingDictionaryValues
-from haul.state.runs import RunLockedError
-from haul.state.store import StagingStore
+from haul.pipelines.stopping import GracefulStop
+from haul.state.errors import StoreError
 
 console = Console()
 log = structlog.get_logger(__name__)
+
+EXIT_STATUS = """\b
+Exit status:
+  0  done
+  1  stopped: a rejected token, a service that kept failing, a held or broken
+     staging store, a signal (run the same command to resume)
+  2  usage or config error (every problem is listed with its key)
+  3  done, but records failed (haul failures lists them)
+  4  stopped by rate limiting; resumable (the message says when)
+"""
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -46,65 +54,55 @@ RETRY_OPTION = click.option(
 
 
 class Exit(Exception):
+    """End the command with this exit status, having said all there is to say."""
+
     def __init__(self, code: int) -> None:
         self.code = code
 
 
-def translate_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the library's errors into one clear line on stderr and the documented exit status."""
+class HaulGroup(click.Group):
+    """The command group, with the one handler of everything a command raises."""
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def invoke(self, ctx: click.Context) -> Any:
         try:
-            return command(*args, **kwargs)
+            return super().invoke(ctx)
         except Exit as done:
             sys.exit(done.code)
-        except ConfigError as exc:
-            _fail(2, f"config error: {exc}")
-        except AuthError as exc:
-            _fail(1, f"access denied: {exc}")
-        except RunLockedError as exc:
-            _fail(1, str(exc))
-        except ScrollStalled as exc:
-            _fail(1, f"stopped: {exc}")
-        except (PreflightError, MissingDictionaryValues) as exc:
-            _fail(1, f"cannot load: {exc}")
-        except TransientError as exc:
-            _fail(
-                1,
-                f"the service kept failing, so the run stopped; run the same command again to resume: {exc}",
-            )
-        except (FatalError, HaulHTTPError) as exc:
-            _fail(1, f"stopped: {exc}")
-
-    return wrapper
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except (HaulError, StoreError) as exc:
+            _fail(exc.exit_code, _message(exc), exc)
+        except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+            _fail(1, "stopped; run the same command to resume", exc)
+        except Exception as exc:
+            where = current_log_path()
+            details = f"details in {where}" if where else "run with a config to keep a log"
+            _fail(1, f"internal error: {type(exc).__name__}: {exc}; {details}", exc)
 
 
-def _fail(code: int, message: str) -> None:
-    log.info(
-        "run_stopped", exit_status=code, reason=message
-    )  # the file's record; stderr has the line
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, AuthError):
+        return f"access denied: {exc}"
+    return str(exc)
+
+
+def _fail(code: int, message: str, exc: BaseException | None = None) -> NoReturn:
+    """The last stderr line and the exit status; the traceback goes to the log file only."""
+    log.info("run_stopped", exit_status=code, reason=message, exc_info=exc)
     click.echo(f"haul: {message}", err=True)
     sys.exit(code)
 
 
-def _stop_on_sigterm() -> None:
-    """`kill` or `docker stop` ends a run like Ctrl-C: recorded as interrupted, resumable."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-
 def open_config(path: Path) -> Config:
+    """Read the config and send the log to the file beside its staging store."""
     config = load_config(path)
     configure_logging(config.log_path)
-    _stop_on_sigterm()
     return config
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=HaulGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_STATUS
+)
 def main() -> None:
     """haul moves an organisation's work history between tracker instances, exactly once.
 
@@ -117,16 +115,14 @@ def main() -> None:
 
 @main.command("extract")
 @CONFIG_OPTION
-@translate_errors
 def extract_command(config_path: Path) -> None:
     """Stage the source org's issues and their sub-records (incremental after the first run)."""
-    _print_summary(_run_stage(extract, config_path))
+    _finish(_run_stage(extract, config_path), needs_complete=False)
 
 
 @main.command("load")
 @CONFIG_OPTION
 @RETRY_OPTION
-@translate_errors
 def load_command(config_path: Path, retry_failed: bool) -> None:
     """Load what is staged into the target org; resumes where the last run stopped."""
     _finish(_run_stage(load, config_path, retry_failed=retry_failed))
@@ -135,7 +131,6 @@ def load_command(config_path: Path, retry_failed: bool) -> None:
 @main.command("run")
 @CONFIG_OPTION
 @RETRY_OPTION
-@translate_errors
 def run_command(config_path: Path, retry_failed: bool) -> None:
     """Extract, load, then check counts; exits 1 unless everything staged is loaded."""
     _finish(_run_stage(run_all, config_path, retry_failed=retry_failed))
@@ -143,13 +138,12 @@ def run_command(config_path: Path, retry_failed: bool) -> None:
 
 @main.command("status")
 @CONFIG_OPTION
-@translate_errors
 def status_command(config_path: Path) -> None:
     """Show what is staged, loaded, failed and pending, per entity, and the last runs."""
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
-    with StagingStore.open(config.staging_path) as store:
+    with open_store(config.staging_path) as store:
         render_counts(
             entity_counts(store, all_services()),
             console,
@@ -166,20 +160,23 @@ def status_command(config_path: Path) -> None:
 @CONFIG_OPTION
 @click.option("--entity", help="Only this entity (issue, comment, worklog, link, ...).")
 @click.option("--limit", default=50, show_default=True, help="Show at most this many.")
-@translate_errors
 def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
-    """List the records that could not be loaded, with the target's error for each."""
+    """List the records that could not be extracted whole or loaded, each with its error."""
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
-    with StagingStore.open(config.staging_path) as store:
+    with open_store(config.staging_path) as store:
+        problems = [p for p in store.problems if entity in (None, p.entity)]
         rows = list(store.ledger.iter_rows(status="failed", entity=entity))
-        for row in rows[:limit]:  # one line per record, so the list can be grepped
-            click.echo(f"{row.entity} {row.source_id} (attempts {row.attempts}): {row.error}")
-        shown = min(limit, len(rows))
-        more = "" if shown == len(rows) else f", {shown} shown"
+        lines = [f"{p.entity} {p.source_id} (extract): {p.error}" for p in problems]
+        lines += [f"{r.entity} {r.source_id} (attempts {r.attempts}): {r.error}" for r in rows]
+        for line in lines[:limit]:  # one line per record, so the list can be grepped
+            click.echo(line)
+        shown = min(limit, len(lines))
+        more = "" if shown == len(lines) else f", {shown} shown"
         click.echo(
-            f"{len(rows)} failed record(s){more}; fix the cause, then: haul load --retry-failed"
+            f"{len(lines)} failed record(s){more}; fix the cause, then: haul extract (for "
+            "extract problems) or haul load --retry-failed"
         )
 
 
@@ -198,7 +195,6 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
     show_default=True,
     help="Where the demo writes its config, staging database and log.",
 )
-@translate_errors
 def demo_command(size: str, seed: int, workdir: Path) -> None:
     """Start the embedded sandbox, migrate its seeded source org to its target org, print a report."""
     from haul.pipelines.demo import run_demo  # the demo is the only command that needs the sandbox
@@ -235,20 +231,43 @@ def sandbox_serve(
 
 
 def _run_stage(stage: Callable[..., Any], config_path: Path, **options: Any) -> RunSummary:
-    """Read the config, then run one library stage with progress bars on a terminal."""
+    """Read the config, then run one library stage with progress bars on a terminal; the
+    first SIGINT or SIGTERM stops it gracefully (see `stopping`)."""
     config = open_config(config_path)
+
+    async def supervised() -> RunSummary:
+        stop = GracefulStop()
+        stop.install()
+        try:
+            result: RunSummary = await stage(
+                config, progress=progress, stop_requested=stop.requested, **options
+            )
+            return result
+        finally:
+            stop.uninstall()
+
     with LiveProgress() as progress:
-        return asyncio.run(stage(config, progress=progress, **options))
+        return asyncio.run(supervised())
 
 
 def _print_summary(summary: RunSummary) -> None:
     title = f"haul {summary.command}"
     print_run(summary.counts, summary.details, summary.unmapped_users, console, title)
+    if summary.problems:
+        console.print(
+            f"records the extract could not stage whole: {summary.problems}",
+            markup=False,
+            highlight=False,
+        )
 
 
-def _finish(summary: RunSummary) -> None:
+def _finish(summary: RunSummary, *, needs_complete: bool = True) -> None:
+    """Exit 3 when records failed, 1 when the target does not hold what was staged."""
     _print_summary(summary)
-    if summary.failed:
-        click.echo(f"haul: {summary.failed} record(s) failed: see haul failures", err=True)
-    if not summary.complete:
+    failed = summary.failed + summary.problems
+    if failed:
+        click.echo(f"haul: {failed} record(s) failed: see haul failures", err=True)
+        raise Exit(3)
+    if needs_complete and not summary.complete:
+        click.echo("haul: the target does not hold every staged record: see haul status", err=True)
         raise Exit(1)

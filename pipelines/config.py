@@ -14,12 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from haul.connectors.errors import HaulError
 
-class ConfigError(Exception):
-    """The configuration cannot be used: `key` names where, the message says why."""
+
+class ConfigError(HaulError):
+    """The configuration cannot be used: `key` names where, the message says why (exit 2)."""
+
+    exit_code = 2
 
     def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
+        super().__init__(f"config error: {key}: {problem}")
         self.key = key
         self.problem = problem
 
@@ -94,6 +98,12 @@ def load_config(path: str | Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("--config", f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            "--config",
+            f"{path} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}): "
+            "save it as UTF-8",
+        ) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -24,8 +24,18 @@ def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableM
     return event
 
 
+_log_path: Path | None = None
+
+
+def current_log_path() -> Path | None:
+    """The log file configured last, if any (the CLI names it in an internal error)."""
+    return _log_path
+
+
 def configure_logging(log_path: Path | None, *, console_level: int = logging.WARNING) -> None:
     """Route structlog through stdlib logging: JSON to `log_path`, short lines to stderr."""
+    global _log_path
+    _log_path = log_path
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -53,17 +63,26 @@ def configure_logging(log_path: Path | None, *, console_level: int = logging.WAR
     console.setFormatter(_formatter(shared, structlog.dev.ConsoleRenderer(colors=False)))
     root.addHandler(console)
     if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        to_file = logging.FileHandler(log_path, encoding="utf-8")
-        to_file.setLevel(logging.INFO)
-        to_file.setFormatter(_formatter(shared, structlog.processors.JSONRenderer()))
-        root.addHandler(to_file)
+        try:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            to_file = logging.FileHandler(log_path, encoding="utf-8")
+        except OSError as exc:  # the store's own open will say what is wrong with the folder
+            _log_path = None
+            structlog.get_logger(__name__).warning(
+                "log_file_unwritable", path=str(log_path), error=str(exc)
+            )
+        else:
+            to_file.setLevel(logging.INFO)
+            # tracebacks go to the file only, as data
+            json_lines = [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+            to_file.setFormatter(_formatter(shared, *json_lines))
+            root.addHandler(to_file)
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.access", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _formatter(shared: list[Any], renderer: Any) -> structlog.stdlib.ProcessorFormatter:
+def _formatter(shared: list[Any], *rendering: Any) -> structlog.stdlib.ProcessorFormatter:
     return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *rendering],
     )

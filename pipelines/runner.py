@@ -11,17 +11,20 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
 from structlog.contextvars import bound_contextvars
 
+from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import LoadEngine, plan_ledger
 from haul.pipelines.progress import Progress
 from haul.pipelines.report import EntityCounts, entity_counts
 from haul.pipelines.services import Service, all_services
 from haul.pipelines.streams import Extractor
+from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
 
@@ -61,6 +64,25 @@ class Stage:
     store: StagingStore
     progress: Progress
     stop_requested: Callable[[], bool] = lambda: False
+
+
+class Interrupted(HaulError):
+    """A signal asked the run to stop: it finished what was under way and committed."""
+
+    interrupts_run = True  # recorded as interrupted, not failed
+
+    def __init__(self) -> None:
+        super().__init__("stopped; run the same command to resume")
+
+
+@contextmanager
+def open_store(path: Path) -> Iterator[StagingStore]:
+    """The staging store at `path`; what goes wrong with its file is a StorageError."""
+    try:
+        with StagingStore.open(path) as store, store_errors(path):
+            yield store
+    except StoreError as exc:
+        raise StorageError(str(exc)) from exc
 
 
 @contextmanager
@@ -104,9 +126,10 @@ async def extract(
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
     async with open_clients(environ, config.source) as (sources,):
-        with StagingStore.open(config.staging_path) as store, recorded_run(store, "extract") as run:
+        with open_store(config.staging_path) as store, recorded_run(store, "extract") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
+            _raise_if_stopped(stage)
             summary.counts = entity_counts(store, all_services())
             summary.problems = store.problems.count()
             run.counts.update(summary.details)
@@ -124,9 +147,10 @@ async def load(
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load") if hasattr(config, "require_target") else config.target
     async with open_clients(environ, target) as (targets,):
-        with StagingStore.open(config.staging_path) as store, recorded_run(store, "load") as run:
+        with open_store(config.staging_path) as store, recorded_run(store, "load") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
+            _raise_if_stopped(stage)
             summary.problems = store.problems.count()
             run.counts.update(summary.details, complete=summary.complete)
             return summary
@@ -143,15 +167,22 @@ async def run_all(
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run") if hasattr(config, "require_target") else config.target
     async with open_clients(environ, config.source, target) as (sources, targets):
-        with StagingStore.open(config.staging_path) as store, recorded_run(store, "run") as run:
+        with open_store(config.staging_path) as store, recorded_run(store, "run") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             extracted = await _extract(stage, sources)
+            _raise_if_stopped(stage)
             loaded = await _load(stage, targets, retry_failed)
+            _raise_if_stopped(stage)
             loaded.command = "run"
             loaded.details = {**extracted.details, **loaded.details}
             loaded.problems = store.problems.count()
             run.counts.update(loaded.details, complete=loaded.complete)
             return loaded
+
+
+def _raise_if_stopped(stage: Stage) -> None:
+    if stage.stop_requested():
+        raise Interrupted()
 
 
 async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSummary:

@@ -8,6 +8,11 @@ pattern on the request path (no GLOB: every path):
 - ``5xx:RATE``              answer 503
 - ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
 - ``drop_after:RATE``       apply the request, then abort the connection without replying
+- ``html:RATE``             answer 200 with an HTML page (a proxy's login page, say)
+- ``error_object:RATE``     answer 200 with the tracker's error object (where a list belongs)
+- ``short_body:RATE``       reply with the first half of the body, Content-Length to match
+- ``cut_body:RATE``         send the first half of the body under the full Content-Length,
+                            then abort the connection (a download broken off mid-stream)
 
 RATE is a probability in [0, 1]; the dice come from an RNG seeded with the sandbox seed.
 Paths under ``/_sandbox/`` are never faulted nor counted.
@@ -29,7 +34,17 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _ITEM = re.compile(r"^(?P<kind>[a-z_0-9]+):(?P<args>[^@]+)(?:@(?P<glob>.+))?$")
-_KINDS = ("latency", "429", "5xx", "drop_before", "drop_after")
+_KINDS = (
+    "latency",
+    "429",
+    "5xx",
+    "drop_before",
+    "drop_after",
+    "html",
+    "error_object",
+    "short_body",
+    "cut_body",
+)
 CONTROL_PREFIX = "/_sandbox/"
 
 
@@ -172,6 +187,10 @@ class FaultMiddleware:
         elif decision.action == "drop_after":
             await self.app(scope, receive, _discard)
             await drop_connection(send)
+        elif decision.action in ("html", "error_object"):
+            await _wrong_body(send, decision.action)
+        elif decision.action in ("short_body", "cut_body"):
+            await _halved(self.app, scope, receive, send, cut=decision.action == "cut_body")
         else:
             await self.app(scope, receive, send)
 
@@ -189,6 +208,41 @@ async def _refuse(send: Send, decision: Decision) -> None:
         headers.append((b"retry-after", str(decision.retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _wrong_body(send: Send, kind: str) -> None:
+    if kind == "html":
+        body, content_type = b"<html><body><h1>Please log in</h1></body></html>", b"text/html"
+    else:
+        error = {"errors": {}, "errorMessages": ["Internal error"], "statusCode": 500}
+        body, content_type = json.dumps(error).encode(), b"application/json"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, cut: bool) -> None:
+    """Run the request, then send only the first half of its body (see the docstring)."""
+    start: Message = {}
+    chunks: list[bytes] = []
+
+    async def keep(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            start = message
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, keep)
+    body = b"".join(chunks)
+    half = body[: len(body) // 2]
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    announced = len(body) if cut else len(half)
+    headers.append((b"content-length", str(announced).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": half, "more_body": cut})
+    if cut:
+        await drop_connection(send)
 
 
 async def drop_connection(send: Send) -> None:

@@ -1,6 +1,7 @@
 """The SQLite staging store: staged records, checkpoints, the load ledger, runs and blobs."""
 
 from haul.state.blobs import BlobStore, BlobWriter
+from haul.state.errors import SchemaTooNewError, StoreError
 from haul.state.hashing import canonical_json, content_hash
 from haul.state.ledger import (
     Ledger,
@@ -10,7 +11,6 @@ from haul.state.ledger import (
     LedgerTransitionError,
 )
 from haul.state.runs import RunHandle, RunLockedError
-from haul.state.schema import SchemaTooNewError
 from haul.state.store import StagingStore
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "RunLockedError",
     "SchemaTooNewError",
     "StagingStore",
+    "StoreError",
     "canonical_json",
     "content_hash",
 ]

@@ -21,6 +21,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from haul.state.clock import Clock
+from haul.state.errors import StoreError
 from haul.state.reads import fetch_one
 
 _RUN_COLUMNS = (
@@ -28,11 +29,11 @@ _RUN_COLUMNS = (
 )
 
 
-class RunLockedError(Exception):
+class RunLockedError(StoreError):
     """Another run holds the store; `holder` describes it (pid, command, started_at, host)."""
 
     def __init__(self, lock_path: Path, holder: dict[str, Any] | None) -> None:
-        self.lock_path = lock_path
+        self.path = self.lock_path = lock_path
         self.holder = holder
         if holder is None:
             detail = "a process that has not recorded its run yet"
@@ -41,7 +42,11 @@ class RunLockedError(Exception):
                 f"pid {holder['pid']} on {holder['host']}, command {holder['command']!r}, "
                 f"started {holder['started_at']}"
             )
-        super().__init__(f"another haul run holds the store ({lock_path}): {detail}")
+        Exception.__init__(
+            self,
+            f"another haul run holds the store ({lock_path}): {detail}; wait for it to end, "
+            "or stop it",
+        )
 
 
 @dataclass
@@ -69,7 +74,8 @@ def recorded_run(db: Database, lock_path: Path, command: str, clock: Clock) -> I
         try:
             yield handle
         except Exception as exc:
-            _finish(db, handle, "failed", str(exc) or type(exc).__name__, clock)
+            outcome = "interrupted" if getattr(exc, "interrupts_run", False) else "failed"
+            _finish(db, handle, outcome, str(exc) or type(exc).__name__, clock)
             raise
         except BaseException as exc:
             _finish(db, handle, "interrupted", type(exc).__name__, clock)

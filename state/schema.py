@@ -8,12 +8,11 @@ at all, and two processes opening a fresh store at once apply it only once.
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlite_utils import Database
 
-
-class SchemaTooNewError(Exception):
-    """The store was written by a newer haul: its schema version is beyond the known steps."""
+from haul.state.errors import SchemaTooNewError
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ def schema_version(db: Database) -> int:
     return db.execute("PRAGMA user_version").fetchone()[0]
 
 
-def migrate(db: Database, steps: Sequence[Step] = STEPS) -> int:
+def migrate(db: Database, steps: Sequence[Step] = STEPS, *, path: Path = Path("?")) -> int:
     """Apply the steps `db` lacks, one transaction each; return the resulting version.
 
     Raises SchemaTooNewError if `db` is ahead of `steps` (opened by an older haul).
@@ -144,8 +143,9 @@ def migrate(db: Database, steps: Sequence[Step] = STEPS) -> int:
             version = schema_version(db)
             if version > len(steps):
                 raise SchemaTooNewError(
-                    f"store schema version {version} is newer than this haul knows "
-                    f"({len(steps)}); upgrade haul"
+                    path,
+                    f"{path} was written by a newer haul (store schema version {version}, this "
+                    f"haul knows {len(steps)}): upgrade haul, or use another [staging] path",
                 )
             if version == len(steps):
                 return version

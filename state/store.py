@@ -24,6 +24,7 @@ import sqlite_utils
 
 from haul.state.blobs import BlobStore
 from haul.state.clock import Clock, utc_now
+from haul.state.errors import store_errors
 from haul.state.hashing import canonical_json, content_hash
 from haul.state.ledger import Ledger
 from haul.state.problems import Problems
@@ -76,21 +77,24 @@ class StagingStore:
         self._clock = clock
 
     @classmethod
-    def open(cls, path: str | Path, *, clock: Clock = utc_now) -> StagingStore:
+    def open(
+        cls, path: str | Path, *, clock: Clock = utc_now, busy_timeout_ms: int = 10_000
+    ) -> StagingStore:
         """Open (creating folders and file as needed) the store at `path`, in WAL mode,
         migrated to the current schema."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite_utils.Database(path, execute_plugins=False)
-        try:
-            db.execute("PRAGMA busy_timeout = 10000")
-            db.enable_wal()
-            # WAL + NORMAL survives a killed process (not a power cut), and commits stay cheap.
-            db.execute("PRAGMA synchronous = NORMAL")
-            migrate(db)
-        except BaseException:
-            db.close()
-            raise
+        with store_errors(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite_utils.Database(path, execute_plugins=False)
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                db.enable_wal()
+                # WAL + NORMAL survives a killed process (not a power cut); commits stay cheap.
+                db.execute("PRAGMA synchronous = NORMAL")
+                migrate(db, path=path)
+            except BaseException:
+                db.close()
+                raise
         return cls(path, db, clock)
 
     def close(self) -> None:

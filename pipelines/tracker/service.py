@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PlanFn
@@ -32,7 +33,7 @@ from haul.state.store import StagingStore
 DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
 
 
-class PreflightError(Exception):
+class PreflightError(HaulError):
     """The load cannot start: the target lacks something the staged data needs."""
 
 
@@ -145,7 +146,8 @@ def preflight(store: StagingStore, transform: Transform, config: Config) -> None
     wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
     if missing_queues := sorted(wanted - target_queues):
         raise PreflightError(
-            f"the target org has no queue {', '.join(missing_queues)}: create it, or map the queue elsewhere"
+            f"cannot load: the target org has no queue {', '.join(missing_queues)}: create it, "
+            "or map the queue elsewhere"
         )
     missing = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
     if missing:

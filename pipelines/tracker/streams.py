@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import RecordError, ScrollExpiredError
+from haul.connectors.errors import HaulError, RecordError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.streams import Page, Row
 from haul.pipelines.tracker.probes import parse_time
@@ -29,7 +29,7 @@ MAX_SCROLL_RESTARTS = 20
 DOWNLOAD_ATTEMPTS = 3
 
 
-class ScrollStalled(Exception):
+class ScrollStalled(HaulError):
     """Scrolls keep expiring before a page is staged: the run cannot make progress."""
 
 

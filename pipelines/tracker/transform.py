@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from haul.connectors.errors import HaulError
 from haul.pipelines.specs import RecordFailure
 
 KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
@@ -46,12 +47,16 @@ class TransformError(RecordFailure):
     """This record cannot be turned into a target body; the message says why."""
 
 
-class MissingDictionaryValues(Exception):
+class MissingDictionaryValues(HaulError):
     """Keys used by staged issues that the target org lacks: fix the target, then load."""
 
     def __init__(self, missing: dict[str, list[str]]) -> None:
         parts = [f"{kind}: {', '.join(keys)}" for kind, keys in sorted(missing.items())]
-        super().__init__("the target org lacks these dictionary keys: " + "; ".join(parts))
+        super().__init__(
+            "cannot load: the target org lacks these dictionary keys: "
+            + "; ".join(parts)
+            + " (create them in the target, then run the same command)"
+        )
         self.missing = missing
 
 
@@ -82,16 +87,34 @@ class QueueMap:
         )
 
 
+class UsersFileError(HaulError):
+    """The users mapping file cannot be read; the message names the file and line (exit 2)."""
+
+    exit_code = 2
+
+
 def read_users_csv(path: Path) -> dict[str, str]:
     """Read `source login,target login` rows; a header row naming the columns is allowed."""
+    try:
+        return _users_from(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsersFileError(
+            f"config error: mapping.users_file: cannot read {path}: {exc}"
+        ) from exc
+
+
+def _users_from(path: Path) -> dict[str, str]:
     mapping: dict[str, str] = {}
     with path.open(newline="", encoding="utf-8") as handle:
-        for number, row in enumerate(csv.reader(handle), start=1):
+        for number, row in enumerate(csv.reader(handle, strict=True), start=1):
             cells = [cell.strip() for cell in row]
             if not cells or not any(cells) or cells[0].startswith("#"):
                 continue
             if len(cells) < 2 or not cells[0] or not cells[1]:
-                raise ValueError(f"{path}:{number}: expected 'source login,target login'")
+                raise UsersFileError(
+                    f"config error: mapping.users_file: {path}:{number}: expected "
+                    f"'source login,target login', got {','.join(row)!r}"
+                )
             if number == 1 and cells[0].lower() in ("source", "source_login", "login"):
                 continue
             mapping[cells[0]] = cells[1]

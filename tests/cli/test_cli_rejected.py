@@ -124,9 +124,10 @@ def rejected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RejectedRun]:
         )
 
 
-def test_run_exits_1_and_points_to_haul_failures(rejected: RejectedRun) -> None:
-    """Records failed: exit 1, and stderr says how many and where to look."""
-    assert rejected.run.returncode == 1, rejected.run.stderr
+def test_run_exits_3_and_points_to_haul_failures(rejected: RejectedRun) -> None:
+    """Records failed: exit 3 (done, but records failed), and stderr says how many and where
+    to look."""
+    assert rejected.run.returncode == 3, rejected.run.stderr
     assert rejected.listed, "nothing failed, so these tests prove nothing"
     assert (
         f"haul: {len(rejected.listed)} record(s) failed: see haul failures" in rejected.run.stderr
