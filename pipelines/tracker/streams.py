@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import HaulError, RecordError, ScrollExpiredError
+from haul.connectors.errors import BodyMismatch, HaulError, RecordError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.streams import Page, Row
 from haul.pipelines.tracker.probes import parse_time
@@ -249,7 +249,7 @@ class IssueDrain:
                     if expected is not None and sink.size != int(expected):
                         # raised inside the writer's block: the short file is discarded
                         raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
-            except _WrongSize as exc:
+            except (_WrongSize, BodyMismatch) as exc:  # a fresh file, a fresh try
                 problem = f"download of {attachment['name']!r} came short or long: {exc}"
                 log.warning(
                     "download_wrong_size", issue=key, attachment=attachment["id"], error=str(exc)
