@@ -100,8 +100,12 @@ class TrackerClient:
         per_scroll: int = 500,
         ttl_ms: int = 60_000,
         scroll_type: str = "sorted",
+        expand: str | None = None,
     ) -> AsyncIterator[list[Record]]:
         """Yield every matching issue, a scroll page at a time, past the 10 000 cap.
+
+        ``expand="attachments"`` embeds each issue's attachment refs (and with them the
+        checklist and the time spent), so a drain asks only for what an issue has.
 
         Closed before the end (``aclose()``, a break inside ``aclosing``, an error), it
         releases the scroll on the server. ScrollExpiredError when the scroll is gone.
@@ -109,7 +113,11 @@ class TrackerClient:
         paginator = ScrollPaginator(per_scroll=per_scroll, ttl_ms=ttl_ms, scroll_type=scroll_type)
         body = search_body(query, filter)
         try:
-            async for page in paginate(self.core, "POST", "/issues/_search", paginator, json=body):
+            params = {"expand": expand} if expand else None
+            pages = paginate(
+                self.core, "POST", "/issues/_search", paginator, params=params, json=body
+            )
+            async for page in pages:
                 yield page
         finally:
             if paginator.has_next_page and paginator.scrolls:

@@ -132,7 +132,7 @@ def load_command(config_path: Path, retry_failed: bool) -> None:
 @CONFIG_OPTION
 @RETRY_OPTION
 def run_command(config_path: Path, retry_failed: bool) -> None:
-    """Extract, load, then check counts; exits 1 unless everything staged is loaded."""
+    """Extract, load, then check counts (exit 3 when records failed; see haul failures)."""
     _finish(_run_stage(run_all, config_path, retry_failed=retry_failed))
 
 
@@ -174,10 +174,20 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
             click.echo(line)
         shown = min(limit, len(lines))
         more = "" if shown == len(lines) else f", {shown} shown"
+        again = "haul extract, then " if problems else ""
         click.echo(
-            f"{len(lines)} failed record(s){more}; fix the cause, then: haul extract (for "
-            "extract problems) or haul load --retry-failed"
+            f"{len(lines)} failed record(s){more}; fix the cause, then: {again}haul load --retry-failed"
         )
+
+
+@main.command("config-schema")
+def config_schema_command() -> None:
+    """Print the JSON Schema of the config file (editors use it for completion and checks)."""
+    import json
+
+    from haul.pipelines.config import config_json_schema
+
+    click.echo(json.dumps(config_json_schema(), indent=2))
 
 
 @main.command("demo")

@@ -1,8 +1,11 @@
-"""The one TOML configuration file, read into frozen dataclasses.
+"""The one TOML configuration file, validated by a schema (pydantic) into frozen models.
 
-Every problem is a `ConfigError` that names the key and says what is wrong; the CLI turns it
-into exit status 2. Tokens are never in the file: it names the environment variables that hold
-them (`token_env`), and `Endpoint.token()` reads them only when a client is built.
+Every problem is reported at once, each by its key path (`source.tracker_url`,
+`backfill[1].queue`), in plain words; unknown keys are rejected with the valid ones named: a
+typo silently ignored in a migration config is a wrong migration. `haul config-schema`
+prints the JSON Schema. Tokens are never in the file: it names the environment variables
+that hold them (`token_env`), and `Endpoint.token()` reads them only when a client is built.
+Relative paths are relative to the config file's folder.
 """
 
 from __future__ import annotations
@@ -10,36 +13,77 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from haul.connectors.errors import HaulError
+from haul.pipelines.config_types import (
+    DEFAULT_PROVENANCE,
+    Duration,
+    Rate,
+    Slug,
+    SurveyId,
+    Template,
+    describe_errors,
+    http_url,
+)
 
 
 class ConfigError(HaulError):
-    """The configuration cannot be used: `key` names where, the message says why (exit 2)."""
+    """The configuration cannot be used: each problem names its key path (exit 2)."""
 
     exit_code = 2
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"config error: {key}: {problem}")
-        self.key = key
-        self.problem = problem
+    def __init__(
+        self, key: str, problem: str, *, more: list[tuple[str, str]] | None = None
+    ) -> None:
+        self.problems = [(key, problem), *(more or [])]
+        self.key, self.problem = key, problem
+        listed = "; ".join(f"{where}: {what}" for where, what in self.problems)
+        count = f"{len(self.problems)} problems: " if len(self.problems) > 1 else ""
+        super().__init__(f"config error: {count}{listed}")
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """One organisation on one tracker: where it is and how to authenticate."""
+class Section(BaseModel):
+    """A table of the file: unknown keys rejected, values frozen."""
 
-    section: str
-    tracker_url: str
-    token_env: str
-    org_id: str | None = None
-    cloud_org_id: str | None = None
-    auth_scheme: str = "OAuth"
-    read_rps: float = 200.0
-    write_rps: float = 100.0
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+
+class Endpoint(Section):
+    """One organisation on the services it uses: where they are and how to authenticate."""
+
+    tracker_url: str | None = Field(None, description="The tracker's API root, ending in /v3.")
+    wiki_url: str | None = Field(None, description="The wiki's API root, ending in /v1.")
+    forms_url: str | None = Field(None, description="The forms service's API root, ending in /v1.")
+    token_env: str = Field(min_length=1, description="The environment variable holding the token.")
+    org_id: str | None = Field(None, min_length=1, description="The org id (X-Org-ID).")
+    cloud_org_id: str | None = Field(None, min_length=1, description="Or a cloud org id.")
+    auth_scheme: Literal["OAuth", "Bearer"] = Field("OAuth", description="Authorization scheme.")
+    read_rps: Rate = Field(200.0, description='Reads per second: a number (a cap) or "auto".')
+    write_rps: Rate = Field(100.0, description='Writes per second: a number (a cap) or "auto".')
+    max_rps: float | None = Field(None, gt=0, description='The ceiling of an "auto" budget.')
+    section: str = Field("", exclude=True, description="Filled in: source or target.")
+
+    @field_validator("tracker_url")
+    @classmethod
+    def _tracker(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value, "/v3")
+
+    @field_validator("wiki_url", "forms_url")
+    @classmethod
+    def _v1(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value, "/v1")
+
+    @model_validator(mode="after")
+    def _one_org_one_service(self) -> Endpoint:
+        if (self.org_id is None) == (self.cloud_org_id is None):
+            raise ValueError("org_id: give exactly one of org_id or cloud_org_id")
+        if not (self.tracker_url or self.wiki_url or self.forms_url):
+            raise ValueError("tracker_url: give the URL of at least one service")
+        return self
 
     def token(self, environ: Mapping[str, str] = os.environ) -> str:
         """The token from the environment; a missing variable is a config error naming it."""
@@ -56,43 +100,127 @@ class Endpoint:
         return self.org_id or self.cloud_org_id or ""
 
 
-@dataclass(frozen=True)
-class Scope:
-    queues: tuple[str, ...]
-    query: str | None = None
+class Scope(Section):
+    """What to move: queues (optionally narrowed by a query), wiki subtrees, surveys."""
+
+    queues: tuple[str, ...] = Field((), description="Tracker queue keys.")
+    query: str | None = Field(None, description="A query that narrows the queues' issues.")
+    wiki_roots: tuple[Slug, ...] = Field((), description="Wiki subtrees (slugs) to move.")
+    surveys: tuple[SurveyId, ...] | Literal["all"] = Field((), description='Survey ids, or "all".')
+
+    @field_validator("queues")
+    @classmethod
+    def _queue_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not all(queue.strip() for queue in value):
+            raise ValueError("every queue must be a non-empty string")
+        return tuple(queue.strip() for queue in value)
+
+    @model_validator(mode="after")
+    def _something(self) -> Scope:
+        if not (self.queues or self.wiki_roots or self.surveys):
+            raise ValueError("queues: give at least one of queues, wiki_roots or surveys")
+        return self
 
 
-@dataclass(frozen=True)
-class Remapping:
-    queues: dict[str, str] = field(default_factory=dict)
-    users_file: Path | None = None
-    default_user: str | None = None
+class Remapping(Section):
+    """How source names become target names."""
+
+    queues: dict[str, str] = Field(
+        default_factory=dict, description="Source queue -> target queue."
+    )
+    users_file: Path | None = Field(None, description="CSV of source login,target login rows.")
+    default_user: str | None = Field(None, description="Target login for unmapped users.")
+    wiki_roots: dict[Slug, Slug] = Field(default_factory=dict, description="Source -> target slug.")
+    wiki_provenance: str = Field(DEFAULT_PROVENANCE, description="Provenance line ('' for none).")
 
 
-@dataclass(frozen=True)
-class Tuning:
-    concurrency: int = 16
-    per_scroll: int = 500
-    lookback_minutes: float = 10.0
-    scroll_ttl_ms: int = 300_000
+class Backfill(Section):
+    """One rule that turns a survey's answers into tracker issues or rows of a wiki grid."""
+
+    survey: SurveyId
+    into: Literal["tracker", "wiki_grid"]
+    queue: str | None = None
+    summary: Template | None = None
+    description: Template | None = None
+    fields: dict[str, Template] = Field(default_factory=dict)
+    created_by: Template | None = None
+    page: Slug | None = None
+    title: str | None = None
+
+    @model_validator(mode="after")
+    def _what_the_target_needs(self) -> Backfill:
+        needed = ("queue", "summary") if self.into == "tracker" else ("page", "title")
+        missing = [name for name in needed if not getattr(self, name)]
+        if missing:
+            raise ValueError(f"{missing[0]}: required when into = {self.into!r}")
+        return self
 
 
-@dataclass(frozen=True)
-class Config:
+class Staging(Section):
+    """Where the staging database lives (its blobs and log beside it)."""
+
+    path: Path = Field(description="The staging database file.")
+
+
+class Tuning(Section):
+    """How hard to work and how long to wait."""
+
+    concurrency: int = Field(16, gt=0, description="Records (issues, pages) in flight at once.")
+    per_scroll: int = Field(500, gt=0, le=1000, description="Issues per scroll page (≤ 1000).")
+    lookback_minutes: float = Field(10.0, ge=0, description="Incremental runs re-read this much.")
+    scroll_ttl_ms: int = Field(300_000, gt=0, description="How long the service keeps a scroll.")
+    rate_limit_patience: Duration = Field(900.0, description='How long to wait out 429s ("15m").')
+    outage_patience: Duration = Field(300.0, description='How long to wait out an outage ("5m").')
+    request_timeout: Duration = Field(
+        120.0, description="One request's total deadline, body included."
+    )
+
+
+class Export(Section):
+    """Defaults of `haul export` (its options win)."""
+
+    out: Path | None = None
+    format: Literal["csv", "parquet", "xlsx"] = "csv"
+    keep: int | None = Field(None, gt=0)
+    healthcheck_url: str | None = None
+
+    @field_validator("healthcheck_url")
+    @classmethod
+    def _ping(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value)
+
+
+class Config(Section):
+    """The whole file."""
+
     source: Endpoint
-    target: Endpoint
+    target: Endpoint | None = None
     scope: Scope
-    mapping: Remapping
-    staging_path: Path
-    tuning: Tuning = field(default_factory=Tuning)
+    mapping: Remapping = Field(default_factory=Remapping)
+    staging: Staging
+    tuning: Tuning = Field(default_factory=Tuning)
+    backfill: tuple[Backfill, ...] = ()
+    export: Export | None = None
+
+    @property
+    def staging_path(self) -> Path:
+        return self.staging.path
 
     @property
     def log_path(self) -> Path:
-        return self.staging_path.with_suffix(".log")
+        return self.staging.path.with_suffix(".log")
+
+    def require_target(self, command: str) -> Endpoint:
+        """The target, for a command that writes to one; a config error when it is absent."""
+        if self.target is None:
+            raise ConfigError(
+                "target", f"missing section [target]: haul {command} writes to a target org"
+            )
+        return self.target
 
 
 def load_config(path: str | Path) -> Config:
-    """Read and validate the file at `path`; relative paths in it are relative to its folder."""
+    """Read and validate the file at `path`."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -112,133 +240,66 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(data: dict[str, Any], *, base_dir: Path) -> Config:
-    known = {"source", "target", "scope", "mapping", "staging", "tuning"}
-    _reject_unknown("", data, known)
-    return Config(
-        source=_endpoint("source", _section(data, "source")),
-        target=_endpoint("target", _section(data, "target")),
-        scope=_scope(_section(data, "scope")),
-        mapping=_mapping(data.get("mapping", {}), base_dir),
-        staging_path=_staging(_section(data, "staging"), base_dir),
-        tuning=_tuning(data.get("tuning", {})),
+    """Validate a parsed TOML document; every problem at once, as one ConfigError."""
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        problems = describe_errors(exc, Config)
+        raise ConfigError(*problems[0], more=problems[1:]) from None
+    _refuse_what_is_not_built(config)
+    return _resolved(config, base_dir.resolve())
+
+
+# Keys the schema knows whose stages this version does not have yet: accepting them and
+# doing nothing would be a silently wrong migration.
+NOT_YET = {
+    "source.wiki_url": lambda c: c.source.wiki_url,
+    "source.forms_url": lambda c: c.source.forms_url,
+    "target.wiki_url": lambda c: c.target and c.target.wiki_url,
+    "target.forms_url": lambda c: c.target and c.target.forms_url,
+    "scope.wiki_roots": lambda c: c.scope.wiki_roots,
+    "scope.surveys": lambda c: c.scope.surveys,
+    "backfill": lambda c: c.backfill,
+}
+
+
+def _refuse_what_is_not_built(config: Config) -> None:
+    problems = [
+        (key, "the wiki and forms stages are not in this version of haul yet")
+        for key, given in NOT_YET.items()
+        if given(config)
+    ]
+    if problems:
+        raise ConfigError(*problems[0], more=problems[1:])
+    if not config.scope.queues:
+        raise ConfigError(
+            "scope.queues", "must name at least one queue (the tracker is all this version moves)"
+        )
+
+
+def _resolved(config: Config, base: Path) -> Config:
+    """Relative paths joined to the config's folder; each side told its name."""
+    users = config.mapping.users_file
+    if users is not None and not (base / users).is_file():
+        raise ConfigError("mapping.users_file", f"{base / users} does not exist")
+    export = config.export
+    if export is not None and export.out is not None:
+        export = export.model_copy(update={"out": (base / export.out).resolve()})
+    return config.model_copy(
+        update={
+            "source": config.source.model_copy(update={"section": "source"}),
+            "target": config.target.model_copy(update={"section": "target"})
+            if config.target
+            else None,
+            "mapping": config.mapping.model_copy(
+                update={"users_file": (base / users) if users is not None else None}
+            ),
+            "staging": Staging(path=(base / config.staging.path).resolve()),
+            "export": export,
+        }
     )
 
 
-def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
-    if name not in data:
-        raise ConfigError(name, f"missing section [{name}]")
-    value = data[name]
-    if not isinstance(value, dict):
-        raise ConfigError(name, f"[{name}] must be a table")
-    return value
-
-
-def _reject_unknown(prefix: str, table: dict[str, Any], known: set[str]) -> None:
-    for key in table:
-        if key not in known:
-            where = f"{prefix}.{key}" if prefix else key
-            raise ConfigError(where, f"unknown key (expected one of: {', '.join(sorted(known))})")
-
-
-def _str(table: dict[str, Any], section: str, key: str, *, required: bool) -> str | None:
-    value = table.get(key)
-    if value is None:
-        if required:
-            raise ConfigError(f"{section}.{key}", "is required")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{section}.{key}", "must be a non-empty string")
-    return value.strip()
-
-
-def _number(table: dict[str, Any], section: str, key: str, default: float) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{section}.{key}", "must be a positive number")
-    return float(value)
-
-
-def _endpoint(section: str, table: dict[str, Any]) -> Endpoint:
-    known = {"tracker_url", "org_id", "cloud_org_id", "token_env", "auth_scheme"}
-    _reject_unknown(section, table, known | {"read_rps", "write_rps"})
-    url = _str(table, section, "tracker_url", required=True) or ""
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"{section}.tracker_url", "must be an http(s) URL")
-    if not url.rstrip("/").endswith("/v3"):
-        raise ConfigError(f"{section}.tracker_url", "must end in /v3 (the API version)")
-    org_id = _str(table, section, "org_id", required=False)
-    cloud_org_id = _str(table, section, "cloud_org_id", required=False)
-    if (org_id is None) == (cloud_org_id is None):
-        raise ConfigError(f"{section}.org_id", "give exactly one of org_id or cloud_org_id")
-    scheme = _str(table, section, "auth_scheme", required=False) or "OAuth"
-    if scheme not in ("OAuth", "Bearer"):
-        raise ConfigError(f"{section}.auth_scheme", "must be OAuth or Bearer")
-    return Endpoint(
-        section=section,
-        tracker_url=url.rstrip("/"),
-        token_env=_str(table, section, "token_env", required=True) or "",
-        org_id=org_id,
-        cloud_org_id=cloud_org_id,
-        auth_scheme=scheme,
-        read_rps=_number(table, section, "read_rps", 200.0),
-        write_rps=_number(table, section, "write_rps", 100.0),
-    )
-
-
-def _scope(table: dict[str, Any]) -> Scope:
-    _reject_unknown("scope", table, {"queues", "query"})
-    queues = table.get("queues")
-    if not isinstance(queues, list) or not queues:
-        raise ConfigError("scope.queues", "must be a non-empty list of queue keys")
-    if not all(isinstance(q, str) and q.strip() for q in queues):
-        raise ConfigError("scope.queues", "every queue must be a non-empty string")
-    return Scope(
-        queues=tuple(q.strip() for q in queues), query=_str(table, "scope", "query", required=False)
-    )
-
-
-def _mapping(table: Any, base_dir: Path) -> Remapping:
-    if not isinstance(table, dict):
-        raise ConfigError("mapping", "[mapping] must be a table")
-    _reject_unknown("mapping", table, {"queues", "users_file", "default_user"})
-    queues = table.get("queues", {})
-    if not isinstance(queues, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in queues.items()
-    ):
-        raise ConfigError("mapping.queues", 'must be a table of queue keys, e.g. { TEST = "NEW" }')
-    users_file = _str(table, "mapping", "users_file", required=False)
-    users_path = (base_dir / users_file) if users_file else None
-    if users_path is not None and not users_path.is_file():
-        raise ConfigError("mapping.users_file", f"{users_path} does not exist")
-    return Remapping(
-        queues={k: v.strip() for k, v in queues.items()},
-        users_file=users_path,
-        default_user=_str(table, "mapping", "default_user", required=False),
-    )
-
-
-def _staging(table: dict[str, Any], base_dir: Path) -> Path:
-    _reject_unknown("staging", table, {"path"})
-    path = _str(table, "staging", "path", required=True) or ""
-    return (base_dir / path).resolve()
-
-
-def _tuning(table: Any) -> Tuning:
-    if not isinstance(table, dict):
-        raise ConfigError("tuning", "[tuning] must be a table")
-    defaults = Tuning()
-    _reject_unknown(
-        "tuning", table, {"concurrency", "per_scroll", "lookback_minutes", "scroll_ttl_ms"}
-    )
-    per_scroll = int(_number(table, "tuning", "per_scroll", defaults.per_scroll))
-    if per_scroll > 1000:
-        raise ConfigError("tuning.per_scroll", "must be at most 1000 (the service's limit)")
-    lookback = table.get("lookback_minutes", defaults.lookback_minutes)
-    if isinstance(lookback, bool) or not isinstance(lookback, int | float) or lookback < 0:
-        raise ConfigError("tuning.lookback_minutes", "must be a number >= 0")
-    return Tuning(
-        concurrency=int(_number(table, "tuning", "concurrency", defaults.concurrency)),
-        per_scroll=per_scroll,
-        lookback_minutes=float(lookback),
-        scroll_ttl_ms=int(_number(table, "tuning", "scroll_ttl_ms", defaults.scroll_ttl_ms)),
-    )
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the file, for editors."""
+    return Config.model_json_schema()

@@ -94,14 +94,14 @@ def recorded_run(store: StagingStore, command: str) -> Iterator[RunHandle]:
 
 @asynccontextmanager
 async def open_clients(
-    environ: Mapping[str, str], *endpoints: Endpoint | None
+    config: Config, environ: Mapping[str, str], *endpoints: Endpoint | None
 ) -> AsyncIterator[list[list[tuple[Service, Any]]]]:
     """For each endpoint, a client for every service configured on it: every token is read
     before any request, then each is checked with a cheap call (AuthError names the service
     and the org)."""
     sides = [
         [
-            (service, service.client(endpoint, environ))
+            (service, service.client(endpoint, environ, config.tuning))
             for service in all_services()
             if service.configured(endpoint)
         ]
@@ -125,7 +125,7 @@ async def extract(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
-    async with open_clients(environ, config.source) as (sources,):
+    async with open_clients(config, environ, config.source) as (sources,):
         with open_store(config.staging_path) as store, recorded_run(store, "extract") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
@@ -145,8 +145,8 @@ async def load(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
     """Load what is staged into the target; the source may be gone."""
-    target = config.require_target("load") if hasattr(config, "require_target") else config.target
-    async with open_clients(environ, target) as (targets,):
+    target = config.require_target("load")
+    async with open_clients(config, environ, target) as (targets,):
         with open_store(config.staging_path) as store, recorded_run(store, "load") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
@@ -165,8 +165,8 @@ async def run_all(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
-    target = config.require_target("run") if hasattr(config, "require_target") else config.target
-    async with open_clients(environ, config.source, target) as (sources, targets):
+    target = config.require_target("run")
+    async with open_clients(config, environ, config.source, target) as (sources, targets):
         with open_store(config.staging_path) as store, recorded_run(store, "run") as run:
             stage = Stage(config, store, progress or Progress(), stop_requested)
             extracted = await _extract(stage, sources)

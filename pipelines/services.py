@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
@@ -70,7 +70,7 @@ class Service(Protocol):
 
     def configured(self, endpoint: Endpoint) -> bool: ...
 
-    def client(self, endpoint: Endpoint, environ: Mapping[str, str]) -> Client: ...
+    def client(self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> Client: ...
 
     async def source(self, config: Config, client: Any, store: StagingStore) -> SourceParts: ...
 

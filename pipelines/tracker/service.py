@@ -13,7 +13,7 @@ from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Details, SourceParts, TargetParts
 from haul.pipelines.streams import Extractor, ExtractStats
@@ -48,7 +48,9 @@ class TrackerService:
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
 
-    def client(self, endpoint: Endpoint, environ: Mapping[str, str]) -> TrackerClient:
+    def client(
+        self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning
+    ) -> TrackerClient:
         return TrackerClient.connect(
             base_url=endpoint.tracker_url,
             token=endpoint.token(environ),
@@ -57,6 +59,9 @@ class TrackerService:
             auth_scheme=endpoint.auth_scheme,
             read_rate=endpoint.read_rps,
             write_rate=endpoint.write_rps,
+            rate_limit_patience=tuning.rate_limit_patience,
+            outage_patience=tuning.outage_patience,
+            request_timeout=tuning.request_timeout,
         )
 
     async def source(

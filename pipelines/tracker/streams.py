@@ -122,6 +122,7 @@ class IssueScroll:
                 query=scroll_query(self.queue, since, self.narrowing),
                 per_scroll=self.per_scroll,
                 ttl_ms=self.ttl_ms,
+                expand="attachments",
             )
             try:
                 async with aclosing(scroll):
@@ -185,29 +186,31 @@ class IssueDrain:
     counts: dict[str, int] = field(default_factory=dict)
 
     async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
+        """Ask only for what the issue says it has (see `listings_needed`)."""
         key = issue.source_id
-        listings = (
-            _collect(self.client.iter_comments(key)),
-            _collect(self.client.iter_worklogs(key)),
-            _collect(self.client.iter_changelog(key)),
-            self.client.list_links(key),
-            self.client.list_attachments(key),
-            self.client.list_checklist(key),
-        )
-        results: list[list[dict[str, Any]]]
+        needed = listings_needed(issue.raw)
+        listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
+            "comment": lambda: _collect(self.client.iter_comments(key)),
+            "worklog": lambda: _collect(self.client.iter_worklogs(key)),
+            "changelog": lambda: _collect(self.client.iter_changelog(key)),
+            "link": lambda: self.client.list_links(key),
+            "attachment": lambda: self.client.list_attachments(key),
+        }
+        asked = {entity: listings[entity] for entity in needed}
         if self.concurrent:
-            results = list(await asyncio.gather(*listings))
+            replies = await asyncio.gather(*(listing() for listing in asked.values()))
+            results = dict(zip(asked, replies, strict=True))
         else:  # one request at a time: the benchmark's baseline
-            results = [await listing for listing in listings]
-        comments, worklogs, changelog, links, attachments, checklist = results
+            results = {entity: await listing() for entity, listing in asked.items()}
+        attachments = results.get("attachment") or embedded_attachments(issue.raw) or []
         blobs, problems = await self._fetch_blobs(key, attachments)
         return {
-            "comment": _rows(key, comments),
-            "worklog": _rows(key, worklogs),
-            "changelog": _rows(key, changelog),
-            "link": _rows(key, links),
+            "comment": _rows(key, results.get("comment", [])),
+            "worklog": _rows(key, results.get("worklog", [])),
+            "changelog": _rows(key, results.get("changelog", [])),
+            "link": _rows(key, results.get("link", [])),
             "attachment": _rows(key, attachments, blobs, problems),
-            "checklist": _checklist_rows(key, checklist),
+            "checklist": _checklist_rows(key, checklist_of(issue.raw)),
         }
 
     async def _fetch_blobs(
@@ -268,6 +271,45 @@ class _WrongSize(Exception):
 
 class DownloadProblem(Exception):
     """An attachment's bytes could not be had whole; the message says why."""
+
+
+def listings_needed(issue: dict[str, Any]) -> list[str]:
+    """The listings an issue needs, from what the service already told about it.
+
+    Changelog and links always (nothing on the issue counts them). Comments unless both comment
+    counters say zero; worklogs only when time was spent; attachments only when the issue does
+    not carry them with their metadata (``expand=attachments``). The checklist arrives inside
+    the issue (`checklistItems`) and needs no request at all.
+    """
+    needed = ["changelog", "link"]
+    counters = [issue.get(name) for name in COMMENT_COUNTERS]
+    if any(count is None or count for count in counters):
+        needed.append("comment")
+    if issue.get("spent"):
+        needed.append("worklog")
+    if embedded_attachments(issue) is None:
+        needed.append("attachment")
+    return needed
+
+
+def embedded_attachments(issue: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The attachments embedded in the issue with their metadata (``expand=attachments``),
+    or None when they are not all there (bare refs without a size: list them)."""
+    embedded = issue.get("attachments")
+    if not isinstance(embedded, list):
+        return None
+    if all(isinstance(a, dict) and {"id", "name", "size"} <= a.keys() for a in embedded):
+        return [{k: v for k, v in a.items() if k != "display"} for a in embedded]
+    return None
+
+
+def checklist_of(issue: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checklist the issue carries (empty when it has none)."""
+    items = issue.get("checklistItems")
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+COMMENT_COUNTERS = ("commentWithoutExternalMessageCount", "commentWithExternalMessageCount")
 
 
 def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[Row]:

@@ -6,6 +6,7 @@ None of these needs a service: haul must stop before it sends anything.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, haul_env, run_haul, write_config
@@ -83,3 +84,64 @@ def test_status_before_any_run_says_nothing_is_staged(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "nothing staged yet" in done.stderr
     assert "haul extract" in done.stderr
+
+
+def test_every_config_problem_is_on_the_last_line_with_exit_2(tmp_path: Path) -> None:
+    """Two mistakes in one file: exit 2 and one line that lists both by key path."""
+    config = write_config(tmp_path, NOWHERE, queues=["TEST"])
+    text = config.read_text(encoding="utf-8").replace(
+        "[staging]", "[tuning]\nconcurency = 4\n[staging]"
+    )
+    config.write_text(
+        text.replace(
+            'token_env = "HAUL_CLI_SOURCE_TOKEN"',
+            'token_env = "HAUL_CLI_SOURCE_TOKEN"\nauth_scheme = 7',
+            1,
+        ),
+        encoding="utf-8",
+    )
+    done = run_haul("status", "--config", config)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("haul: config error: 2 problems: tuning.concurency: unknown key")
+    assert "source.auth_scheme" in last
+    assert "Traceback" not in done.stderr
+
+
+def test_config_schema_prints_a_json_schema() -> None:
+    """`haul config-schema` prints the schema editors read, with every section described."""
+    import json
+
+    done = run_haul("config-schema")
+    assert done.returncode == 0, done.stderr
+    schema = json.loads(done.stdout)
+    assert set(schema["properties"]) >= {
+        "source",
+        "target",
+        "scope",
+        "mapping",
+        "staging",
+        "tuning",
+    }
+    assert schema["$defs"]["Endpoint"]["properties"]["tracker_url"]["description"]
+
+
+def test_extract_needs_no_target(sandbox: Any, tmp_path: Path) -> None:
+    """A nightly export's config has only a source: `haul extract` stages it, exit 0, and
+    `haul load` says the target is missing (exit 2)."""
+    from cli_fixtures import tokens_env
+
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=["DEV"])
+    text = config.read_text(encoding="utf-8")
+    start, end = text.index("[target]"), text.index("[scope]")
+    config.write_text(text[:start] + text[end:], encoding="utf-8")
+    env = tokens_env(info["tokens"]["admin"])
+
+    done = run_haul("extract", "--config", config, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert "issues_staged:" in done.stdout
+    load = run_haul("load", "--config", config, env=env)
+    assert load.returncode == 2
+    assert "missing section [target]: haul load" in load.stderr

@@ -11,8 +11,9 @@ COMMANDS = {
     ("load",): ("Load what is staged", "--retry-failed", "--config"),
     ("run",): ("Extract, load", "--retry-failed", "--config"),
     ("status",): ("staged, loaded, failed", "--config"),
-    ("failures",): ("could not be loaded", "--entity", "--limit", "--config"),
+    ("failures",): ("could not be extracted whole or loaded", "--entity", "--limit", "--config"),
     ("demo",): ("sandbox", "--size", "--seed", "--workdir"),
+    ("config-schema",): ("JSON Schema",),
     ("sandbox",): ("stand-in", "serve"),
     ("sandbox", "serve"): ("JSON line", "--size", "--seed", "--port", "--faults"),
 }
@@ -24,6 +25,13 @@ def test_top_level_help_lists_every_command() -> None:
     assert done.returncode == 0, done.stderr
     assert "Usage: haul" in done.stdout
     assert "exactly once" in " ".join(done.stdout.split())
+    for status in (
+        "0  done",
+        "2  usage or config error",
+        "3  done, but records failed",
+        "4  stopped by rate limiting",
+    ):
+        assert status in done.stdout
     listed = done.stdout.split("Commands:", 1)[1].split()
     for (command, *_), _words in COMMANDS.items():
         assert command in listed

@@ -13,8 +13,8 @@ from structlog.testing import capture_logs
 
 from haul.connectors.errors import (
     AmbiguousWriteError,
-    BodyMismatch,
     AuthError,
+    BodyMismatch,
     ConflictError,
     NotFoundError,
     TransientError,

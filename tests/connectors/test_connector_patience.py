@@ -68,7 +68,9 @@ async def test_a_short_outage_does_not_end_the_run(make_core, sleep) -> None:
     assert len(handler.calls) == 11
 
 
-async def test_an_outage_longer_than_the_patience_stops_with_a_resume_hint(make_core, sleep) -> None:
+async def test_an_outage_longer_than_the_patience_stops_with_a_resume_hint(
+    make_core, sleep
+) -> None:
     """5xx past outage_patience: TransientError (exit 1) saying how long and how to resume."""
     async with make_core(answering(httpx.Response(502)), outage_patience=30) as core:
         with pytest.raises(TransientError) as caught:
@@ -102,7 +104,7 @@ async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) 
         return httpx.Response(401, json={"errorMessages": ["who are you"]})
 
     async with make_core(handler) as core:
-        with pytest.raises(RedirectError, match="redirected to another host \\(elsewhere.test\\)"):
+        with pytest.raises(RedirectError, match=r"redirected to another host \(elsewhere\.test\)"):
             await core.get_json("/myself")
     assert [r.url.host for r in seen] == ["tracker.test", "elsewhere.test"]
     assert "Authorization" not in seen[1].headers

@@ -87,3 +87,74 @@ def test_token_comes_from_the_environment_only(tmp_path: Path) -> None:
     assert config.source.token({"SRC_TOKEN": " abc "}) == "abc"
     with pytest.raises(ConfigError, match="SRC_TOKEN"):
         config.source.token({})
+
+
+def test_every_problem_is_listed_at_once_by_its_key_path(tmp_path: Path) -> None:
+    """Three mistakes, three problems, each with its dotted key path, unknown keys first."""
+    text = VALID.replace('auth_scheme = "x"', "")
+    text = text.replace('token_env = "SRC_TOKEN"', 'token_env = "SRC_TOKEN"\nauth_scheme = "Basic"')
+    text = text.replace('queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nqueus = ["X"]')
+    text += "\n[tuning]\nconcurrency = 0\n"
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    keys = [key for key, _ in caught.value.problems]
+    assert keys == ["scope.queus", "source.auth_scheme", "tuning.concurrency"]
+    message = str(caught.value)
+    assert message.startswith(
+        "config error: 3 problems: scope.queus: unknown key (expected one of:"
+    )
+    assert "'OAuth' or 'Bearer'" in message and "must be > 0" in message
+
+
+def test_keys_of_stages_not_built_yet_are_refused_not_ignored(tmp_path: Path) -> None:
+    """A valid wiki root, survey or backfill rule: refused by name until its stage exists."""
+    text = VALID.replace('queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nwiki_roots = ["team"]')
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.key == "scope.wiki_roots"
+    assert "not in this version" in caught.value.problem
+
+
+def test_a_backfill_rule_names_its_index_and_key(tmp_path: Path) -> None:
+    """A [[backfill]] rule into the tracker without a queue; a template that does not parse."""
+    text = VALID + (
+        '\n[[backfill]]\nsurvey = "0123456789abcdef01234567"\ninto = "tracker"\n'
+        'summary = "{subject}"\nqueue = "SUP"\n'
+        '\n[[backfill]]\nsurvey = "0123456789abcdef01234567"\ninto = "tracker"\n'
+        'summary = "{subject"\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    keys = [key for key, _ in caught.value.problems]
+    assert "backfill[1].summary" in keys
+    assert "backfill[1].queue" in keys or len(keys) == 1
+
+
+def test_durations_read_as_seconds_and_bad_ones_are_named(tmp_path: Path) -> None:
+    """`15m`, `90s`, `1h`; `soon` is a config error naming the key."""
+    config = load_config(write(tmp_path, VALID + '\n[tuning]\nrate_limit_patience = "1h"\n'))
+    assert config.tuning.rate_limit_patience == 3600.0
+    assert config.tuning.outage_patience == 300.0
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, VALID + '\n[tuning]\noutage_patience = "soon"\n'))
+    assert caught.value.key == "tuning.outage_patience"
+
+
+def test_a_config_without_a_target_serves_a_source_only_command(tmp_path: Path) -> None:
+    """A nightly export needs only the source: no [target] parses; a load asks for one."""
+    text = VALID[: VALID.index("[target]")] + VALID[VALID.index("[scope]") :]
+    config = load_config(write(tmp_path, text))
+    assert config.target is None
+    with pytest.raises(ConfigError, match="missing section \\[target\\]: haul load"):
+        config.require_target("load")
+
+
+def test_wiki_and_forms_keys_are_checked_too(tmp_path: Path) -> None:
+    """Wiki roots are slugs, surveys are 24-hex ids or "all", service URLs end in /v1."""
+    text = VALID.replace('queues = ["TEST", "OPS"]', 'wiki_roots = ["/team/"]\nsurveys = "all"')
+    text = text.replace('org_id = "1"', 'org_id = "1"\nwiki_url = "http://w/v2"', 1)
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    keys = dict(caught.value.problems)
+    assert "must end in /v1" in keys["source.wiki_url"]
+    assert "not a slug" in keys["scope.wiki_roots[0]"]

@@ -71,7 +71,7 @@ async def target(sandbox: Any, tmp_path: Path) -> AsyncIterator[Target]:
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
     await extract(config, environ=environ(info))
-    async with open_clients(environ(info), config.target) as (clients,):
+    async with open_clients(config, environ(info), config.target) as (clients,):
         with StagingStore.open(config.staging_path) as store:
             specs: dict[str, EntitySpec] = {}
             for service, client in clients:

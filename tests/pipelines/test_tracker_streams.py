@@ -51,3 +51,39 @@ def test_an_unreadable_update_time_keeps_the_last_readable_watermark() -> None:
     )
     assert [row["source_id"] for row in page.rows] == ["TEST-3", "TEST-4"]
     assert page.checkpoint == {"updated_at": "2024-01-02T00:00:00.000+0000", "key": "TEST-3"}
+
+
+def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
+    """Counters at zero, no time spent, no attachment refs: changelog and links only."""
+    from haul.pipelines.tracker.streams import checklist_of, listings_needed
+
+    bare = {
+        "key": "TEST-1",
+        "commentWithoutExternalMessageCount": 0,
+        "commentWithExternalMessageCount": 0,
+        "attachments": [],
+    }
+    assert listings_needed(bare) == ["changelog", "link"]
+    busy = {
+        **bare,
+        "commentWithExternalMessageCount": 2,
+        "spent": "PT1H",
+        "attachments": [{"id": "9"}],
+    }
+    assert listings_needed(busy) == ["changelog", "link", "comment", "worklog", "attachment"]
+    assert checklist_of({**bare, "checklistItems": [{"text": "a", "checked": True}]}) == [
+        {"text": "a", "checked": True}
+    ]
+
+
+def test_an_issue_that_says_nothing_is_asked_for_everything_it_might_have() -> None:
+    """Without counters or embedded refs (an older reply shape), nothing is assumed away."""
+    from haul.pipelines.tracker.streams import listings_needed
+
+    assert listings_needed({"key": "TEST-2", "spent": "P1D"}) == [
+        "changelog",
+        "link",
+        "comment",
+        "worklog",
+        "attachment",
+    ]
