@@ -2,8 +2,8 @@
 
 Both hand out send slots at the current rate (a slot every 1/rate seconds, reserved in turn,
 so concurrent callers never burst past it). The adaptive budget raises its rate while the
-service answers without 429 (by a tenth per second of use until the first 429: a slow start;
-then by 2% of the rate that met the 429, per second: additive increase) and cuts it to 80% on a 429, at most once
+service answers without 429 (by half per second of use until the first 429: a slow start;
+then by 2% of the rate that met the 429, per second: additive increase) and cuts it on a 429 (to half the first time, ending the slow start; to 80% after), at most once
 per cool-down, so a burst of 429s from one overshoot is one cut (multiplicative decrease).
 It only raises the rate while the rate is what holds the caller back, never above `ceiling`,
 and when the service says its budget is spent (`RateLimit-Remaining: 0` with
@@ -23,10 +23,11 @@ import structlog
 
 log = structlog.get_logger("haul.connectors")
 
-AUTO_START = 20.0  # requests per second before anything is known of the service
-SLOW_START_GROWTH = 0.10  # per second of use, until the first 429
+AUTO_START = 50.0  # requests per second before anything is known of the service
+SLOW_START_GROWTH = 0.5  # per second of use, until the first 429: doubling in under 2 s
 STEADY_GROWTH = 0.02  # per second of use, after it
 DECREASE = 0.8
+SLOW_START_CUT = 0.5
 COOL_DOWN = 1.0  # seconds during which further 429s do not cut again
 FLOOR = 1.0
 
@@ -106,12 +107,14 @@ class AdaptiveBudget:
             self._grow(now)
 
     def _cut(self, now: float) -> None:
-        self._throttled = True
         if now - self._last_cut < COOL_DOWN:
             return
+        # the slow start overshoots by up to half: its first 429 halves, later ones trim
+        factor = DECREASE if self._throttled else SLOW_START_CUT
+        self._throttled = True
         self._last_cut = now
-        self._limit_seen = self.rate
-        self._change(max(FLOOR, self.rate * DECREASE), "429")
+        self._limit_seen = self.rate * factor / DECREASE if factor != DECREASE else self.rate
+        self._change(max(FLOOR, self.rate * factor), "429")
 
     def _grow(self, now: float) -> None:
         # Replies come `rate` times a second, so each adds its share of a second's growth:

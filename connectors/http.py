@@ -20,9 +20,9 @@ from typing import IO, Any, TypeVar
 import certifi
 import httpx
 import structlog
-from aiolimiter import AsyncLimiter
 from tenacity import RetryCallState
 
+from haul.connectors.budget import budget_for
 from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
@@ -58,13 +58,6 @@ def is_write(method: str, write: bool | None = None) -> bool:
     return write if write is not None else method.upper() not in _READ_METHODS
 
 
-def _limiter(rate: float) -> AsyncLimiter:
-    """A limiter of ``rate`` requests per second (a rate below 1 becomes 1 per 1/rate s)."""
-    if rate <= 0:
-        raise ValueError(f"a rate must be positive, not {rate}")
-    return AsyncLimiter(rate, 1.0) if rate >= 1 else AsyncLimiter(1, 1.0 / rate)
-
-
 POOL_SIZE = 4
 
 
@@ -92,8 +85,9 @@ class HttpCore:
         max_backoff: float = 30.0,
         rate_limit_patience: float = 900.0,
         outage_patience: float = 300.0,
-        read_rate: float = 200.0,
-        write_rate: float = 100.0,
+        read_rate: float | str = "auto",
+        write_rate: float | str = "auto",
+        max_rate: float | None = None,
         max_connections: int = 32,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -110,8 +104,13 @@ class HttpCore:
         self._patience = Patience(rate_limit=rate_limit_patience, outage=outage_patience)
         self._deadline = request_timeout
         self._sleep = sleep
-        self._read_limiter = _limiter(read_rate)
-        self._write_limiter = _limiter(write_rate)
+        # budgets wait in real time: the injected `sleep` is the retries' (tests skip it)
+        self._read_budget = budget_for(
+            read_rate, service=service, direction="read", ceiling=max_rate
+        )
+        self._write_budget = budget_for(
+            write_rate, service=service, direction="write", ceiling=max_rate
+        )
         # Queue here, not in httpcore: its pool rescans every waiting request against every
         # connection on each state change, which costs more CPU than the requests themselves.
         self._in_flight = asyncio.Semaphore(max_connections)
@@ -139,6 +138,10 @@ class HttpCore:
 
     def __repr__(self) -> str:
         return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
+
+    def rate_history(self) -> dict[str, list[tuple[float, float]]]:
+        """(monotonic time, requests per second) at each change of each budget."""
+        return {"read": self._read_budget.history, "write": self._write_budget.history}
 
     async def __aenter__(self) -> HttpCore:
         return self
@@ -340,19 +343,21 @@ class HttpCore:
         self, request: httpx.Request, write: bool, *, stream: bool = False
     ) -> httpx.Response:
         """Send once within the rate budget; raise for any status but 2xx/3xx."""
-        async with self._write_limiter if write else self._read_limiter:
-            self.requests_sent += 1
-            try:
-                async with self._in_flight, asyncio.timeout(self._deadline):
-                    response = await next(self._next_pool).send(request, stream=stream)
-            except TimeoutError:
-                raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
-            except AFTER_SEND_ERRORS as exc:
-                if write:
-                    raise self._transport_error(
-                        AmbiguousWriteError, request, exc, "the write may have been applied"
-                    ) from exc
-                raise
+        budget = self._write_budget if write else self._read_budget
+        await budget.acquire()
+        self.requests_sent += 1
+        try:
+            async with self._in_flight, asyncio.timeout(self._deadline):
+                response = await next(self._next_pool).send(request, stream=stream)
+        except TimeoutError:
+            raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
+        except AFTER_SEND_ERRORS as exc:
+            if write:
+                raise self._transport_error(
+                    AmbiguousWriteError, request, exc, "the write may have been applied"
+                ) from exc
+            raise
+        budget.on_reply(response.status_code, response.headers)
         if response.url.host != request.url.host:
             await response.aclose()
             raise RedirectError(

@@ -62,8 +62,12 @@ class Endpoint(Section):
     org_id: str | None = Field(None, min_length=1, description="The org id (X-Org-ID).")
     cloud_org_id: str | None = Field(None, min_length=1, description="Or a cloud org id.")
     auth_scheme: Literal["OAuth", "Bearer"] = Field("OAuth", description="Authorization scheme.")
-    read_rps: Rate = Field(200.0, description='Reads per second: a number (a cap) or "auto".')
-    write_rps: Rate = Field(100.0, description='Writes per second: a number (a cap) or "auto".')
+    read_rps: Rate = Field(
+        "auto", description='Reads per second: "auto" (adapts) or a number (a cap).'
+    )
+    write_rps: Rate = Field(
+        "auto", description='Writes per second: "auto" (adapts) or a number (a cap).'
+    )
     max_rps: float | None = Field(None, gt=0, description='The ceiling of an "auto" budget.')
     section: str = Field("", exclude=True, description="Filled in: source or target.")
 

@@ -13,6 +13,9 @@ pattern on the request path (no GLOB: every path):
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
 - ``cut_body:RATE``         send the first half of the body under the full Content-Length,
                             then abort the connection (a download broken off mid-stream)
+- ``ratelimit:RPS``         a real limit: a token bucket of RPS requests per second per org
+                            (a fifth of a second of burst); beyond it, 429 with
+                            ``Retry-After: 1`` (not a dice roll: RATE is not used)
 
 RATE is a probability in [0, 1]; the dice come from an RNG seeded with the sandbox seed.
 Paths under ``/_sandbox/`` are never faulted nor counted.
@@ -26,6 +29,7 @@ import json
 import random
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +48,7 @@ _KINDS = (
     "error_object",
     "short_body",
     "cut_body",
+    "ratelimit",
 )
 CONTROL_PREFIX = "/_sandbox/"
 
@@ -55,6 +60,7 @@ class Fault:
     latency_ms: float = 0.0
     jitter_ms: float = 0.0
     retry_after: int = 1
+    rps: float = 0.0
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
@@ -78,6 +84,11 @@ def _parse_item(item: str) -> Fault:
         if kind == "429":
             rate, _, seconds = args.partition(":")
             return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
+        if kind == "ratelimit":
+            rps = float(args)
+            if rps <= 0:
+                raise ValueError("requests per second must be positive")
+            return Fault(kind, rps=rps, glob=glob)
         return Fault(kind, rate=_rate(args), glob=glob)
     except ValueError as error:
         raise ValueError(f"bad fault {item!r}: {error}") from None
@@ -109,6 +120,7 @@ class FaultPlan:
     def __init__(self, spec: str = "", *, seed: int = 1) -> None:
         self._rng = random.Random(f"faults:{seed}")
         self._lock = threading.Lock()
+        self._buckets: dict[tuple[str, int], TokenBucket] = {}
         self.spec = ""
         self._faults: tuple[Fault, ...] = ()
         self.set(spec)
@@ -118,20 +130,53 @@ class FaultPlan:
         faults = parse_faults(spec)
         with self._lock:
             self.spec, self._faults = spec, faults
+            self._buckets.clear()
 
-    def decide(self, path: str) -> Decision:
+    def decide(self, path: str, org: str = "") -> Decision:
         with self._lock:
             faults = [fault for fault in self._faults if fault.applies_to(path)]
+            for index, fault in enumerate(faults):
+                if fault.kind == "ratelimit" and not self._bucket(org, index, fault).take():
+                    return Decision(0.0, "429", 1)
             delay_ms = sum(
                 f.latency_ms + self._rng.uniform(0, f.jitter_ms)
                 for f in faults
                 if f.kind == "latency"
             )
-            hits = [f for f in faults if f.kind != "latency" and self._rng.random() < f.rate]
+            hits = [
+                f
+                for f in faults
+                if f.kind not in ("latency", "ratelimit") and self._rng.random() < f.rate
+            ]
         first = hits[0] if hits else None
         return Decision(
             delay_ms / 1000, first.kind if first else None, first.retry_after if first else 1
         )
+
+    def _bucket(self, org: str, index: int, fault: Fault) -> TokenBucket:
+        key = (org, index)
+        if key not in self._buckets:
+            self._buckets[key] = TokenBucket(fault.rps)
+        return self._buckets[key]
+
+
+class TokenBucket:
+    """``rps`` tokens a second, holding at most a fifth of a second's worth (and one)."""
+
+    def __init__(self, rps: float) -> None:
+        self.rps = rps
+        self.capacity = max(1.0, rps / 5)
+        self.tokens = self.capacity
+        self.at = time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rps)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class RequestStats:
@@ -177,7 +222,7 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         self.stats.record(route_name(self.routes(), scope))
-        decision = self.plan.decide(scope["path"])
+        decision = self.plan.decide(scope["path"], _org_of(scope))
         if decision.delay_s:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":
@@ -193,6 +238,14 @@ class FaultMiddleware:
             await _halved(self.app, scope, receive, send, cut=decision.action == "cut_body")
         else:
             await self.app(scope, receive, send)
+
+
+def _org_of(scope: Scope) -> str:
+    """The org a request speaks for (any of the org headers), for per-org limits."""
+    for name, value in scope.get("headers", []):
+        if name.lower() in (b"x-org-id", b"x-cloud-org-id"):
+            return str(value.decode("latin-1"))
+    return ""
 
 
 async def _discard(message: Message) -> None:

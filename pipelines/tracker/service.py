@@ -59,6 +59,7 @@ class TrackerService:
             auth_scheme=endpoint.auth_scheme,
             read_rate=endpoint.read_rps,
             write_rate=endpoint.write_rps,
+            max_rate=endpoint.max_rps,
             rate_limit_patience=tuning.rate_limit_patience,
             outage_patience=tuning.outage_patience,
             request_timeout=tuning.request_timeout,

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from haul.connectors.budget import DECREASE, AdaptiveBudget, FixedBudget, budget_for
+from haul.connectors.budget import (
+    DECREASE,
+    SLOW_START_CUT,
+    AdaptiveBudget,
+    FixedBudget,
+    budget_for,
+)
 
 
 class Clock:
@@ -58,7 +64,8 @@ async def test_auto_does_not_grow_when_the_caller_is_the_bound() -> None:
 
 
 async def test_a_burst_of_429s_is_one_cut_and_the_ceiling_holds() -> None:
-    """Five 429s within the cool-down cut the rate once; growth never passes max_rps."""
+    """Five 429s within the cool-down cut the rate once (the slow start's first cut halves,
+    later ones trim to 80%); growth never passes max_rps."""
     clock = Clock()
     budget = AdaptiveBudget("tracker", "write", ceiling=30.0, clock=clock, sleep=clock.sleep)
     for _ in range(3000):
@@ -67,7 +74,10 @@ async def test_a_burst_of_429s_is_one_cut_and_the_ceiling_holds() -> None:
     assert budget.rate == 30.0
     for _ in range(5):
         budget.on_reply(429, {"Retry-After": "1"})
-    assert budget.rate == pytest.approx(30.0 * DECREASE)
+    assert budget.rate == pytest.approx(30.0 * SLOW_START_CUT)
+    clock.now += 2.0  # past the cool-down
+    budget.on_reply(429, {})
+    assert budget.rate == pytest.approx(30.0 * SLOW_START_CUT * DECREASE)
 
 
 async def test_a_spent_budget_pauses_until_its_reset() -> None:

@@ -27,6 +27,9 @@ def write_config(
     """haul.toml in `directory` for the sandbox `info`, both orgs' token in TOKEN_ENV."""
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
+        # fixed budgets: these tests are about what moves, not how fast; the CLI tests and
+        # tests/connectors/test_budget_on_sandbox.py run the default "auto" budget
+        endpoint_extra={"read_rps": 2000, "write_rps": 2000},
         queues=queues,
         queue_mapping={"TEST": "NEW"} if mapping is None else mapping,
         sections=extra,
