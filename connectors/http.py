@@ -15,7 +15,7 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import certifi
 import httpx
@@ -51,6 +51,16 @@ log = structlog.get_logger("haul.connectors")
 
 T = TypeVar("T")
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class Sink(Protocol):
+    """Where a download's bytes go, chunk by chunk (a file, a blob writer)."""
+
+    def write(self, data: bytes, /) -> int | None: ...
+
+
+# what can break a body off once it has started: the transport's errors, and our deadline
+BODY_ERRORS: tuple[type[Exception], ...] = (*AFTER_SEND_ERRORS, TimeoutError)
 
 
 def is_write(method: str, write: bool | None = None) -> bool:
@@ -225,9 +235,7 @@ class HttpCore:
         finally:
             await response.aclose()
 
-    async def download(
-        self, path: str, sink: IO[bytes], *, params: dict[str, Any] | None = None
-    ) -> int:
+    async def download(self, path: str, sink: Sink, *, params: dict[str, Any] | None = None) -> int:
         """Stream a GET body into ``sink.write`` chunk by chunk; return the bytes written.
 
         A failure before the first byte was written is retried like any read; after that the
@@ -237,7 +245,7 @@ class HttpCore:
         request = self._client.build_request("GET", path, params=params)
         return await self._with_retries(request, False, lambda: self._download_once(request, sink))
 
-    async def _download_once(self, request: httpx.Request, sink: IO[bytes]) -> int:
+    async def _download_once(self, request: httpx.Request, sink: Sink) -> int:
         response = await self._attempt(request, False, stream=True)
         announced = response.headers.get("Content-Length")
         written = 0
@@ -246,7 +254,7 @@ class HttpCore:
                 async for chunk in response.aiter_bytes():
                     sink.write(chunk)
                     written += len(chunk)
-        except (*AFTER_SEND_ERRORS, TimeoutError) as exc:
+        except BODY_ERRORS as exc:
             if written:  # the sink holds part of a file: only the caller can start over
                 note = f"broke off after {written} of {announced or 'unknown'} bytes"
                 raise self._transport_error(BodyMismatch, request, exc, note) from exc
@@ -422,8 +430,11 @@ class HttpCore:
 
     def _log_retry(self, request: httpx.Request, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
-        is_status = isinstance(error, RetryableStatus)
-        reason = error.response.status_code if is_status else type(error).__name__
+        reason = (
+            error.response.status_code
+            if isinstance(error, RetryableStatus)
+            else type(error).__name__
+        )
         log.warning(
             "http_retry",
             service=self.service,

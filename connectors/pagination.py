@@ -179,7 +179,7 @@ class RelativeIdPaginator(Paginator):
     def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
         link = response.links.get("next")
         self.has_next_page = bool(link and records)
-        if self.has_next_page:
+        if link and self.has_next_page:
             self.next_query = query_of(link["url"])
             self.remember(tuple(sorted(self.next_query.items())), "next link")
 

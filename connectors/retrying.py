@@ -111,6 +111,7 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float |
     """
     if not value or not value.strip():
         return None
+    seconds: float | None
     try:
         seconds = float(value)
     except ValueError:

@@ -8,7 +8,7 @@ an uncertain outcome raises AmbiguousWriteError and is never repeated here.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -17,7 +17,7 @@ from urllib.parse import quote
 import structlog
 
 from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
-from haul.connectors.http import HttpCore
+from haul.connectors.http import HttpCore, Sink
 from haul.connectors.pagination import (
     PageNumberPaginator,
     Paginator,
@@ -101,7 +101,7 @@ class TrackerClient:
         ttl_ms: int = 60_000,
         scroll_type: str = "sorted",
         expand: str | None = None,
-    ) -> AsyncIterator[list[Record]]:
+    ) -> AsyncGenerator[list[Record], None]:
         """Yield every matching issue, a scroll page at a time, past the 10 000 cap.
 
         ``expand="attachments"`` embeds each issue's attachment refs (and with them the
@@ -225,7 +225,7 @@ class TrackerClient:
         return body
 
     async def download_attachment(
-        self, key: str, attachment_id: str | int, filename: str, sink: IO[bytes]
+        self, key: str, attachment_id: str | int, filename: str, sink: Sink
     ) -> int:
         """Stream an attachment's bytes into ``sink``; return how many were written.
 

@@ -126,7 +126,7 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _sentence(item: dict[str, Any], model: type[BaseModel]) -> str:
+def _sentence(item: Any, model: type[BaseModel]) -> str:
     kind = item["type"]
     if kind == "extra_forbidden":
         return f"unknown key (expected one of: {', '.join(_keys_at(item['loc'][:-1], model))})"

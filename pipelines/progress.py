@@ -10,7 +10,7 @@ from collections import Counter
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
 
@@ -51,7 +51,7 @@ class LiveProgress(Progress):
             disable=not self._console.is_terminal,
             transient=False,
         )
-        self._ids: dict[str, int] = {}
+        self._ids: dict[str, TaskID] = {}
 
     def task(self, name: str, total: int | None = None) -> str:
         if name not in self._ids:

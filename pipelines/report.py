@@ -55,6 +55,7 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
 
 
 def counts_frame(rows: list[EntityCounts]) -> pd.DataFrame:
+    """The counts as a table indexed by entity, with a total of the loadable ones."""
     import pandas as pd  # only reports need it; keeps every other command's start-up fast
 
     frame = pd.DataFrame([asdict(row) for row in rows]).set_index("entity")
@@ -80,6 +81,7 @@ def print_run(
 
 
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
+    """The per-entity table on the console ("-" where an entity is never loaded)."""
     frame = counts_frame(rows)
     table = Table(title=title)
     table.add_column("entity")

@@ -15,6 +15,7 @@ import socket
 import threading
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 
@@ -155,7 +156,7 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(app: object) -> uvicorn.Server:
+def _server(app: Any) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
         http="h11",  # the drop faults reach the connection through h11's request cycle

@@ -19,6 +19,7 @@ Errors::
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -98,7 +99,7 @@ class Ledger:
         self._db = db
         self._clock = clock
 
-    def plan(self, rows: Iterable[dict]) -> int:
+    def plan(self, rows: Iterable[dict[str, Any]]) -> int:
         """Add records to load, or bring their plan up to date; return how many rows are new.
 
         Each row: {"entity", "source_id", "payload_hash", and optionally "parent_entity",
@@ -107,7 +108,7 @@ class Ledger:
         """
         now = self._clock()
 
-        def values() -> Iterator[tuple]:
+        def values() -> Iterator[tuple[Any, ...]]:
             for row in rows:
                 yield (
                     row["entity"],

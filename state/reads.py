@@ -24,14 +24,14 @@ def iter_keyset(
     params: Sequence[Any] = (),
     keys: Sequence[str],
     page_size: int = PAGE_SIZE,
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Yield the rows of `select` (a SELECT ... FROM ... naming the `keys` columns) that match
     every `where` clause, in `keys` order, `page_size` rows per statement.
 
     `keys` must identify a row uniquely and hold no NULLs (row-value comparison skips NULLs).
     """
     order = ", ".join(keys)
-    after: tuple | None = None
+    after: tuple[Any, ...] | None = None
     while True:
         clauses, args = list(where), list(params)
         if after is not None:
@@ -46,7 +46,7 @@ def iter_keyset(
         after = tuple(page[-1][key] for key in keys)
 
 
-def fetch_one(db: Database, sql: str, params: Sequence[Any] = ()) -> dict | None:
+def fetch_one(db: Database, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
     """The first row of `sql` as a dict, or None; the statement is finished before returning."""
     cursor = db.execute(sql, params)
     names = [column[0] for column in cursor.description]

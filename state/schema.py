@@ -130,7 +130,7 @@ STEPS: tuple[Step, ...] = (
 
 def schema_version(db: Database) -> int:
     """Return the number of migration steps applied to `db`."""
-    return db.execute("PRAGMA user_version").fetchone()[0]
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
 def migrate(db: Database, steps: Sequence[Step] = STEPS, *, path: Path = Path("?")) -> int:

@@ -123,7 +123,7 @@ class StagingStore:
 
     # -- staged records -------------------------------------------------------------
 
-    def upsert_records(self, entity: str, rows: Iterable[dict]) -> int:
+    def upsert_records(self, entity: str, rows: Iterable[dict[str, Any]]) -> int:
         """Stage rows of `entity`, inserting or replacing by (entity, source_id); return how
         many rows were given. Repeating an upsert is harmless.
 
@@ -135,7 +135,7 @@ class StagingStore:
         now = self._clock()
         given = 0
 
-        def values() -> Iterator[tuple]:
+        def values() -> Iterator[tuple[Any, ...]]:
             nonlocal given
             for row in rows:
                 given += 1
@@ -145,7 +145,7 @@ class StagingStore:
             self.db.conn.executemany(_UPSERT_RECORD, values())
         return given
 
-    def replace_children(self, parent: str, entity: str, rows: Iterable[dict]) -> int:
+    def replace_children(self, parent: str, entity: str, rows: Iterable[dict[str, Any]]) -> int:
         """Make the records of `entity` under `parent` exactly `rows`: upsert them and
         delete the ones not given. Return how many rows were given.
 
@@ -155,7 +155,7 @@ class StagingStore:
             raise ValueError("replace_children needs a non-empty parent")
         kept: set[str] = set()
 
-        def under_parent() -> Iterator[dict]:
+        def under_parent() -> Iterator[dict[str, Any]]:
             for row in rows:
                 if row.get("parent", parent) != parent:
                     raise ValueError(
@@ -215,7 +215,7 @@ class StagingStore:
 
     # -- checkpoints and drain marks ---------------------------------------------------
 
-    def set_checkpoint(self, name: str, value: dict) -> None:
+    def set_checkpoint(self, name: str, value: dict[str, Any]) -> None:
         """Save the named checkpoint (a JSON-able dict), replacing any earlier value."""
         with self.db.atomic():
             self.db.execute(
@@ -225,7 +225,7 @@ class StagingStore:
                 [name, canonical_json(value), self._clock()],
             )
 
-    def get_checkpoint(self, name: str) -> dict | None:
+    def get_checkpoint(self, name: str) -> dict[str, Any] | None:
         """The named checkpoint's value, or None if it was never set."""
         row = fetch_one(self.db, "SELECT value FROM checkpoints WHERE name = ?", [name])
         return json.loads(row["value"]) if row else None
@@ -296,12 +296,12 @@ class StagingStore:
         """
         return recorded_run(self.db, self._lock_path, command, self._clock)
 
-    def recent_runs(self, limit: int = 10) -> list[dict]:
+    def recent_runs(self, limit: int = 10) -> list[dict[str, Any]]:
         """The latest runs, newest first, as dicts (counts and took_over_from parsed)."""
         return recent_runs(self.db, limit)
 
 
-def _record_values(entity: str, row: dict, now: str) -> tuple:
+def _record_values(entity: str, row: dict[str, Any], now: str) -> tuple[Any, ...]:
     raw = row["raw"]
     return (
         entity,

@@ -52,7 +52,7 @@ class TrackerService:
         self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning
     ) -> TrackerClient:
         return TrackerClient.connect(
-            base_url=endpoint.tracker_url,
+            base_url=endpoint.tracker_url or "",  # configured() made sure of it
             token=endpoint.token(environ),
             org_id=endpoint.org_id,
             cloud_org_id=endpoint.cloud_org_id,

@@ -114,7 +114,8 @@ async def _http_error(request: Request, error: Exception) -> Response:
     """Router 404/405 in the tracker's envelope."""
     assert isinstance(error, HTTPException)
     message = "Not found" if error.status_code == 404 else str(error.detail)
-    return error_response(error.status_code, [message], headers=error.headers)
+    headers = dict(error.headers) if error.headers else None
+    return error_response(error.status_code, [message], headers=headers)
 
 
 async def _gone(request: Request, error: Exception) -> Response:

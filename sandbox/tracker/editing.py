@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import replace
+from typing import Any
 
 from haul.sandbox.timefmt import parse_instant
 from haul.sandbox.tracker.checks import Checks
@@ -32,7 +33,7 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
     if "status" in body:
         raise invalid({"status": "Status cannot be changed by update; execute a transition"})
     checks = Checks(org, body)
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # checked values of Issue fields
     history: list[FieldChange] = []
     for name in _TEXT_FIELDS:
         if name in body:
@@ -128,7 +129,7 @@ def add_checklist_items(org: Org, issue: Issue, body: object, editor: int, now: 
     items = body if isinstance(body, list) else [body]
     if not items or not all(isinstance(item, dict) for item in items):
         raise ApiError(400, "Send a checklist item object or an array of them")
-    created = [_checklist_item(org, item) for item in items]
+    created = [_checklist_item(org, item) for item in items if isinstance(item, dict)]
     records = org.records(issue)
     records.checklist.extend(created)
     updated = replace(issue, updated_at=max(now, issue.updated_at), updated_by=editor)

@@ -101,7 +101,7 @@ def _as_list(value: object, name: str) -> list[str]:
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(item, str) and item for item in items):
         raise ApiError(400, f"'{name}' must be a string or a list of strings")
-    return items
+    return [str(item) for item in items]
 
 
 def _in(attribute: str, values: list[str]) -> Condition:

@@ -122,9 +122,9 @@ def _attachments(
     big = issue.key in org.big_attachment_keys
     for created in _times(rng, max(count, 1 if big else 0), issue.created_at, issue.updated_at):
         owners.append((created, rng.choice(people), None))
-    for comment in comments:
+    for said in comments:
         if rng.random() < 0.1 and len(owners) < 12:
-            owners += [(comment.created_at, comment.created_by, comment)] * rng.randrange(1, 3)
+            owners += [(said.created_at, said.created_by, said)] * rng.randrange(1, 3)
     owners.sort(key=lambda owner: owner[0])
     attachments = []
     for n, (created, author, comment) in enumerate(owners):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -26,7 +28,7 @@ _FIELDS = (
 )
 
 
-def _dictionary_endpoint(path: str):
+def _dictionary_endpoint(path: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         call = open_call(request)
         dictionary = call.view.dictionary(path)
