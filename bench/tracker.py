@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 HAUL = str(Path(sys.executable).parent / "haul")
@@ -71,39 +72,14 @@ def sandbox_requests(info: dict[str, Any]) -> int:
 
 
 def write_config(directory: Path, info: dict[str, Any], concurrency: int) -> Path:
-    headers = {
-        "Authorization": f"OAuth {info['tokens']['admin']}",
-        "X-Org-ID": info["orgs"]["source"],
-    }
-    queues = [q["key"] for q in httpx.get(info["tracker"] + "/queues", headers=headers).json()]
-    path = directory / "haul.toml"
-    path.write_text(
-        f"""
-[source]
-tracker_url = "{info["tracker"]}"
-org_id = "{info["orgs"]["source"]}"
-token_env = "{TOKEN_ENV}"
-read_rps = 5000
-write_rps = 5000
-[target]
-tracker_url = "{info["tracker"]}"
-org_id = "{info["orgs"]["target"]}"
-token_env = "{TOKEN_ENV}"
-read_rps = 5000
-write_rps = 5000
-[scope]
-queues = [{", ".join(f'"{q}"' for q in queues)}]
-[mapping]
-default_user = "robot"
-[staging]
-path = "haul.db"
-[tuning]
-concurrency = {concurrency}
-per_scroll = 1000
-""",
-        encoding="utf-8",
+    """The pipeline's config for this sandbox: every source queue, budgets out of the way."""
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        queue_mapping={},
+        endpoint_extra={"read_rps": 5000, "write_rps": 5000},
+        sections=f"[tuning]\nconcurrency = {concurrency}\nper_scroll = 1000\n",
     )
-    return path
+    return write_sandbox_config(directory, info, options)
 
 
 def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:

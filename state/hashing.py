@@ -1,15 +1,40 @@
-"""Canonical JSON and the content hash that staged records and ledger payloads are compared by."""
+"""Canonical JSON and the content hash that staged records and ledger payloads are compared by.
+
+A service may send a text with a lone UTF-16 surrogate (an emoji cut in half): JSON allows the
+escape, UTF-8 cannot hold it. Such a record is kept, the half character replaced by U+FFFD,
+and a warning logged; nothing else about it changes.
+"""
 
 import hashlib
 import json
+import re
 from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def canonical_json(value: Any) -> str:
-    """Serialise `value` so equal data gives equal text: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Serialise `value` so equal data gives equal text: sorted keys, no spaces, UTF-8 kept.
+
+    The text can always be encoded as UTF-8: lone surrogates become U+FFFD.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _LONE_SURROGATE.sub("\ufffd", text)
+        log.warning("lone_surrogate_replaced", text=text[:120])
+    return text
+
+
+def text_hash(text: str) -> str:
+    """The hex sha256 of a canonical JSON text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def content_hash(value: Any) -> str:
     """Return the hex sha256 of the canonical JSON of `value` (key order does not matter)."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return text_hash(canonical_json(value))

@@ -25,7 +25,7 @@ import sqlite_utils
 from haul.state.blobs import BlobStore
 from haul.state.clock import Clock, utc_now
 from haul.state.errors import store_errors
-from haul.state.hashing import canonical_json, content_hash
+from haul.state.hashing import canonical_json, text_hash
 from haul.state.ledger import Ledger
 from haul.state.problems import Problems
 from haul.state.reads import fetch_one, iter_keyset
@@ -302,15 +302,15 @@ class StagingStore:
 
 
 def _record_values(entity: str, row: dict[str, Any], now: str) -> tuple[Any, ...]:
-    raw = row["raw"]
+    text = canonical_json(row["raw"])  # serialised once: the hash is of this text
     return (
         entity,
         row["source_id"],
         row.get("parent"),
         row.get("updated_at"),
-        content_hash(raw),
+        text_hash(text),
         row.get("blob"),
-        canonical_json(raw),
+        text,
         now,
     )
 

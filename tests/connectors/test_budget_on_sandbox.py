@@ -23,6 +23,17 @@ def limited() -> Iterator[Any]:
         yield sandbox
 
 
+def auto_core(info: dict[str, Any]) -> HttpCore:
+    """A core on the sandbox's source org with an "auto" read budget."""
+    return HttpCore(
+        service="tracker",
+        base_url=info["tracker"],
+        token=info["tokens"]["admin"],
+        org_id=info["orgs"]["source"],
+        read_rate="auto",
+    )
+
+
 async def hammer(core: HttpCore, seconds: float, workers: int = 16) -> tuple[int, float]:
     """Reads from `workers` tasks for `seconds`; how many succeeded, and how long it took."""
     done = 0
@@ -43,13 +54,7 @@ async def test_auto_settles_near_a_real_limit_with_few_429s(limited: Any) -> Non
     info = limited.info
     limited.set_faults(f"ratelimit:{LIMIT}")
     try:
-        core = HttpCore(
-            service="tracker",
-            base_url=info["tracker"],
-            token=info["tokens"]["admin"],
-            org_id=info["orgs"]["source"],
-            read_rate="auto",
-        )
+        core = auto_core(info)
         async with core:
             before = limited.stats()["requests"]
             ok, took = await hammer(core, SECONDS)
@@ -67,13 +72,7 @@ async def test_auto_settles_near_a_real_limit_with_few_429s(limited: Any) -> Non
 async def test_auto_without_a_limit_climbs_to_what_concurrency_allows(limited: Any) -> None:
     """No limit at all: the rate keeps rising while the budget is what holds the caller back."""
     info = limited.info
-    core = HttpCore(
-        service="tracker",
-        base_url=info["tracker"],
-        token=info["tokens"]["admin"],
-        org_id=info["orgs"]["source"],
-        read_rate="auto",
-    )
+    core = auto_core(info)
     async with core:
         await hammer(core, 6.0)
     rates = [rate for _, rate in core.rate_history()["read"]]

@@ -233,3 +233,17 @@ def test_drained_version_is_the_updated_at_of_the_mark(store: StagingStore) -> N
     store.mark_drained("A-1", "t2")
     assert store.drained_version("A-1") == "t2"
     assert store.drained_version("A-1", entity="page") is None
+
+
+def test_a_lone_surrogate_is_replaced_and_the_record_kept(store: StagingStore) -> None:
+    """An emoji cut in half by the service (legal in JSON, not in UTF-8): staged, the half
+    character replaced by U+FFFD, the rest untouched, a warning logged."""
+    from structlog.testing import capture_logs
+
+    raw = json.loads('{"key": "A-9", "text": "half \\ud83d and whole \\ud83d\\ude00"}')
+    with capture_logs() as logs:
+        store.upsert_records("issue", [{"source_id": "A-9", "raw": raw}])
+    record = store.get_record("issue", "A-9")
+    assert record is not None
+    assert record.raw["text"] == "half \ufffd and whole \U0001f600"
+    assert [entry["event"] for entry in logs] == ["lone_surrogate_replaced"]
