@@ -42,6 +42,7 @@ class RunSummary:
     unmapped_users: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     problems: int = 0  # records the extract could not stage whole (store.problems)
+    in_target: dict[str, int] = field(default_factory=dict)  # entity -> the target's own count
 
     @property
     def failed(self) -> int:
@@ -49,9 +50,9 @@ class RunSummary:
 
     @property
     def complete(self) -> bool:
-        """Every loadable record staged is loaded, and the target counts at least those issues."""
-        loaded_issues = sum(row.loaded for row in self.counts if row.entity == "issue")
-        if self.details.get("target_issue_count", loaded_issues) < loaded_issues:
+        """Every loadable record staged is loaded, and the target's own count of each entity
+        it can count is at least what was loaded."""
+        if any(self.in_target.get(row.entity, row.loaded) < row.loaded for row in self.counts):
             return False
         return all(row.loaded == row.staged for row in self.counts if row.loadable)
 
@@ -237,12 +238,15 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         "ambiguous_writes": stats.ambiguous,
         "issues_refreshed": stats.refreshed,
     }
+    in_target: dict[str, int] = {}
     for part in parts:
-        if part.details is not None:
-            details.update(await part.details())
+        if part.in_target is not None:
+            in_target.update(await part.in_target())
+    details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
     log.info("load_finished", **details)
     return RunSummary(
         "load",
+        in_target=in_target,
         counts=entity_counts(store, [service for service, _ in targets]),
         unmapped_users=sorted({user for part in parts for user in part.unmapped_users()}),
         details=details,

@@ -35,7 +35,7 @@ class TargetParts:
     """One service's load into a target org: its specs, and what it reports after."""
 
     specs: list[EntitySpec]
-    details: Callable[[], Awaitable[Details]] | None = None
+    in_target: Callable[[], Awaitable[dict[str, int]]] | None = None  # the target's own counts
     unmapped_users: Callable[[], list[str]] = list
 
 

@@ -17,9 +17,10 @@ from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Details, SourceParts, TargetParts
 from haul.pipelines.streams import Extractor, ExtractStats
+from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
-from haul.pipelines.tracker.streams import IssueDrain, IssueScroll, dictionary_streams
+from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     MissingDictionaryValues,
@@ -105,13 +106,15 @@ class TrackerService:
         queue_map = transform.queues
         target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
 
-        async def details() -> Details:
-            return {"target_issue_count": await _issue_count(client, target_queues)}
+        async def in_target() -> dict[str, int]:
+            return {"issue": await _issue_count(client, target_queues)}
 
         def unmapped() -> list[str]:
             return sorted(transform.users.unmapped)
 
-        return TargetParts(TrackerLoad(client, store, transform, probe).specs(), details, unmapped)
+        return TargetParts(
+            TrackerLoad(client, store, transform, probe).specs(), in_target, unmapped
+        )
 
 
 TRACKER = TrackerService()

@@ -55,7 +55,7 @@ def test_an_unreadable_update_time_keeps_the_last_readable_watermark() -> None:
 
 def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
     """Counters at zero, no time spent, no attachment refs: changelog and links only."""
-    from haul.pipelines.tracker.streams import checklist_of, listings_needed
+    from haul.pipelines.tracker.drain import checklist_of, listings_needed
 
     bare = {
         "key": "TEST-1",
@@ -78,7 +78,7 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
 
 def test_an_issue_that_says_nothing_is_asked_for_everything_it_might_have() -> None:
     """Without counters or embedded refs (an older reply shape), nothing is assumed away."""
-    from haul.pipelines.tracker.streams import listings_needed
+    from haul.pipelines.tracker.drain import listings_needed
 
     assert listings_needed({"key": "TEST-2", "spent": "P1D"}) == [
         "changelog",

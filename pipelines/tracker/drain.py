@@ -1,0 +1,202 @@
+"""The tracker's issue drain: an issue's comments, worklogs, changelog, links, attachments
+(bytes into the blob store, checked against their listed size) and checklist.
+
+It asks only for what the issue says it has (`listings_needed`): the service already told the
+comment counters, the time spent, the attachments (with ``expand=attachments``) and the
+checklist; what stays uncertain is always asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import BodyMismatch, RecordError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.streams import Row
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
+
+DOWNLOAD_ATTEMPTS = 3
+
+
+@dataclass
+class IssueDrain:
+    """An issue's sub-records, fetched together; attachment bytes go to the blob store."""
+
+    client: TrackerClient
+    store: StagingStore
+    concurrent: bool = True
+    attachment_bytes: int = 0
+    parent: str = "issue"
+    counts: dict[str, int] = field(default_factory=dict)
+
+    async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
+        """Ask only for what the issue says it has (see `listings_needed`)."""
+        key = issue.source_id
+        needed = listings_needed(issue.raw)
+        listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
+            "comment": lambda: _collect(self.client.iter_comments(key)),
+            "worklog": lambda: _collect(self.client.iter_worklogs(key)),
+            "changelog": lambda: _collect(self.client.iter_changelog(key)),
+            "link": lambda: self.client.list_links(key),
+            "attachment": lambda: self.client.list_attachments(key),
+        }
+        asked = {entity: listings[entity] for entity in needed}
+        if self.concurrent:
+            replies = await asyncio.gather(*(listing() for listing in asked.values()))
+            results = dict(zip(asked, replies, strict=True))
+        else:  # one request at a time: the benchmark's baseline
+            results = {entity: await listing() for entity, listing in asked.items()}
+        attachments = results.get("attachment") or embedded_attachments(issue.raw) or []
+        blobs, problems = await self._fetch_blobs(key, attachments)
+        return {
+            "comment": _rows(key, results.get("comment", [])),
+            "worklog": _rows(key, results.get("worklog", [])),
+            "changelog": _rows(key, results.get("changelog", [])),
+            "link": _rows(key, results.get("link", [])),
+            "attachment": _rows(key, attachments, blobs, problems),
+            "checklist": _checklist_rows(key, checklist_of(issue.raw)),
+        }
+
+    async def _fetch_blobs(
+        self, key: str, attachments: list[dict[str, Any]]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Download each attachment not staged yet (same id, same size).
+
+        Returns id -> sha256 of the staged bytes, and id -> problem for those whose bytes
+        could not be had whole.
+        """
+        blobs: dict[str, str] = {}
+        problems: dict[str, str] = {}
+        for attachment in attachments:
+            staged = self.store.get_record("attachment", f"{key}/{attachment['id']}")
+            if (
+                staged
+                and staged.blob
+                and self.store.blobs.exists(staged.blob)
+                and staged.raw.get("size") == attachment.get("size")
+            ):
+                blobs[str(attachment["id"])] = staged.blob
+                continue
+            try:
+                blobs[str(attachment["id"])] = await self._download(key, attachment)
+            except DownloadProblem as exc:
+                problems[str(attachment["id"])] = str(exc)
+        return blobs, problems
+
+    async def _download(self, key: str, attachment: dict[str, Any]) -> str:
+        """The attachment's bytes into the blob store, checked against the listed size."""
+        expected = attachment.get("size")
+        problem = ""
+        for _ in range(DOWNLOAD_ATTEMPTS):
+            try:
+                with self.store.blobs.writer() as sink:
+                    await self.client.download_attachment(
+                        key, attachment["id"], attachment["name"], sink
+                    )
+                    if expected is not None and sink.size != int(expected):
+                        # raised inside the writer's block: the short file is discarded
+                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
+            except (_WrongSize, BodyMismatch) as exc:  # a fresh file, a fresh try
+                problem = f"download of {attachment['name']!r} came short or long: {exc}"
+                log.warning(
+                    "download_wrong_size", issue=key, attachment=attachment["id"], error=str(exc)
+                )
+                continue
+            except RecordError as exc:
+                raise DownloadProblem(f"download of {attachment['name']!r} failed: {exc}") from exc
+            self.attachment_bytes += sink.size
+            return sink.sha256
+        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
+
+
+class _WrongSize(Exception):
+    pass
+
+
+class DownloadProblem(Exception):
+    """An attachment's bytes could not be had whole; the message says why."""
+
+
+def listings_needed(issue: dict[str, Any]) -> list[str]:
+    """The listings an issue needs, from what the service already told about it.
+
+    Changelog and links always (nothing on the issue counts them). Comments unless both comment
+    counters say zero; worklogs only when time was spent; attachments only when the issue does
+    not carry them with their metadata (``expand=attachments``). The checklist arrives inside
+    the issue (`checklistItems`) and needs no request at all.
+    """
+    needed = ["changelog", "link"]
+    counters = [issue.get(name) for name in COMMENT_COUNTERS]
+    if any(count is None or count for count in counters):
+        needed.append("comment")
+    if issue.get("spent"):
+        needed.append("worklog")
+    if embedded_attachments(issue) is None:
+        needed.append("attachment")
+    return needed
+
+
+def embedded_attachments(issue: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The attachments embedded in the issue with their metadata (``expand=attachments``),
+    or None when they are not all there (bare refs without a size: list them)."""
+    embedded = issue.get("attachments")
+    if not isinstance(embedded, list):
+        return None
+    if all(isinstance(a, dict) and {"id", "name", "size"} <= a.keys() for a in embedded):
+        return [{k: v for k, v in a.items() if k != "display"} for a in embedded]
+    return None
+
+
+def checklist_of(issue: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checklist the issue carries (empty when it has none)."""
+    items = issue.get("checklistItems")
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+COMMENT_COUNTERS = ("commentWithoutExternalMessageCount", "commentWithExternalMessageCount")
+
+
+def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[Row]:
+    """An issue's checklist is one record: its order matters and it loads in one request."""
+    if not items:
+        return []
+    return [
+        {
+            "source_id": f"{parent}/checklist",
+            "parent": parent,
+            "updated_at": None,
+            "raw": {"items": items},
+        }
+    ]
+
+
+async def _collect(listing: Any) -> list[dict[str, Any]]:
+    return [item async for item in listing]
+
+
+def _rows(
+    parent: str,
+    records: list[dict[str, Any]],
+    blobs: dict[str, str] | None = None,
+    problems: dict[str, str] | None = None,
+) -> list[Row]:
+    rows = []
+    for record in records:
+        row = {
+            "source_id": f"{parent}/{record['id']}",
+            "parent": parent,
+            "updated_at": record.get("updatedAt") or record.get("createdAt"),
+            "raw": record,
+            "blob": (blobs or {}).get(str(record["id"])),
+        }
+        if problems and str(record["id"]) in problems:
+            row["problem"] = problems[str(record["id"])]
+        rows.append(row)
+    return rows
