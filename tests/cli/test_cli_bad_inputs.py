@@ -220,3 +220,36 @@ def test_an_unexpected_error_is_one_line_with_the_log(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert last_line(done.stderr).startswith("haul: ")
+
+
+def test_an_error_object_where_a_list_belongs_is_that_issues_problem(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The links listing answers 200 with an error object: never a hang, each issue a failed
+    record (exit 3, listed by haul failures); the next extract drains them whole."""
+    info = sandbox.info
+    token = info["tokens"]["admin"]
+    config = write_config(tmp_path, info, queues=["DEV"])
+    env = tokens_env(token)
+    sandbox.set_faults("error_object:1.0@*/links")
+    try:
+        started = time.monotonic()
+        done = run_haul("extract", "--config", config, env=env)
+        took = time.monotonic() - started
+    finally:
+        sandbox.set_faults("")
+    assert_clean_failure(done, 3, "record(s) failed", token=token)
+    assert took < 60
+    listed = run_haul("failures", "--config", config, env=env)
+    assert "expected a list of links" in listed.stdout
+
+    again = run_haul("extract", "--config", config, env=env)
+
+    assert again.returncode == 0, again.stderr
+    with sqlite3.connect(staging_db(tmp_path)) as db:
+        problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
+        undrained = db.execute(
+            "SELECT count(*) FROM records r WHERE entity = 'issue' AND NOT EXISTS"
+            " (SELECT 1 FROM drained d WHERE d.source_id = r.source_id)"
+        ).fetchone()[0]
+    assert problems == 0 and undrained == 0
