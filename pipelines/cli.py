@@ -180,6 +180,20 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
         )
 
 
+@main.command("verify")
+@CONFIG_OPTION
+@click.option("--sample", type=int, help="Check N random loaded records per entity.")
+@click.option("--entities", help="Comma-separated entities to check (default: all).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path))
+def verify_command(
+    config_path: Path, sample: int | None, entities: str | None, csv_path: Path | None
+) -> None:
+    """Read the target back and compare every loaded record field by field (exit 3 on any difference)."""
+    from haul.pipelines.verify_cli import run_verify
+
+    raise Exit(run_verify(open_config(config_path), sample, entities, csv_path, console))
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

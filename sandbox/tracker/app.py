@@ -12,6 +12,7 @@ from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.tracker import routes_dicts as dicts
+from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_imports as imports
 from haul.sandbox.tracker import routes_issues as issues
 from haul.sandbox.tracker import routes_records as records
@@ -34,6 +35,9 @@ API = (
     ("POST", "/issues/{key}/comments/{comment_id}/attachments/_import", imports.import_attachment),
     ("GET", "/issues/{key}/comments", records.list_comments),
     ("POST", "/issues/{key}/comments", records.create_comment),
+    ("PATCH", "/issues/{key}/comments/{comment_id}", edits.patch_comment),
+    ("DELETE", "/issues/{key}/worklog/{worklog_id}", edits.delete_worklog),
+    ("POST", "/issues/{key}/transitions/{transition}/_execute", edits.execute_transition),
     ("POST", "/issues/{key}/worklogs/_import", imports.import_worklog),
     ("GET", "/issues/{key}/worklog", records.list_worklog),
     ("GET", "/issues/{key}/changelog", records.list_changelog),
@@ -102,6 +106,11 @@ def _routes() -> list[Route]:
         Route("/_sandbox/faults", get_faults, methods=["GET"]),
         Route("/_sandbox/faults", put_faults, methods=["PUT"]),
         Route("/_sandbox/stats", get_stats, methods=["GET"]),
+        Route(
+            "/_sandbox/attachments/{key}/{attachment_id}",
+            edits.replace_attachment_bytes,
+            methods=["PUT"],
+        ),
     ]
 
 

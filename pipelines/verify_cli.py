@@ -1,0 +1,61 @@
+"""The `haul verify` command's output: counts per entity, each difference, the CSV, the status."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from haul.pipelines.config import Config
+from haul.pipelines.verify import VerifyResult, verify, write_csv
+
+SHOWN = 50
+
+
+def run_verify(
+    config: Config,
+    sample: int | None,
+    entities: str | None,
+    csv_path: Path | None,
+    console: Console,
+) -> int:
+    """Verify, print the result, write the CSV; return 0 when all match, else 3."""
+    wanted = [name.strip() for name in (entities or "").split(",") if name.strip()]
+    result = asyncio.run(verify(config, sample=sample, entities=wanted))
+    print_result(result, console)
+    path = csv_path or config.staging_path.with_name("verify.csv")
+    write_csv(path, result.differences)
+    if result.ok:
+        console.print("verify: the target matches the staged data", highlight=False)
+        return 0
+    console.print(
+        f"verify: {len(result.differences)} difference(s); all of them in {path}",
+        markup=False,
+        highlight=False,
+    )
+    return 3
+
+
+def print_result(result: VerifyResult, console: Console) -> None:
+    """The per-entity table, then one line per difference (both sides)."""
+    table = Table(title="haul verify")
+    table.add_column("entity")
+    for column in ("staged", "loaded", "checked", "found", "differing"):
+        table.add_column(column, justify="right")
+    for v in result.entities:
+        table.add_row(
+            v.entity, *(str(n) for n in (v.staged, v.loaded, v.checked, v.found, v.differing))
+        )
+    console.print(table)
+    for item in result.differences[:SHOWN]:
+        console.print(
+            f"differs: {item.entity} {item.source_id} (target {item.target_id}) {item.field}: "
+            f"source {item.source!r} target {item.target!r}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if len(result.differences) > SHOWN:
+        console.print(f"... {len(result.differences) - SHOWN} more in the CSV", highlight=False)

@@ -1,0 +1,16 @@
+"""Fixtures for the CLI tests (helpers live in cli_fixtures.py: conftest is not importable)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def sandbox() -> Iterator[Any]:
+    """A tiny seeded source org and an empty target org, served on loopback in this process."""
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as running:
+        yield running

@@ -1,0 +1,59 @@
+"""Helpers for the trust tests: a migrated sandbox org, and edits planted in its target."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
+
+from cli_fixtures import (
+    run_haul,
+    source_queues,
+    staging_db,
+    tokens_env,
+    write_config,
+)
+
+__all__ = ["loaded_rows", "migrated", "run_haul", "staging_db", "target_call"]
+
+
+def migrated(directory: Path, info: dict[str, Any]) -> tuple[Path, dict[str, str]]:
+    """A config for the sandbox, after a complete `haul run`; (config path, haul's env)."""
+    config = write_config(directory, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    done = run_haul("run", "--config", config, env=env)
+    assert done.returncode == 0, done.stderr
+    return config, env
+
+
+def target_call(info: dict[str, Any], method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """One request to the sandbox's target org with the admin token; raises on an error reply."""
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    base = info["tracker"]
+    if path.startswith("/_sandbox"):
+        base = base.rsplit("/", 1)[0]
+    reply = httpx.request(method, base + path, headers=headers, timeout=30, **kwargs)
+    reply.raise_for_status()
+    return reply
+
+
+def loaded_rows(directory: Path, entity: str) -> list[tuple[str, str, str]]:
+    """(source id, target id, target issue key) of each loaded row of `entity`."""
+    staged = "attachment" if entity.endswith("attachment") else entity
+    with sqlite3.connect(staging_db(directory)) as db:
+        rows = db.execute(
+            "SELECT l.source_id, l.target_id, r.parent FROM ledger l JOIN records r"
+            " ON r.entity = ? AND r.source_id = l.source_id"
+            " WHERE l.entity = ? AND l.status = 'done' ORDER BY l.source_id",
+            [staged, entity],
+        ).fetchall()
+    owner = (lambda s, p: s) if entity == "issue" else (lambda s, p: p)
+    return [(s, t, owner(s, p).replace("TEST-", "NEW-")) for s, t, p in rows]
