@@ -21,7 +21,7 @@ from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import configure_logging, current_log_path
 from haul.pipelines.progress import LiveProgress
-from haul.pipelines.report import entity_counts, print_run, render_counts
+from haul.pipelines.report import entity_counts, print_run
 from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
 from haul.pipelines.services import all_services
 from haul.pipelines.stopping import GracefulStop
@@ -143,17 +143,12 @@ def status_command(config_path: Path) -> None:
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
+    from haul.pipelines.status import gather_status, print_status
+
     with open_store(config.staging_path) as store:
-        render_counts(
-            entity_counts(store, all_services()),
-            console,
-            title=f"haul status: {config.staging_path.name}",
-        )
-        for run in store.recent_runs(5):
-            click.echo(
-                f"run {run.get('id')}: {run.get('command')} {run.get('outcome') or 'running'} "
-                f"started {run.get('started_at')} ended {run.get('ended_at') or '-'}"
-            )
+        status = gather_status(store, all_services())
+        counts = entity_counts(store, all_services())
+    print_status(status, counts, console, title=f"haul status: {config.staging_path.name}")
 
 
 @main.command("failures")

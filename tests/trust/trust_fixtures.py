@@ -15,11 +15,26 @@ from cli_fixtures import (
     run_haul,
     source_queues,
     staging_db,
+    start_haul,
+    stop,
     tokens_env,
+    wait_for,
     write_config,
 )
 
-__all__ = ["loaded_rows", "migrated", "run_haul", "staging_db", "target_call"]
+__all__ = [
+    "loaded_rows",
+    "migrated",
+    "run_haul",
+    "source_queues",
+    "staging_db",
+    "start_haul",
+    "stop",
+    "target_call",
+    "tokens_env",
+    "wait_for",
+    "write_config",
+]
 
 
 def migrated(directory: Path, info: dict[str, Any]) -> tuple[Path, dict[str, str]]:

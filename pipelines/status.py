@@ -1,0 +1,148 @@
+"""`haul status`: where a migration stands, from aggregate queries only (fast on any store).
+
+Per entity: the source's count when the last extract learnt it, staged records, loaded,
+skipped (staged but never planned to load, e.g. the inward side of a link), failed, pending;
+the last runs with their outcomes (a run whose process died shows as interrupted: its lock is
+free); and the next action in one line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from haul.pipelines.report import render_counts
+from haul.state.store import StagingStore
+
+SOURCE_COUNTS = {"issue": "source_issue_count"}
+
+
+@dataclass(frozen=True)
+class StatusLine:
+    """One entity's line of `haul status`."""
+
+    entity: str
+    source: int | None
+    staged: int
+    loaded: int
+    skipped: int
+    failed: int
+    pending: int
+
+
+@dataclass
+class Status:
+    """Everything `haul status` shows."""
+
+    lines: list[StatusLine] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    problems: int = 0
+
+    def next_action(self) -> str:
+        """What the person should do next, in one line."""
+        failed = sum(line.failed for line in self.lines)
+        pending = sum(line.pending for line in self.lines)
+        last = self.runs[0] if self.runs else None
+        if last is not None and last["outcome"] == "running":
+            return f"a haul {last['command']} run is under way (pid {last.get('pid')})"
+        if self.problems:
+            return f"{self.problems} records could not be extracted whole: run haul failures"
+        if failed:
+            return f"{failed} records failed: run haul failures"
+        if last is not None and last["outcome"] == "interrupted":
+            return f"the last run was interrupted: run haul {last['command']} to resume"
+        if not any(line.staged for line in self.lines):
+            return "nothing staged yet: run haul extract"
+        if pending:
+            return f"{pending} records wait to load: run haul load"
+        return "everything staged is loaded: run haul verify to compare the target"
+
+
+def lock_held(lock_path: Path) -> bool:
+    """Whether a live process holds the store's run lock (the kernel frees it on death)."""
+    if not lock_path.exists():
+        return False
+    fd = os.open(lock_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock if we got it
+    return False
+
+
+def _staged_kind(entity: str) -> str:
+    return "attachment" if entity.endswith("attachment") else entity
+
+
+def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -> Status:
+    """The status of `store`: counts by GROUP BY queries, the last `runs` runs."""
+    ledger = store.ledger.counts()
+    records = store.count_records()
+    recent = store.recent_runs(runs)
+    alive = lock_held(store.path.with_name(store.path.name + ".lock"))
+    for index, run in enumerate(recent):
+        if run["outcome"] is None:
+            run["outcome"] = "running" if alive and index == 0 else "interrupted"
+    known = _source_counts(recent)
+    planned: dict[str, int] = {}
+    for entity, states in ledger.items():
+        planned[_staged_kind(entity)] = planned.get(_staged_kind(entity), 0) + sum(states.values())
+    status = Status(runs=recent, problems=store.problems.count())
+    for service in services:
+        for entity in service.loadable:
+            states = ledger.get(entity, {})
+            kind = _staged_kind(entity)
+            owns_kind = entity == kind
+            staged = records.get(kind, 0) if owns_kind else sum(states.values())
+            status.lines.append(
+                StatusLine(
+                    entity,
+                    source=known.get(entity),
+                    staged=staged,
+                    loaded=states.get("done", 0),
+                    skipped=max(0, records.get(kind, 0) - planned.get(kind, 0)) if owns_kind else 0,
+                    failed=states.get("failed", 0),
+                    pending=states.get("pending", 0) + states.get("in_flight", 0),
+                )
+            )
+    return status
+
+
+def _source_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
+    for run in runs:
+        counts = run.get("counts") or {}
+        found = {e: counts[k] for e, k in SOURCE_COUNTS.items() if isinstance(counts.get(k), int)}
+        if found:
+            return found
+    return {}
+
+
+def print_status(status: Status, counts: list[Any], console: Console, title: str) -> None:
+    """The per-entity table (as every command prints it), then the source counts, the
+    skipped records, the last runs, and the next action."""
+    render_counts(counts, console, title=title)
+    for line in status.lines:
+        if line.source is not None:
+            say(console, f"{line.entity} in the source: {line.source} (at the last extract)")
+        if line.skipped:
+            say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
+    for run in status.runs:
+        say(
+            console,
+            f"run {run['id']}: {run['command']} {run['outcome']} started {run['started_at']}"
+            f" ended {run['ended_at'] or '-'}",
+        )
+    say(console, f"next: {status.next_action()}")
+
+
+def say(console: Console, line: str) -> None:
+    """One plain line (no markup, no highlighting), for people and grep alike."""
+    console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,93 @@
+"""`haul status`: counts, the last runs (a SIGKILLed one as interrupted), the next action, speed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from trust_fixtures import (
+    migrated,
+    run_haul,
+    source_queues,
+    staging_db,
+    start_haul,
+    stop,
+    tokens_env,
+    wait_for,
+    write_config,
+)
+
+from haul.pipelines.services import all_services
+from haul.pipelines.status import gather_status
+from haul.state.store import StagingStore
+
+
+def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path) -> None:
+    config, env = migrated(tmp_path, sandbox.info)
+
+    done = run_haul("status", "--config", config, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert "issue in the source: 50" in done.stdout
+    assert "link skipped: " in done.stdout  # the inward side of links within the scope
+    assert "run 1: run ok" in done.stdout
+    assert done.stdout.rstrip().endswith(
+        "next: everything staged is loaded: run haul verify to compare the target"
+    )
+
+
+def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> None:
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    sandbox.set_faults("latency:50@*/_import")
+    load = start_haul("load", "--config", config, env=env)
+    try:
+
+        def loading() -> bool:
+            with sqlite3.connect(staging_db(tmp_path)) as db:
+                return bool(
+                    db.execute("SELECT count(*) FROM ledger WHERE status='done'").fetchone()[0]
+                )
+
+        wait_for(loading, 60, "the load to start loading")
+        running = run_haul("status", "--config", config, env=env)
+        os.kill(load.pid, signal.SIGKILL)
+        stop(load)
+    finally:
+        sandbox.set_faults("")
+
+    assert "run 2: load running" in running.stdout
+    assert "next: a haul load run is under way" in running.stdout
+    done = run_haul("status", "--config", config, env=env)
+    assert "run 2: load interrupted" in done.stdout, done.stdout
+    assert "next: the last run was interrupted: run haul load to resume" in done.stdout
+
+
+def test_status_answers_in_under_a_second_on_100k_issues(tmp_path: Path) -> None:
+    """Measured in-process: gather_status on a store of 100 000 issues and 300 000 comments."""
+    with StagingStore.open(tmp_path / "big.db") as store:
+        now = "2024-01-01T00:00:00Z"
+        rows = [("issue", f"Q-{n}", "Q", now, f"h{n}", None, "{}", now) for n in range(100_000)] + [
+            ("comment", f"Q-{n // 3}/{n}", f"Q-{n // 3}", now, f"c{n}", None, "{}", now)
+            for n in range(300_000)
+        ]
+        with store.transaction():
+            store.db.conn.executemany(
+                "INSERT INTO records (entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at) VALUES (?,?,?,?,?,?,?,?)",
+                rows,
+            )
+        store.ledger.plan(
+            {"entity": e, "source_id": s, "payload_hash": h} for e, s, _, _, h, *_ in rows
+        )
+        started = time.perf_counter()
+        status = gather_status(store, all_services())
+        took = time.perf_counter() - started
+    print(f"gather_status on 100000 issues + 300000 comments: {took:.3f} s")
+    assert status.lines[0].staged == 100_000 and status.lines[1].pending == 300_000
+    assert took < 1.0
