@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean browser
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,14 @@ $(STAMP): pyproject.toml setup.py
 demo: $(STAMP)
 	$(BIN)/haul demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/pytest -q
+
+# the HTML report's test opens it in headless Chromium; skipped (with the reason) without one
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	  || echo 'chromium not installed: the report browser test will be skipped'
 
 TYPECHECK := build/typecheck
 PACKAGES := connectors state pipelines sandbox

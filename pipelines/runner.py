@@ -22,6 +22,7 @@ from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import LoadEngine, plan_ledger
 from haul.pipelines.progress import Progress
 from haul.pipelines.report import EntityCounts, entity_counts
+from haul.pipelines.run_report import reporting
 from haul.pipelines.services import Service, all_services
 from haul.pipelines.streams import Extractor
 from haul.state.errors import StoreError, store_errors
@@ -127,7 +128,11 @@ async def extract(
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
     async with open_clients(config, environ, config.source) as (sources,):
-        with open_store(config.staging_path) as store, recorded_run(store, "extract") as run:
+        with (
+            open_store(config.staging_path) as store,
+            reporting(store),  # report.json and report.html, however the run ends
+            recorded_run(store, "extract") as run,
+        ):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
@@ -148,7 +153,11 @@ async def load(
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
-        with open_store(config.staging_path) as store, recorded_run(store, "load") as run:
+        with (
+            open_store(config.staging_path) as store,
+            reporting(store),  # report.json and report.html, however the run ends
+            recorded_run(store, "load") as run,
+        ):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
@@ -168,7 +177,11 @@ async def run_all(
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run")
     async with open_clients(config, environ, config.source, target) as (sources, targets):
-        with open_store(config.staging_path) as store, recorded_run(store, "run") as run:
+        with (
+            open_store(config.staging_path) as store,
+            reporting(store),  # report.json and report.html, however the run ends
+            recorded_run(store, "run") as run,
+        ):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             extracted = await _extract(stage, sources)
             _raise_if_stopped(stage)

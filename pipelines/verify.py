@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from haul.pipelines.config import Config
+from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
@@ -27,7 +28,6 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 MISSING = "(missing in target)"
-VERIFY_CHECKPOINT = "verify.last"
 
 
 class Verifier(Protocol):
@@ -153,6 +153,7 @@ async def verify(
                         result.differences.extend(found_here)
                     result.entities.append(verdict)
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
+            write_reports(store)  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
 

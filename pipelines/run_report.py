@@ -1,0 +1,135 @@
+"""The report written beside the staging store at the end of every extract, load and run, even
+a failed or interrupted one: `report.json` (figures) and `report.html` (the same, with charts).
+
+Everything comes from the store: the run's row (outcome, times, the figures its stages
+recorded), the ledger (counts per entity and status, failures by reason, done rows' times for
+the throughput chart) and the last verify result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+BUCKETS = 60
+VERIFY_CHECKPOINT = "verify.last"
+
+
+def _moment(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def throughput(store: StagingStore, start: str | None, end: str | None) -> list[dict[str, Any]]:
+    """Records done per second over the run, in up to BUCKETS equal buckets."""
+    where, params = "status = 'done'", []
+    if start:
+        where, params = where + " AND updated_at >= ?", [start]
+    if end:
+        where, params = where + " AND updated_at <= ?", [*params, end]
+    times = [
+        moment
+        for (value,) in store.db.execute(f"SELECT updated_at FROM ledger WHERE {where}", params)
+        if (moment := _moment(value)) is not None
+    ]
+    if not times:
+        return []
+    first, last = min(times), max(times)
+    span = max((last - first).total_seconds(), 1.0)
+    width = span / BUCKETS if span > BUCKETS else 1.0
+    counts = Counter(int((t - first).total_seconds() // width) for t in times)
+    return [
+        {"second": round(index * width, 2), "per_second": round(counts.get(index, 0) / width, 2)}
+        for index in range(int(span // width) + 1)
+    ]
+
+
+def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
+    """Failed ledger rows grouped by their error, most frequent first."""
+    rows = store.db.execute(
+        "SELECT entity, error, count(*) FROM ledger WHERE status = 'failed'"
+        " GROUP BY entity, error ORDER BY count(*) DESC LIMIT 50"
+    )
+    return [{"entity": e, "reason": r or "", "count": n} for e, r, n in rows]
+
+
+def gather_report(store: StagingStore) -> dict[str, Any]:
+    """The report's figures, from the store (the latest run, ledger, problems, verify)."""
+    from haul.pipelines.report import entity_counts
+    from haul.pipelines.services import all_services
+
+    runs = store.recent_runs(1)
+    run = runs[0] if runs else {}
+    started, ended = _moment(run.get("started_at")), _moment(run.get("ended_at"))
+    details = run.get("counts") or {}
+    return {
+        "run": {
+            "id": run.get("id"),
+            "command": run.get("command"),
+            "outcome": run.get("outcome") or "running",
+            "error": run.get("error"),
+            "started_at": run.get("started_at"),
+            "ended_at": run.get("ended_at"),
+            "seconds": (ended - started).total_seconds() if started and ended else None,
+        },
+        "counts": [
+            {
+                "entity": row.entity,
+                "staged": row.staged,
+                "loaded": row.loaded,
+                "failed": row.failed,
+                "pending": row.pending,
+            }
+            for row in entity_counts(store, all_services())
+            if row.loadable
+        ],
+        "details": details,
+        "requests": {k: v for k, v in details.items() if "request" in k},
+        "retries": details.get("retries"),
+        "rate_limit_waits": details.get("rate_limit_waits"),
+        "unmapped_users": details.get("unmapped_users", []),
+        "extract_problems": store.problems.count(),
+        "failures_by_reason": failures_by_reason(store),
+        "throughput": throughput(store, run.get("started_at"), run.get("ended_at")),
+        "verify": store.get_checkpoint(VERIFY_CHECKPOINT),
+    }
+
+
+def write_reports(store: StagingStore) -> tuple[Path, Path]:
+    """Write report.json and report.html beside the staging store; return their paths."""
+    from haul.pipelines.report_html import render_html
+
+    report = gather_report(store)
+    json_path = store.path.with_name("report.json")
+    html_path = store.path.with_name("report.html")
+    json_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    log.info("report_written", json=str(json_path), html=str(html_path))
+    return json_path, html_path
+
+
+@contextmanager
+def reporting(store: StagingStore) -> Iterator[None]:
+    """Write the reports when the block ends, however it ends (place it outside the run)."""
+    try:
+        yield
+    finally:
+        try:
+            write_reports(store)
+        except Exception as exc:  # a report must never hide what the run did
+            log.warning("report_failed", error=f"{type(exc).__name__}: {exc}")
