@@ -189,6 +189,20 @@ def verify_command(
     raise Exit(run_verify(open_config(config_path), sample, entities, csv_path, console))
 
 
+@main.command("plan")
+@CONFIG_OPTION
+@click.option("--conflicts", "conflicts_path", type=click.Path(dir_okay=False, path_type=Path))
+def plan_command(config_path: Path, conflicts_path: Path | None) -> None:
+    """After extract: what the load would create, skip and find in conflict (writes nothing)."""
+    from haul.pipelines.plan import make_plan, print_plan, write_conflicts
+
+    config = open_config(config_path)
+    plan = asyncio.run(make_plan(config))
+    print_plan(plan, config.require_target("plan"), console)
+    if conflicts_path is not None:
+        write_conflicts(conflicts_path, plan)
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

@@ -1,0 +1,88 @@
+"""What the load would do with each tracker ledger row, asked of the target with reads only.
+
+An issue is `skip` when the target holds it and it is ours (its `unique` is the one haul gives
+it, api-notes 1.7), `conflict` when its key is taken by an issue haul did not make, `create`
+otherwise. A sub-record is `create` when its issue will be created; otherwise the spec's `find`
+(the probe the load uses to reconcile) says whether the target already holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config
+from haul.pipelines.specs import EntitySpec
+from haul.pipelines.tracker.service import TRACKER
+from haul.state.ledger import LedgerRow
+from haul.state.store import StagedRecord, StagingStore
+
+Decision = tuple[str, str]  # (create | skip | conflict, detail)
+
+
+@dataclass
+class TrackerPlanner:
+    """Decides, row by row, with the load's own specs and probes."""
+
+    client: TrackerClient
+    store: StagingStore
+    specs: dict[str, EntitySpec]
+    unique_prefix: str
+    queue_key: Any
+    _issues: dict[str, Decision] = field(default_factory=dict)
+
+    async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
+        """create, skip or conflict for one pending ledger row, and why."""
+        if row.entity == "issue":
+            return await self._issue(record.source_id)
+        issue_key = record.parent or ""
+        issue = await self._issue(issue_key)
+        if issue[0] != "skip":
+            return "create", f"its issue {issue_key} is not in the target yet"
+        parent = self.store.ledger.target_id(row.parent_entity or "", row.parent or "")
+        if row.parent_entity == "issue":
+            parent = self.queue_key(issue_key)
+        if parent is None:
+            return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
+        found = await self.specs[row.entity].find(record, parent, self._unclaimed(row))
+        return ("skip", f"the target holds it as {found}") if found else ("create", "")
+
+    def _unclaimed(self, row: LedgerRow) -> Any:
+        group = self.specs[row.entity].claim_group
+        return lambda target_id: not self.store.ledger.is_claimed(group, target_id)
+
+    async def _issue(self, source_key: str) -> Decision:
+        if source_key in self._issues:
+            return self._issues[source_key]
+        done = self.store.ledger.get("issue", source_key)
+        target_key = self.queue_key(source_key)
+        if done is not None and done.status == "done":
+            decision = ("skip", f"loaded as {done.target_id}")
+        else:
+            found = await self.client.find_issue(target_key)
+            ours = f"{self.unique_prefix}:{source_key}"
+            if found is None:
+                decision = ("create", "")
+            elif found.get("unique") == ours:
+                decision = ("skip", f"the target holds it as {target_key} (made by haul)")
+            else:
+                decision = (
+                    "conflict",
+                    f"{target_key} is taken by an issue haul did not make: "
+                    f"{found.get('summary', '')!r}",
+                )
+        self._issues[source_key] = decision
+        return decision
+
+
+async def tracker_planner(
+    config: Config, client: TrackerClient, store: StagingStore
+) -> TrackerPlanner:
+    """The tracker's planner, over the specs the load itself would use (nothing is written)."""
+    parts = await TRACKER.target(config, client, store)
+    specs = {spec.name: spec for spec in parts.specs}
+    from haul.pipelines.tracker.service import build_transform
+
+    transform = build_transform(store, config)
+    return TrackerPlanner(client, store, specs, transform.unique_prefix, transform.queues.key)
