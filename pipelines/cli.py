@@ -203,6 +203,16 @@ def plan_command(config_path: Path, conflicts_path: Path | None) -> None:
         write_conflicts(conflicts_path, plan)
 
 
+@main.command("check")
+@CONFIG_OPTION
+def check_command(config_path: Path) -> None:
+    """Before a migration: tokens, admin rights, queues, dictionaries, users, disk (exit 1 on an error)."""
+    from haul.pipelines.check import print_findings, run_check
+
+    config = open_config(config_path)
+    raise Exit(print_findings(asyncio.run(run_check(config)), console))
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

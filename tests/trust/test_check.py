@@ -1,0 +1,63 @@
+"""`haul check` through the CLI: each finding with its level and fix; exit 1 on any error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trust_fixtures import run_haul, source_queues, tokens_env, write_config
+
+
+def test_check_passes_before_and_after_extract(sandbox: Any, tmp_path: Path) -> None:
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+
+    before = run_haul("check", "--config", config, env=env)
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    after = run_haul("check", "--config", config, env=env)
+
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert "warning nothing is staged" in before.stdout
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "ok      the target has every queue and dictionary key" in after.stdout
+    assert "ok      every staged user maps to a target user" in after.stdout
+    assert "may use the admin endpoints" in after.stdout
+    assert "check: 0 error(s)" in after.stdout
+
+
+def test_check_names_a_rejected_token_and_a_non_admin_one(sandbox: Any, tmp_path: Path) -> None:
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    org = info["orgs"]["source"]
+
+    rejected = run_haul(
+        "check", "--config", config, env=tokens_env("not-a-token", info["tokens"]["admin"])
+    )
+    user = run_haul(
+        "check", "--config", config, env=tokens_env(info["tokens"]["admin"], info["tokens"]["user"])
+    )
+
+    assert rejected.returncode == 1
+    assert f"error   tracker source org {org}: the token is rejected" in rejected.stdout
+    assert "fix: put a valid token for this org in HAUL_CLI_SOURCE_TOKEN" in rejected.stdout
+    assert "not-a-token" not in rejected.stdout + rejected.stderr
+    assert user.returncode == 1
+    assert "the token may not use the admin import endpoints" in user.stdout
+
+
+def test_check_finds_a_queue_the_target_lacks(sandbox: Any, tmp_path: Path) -> None:
+    info = sandbox.info
+    config = write_config(
+        tmp_path, info, queues=source_queues(info), queue_mapping={"TEST": "NOPE"}
+    )
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+
+    done = run_haul("check", "--config", config, env=env)
+
+    assert done.returncode == 1
+    assert (
+        "error   the target has no queue NOPE (fix: create it, or map the queue elsewhere)"
+        in done.stdout
+    )
