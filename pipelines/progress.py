@@ -1,17 +1,32 @@
 """Progress on long work: named counters, shown as live bars on a terminal and kept for the summary.
 
-Stages only call `task(name)` and `advance(task, n)`; whether anything is drawn is decided once,
-at the edge (the CLI), so library code and tests run the same way with or without a terminal.
+Stages only call `task(name)`, `advance(task, n)` and, when they know it, `expect(name, total)`;
+whether anything is drawn is decided once, at the edge (the CLI), so library code and tests run
+the same way with or without a terminal. On a terminal: bars with done/total, rate and ETA; not
+on one (cron, a pipe): one plain line per task every `interval` seconds, so mail stays readable.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
 from types import TracebackType
+from typing import TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
 
 class Progress:
@@ -19,10 +34,17 @@ class Progress:
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
+        self.totals: dict[str, int] = {}
 
     def task(self, name: str, total: int | None = None) -> str:
         self.counts.setdefault(name, 0)
+        if total is not None:
+            self.totals[name] = total
         return name
+
+    def expect(self, name: str, total: int) -> None:
+        """Announce how much work a task will have (before or after it starts)."""
+        self.totals[name] = total
 
     def advance(self, task: str, amount: int = 1) -> None:
         self.counts[task] += amount
@@ -36,31 +58,71 @@ class Progress:
         return None
 
 
+class RateColumn(ProgressColumn):
+    """Records per second so far."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.1f}/s" if speed else "-/s")
+
+
+def plain_line(name: str, done: int, total: int | None, elapsed: float) -> str:
+    """One progress line for a log: done of total, rate, ETA."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    of = f"/{total}" if total is not None else ""
+    eta = ""
+    if total is not None and rate > 0 and done < total:
+        eta = f", ETA {int((total - done) / rate)} s"
+    return f"haul: {name} {done}{of} ({rate:.1f}/s{eta})"
+
+
 class LiveProgress(Progress):
     """The same counters drawn as rich progress bars on stderr (only on a terminal)."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(
+        self, console: Console | None = None, interval: float = 10.0, log: TextIO | None = None
+    ) -> None:
         super().__init__()
         self._console = console or Console(stderr=True)
+        self._plain = not self._console.is_terminal
+        self._interval, self._log = interval, log or sys.stderr
+        self._started = self._last = time.monotonic()
         self._bars = RichProgress(
             TextColumn("{task.description:<28}"),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self._console,
-            disable=not self._console.is_terminal,
+            disable=self._plain,
             transient=False,
         )
         self._ids: dict[str, TaskID] = {}
 
     def task(self, name: str, total: int | None = None) -> str:
+        super().task(name, total)
         if name not in self._ids:
-            self._ids[name] = self._bars.add_task(name, total=total)
-        return super().task(name, total)
+            self._ids[name] = self._bars.add_task(name, total=self.totals.get(name))
+        return name
+
+    def expect(self, name: str, total: int) -> None:
+        super().expect(name, total)
+        if name in self._ids:
+            self._bars.update(self._ids[name], total=total)
 
     def advance(self, task: str, amount: int = 1) -> None:
         super().advance(task, amount)
         self._bars.advance(self._ids[task], amount)
+        if self._plain and time.monotonic() - self._last >= self._interval:
+            self.log_lines()
+
+    def log_lines(self) -> None:
+        """One plain line per task (for a log, not a terminal)."""
+        self._last = now = time.monotonic()
+        for name, done in self.counts.items():
+            line = plain_line(name, done, self.totals.get(name), now - self._started)
+            print(line, file=self._log, flush=True)
 
     def __enter__(self) -> LiveProgress:
         self._bars.start()
@@ -70,3 +132,5 @@ class LiveProgress(Progress):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._bars.stop()
+        if self._plain and self.counts:
+            self.log_lines()

@@ -235,6 +235,8 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
         store.ledger.retry_failed()
+    waiting = store.ledger.counts().values()
+    stage.progress.expect("records loaded", sum(s.get("pending", 0) for s in waiting))
     engine = LoadEngine(
         store,
         [spec for part in parts for spec in part.specs],
