@@ -97,10 +97,12 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
     for entity, row in plan.counts.items():
         table.add_row(entity, *(str(row[c]) for c in ("create", "skip", "conflict")))
     console.print(table)
-    say = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
-    say(f"requests: {plan.writes} writes ({duration(plan.writes, target)})")
-    for entity, source_id, detail in plan.conflicts:
-        say(f"conflict: {entity} {source_id}: {detail}")
+    lines = [f"requests: {plan.writes} writes ({duration(plan.writes, target)})"]
+    lines += [
+        f"conflict: {entity} {source_id}: {detail}" for entity, source_id, detail in plan.conflicts
+    ]
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def write_conflicts(path: Path, plan: LoadPlan) -> None:
