@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/http_overhead.py
 	$(BIN)/python bench/tracker.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

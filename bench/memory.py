@@ -1,0 +1,76 @@
+"""Benchmark: peak memory (RSS) of `haul extract` and `haul load` as the org grows.
+
+Each size gets its own sandbox process (`haul sandbox serve`) and its own staging folder; each
+haul command runs as a child process, and its peak RSS is read from the kernel's accounting
+of that child alone (`os.wait4`). The large org (100 000 issues) takes a long while: opt in
+with `--large`.
+
+    .venv/bin/python bench/memory.py [--sizes small,medium] [--large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+
+HAUL = str(Path(sys.executable).parent / "haul")
+TOKEN_ENV = "HAUL_BENCH_TOKEN"
+
+
+def peak_mb(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Run `command`; its peak RSS in MB, its wall seconds and its exit status."""
+    started = time.monotonic()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss / 1024, time.monotonic() - started, child.returncode
+
+
+def measure(size: str) -> list[tuple[str, str, float, float, int]]:
+    serve = subprocess.Popen(
+        [HAUL, "sandbox", "serve", "--size", size, "--seed", "1"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert serve.stdout is not None
+        info = json.loads(serve.stdout.readline())
+        work = Path(tempfile.mkdtemp(prefix=f"haul-memory-{size}-"))
+        options = SandboxConfig(
+            source_token_env=TOKEN_ENV,
+            queue_mapping={},
+            endpoint_extra={"read_rps": 5000, "write_rps": 5000},
+            sections="[tuning]\nconcurrency = 32\nper_scroll = 1000\n",
+        )
+        config = write_sandbox_config(work, info, options)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        rows = []
+        for command in ("extract", "load"):
+            mb, seconds, status = peak_mb([HAUL, command, "--config", str(config)], env)
+            rows.append((size, command, mb, seconds, status))
+        return rows
+    finally:
+        serve.terminate()
+        serve.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="small,medium")
+    parser.add_argument("--large", action="store_true", help="add the 100 000-issue org")
+    args = parser.parse_args()
+    sizes = [size for size in args.sizes.split(",") if size] + (["large"] * args.large)
+    print(f"{'org':8} {'command':8} {'peak MB':>8} {'seconds':>8} {'exit':>5}")
+    for size in sizes:
+        for org, command, mb, seconds, status in measure(size):
+            print(f"{org:8} {command:8} {mb:8.0f} {seconds:8.1f} {status:5d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
