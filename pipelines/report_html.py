@@ -140,6 +140,7 @@ def render_html(report: dict[str, Any]) -> str:
 <h2>Verify</h2>
 {_verify(report["verify"])}
 <h2>Figures</h2>
+<p id="requests">Requests: {escape(", ".join(f"{k} {v}" for k, v in report["requests"].items()) or "none recorded")}</p>
 <p>Users loaded as the default user: {escape(", ".join(report["unmapped_users"]) or "none")}</p>
 <pre id="figures">{escape(figures)}</pre>
 </body></html>

@@ -215,6 +215,7 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
         if part.details is not None:
             details.update(await part.details(stats))
     details["planned"] = plan_if_staged_since(stage.store, [service for service, _ in sources])
+    details.update({f"{s.name}_source_requests": c.core.requests_sent for s, c in sources})
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
 
@@ -258,6 +259,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         if part.in_target is not None:
             in_target.update(await part.in_target())
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
+    details.update({f"{s.name}_target_requests": c.core.requests_sent for s, c in targets})
     log.info("load_finished", **details)
     return RunSummary(
         "load",

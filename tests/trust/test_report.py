@@ -34,6 +34,8 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
     assert issues["loaded"] == issues["staged"] == 50
     assert report["throughput"] and sum(p["per_second"] for p in report["throughput"]) > 0
     assert report["failures_by_reason"] == []
+    assert report["requests"]["tracker_source_requests"] > 0
+    assert report["requests"]["tracker_target_requests"] > 0
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert '<svg id="throughput"' in page and '<svg id="counts"' in page
     assert "<script" not in page and "src=" not in page and "href=" not in page  # offline
