@@ -88,3 +88,35 @@ def test_the_html_report_draws_its_charts_in_chromium(sandbox: Any, tmp_path: Pa
     assert shot.stat().st_size > 10_000
     keep = Path("/tmp/haul-report-screenshot.png")  # for a person to look at
     shutil.copy(shot, keep)
+
+
+def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:
+    import signal
+    import sqlite3
+
+    from trust_fixtures import start_haul, stop, wait_for
+
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    sandbox.set_faults("latency:50@*/_import")
+    load = start_haul("load", "--config", config, env=env)
+    try:
+
+        def loading() -> bool:
+            with sqlite3.connect(staging_db(tmp_path)) as db:
+                query = "SELECT count(*) FROM ledger WHERE status = 'done'"
+                return bool(db.execute(query).fetchone()[0])
+
+        wait_for(loading, 60, "the load to start loading")
+        load.send_signal(signal.SIGTERM)
+        stop(load, timeout=60)
+    finally:
+        sandbox.set_faults("")
+
+    assert load.returncode == 1
+    report = json.loads((staging_db(tmp_path).parent / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["command"] == "load" and report["run"]["outcome"] == "interrupted"
+    issues = next(row for row in report["counts"] if row["entity"] == "issue")
+    assert (issues["loaded"] > 0 and issues["pending"] > 0) or issues["loaded"] == issues["staged"]
