@@ -155,7 +155,11 @@ def status_command(config_path: Path) -> None:
 @CONFIG_OPTION
 @click.option("--entity", help="Only this entity (issue, comment, worklog, link, ...).")
 @click.option("--limit", default=50, show_default=True, help="Show at most this many.")
-def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every failure (no limit) to this CSV file.")  # fmt: skip
+def failures_command(
+    config_path: Path, entity: str | None, limit: int, csv_path: Path | None
+) -> None:
     """List the records that could not be extracted whole or loaded, each with its error."""
     config = load_config(config_path)
     if not config.staging_path.exists():
@@ -165,6 +169,10 @@ def failures_command(config_path: Path, entity: str | None, limit: int) -> None:
         rows = list(store.ledger.iter_rows(status="failed", entity=entity))
         lines = [f"{p.entity} {p.source_id} (extract): {p.error}" for p in problems]
         lines += [f"{r.entity} {r.source_id} (attempts {r.attempts}): {r.error}" for r in rows]
+        if csv_path is not None:
+            from haul.pipelines.status import write_failures_csv
+
+            write_failures_csv(csv_path, problems, rows)
         for line in lines[:limit]:  # one line per record, so the list can be grepped
             click.echo(line)
         shown = min(limit, len(lines))

@@ -146,3 +146,14 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
 def say(console: Console, line: str) -> None:
     """One plain line (no markup, no highlighting), for people and grep alike."""
     console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def write_failures_csv(path: Path, problems: Sequence[Any], rows: Sequence[Any]) -> None:
+    """Every failure as a CSV row: entity, source_id, stage, attempts, error."""
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["entity", "source_id", "stage", "attempts", "error"])
+        writer.writerows([p.entity, p.source_id, "extract", "", p.error] for p in problems)
+        writer.writerows([r.entity, r.source_id, "load", r.attempts, r.error] for r in rows)

@@ -91,3 +91,27 @@ def test_status_answers_in_under_a_second_on_100k_issues(tmp_path: Path) -> None
     print(f"gather_status on 100000 issues + 300000 comments: {took:.3f} s")
     assert status.lines[0].staged == 100_000 and status.lines[1].pending == 300_000
     assert took < 1.0
+
+
+def test_failures_csv_lists_every_failure_and_status_says_so(sandbox: Any, tmp_path: Path) -> None:
+    import csv
+
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    sandbox.set_faults("error_object:1.0@*/links")
+    try:
+        assert run_haul("extract", "--config", config, env=env).returncode == 3
+    finally:
+        sandbox.set_faults("")
+    listing = tmp_path / "failures.csv"
+
+    done = run_haul("failures", "--config", config, "--limit", "1", "--csv", listing, env=env)
+    status = run_haul("status", "--config", config, env=env)
+
+    assert done.returncode == 0, done.stderr
+    with listing.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 1 and {row["stage"] for row in rows} == {"extract"}
+    assert f"{len(rows)} failed record(s), 1 shown" in done.stdout
+    assert f"next: {len(rows)} records could not be extracted whole" in status.stdout
