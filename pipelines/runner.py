@@ -163,6 +163,7 @@ async def load(
             _raise_if_stopped(stage)
             summary.problems = store.problems.count()
             run.counts.update(summary.details, complete=summary.complete)
+            run.counts["unmapped_users"] = summary.unmapped_users  # for the report
             return summary
 
 
@@ -191,6 +192,7 @@ async def run_all(
             loaded.details = {**extracted.details, **loaded.details}
             loaded.problems = store.problems.count()
             run.counts.update(loaded.details, complete=loaded.complete)
+            run.counts["unmapped_users"] = loaded.unmapped_users  # for the report
             return loaded
 
 
