@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean browser
+.PHONY: demo test test-all lint bench clean browser
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/pytest -q
+
+# the default run leaves out the longest end-to-end runs (marked slow); this runs everything
+test-all: $(STAMP) browser
+	$(BIN)/pytest -q -m "slow or not slow"
 
 # the HTML report's test opens it in headless Chromium; skipped (with the reason) without one
 browser:

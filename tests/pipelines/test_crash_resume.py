@@ -30,8 +30,6 @@ HAUL = str(Path(sys.executable).parent / "haul")
 KILLS_PER_STAGE = 5
 MAPPING = {"TEST": "NEW"}
 
-pytestmark = pytest.mark.slow
-
 
 def haul(config: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
@@ -136,7 +134,12 @@ def baseline(tmp_path: Path, start: Callable[..., Any]) -> tuple[dict[str, Any],
 
 
 @pytest.mark.parametrize(
-    "faults", ["", "drop_after:0.05@*/_import"], ids=["kills", "kills+dropped-imports"]
+    "faults",
+    [
+        # the dropped-imports run is the default run's representative: it kills and drops
+        pytest.param("", id="kills", marks=pytest.mark.slow),
+        pytest.param("drop_after:0.05@*/_import", id="kills+dropped-imports"),
+    ],
 )
 def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, faults: str) -> None:
     """SIGKILL five times in extract and five in load, resume: the target is as if never killed."""

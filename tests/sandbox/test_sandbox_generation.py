@@ -180,7 +180,11 @@ def test_target_org_maps_by_key(source: httpx.Client, target: httpx.Client) -> N
 
 @pytest.mark.parametrize(
     ("size", "low", "high"),
-    [("small", 900, 1100), ("medium", 9_000, 11_000), ("large", 90_000, 110_000)],
+    [
+        ("small", 900, 1100),
+        ("medium", 9_000, 11_000),
+        pytest.param("large", 90_000, 110_000, marks=pytest.mark.slow),
+    ],
 )
 def test_sizes(size: str, low: int, high: int) -> None:
     """Sizes hold about 1 000 / 10 000 / 100 000 issues; generation time is printed."""
