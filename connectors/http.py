@@ -108,6 +108,8 @@ class HttpCore:
         self.base_url = base_url.rstrip("/")
         self.org_id = str(org_id if org_id is not None else cloud_org_id)
         self.requests_sent = 0
+        self.retries = 0
+        self.rate_limit_wait = 0.0  # seconds requests waited on 429s
         self._token = token
         self._max_attempts = max_attempts
         self._max_backoff = max_backoff
@@ -435,6 +437,9 @@ class HttpCore:
             if isinstance(error, RetryableStatus)
             else type(error).__name__
         )
+        self.retries += 1
+        if reason == 429:
+            self.rate_limit_wait += state.upcoming_sleep
         log.warning(
             "http_retry",
             service=self.service,

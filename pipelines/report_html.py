@@ -141,6 +141,7 @@ def render_html(report: dict[str, Any]) -> str:
 {_verify(report["verify"])}
 <h2>Figures</h2>
 <p id="requests">Requests: {escape(", ".join(f"{k} {v}" for k, v in report["requests"].items()) or "none recorded")}</p>
+<p id="retries">Retries: {escape(", ".join(f"{k} {v}" for k, v in (report.get("retries") or {}).items()) or "none")}; seconds waited on 429s: {escape(", ".join(f"{k} {v}" for k, v in (report.get("rate_limit_waits") or {}).items()) or "none")}</p>
 <p>Users loaded as the default user: {escape(", ".join(report["unmapped_users"]) or "none")}</p>
 <pre id="figures">{escape(figures)}</pre>
 </body></html>

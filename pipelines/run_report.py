@@ -99,9 +99,9 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
             if row.loadable
         ],
         "details": details,
-        "requests": {k: v for k, v in details.items() if "request" in k},
-        "retries": details.get("retries"),
-        "rate_limit_waits": details.get("rate_limit_waits"),
+        "requests": {k: v for k, v in details.items() if k.endswith("_requests")},
+        "retries": {k: v for k, v in details.items() if k.endswith("_retries")},
+        "rate_limit_waits": {k: v for k, v in details.items() if k.endswith("_rate_limit_wait_s")},
         "unmapped_users": details.get("unmapped_users", []),
         "extract_problems": store.problems.count(),
         "failures_by_reason": failures_by_reason(store),

@@ -217,7 +217,7 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
         if part.details is not None:
             details.update(await part.details(stats))
     details["planned"] = plan_if_staged_since(stage.store, [service for service, _ in sources])
-    details.update({f"{s.name}_source_requests": c.core.requests_sent for s, c in sources})
+    details.update(_traffic(sources, "source"))
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
 
@@ -261,7 +261,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         if part.in_target is not None:
             in_target.update(await part.in_target())
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
-    details.update({f"{s.name}_target_requests": c.core.requests_sent for s, c in targets})
+    details.update(_traffic(targets, "target"))
     log.info("load_finished", **details)
     return RunSummary(
         "load",
@@ -270,3 +270,14 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         unmapped_users=sorted({user for part in parts for user in part.unmapped_users()}),
         details=details,
     )
+
+
+def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:
+    """Requests, retries and seconds spent waiting on 429s, per service, for the report."""
+    figures: dict[str, Any] = {}
+    for service, client in clients:
+        core = client.core
+        figures[f"{service.name}_{side}_requests"] = core.requests_sent
+        figures[f"{service.name}_{side}_retries"] = core.retries
+        figures[f"{service.name}_{side}_rate_limit_wait_s"] = round(core.rate_limit_wait, 1)
+    return figures

@@ -120,3 +120,20 @@ def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path)
     assert report["run"]["command"] == "load" and report["run"]["outcome"] == "interrupted"
     issues = next(row for row in report["counts"] if row["entity"] == "issue")
     assert (issues["loaded"] > 0 and issues["pending"] > 0) or issues["loaded"] == issues["staged"]
+
+
+def test_retries_and_rate_limit_waits_are_in_the_report(sandbox: Any, tmp_path: Path) -> None:
+    """A night with 429s: the report counts the retries and the seconds waited on them."""
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=["DEV"])
+    sandbox.set_faults("429:0.1:1@*/comments")
+    try:
+        done = run_haul("extract", "--config", config, env=tokens_env(info["tokens"]["admin"]))
+    finally:
+        sandbox.set_faults("")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((staging_db(tmp_path).parent / "report.json").read_text(encoding="utf-8"))
+    assert report["retries"]["tracker_source_retries"] > 0
+    assert report["rate_limit_waits"]["tracker_source_rate_limit_wait_s"] >= 1.0
+    page = (staging_db(tmp_path).parent / "report.html").read_text(encoding="utf-8")
+    assert "tracker_source_retries" in page
