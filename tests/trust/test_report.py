@@ -92,24 +92,11 @@ def test_the_html_report_draws_its_charts_in_chromium(sandbox: Any, tmp_path: Pa
 
 def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:
     import signal
-    import sqlite3
 
-    from trust_fixtures import start_haul, stop, wait_for
+    from trust_fixtures import load_under_way, stop
 
-    info = sandbox.info
-    config = write_config(tmp_path, info, queues=source_queues(info))
-    env = tokens_env(info["tokens"]["admin"])
-    assert run_haul("extract", "--config", config, env=env).returncode == 0
-    sandbox.set_faults("latency:50@*/_import")
-    load = start_haul("load", "--config", config, env=env)
     try:
-
-        def loading() -> bool:
-            with sqlite3.connect(staging_db(tmp_path)) as db:
-                query = "SELECT count(*) FROM ledger WHERE status = 'done'"
-                return bool(db.execute(query).fetchone()[0])
-
-        wait_for(loading, 60, "the load to start loading")
+        _, _, load = load_under_way(sandbox, tmp_path)
         load.send_signal(signal.SIGTERM)
         stop(load, timeout=60)
     finally:

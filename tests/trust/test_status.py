@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from trust_fixtures import (
+    load_under_way,
     migrated,
     run_haul,
     source_queues,
-    staging_db,
-    start_haul,
     stop,
     tokens_env,
-    wait_for,
     write_config,
 )
 
@@ -41,21 +38,8 @@ def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path)
 
 
 def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> None:
-    info = sandbox.info
-    config = write_config(tmp_path, info, queues=source_queues(info))
-    env = tokens_env(info["tokens"]["admin"])
-    assert run_haul("extract", "--config", config, env=env).returncode == 0
-    sandbox.set_faults("latency:50@*/_import")
-    load = start_haul("load", "--config", config, env=env)
     try:
-
-        def loading() -> bool:
-            with sqlite3.connect(staging_db(tmp_path)) as db:
-                return bool(
-                    db.execute("SELECT count(*) FROM ledger WHERE status='done'").fetchone()[0]
-                )
-
-        wait_for(loading, 60, "the load to start loading")
+        config, env, load = load_under_way(sandbox, tmp_path)
         running = run_haul("status", "--config", config, env=env)
         os.kill(load.pid, signal.SIGKILL)
         stop(load)

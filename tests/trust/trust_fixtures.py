@@ -72,3 +72,22 @@ def loaded_rows(directory: Path, entity: str) -> list[tuple[str, str, str]]:
         ).fetchall()
     owner = (lambda s, p: s) if entity == "issue" else (lambda s, p: p)
     return [(s, t, owner(s, p).replace("TEST-", "NEW-")) for s, t, p in rows]
+
+
+def load_under_way(sandbox: Any, directory: Path) -> tuple[Path, dict[str, str], Any]:
+    """Extract the sandbox, then start a load slowed at its imports; return (config, env,
+    the load process) once its first record is done. The caller ends it and clears faults."""
+    info = sandbox.info
+    config = write_config(directory, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    sandbox.set_faults("latency:50@*/_import")
+    load = start_haul("load", "--config", config, env=env)
+
+    def loading() -> bool:
+        with sqlite3.connect(staging_db(directory)) as db:
+            query = "SELECT count(*) FROM ledger WHERE status = 'done'"
+            return bool(db.execute(query).fetchone()[0])
+
+    wait_for(loading, 60, "the load to start loading")
+    return config, env, load
