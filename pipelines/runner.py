@@ -88,6 +88,17 @@ def open_store(path: Path) -> Iterator[StagingStore]:
 
 
 @contextmanager
+def staged_run(config: Config, command: str) -> Iterator[tuple[StagingStore, RunHandle]]:
+    """The store opened, the run recorded, and its reports written however it ends."""
+    with (
+        open_store(config.staging_path) as store,
+        reporting(store),  # report.json and report.html, however the run ends
+        recorded_run(store, command) as run,
+    ):
+        yield store, run
+
+
+@contextmanager
 def recorded_run(store: StagingStore, command: str) -> Iterator[RunHandle]:
     """Hold the store's run lock and record the run; every log line inside carries its id."""
     with store.run(command) as run, bound_contextvars(run_id=run.id, command=command):
@@ -128,11 +139,7 @@ async def extract(
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
     async with open_clients(config, environ, config.source) as (sources,):
-        with (
-            open_store(config.staging_path) as store,
-            reporting(store),  # report.json and report.html, however the run ends
-            recorded_run(store, "extract") as run,
-        ):
+        with staged_run(config, "extract") as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
@@ -153,11 +160,7 @@ async def load(
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
-        with (
-            open_store(config.staging_path) as store,
-            reporting(store),  # report.json and report.html, however the run ends
-            recorded_run(store, "load") as run,
-        ):
+        with staged_run(config, "load") as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
@@ -178,11 +181,7 @@ async def run_all(
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run")
     async with open_clients(config, environ, config.source, target) as (sources, targets):
-        with (
-            open_store(config.staging_path) as store,
-            reporting(store),  # report.json and report.html, however the run ends
-            recorded_run(store, "run") as run,
-        ):
+        with staged_run(config, "run") as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             extracted = await _extract(stage, sources)
             _raise_if_stopped(stage)
