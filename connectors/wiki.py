@@ -93,6 +93,8 @@ class WikiClient:
         """The token's own user: the cheap auth probe (AuthError when rejected)."""
         return await self.core.get_json("/me")
 
+    myself = me  # the name the runner's token check calls
+
     # -- pages -------------------------------------------------------------------------
 
     async def get_page(self, slug: str, *, fields: str | None = PAGE_FIELDS) -> Record:

@@ -257,28 +257,42 @@ def parse_config(data: dict[str, Any], *, base_dir: Path) -> Config:
 # Keys the schema knows whose stages this version does not have yet: accepting them and
 # doing nothing would be a silently wrong migration.
 NOT_YET: dict[str, Callable[[Config], object]] = {
-    "source.wiki_url": lambda c: c.source.wiki_url,
     "source.forms_url": lambda c: c.source.forms_url,
-    "target.wiki_url": lambda c: c.target and c.target.wiki_url,
     "target.forms_url": lambda c: c.target and c.target.forms_url,
-    "scope.wiki_roots": lambda c: c.scope.wiki_roots,
     "scope.surveys": lambda c: c.scope.surveys,
     "backfill": lambda c: c.backfill,
 }
 
+# What each part of the scope needs on each side: (scope key, service, URL key).
+SCOPE_NEEDS = (("queues", "tracker", "tracker_url"), ("wiki_roots", "wiki", "wiki_url"))
+
 
 def _refuse_what_is_not_built(config: Config) -> None:
     problems = [
-        (key, "the wiki and forms stages are not in this version of haul yet")
+        (key, "the forms stages are not in this version of haul yet")
         for key, given in NOT_YET.items()
         if given(config)
     ]
+    for scope_key, service, url_key in SCOPE_NEEDS:
+        if not getattr(config.scope, scope_key):
+            continue
+        for side in (config.source, config.target):
+            if side is not None and not getattr(side, url_key):
+                where = "source" if side is config.source else "target"
+                problems.append(
+                    (f"{where}.{url_key}", f"scope.{scope_key} moves {service} data: give the URL")
+                )
+    unknown_roots = sorted(set(config.mapping.wiki_roots) - set(config.scope.wiki_roots))
+    if unknown_roots:
+        problems.append(
+            (
+                "mapping.wiki_roots",
+                f"{', '.join(unknown_roots)} is not in scope.wiki_roots "
+                f"({', '.join(config.scope.wiki_roots) or 'none'})",
+            )
+        )
     if problems:
         raise ConfigError(*problems[0], more=problems[1:])
-    if not config.scope.queues:
-        raise ConfigError(
-            "scope.queues", "must name at least one queue (the tracker is all this version moves)"
-        )
 
 
 def _resolved(config: Config, base: Path) -> Config:

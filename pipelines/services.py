@@ -80,5 +80,6 @@ class Service(Protocol):
 def all_services() -> list[Service]:
     """Every service haul can move, in the order they extract and load."""
     from haul.pipelines.tracker.service import TRACKER
+    from haul.pipelines.wiki.service import WIKI
 
-    return [TRACKER]
+    return [TRACKER, WIKI]

@@ -107,12 +107,38 @@ def test_every_problem_is_listed_at_once_by_its_key_path(tmp_path: Path) -> None
 
 
 def test_keys_of_stages_not_built_yet_are_refused_not_ignored(tmp_path: Path) -> None:
-    """A valid wiki root, survey or backfill rule: refused by name until its stage exists."""
-    text = VALID.replace('queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nwiki_roots = ["team"]')
+    """A valid survey: refused by name until the forms stage exists."""
+    text = VALID.replace(
+        'queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nsurveys = ["0123456789abcdef01234567"]'
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, text))
-    assert caught.value.key == "scope.wiki_roots"
+    assert caught.value.key == "scope.surveys"
     assert "not in this version" in caught.value.problem
+
+
+def test_wiki_roots_need_the_wiki_on_both_sides_and_mapped_roots_in_scope(tmp_path: Path) -> None:
+    """Wiki roots without a wiki URL, and a mapping of a root that is not moved: all named."""
+    text = VALID.replace('queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nwiki_roots = ["team"]')
+    text = text.replace("[mapping]", '[mapping]\nwiki_roots = { "other" = "x" }')
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    keys = [key for key, _ in caught.value.problems]
+    assert keys == ["source.wiki_url", "target.wiki_url", "mapping.wiki_roots"]
+    assert "other is not in scope.wiki_roots (team)" in str(caught.value)
+
+
+def test_a_wiki_only_config_needs_no_tracker(tmp_path: Path) -> None:
+    text = (
+        '[source]\nwiki_url = "https://wiki.example/v1"\norg_id = "1"\ntoken_env = "T"\n'
+        '[target]\nwiki_url = "https://wiki.example/v1"\norg_id = "2"\ntoken_env = "T"\n'
+        '[scope]\nwiki_roots = ["team/handbook"]\n'
+        '[mapping]\nwiki_roots = { "team/handbook" = "archive/handbook" }\n'
+        '[staging]\npath = "haul.db"\n'
+    )
+    config = load_config(write(tmp_path, text))
+    assert config.scope.wiki_roots == ("team/handbook",)
+    assert config.mapping.wiki_roots == {"team/handbook": "archive/handbook"}
 
 
 def test_a_backfill_rule_names_its_index_and_key(tmp_path: Path) -> None:

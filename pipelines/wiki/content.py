@@ -1,0 +1,148 @@
+"""Where wiki pages land, and what their text says once they are there.
+
+A page moves with its subtree: `SlugMap` turns a source slug under a configured root into
+its target slug (`[mapping] wiki_roots`, default the same slug). `rewrite` makes a page's
+markdown point at the new places: links to migrated pages (absolute ``/team/a`` or relative
+``../b``, ``./c``), links to their attachments (``/team/a/.files/log.txt``) and tracker keys
+of remapped queues (``TEST-12`` -> ``NEW-12``). Links to anything else are left as written.
+
+The wiki keeps neither the original author nor the time of a page or a comment, so a short
+provenance line (`[mapping] wiki_provenance`, '' for none) carries them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# a markdown link target: [text](target "title") or [text](target)
+_LINK = re.compile(r"(\]\()([^)\s]+)")
+_KEY = re.compile(r"\b([A-Z][A-Z0-9]*)-(\d+)\b")
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SlugMap:
+    """Source slug -> target slug, for pages under the configured roots."""
+
+    roots: tuple[str, ...]
+    mapping: Mapping[str, str] = field(default_factory=dict)
+
+    def root_of(self, slug: str) -> str | None:
+        """The longest configured root that holds `slug`, or None."""
+        holders = [root for root in self.roots if slug == root or slug.startswith(root + "/")]
+        return max(holders, key=len) if holders else None
+
+    def target(self, slug: str) -> str | None:
+        """Where a migrated page lands; None for a page outside every root."""
+        root = self.root_of(slug)
+        if root is None:
+            return None
+        return self.mapping.get(root, root) + slug[len(root) :]
+
+    def target_roots(self) -> list[str]:
+        return [self.mapping.get(root, root) for root in self.roots]
+
+
+@dataclass(frozen=True)
+class Rewriter:
+    """Rewrites one page's links; `queues` maps source queue keys to target ones."""
+
+    slugs: SlugMap
+    queues: Mapping[str, str] = field(default_factory=dict)
+
+    def rewrite(self, content: str, page_slug: str) -> str:
+        """The content with links and tracker keys pointing at their new places."""
+        content = _LINK.sub(lambda m: m.group(1) + self.link(m.group(2), page_slug), content)
+        return self.keys(content)
+
+    def link(self, target: str, page_slug: str) -> str:
+        """One link target: a migrated page or attachment -> its new absolute address."""
+        if _SCHEME.match(target) or target.startswith(("#", "//")):
+            return target
+        path, anchor = _split(target)
+        if path.startswith("/"):
+            source = path.strip("/")
+        else:  # relative to the page itself, as the wiki reads it
+            source = posixpath.normpath(posixpath.join(page_slug, path)).strip("/")
+            if source.startswith(".."):
+                return target
+        page, files, name = source.partition("/.files/")
+        moved = self.slugs.target(page)
+        if moved is None:
+            return target
+        return "/" + moved + (files + name if files else "") + anchor
+
+    def keys(self, text: str) -> str:
+        """Tracker keys of remapped queues -> the same number in the target queue."""
+        if not self.queues:
+            return text
+
+        def swap(match: re.Match[str]) -> str:
+            queue = self.queues.get(match.group(1))
+            return f"{queue}-{match.group(2)}" if queue else match.group(0)
+
+        return _KEY.sub(swap, text)
+
+
+def _split(target: str) -> tuple[str, str]:
+    for mark in ("#", "?"):
+        if mark in target:
+            path, _, rest = target.partition(mark)
+            return path, mark + rest
+    return target, ""
+
+
+def author_of(raw: Mapping[str, Any]) -> str:
+    """Who wrote a page or a comment, as the source told it (display name, else login)."""
+    attributes = raw.get("attributes") or {}
+    revision = raw.get("active_revision") or {}
+    for person in (
+        raw.get("author"),
+        attributes.get("author"),
+        attributes.get("owner"),
+        raw.get("owner"),
+        revision.get("author"),
+        raw.get("user"),
+    ):
+        if isinstance(person, Mapping):
+            name = person.get("display_name") or person.get("username") or person.get("login")
+            if name:
+                return str(name)
+        elif isinstance(person, str) and person:
+            return person
+    return "unknown"
+
+
+def created_of(raw: Mapping[str, Any]) -> str:
+    """When a page or a comment was written, as the source told it."""
+    attributes = raw.get("attributes") or {}
+    return str(raw.get("created_at") or attributes.get("created_at") or "")
+
+
+def provenance(template: str, raw: Mapping[str, Any], source_slug: str) -> str:
+    """The provenance line for a page or a comment ('' when the template is '')."""
+    if not template:
+        return ""
+    values = {
+        "author": author_of(raw),
+        "date": created_of(raw)[:10],
+        "created_at": created_of(raw),
+        "source_slug": source_slug,
+    }
+    return template.format_map(_Missing(values))
+
+
+class _Missing(dict[str, str]):
+    """A format map that leaves an unknown placeholder as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def with_provenance(text: str, line: str) -> str:
+    """The text with its provenance line first, a blank line between."""
+    return f"{line}\n\n{text}" if line else text

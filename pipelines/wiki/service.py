@@ -1,0 +1,81 @@
+"""The wiki as a service of the runner: its client, extract parts and load parts.
+
+Moves the page trees under `[scope] wiki_roots`, each to `[mapping] wiki_roots` (default:
+the same slug), with their attachments, grids and comments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.config import Config, Endpoint, Tuning
+from haul.pipelines.engine import PlanFn
+from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.streams import ExtractStats
+from haul.pipelines.wiki.content import Rewriter, SlugMap
+from haul.pipelines.wiki.specs import PLANS, WikiLoad
+from haul.pipelines.wiki.streams import PageDrain, PageTree
+from haul.state.store import StagingStore
+
+
+class WikiService:
+    """The wiki: page trees and what hangs off their pages."""
+
+    name: str = "wiki"
+    loadable: tuple[str, ...] = tuple(PLANS)
+    staged_only: tuple[str, ...] = ()
+    plans: Mapping[str, PlanFn] = PLANS
+
+    def configured(self, endpoint: Endpoint) -> bool:
+        return bool(getattr(endpoint, "wiki_url", None))
+
+    def client(self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> WikiClient:
+        return WikiClient.connect(
+            base_url=endpoint.wiki_url or "",  # configured() made sure of it
+            token=endpoint.token(environ),
+            org_id=endpoint.org_id,
+            cloud_org_id=endpoint.cloud_org_id,
+            auth_scheme=endpoint.auth_scheme,
+            read_rate=endpoint.read_rps,
+            write_rate=endpoint.write_rps,
+            max_rate=endpoint.max_rps,
+            rate_limit_patience=tuning.rate_limit_patience,
+            outage_patience=tuning.outage_patience,
+            request_timeout=tuning.request_timeout,
+        )
+
+    async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:
+        trees = [PageTree(client, root) for root in config.scope.wiki_roots]
+        drain = PageDrain(client, store)
+
+        async def details(stats: ExtractStats) -> Details:
+            return {
+                "wiki_pages_read": sum(tree.pages_read for tree in trees),
+                "wiki_pages_drained": stats.drained["wiki_page"],
+                "wiki_attachment_bytes": drain.attachment_bytes,
+            }
+
+        return SourceParts(list(trees), [drain], details)
+
+    async def target(self, config: Config, client: WikiClient, store: StagingStore) -> TargetParts:
+        slugs = slug_map(config)
+        rewriter = Rewriter(slugs, dict(config.mapping.queues))
+        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance)
+
+        async def in_target() -> dict[str, int]:
+            pages = 0
+            for root in slugs.target_roots():
+                if await client.find_page(root, fields=None) is not None:
+                    pages += len([ref async for ref in client.iter_descendants(root)])
+            return {"wiki_page": pages}
+
+        return TargetParts(load.specs(), in_target)
+
+
+def slug_map(config: Config) -> SlugMap:
+    """Where each configured root lands in the target."""
+    return SlugMap(tuple(config.scope.wiki_roots), dict(config.mapping.wiki_roots))
+
+
+WIKI = WikiService()

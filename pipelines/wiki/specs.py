@@ -1,0 +1,230 @@
+"""The wiki's entity specs: pages, their attachments, grids (made, then filled) and comments.
+
+A page loads after the page it hangs under, then its own attachments, grids and comments,
+then the pages under it. Each is found again in the target by what identifies it there: a
+page by its target slug, an attachment by (page, name, size), a grid by (page, title), a
+grid's content by comparing columns and rows, a comment by (page, text, parent). A grid is
+two ledger rows: `wiki_grid` makes it, `wiki_grid_rows` fills it, so a crash halfway through
+the rows resumes from the target's rows instead of taking a half-filled grid for done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, each_record
+from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
+from haul.pipelines.wiki.grids import GridSync
+from haul.pipelines.wiki.streams import byte_size
+from haul.state.store import StagedRecord, StagingStore
+
+Unclaimed = Any  # Callable[[str], bool]
+
+
+def _page_of(record: StagedRecord) -> Ref:
+    return Ref("wiki_page", record.parent or "")
+
+
+def _created(record: StagedRecord) -> str:
+    return str(record.raw.get("created_at") or "")
+
+
+def plan_pages(store: StagingStore) -> Iterator[Planned]:
+    """Every page, under its parent page when that one is migrated too."""
+    staged = {record.source_id for record in store.iter_records("wiki_page")}
+    for record in store.iter_records("wiki_page"):
+        parent = Ref("wiki_page", record.parent) if record.parent in staged else None
+        yield Planned(record, parent, record.source_id)
+
+
+def plan_comments(store: StagingStore) -> Iterator[Planned]:
+    """A reply loads under the comment it answers (after it); others under their page."""
+    staged = {record.source_id for record in store.iter_records("wiki_comment")}
+    for record in store.iter_records("wiki_comment"):
+        answered = f"{record.parent}/{record.raw.get('parent_id')}"
+        parent = Ref("wiki_comment", answered) if answered in staged else None
+        yield Planned(record, parent or _page_of(record), _created(record))
+
+
+PLAN_ATTACHMENTS = each_record("wiki_attachment", parent=_page_of, sort_key=_created)
+PLAN_GRIDS = each_record("wiki_grid", parent=_page_of, sort_key=_created)
+PLAN_GRID_ROWS = each_record("wiki_grid", parent=lambda record: Ref("wiki_grid", record.source_id))
+PLANS = {
+    "wiki_page": plan_pages,
+    "wiki_attachment": PLAN_ATTACHMENTS,
+    "wiki_grid": PLAN_GRIDS,
+    "wiki_grid_rows": PLAN_GRID_ROWS,
+    "wiki_comment": plan_comments,
+}
+
+
+@dataclass
+class WikiLoad:
+    """Everything the wiki's specs need to write to one target org."""
+
+    client: WikiClient
+    store: StagingStore
+    rewriter: Rewriter
+    provenance: str
+
+    def __post_init__(self) -> None:
+        self.grids = GridSync(self.client, self._cell)
+
+    def specs(self) -> list[EntitySpec]:
+        """The wiki's specs, in the order siblings load."""
+        return [
+            EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
+                       refresh=self.refresh_page),
+            EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
+                       self.send_attachment, self.find_attachment),
+            EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, self.find_grid),
+            EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
+                       self.find_grid_rows, refresh=self.refresh_grid_rows),
+            EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,
+                       self.find_comment),
+        ]  # fmt: skip
+
+    # -- what the target should hold ------------------------------------------------------
+
+    def target_slug(self, source_slug: str) -> str:
+        slug = self.rewriter.slugs.target(source_slug)
+        if slug is None:
+            raise RecordFailure(f"page {source_slug} is under no configured wiki root")
+        return slug
+
+    def page_content(self, record: StagedRecord) -> str:
+        """The page's markdown as the target holds it: links rewritten, provenance first."""
+        content = self.rewriter.rewrite(str(record.raw.get("content") or ""), record.source_id)
+        line = provenance(self.provenance, record.raw, record.source_id)
+        return with_provenance(content, line)
+
+    def comment_body(self, record: StagedRecord) -> str:
+        page = record.parent or ""
+        body = self.rewriter.rewrite(str(record.raw.get("body") or ""), page)
+        return with_provenance(body, provenance(self.provenance, record.raw, page))
+
+    def _cell(self, column: dict[str, Any], value: Any) -> Any:
+        if isinstance(value, str) and column.get("type") in ("ticket", "string", "ticket_field"):
+            return self.rewriter.keys(value)
+        return value
+
+    # -- pages ----------------------------------------------------------------------------
+
+    async def send_page(self, record: StagedRecord, parent: str | None) -> str:
+        page = await self.client.create_page(
+            slug=self.target_slug(record.source_id),
+            title=str(record.raw.get("title") or record.source_id),
+            content=self.page_content(record),
+        )
+        return str(page["id"])
+
+    async def find_page(
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        page = await self.client.find_page(self.target_slug(record.source_id), fields=None)
+        return str(page["id"]) if page else None
+
+    async def refresh_page(self, record: StagedRecord, target_id: str) -> None:
+        """A page changed at the source since it was loaded: replace its content."""
+        await self.client.replace_page(
+            int(target_id),
+            content=self.page_content(record),
+            title=str(record.raw.get("title") or record.source_id),
+        )
+
+    # -- attachments ----------------------------------------------------------------------
+
+    async def send_attachment(self, record: StagedRecord, page: str | None) -> str:
+        if page is None:
+            raise RecordFailure(f"the page of attachment {record.source_id} is not loaded")
+        if not record.blob or not self.store.blobs.exists(record.blob):
+            raise RecordFailure(f"attachment {record.source_id} has no staged bytes")
+        attached = await self.client.upload(
+            int(page), file_name=str(record.raw["name"]), path=self.store.blobs.path(record.blob)
+        )
+        return str(attached["id"])
+
+    async def find_attachment(
+        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        if page is None:
+            return None
+        name, size = record.raw["name"], byte_size(record.raw.get("size"))
+        async for attachment in self.client.iter_attachments(int(page)):
+            same_size = size is None or byte_size(attachment.get("size")) in (size, None)
+            if attachment["name"] == name and same_size and unclaimed(str(attachment["id"])):
+                return str(attachment["id"])
+        return None
+
+    # -- grids ----------------------------------------------------------------------------
+
+    async def send_grid(self, record: StagedRecord, page: str | None) -> str:
+        if page is None:
+            raise RecordFailure(f"the page of grid {record.source_id} is not loaded")
+        grid = await self.client.create_grid(int(page), str(record.raw.get("title") or ""))
+        return str(grid["id"])
+
+    async def find_grid(
+        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        if page is None:
+            return None
+        title = str(record.raw.get("title") or "")
+        async for grid in self.client.iter_grids(int(page)):
+            if grid.get("title") == title and unclaimed(str(grid["id"])):
+                return str(grid["id"])
+        return None
+
+    async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> str:
+        if grid is None:
+            raise RecordFailure(f"grid {record.source_id} was not made")
+        await self.grids.sync(record.raw, grid)
+        return grid
+
+    async def find_grid_rows(
+        self, record: StagedRecord, grid: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        if grid is None or not await self.grids.matches(record.raw, grid):
+            return None  # not (wholly) filled: the next send picks up where it is
+        return grid
+
+    async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> None:
+        await self.grids.sync(record.raw, target_id)
+
+    # -- comments -------------------------------------------------------------------------
+
+    async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
+        page_id, parent_id = self._comment_place(record, parent)
+        reply = await self.client.create_comment(
+            page_id, self.comment_body(record), parent_id=parent_id
+        )
+        return f"{page_id}/{reply['id']}"
+
+    async def find_comment(
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        if parent is None:
+            return None
+        page_id, parent_id = self._comment_place(record, parent)
+        body = self.comment_body(record)
+        async for comment in self.client.iter_comments(page_id):
+            target_id = f"{page_id}/{comment['id']}"
+            if (
+                comment.get("body") == body
+                and (comment.get("parent_id") or None) == parent_id
+                and unclaimed(target_id)
+            ):
+                return target_id
+        return None
+
+    def _comment_place(self, record: StagedRecord, parent: str | None) -> tuple[int, int | None]:
+        """The target page id and the target comment it answers (None: a top comment)."""
+        if parent is None:
+            raise RecordFailure(f"the page of comment {record.source_id} is not loaded")
+        if "/" in parent:  # the parent is the answered comment: "page/comment"
+            page_id, _, comment_id = parent.partition("/")
+            return int(page_id), int(comment_id)
+        return int(parent), None

@@ -1,0 +1,199 @@
+"""The wiki's extract: each root's page tree as a stream, each page's children as a drain.
+
+`PageTree` lists a root's descendants (ids and slugs, a hundred a request) and reads each
+page with its content and attributes, a batch at a time; a batch is staged with a checkpoint
+naming its last slug, so a killed run resumes after it. Every later run reads every page
+again (the listing says nothing of changes), but only a page whose version moved is drained
+again: its version is its `modified_at` and its comment count, so a new comment counts too.
+
+`PageDrain` fetches a page's attachments (bytes into the blob store, checked against the
+listed size), grids (structure and rows) and comments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import BodyMismatch, NotFoundError, RecordError
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.config import ConfigError
+from haul.pipelines.streams import Page, Row
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
+
+BATCH = 50
+DOWNLOAD_ATTEMPTS = 3
+
+
+def page_version(page: dict[str, Any]) -> str:
+    """What changes when a page or its comments change."""
+    attributes = page.get("attributes") or {}
+    return f"{attributes.get('modified_at') or ''}#{attributes.get('comments_count') or 0}"
+
+
+def parent_slug(slug: str, root: str) -> str | None:
+    """The page a page hangs under within its root (None for the root itself)."""
+    if slug == root:
+        return None
+    return slug.rpartition("/")[0] or None
+
+
+@dataclass
+class PageTree:
+    """One root's pages, staged as `wiki_page` rows keyed by slug."""
+
+    client: WikiClient
+    root: str
+    entity: str = "wiki_page"
+    pages_read: int = 0
+
+    @property
+    def checkpoint(self) -> str:
+        return f"wiki:{self.root}"
+
+    async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+        state = saved() or {}
+        resume_after = None if state.get("complete", True) else state.get("after")
+        batch: list[str] = []
+        listed = 0
+        async for ref in self._refs():
+            listed += 1
+            slug = str(ref["slug"]).strip("/")
+            if resume_after is not None:  # staged by the run a kill interrupted
+                if slug == resume_after:
+                    resume_after = None
+                continue
+            batch.append(slug)
+            if len(batch) >= BATCH:
+                yield await self._page(batch, {"after": batch[-1], "complete": False})
+                batch = []
+        if listed == 0:
+            raise ConfigError("scope.wiki_roots", f"{self.root!r} is not a page of the source wiki")
+        yield await self._page(batch, {"after": None, "complete": True})
+
+    async def _refs(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for ref in self.client.iter_descendants(self.root):
+                yield ref
+        except NotFoundError:
+            raise ConfigError(
+                "scope.wiki_roots", f"{self.root!r} is not a page of the source wiki"
+            ) from None
+
+    async def _page(self, slugs: list[str], checkpoint: dict[str, Any]) -> Page:
+        replies = await asyncio.gather(*(self._read(slug) for slug in slugs))
+        rows: list[Row] = []
+        problems: list[tuple[str, str, str]] = []
+        for slug, reply in zip(slugs, replies, strict=True):
+            if isinstance(reply, str):
+                problems.append((self.entity, slug, reply))
+                continue
+            rows.append(
+                {
+                    "source_id": slug,
+                    "parent": parent_slug(slug, self.root),
+                    "updated_at": page_version(reply),
+                    "raw": {**reply, "root": self.root},
+                }
+            )
+        self.pages_read += len(rows)
+        return Page(rows, checkpoint, problems)
+
+    async def _read(self, slug: str) -> dict[str, Any] | str:
+        try:
+            return await self.client.get_page(slug)
+        except RecordError as exc:  # this page's problem, not the run's
+            return f"page {slug!r} could not be read: {exc}"
+
+
+@dataclass
+class PageDrain:
+    """A page's attachments, grids and comments, staged under its slug."""
+
+    client: WikiClient
+    store: StagingStore
+    parent: str = "wiki_page"
+    attachment_bytes: int = 0
+
+    async def fetch(self, page: StagedRecord) -> dict[str, list[Row]]:
+        page_id = int(page.raw["id"])
+        slug = page.source_id
+        attachments, grid_refs, comments = await asyncio.gather(
+            _collect(self.client.iter_attachments(page_id)),
+            _collect(self.client.iter_grids(page_id)),
+            _collect(self.client.iter_comments(page_id)),
+        )
+        grids = await asyncio.gather(*(self.client.get_grid(str(g["id"])) for g in grid_refs))
+        attachment_rows = [await self._attachment_row(slug, page_id, a) for a in attachments]
+        return {
+            "wiki_attachment": attachment_rows,
+            "wiki_grid": [{"source_id": str(grid["id"]), "raw": grid} for grid in grids],
+            "wiki_comment": [
+                {"source_id": f"{slug}/{comment['id']}", "raw": comment}
+                for comment in comments
+                if not comment.get("is_deleted")
+            ],
+        }
+
+    async def _attachment_row(self, slug: str, page_id: int, attachment: dict[str, Any]) -> Row:
+        source_id = f"{slug}/{attachment['id']}"
+        staged = self.store.get_record("wiki_attachment", source_id)
+        if (
+            staged is not None
+            and staged.blob
+            and self.store.blobs.exists(staged.blob)
+            and staged.raw.get("size") == attachment.get("size")
+        ):
+            return {"source_id": source_id, "raw": attachment, "blob": staged.blob}
+        try:
+            blob = await self._download(page_id, attachment)
+        except DownloadProblem as exc:
+            return {"source_id": source_id, "raw": attachment, "problem": str(exc)}
+        return {"source_id": source_id, "raw": attachment, "blob": blob}
+
+    async def _download(self, page_id: int, attachment: dict[str, Any]) -> str:
+        """The attachment's bytes into the blob store, checked against the listed size."""
+        expected = byte_size(attachment.get("size"))
+        problem = ""
+        for _ in range(DOWNLOAD_ATTEMPTS):
+            try:
+                with self.store.blobs.writer() as sink:
+                    await self.client.download_attachment(page_id, attachment["id"], sink)
+                    if expected is not None and sink.size != expected:
+                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
+            except (_WrongSize, BodyMismatch) as exc:
+                problem = f"download of {attachment['name']!r} came short or long: {exc}"
+                log.warning("download_wrong_size", page=page_id, error=str(exc))
+                continue
+            except RecordError as exc:
+                raise DownloadProblem(f"download of {attachment['name']!r} failed: {exc}") from exc
+            self.attachment_bytes += sink.size
+            return sink.sha256
+        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
+
+
+class _WrongSize(Exception):
+    pass
+
+
+class DownloadProblem(Exception):
+    """An attachment's bytes could not be had whole; the message says why."""
+
+
+def byte_size(size: Any) -> int | None:
+    """The wiki lists a size as a string; a whole number of bytes, or None if it is not one."""
+    try:
+        value = float(str(size))
+    except (TypeError, ValueError):
+        return None
+    return int(value) if value.is_integer() else None
+
+
+async def _collect(records: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [record async for record in records]

@@ -1,0 +1,52 @@
+"""Where wiki pages land and how their links, attachment links and tracker keys are rewritten."""
+
+from __future__ import annotations
+
+from haul.pipelines.wiki.content import Rewriter, SlugMap, author_of, provenance, with_provenance
+
+SLUGS = SlugMap(("team/handbook", "team/handbook/deep", "ops"), {"team/handbook": "archive/hb"})
+REWRITER = Rewriter(SLUGS, {"TEST": "NEW"})
+
+
+def test_a_page_lands_under_the_longest_root_that_holds_it():
+    assert SLUGS.target("team/handbook") == "archive/hb"
+    assert SLUGS.target("team/handbook/setup/linux") == "archive/hb/setup/linux"
+    assert SLUGS.target("team/handbook/deep/x") == "team/handbook/deep/x"  # its own root, unmapped
+    assert SLUGS.target("ops/runbook") == "ops/runbook"
+    assert SLUGS.target("team/handbookish") is None
+    assert SLUGS.target("elsewhere") is None
+
+
+def test_links_to_migrated_pages_and_their_files_point_at_the_new_places():
+    page = "team/handbook/setup"
+    text = (
+        "[abs](/team/handbook/deploy) [rel](../deploy#top) [child](./linux) [bare](linux)\n"
+        "[file](/team/handbook/setup/.files/log.txt) [ext](https://example.com/team/handbook)\n"
+        "[out](/somewhere/else) [anchor](#here) [up-out](../../../../x)"
+    )
+    assert REWRITER.rewrite(text, page) == (
+        "[abs](/archive/hb/deploy) [rel](/archive/hb/deploy#top) "
+        "[child](/archive/hb/setup/linux) [bare](/archive/hb/setup/linux)\n"
+        "[file](/archive/hb/setup/.files/log.txt) [ext](https://example.com/team/handbook)\n"
+        "[out](/somewhere/else) [anchor](#here) [up-out](../../../../x)"
+    )
+
+
+def test_tracker_keys_of_remapped_queues_change_and_others_stay():
+    text = "Fixed in TEST-12 and TEST-3, see OPS-4; not a key: TEST-x or test-5."
+    assert REWRITER.rewrite(text, "ops") == (
+        "Fixed in NEW-12 and NEW-3, see OPS-4; not a key: TEST-x or test-5."
+    )
+
+
+def test_provenance_names_the_author_date_and_source_and_can_be_switched_off():
+    raw = {
+        "attributes": {"created_at": "2021-03-04T05:06:07.000Z"},
+        "author": {"display_name": "Ann Lee", "username": "ann"},
+    }
+    line = provenance("_From {source_slug} by {author} on {date} ({unknown})_", raw, "a/b")
+    assert line == "_From a/b by Ann Lee on 2021-03-04 ({unknown})_"
+    assert with_provenance("body", line) == f"{line}\n\nbody"
+    assert with_provenance("body", provenance("", raw, "a/b")) == "body"
+    assert author_of({"attributes": {"owner": {"username": "bob"}}}) == "bob"
+    assert author_of({}) == "unknown"
