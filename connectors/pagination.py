@@ -165,6 +165,28 @@ class PageNumberPaginator(Paginator):
         request.params["page"] = self.page
 
 
+class OffsetLimitPaginator(Paginator):
+    """Forms surveys: ``?offset=&limit=`` over ``{links, result}``, until a short page."""
+
+    def __init__(self, *, limit: int, records_key: str = "result") -> None:
+        super().__init__()
+        self.limit = limit
+        self.records_key = records_key
+        self.offset = 0
+
+    def init_request(self, request: PageRequest) -> None:
+        request.params.update(offset=self.offset, limit=self.limit)
+
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
+        if records:
+            self.remember(page_fingerprint(records), "page")
+        self.has_next_page = len(records) >= self.limit
+
+    def update_request(self, request: PageRequest) -> None:
+        self.offset += self.limit
+        request.params["offset"] = self.offset
+
+
 class RelativeIdPaginator(Paginator):
     """Tracker relative listings: follow ``Link: <...>; rel="next"`` by its query string only.
 
