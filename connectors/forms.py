@@ -170,9 +170,12 @@ class FormsClient:
         """Submit the form once (question slug -> value): a new answer (not idempotent)."""
         return await self.core.post_json(f"/surveys/{_segment(survey_id)}/form", json=values)
 
-    async def download_file(self, path: str, sink: Sink) -> int:
-        """Stream a file an answer links to into ``sink``; return the bytes written."""
-        return await self.core.download(path, sink)
+    async def download_file(self, link: str, sink: Sink) -> int:
+        """Stream a file an answer links to (a URL, or a path under or beside our root)."""
+        root = httpx.URL(self.core.base_url).path.rstrip("/")
+        if root and link.startswith(root + "/"):
+            link = link[len(root) :]
+        return await self.core.download(link, sink)
 
     # -- export operation --------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import configure_logging, current_log_path
 from haul.pipelines.progress import LiveProgress
-from haul.pipelines.report import entity_counts, print_run
+from haul.pipelines.report import entity_counts, in_use, print_run
 from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
 from haul.pipelines.services import all_services
 from haul.pipelines.stopping import GracefulStop
@@ -147,7 +147,7 @@ def status_command(config_path: Path) -> None:
 
     with open_store(config.staging_path) as store:
         status = gather_status(store, all_services())
-        counts = entity_counts(store, all_services())
+        counts = entity_counts(store, in_use(store, all_services()))
     print_status(status, counts, console, title=f"haul status: {config.staging_path.name}")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -250,38 +250,48 @@ def parse_config(data: dict[str, Any], *, base_dir: Path) -> Config:
     except ValidationError as exc:
         problems = describe_errors(exc, Config)
         raise ConfigError(*problems[0], more=problems[1:]) from None
-    _refuse_what_is_not_built(config)
+    _check_sides(config)
     return _resolved(config, base_dir.resolve())
 
 
-# Keys the schema knows whose stages this version does not have yet: accepting them and
-# doing nothing would be a silently wrong migration.
-NOT_YET: dict[str, Callable[[Config], object]] = {
-    "source.forms_url": lambda c: c.source.forms_url,
-    "target.forms_url": lambda c: c.target and c.target.forms_url,
-    "scope.surveys": lambda c: c.scope.surveys,
-    "backfill": lambda c: c.backfill,
-}
-
-# What each part of the scope needs on each side: (scope key, service, URL key).
-SCOPE_NEEDS = (("queues", "tracker", "tracker_url"), ("wiki_roots", "wiki", "wiki_url"))
+# What each part of the scope needs on each side: (scope key, service, URL key, sides).
+SCOPE_NEEDS = (
+    ("queues", "tracker", "tracker_url", ("source", "target")),
+    ("wiki_roots", "wiki", "wiki_url", ("source", "target")),
+    ("surveys", "forms", "forms_url", ("source",)),
+)
+# Where each kind of back-fill rule writes: into -> (service, URL key of the target).
+BACKFILL_NEEDS = {"tracker": ("tracker", "tracker_url"), "wiki_grid": ("wiki", "wiki_url")}
 
 
-def _refuse_what_is_not_built(config: Config) -> None:
-    problems = [
-        (key, "the forms stages are not in this version of haul yet")
-        for key, given in NOT_YET.items()
-        if given(config)
-    ]
-    for scope_key, service, url_key in SCOPE_NEEDS:
+def _check_sides(config: Config) -> None:
+    """Every service the scope and the back-fill rules use has its URL on each side."""
+    problems: list[tuple[str, str]] = []
+    for scope_key, service, url_key, sides in SCOPE_NEEDS:
         if not getattr(config.scope, scope_key):
             continue
-        for side in (config.source, config.target):
+        for where in sides:
+            side = config.source if where == "source" else config.target
             if side is not None and not getattr(side, url_key):
-                where = "source" if side is config.source else "target"
                 problems.append(
                     (f"{where}.{url_key}", f"scope.{scope_key} moves {service} data: give the URL")
                 )
+    surveys = config.scope.surveys
+    for index, rule in enumerate(config.backfill):
+        service, url_key = BACKFILL_NEEDS[rule.into]
+        if config.target is not None and not getattr(config.target, url_key):
+            problems.append(
+                (f"target.{url_key}", f"backfill[{index}] writes into the {service}: give the URL")
+            )
+        if surveys != "all" and rule.survey not in surveys:
+            problems.append((f"backfill[{index}].survey", f"{rule.survey} is not in scope.surveys"))
+    seen: set[tuple[str, str]] = set()
+    for index, rule in enumerate(config.backfill):
+        if (rule.survey, rule.into) in seen:
+            problems.append(
+                (f"backfill[{index}]", f"a second rule for survey {rule.survey} into {rule.into}")
+            )
+        seen.add((rule.survey, rule.into))
     unknown_roots = sorted(set(config.mapping.wiki_roots) - set(config.scope.wiki_roots))
     if unknown_roots:
         problems.append(

@@ -19,15 +19,53 @@ from rich.table import Table
 
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
+from haul.pipelines.services import Service
+from haul.pipelines.specs import EntitySpec
+from haul.state.ledger import LedgerRow
+from haul.state.store import StagedRecord, StagingStore
 
 PlannerFactory = Callable[[Config, Any, Any], Awaitable[Any]]
 
 
 def planners() -> dict[str, PlannerFactory]:
-    """Service name -> how to build its planner for a target org."""
+    """Service name -> how to build its own planner; other services get a `SpecPlanner`."""
     from haul.pipelines.tracker.plan import tracker_planner
 
     return {"tracker": tracker_planner}
+
+
+@dataclass
+class SpecPlanner:
+    """Decides with the load's own specs: a record whose parent is not loaded will be
+    created; any other is asked of the target with the spec's `find` (reads only)."""
+
+    store: StagingStore
+    specs: dict[str, EntitySpec]
+
+    async def decide(self, row: LedgerRow, record: StagedRecord) -> tuple[str, str]:
+        """create or skip for one pending ledger row, and why."""
+        parent_target = None
+        if row.parent_entity:
+            parent = self.store.ledger.get(row.parent_entity, row.parent or "")
+            if parent is None or parent.status != "done":
+                return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
+            parent_target = parent.target_id
+        spec = self.specs[row.entity]
+        group = spec.claim_group
+        found = await spec.find(
+            record,
+            parent_target,
+            lambda target_id: not self.store.ledger.is_claimed(group, target_id),
+        )
+        return ("skip", f"the target holds it as {found}") if found else ("create", "")
+
+
+async def spec_planner(
+    service: Service, config: Config, client: Any, store: StagingStore
+) -> SpecPlanner:
+    """A planner over the specs the service's load would use (nothing is written)."""
+    parts = await service.target(config, client, store)
+    return SpecPlanner(store, {spec.name: spec for spec in parts.specs})
 
 
 @dataclass
@@ -46,27 +84,26 @@ class LoadPlan:
         row[decision] += 1
 
 
-def staged_of(entity: str) -> str:
-    """The staged entity a ledger entity loads from."""
-    return "attachment" if entity.endswith("attachment") else entity
-
-
 async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) -> LoadPlan:
     """Decide every ledger row with reads only."""
     target = config.require_target("plan")
     result = LoadPlan()
     async with open_clients(config, environ, target) as (targets,):
         with open_store(config.staging_path) as store:
-            plan_if_staged_since(store, [service for service, _ in targets])
+            plan_if_staged_since(store, config)
             for service, client in targets:
-                planner = await planners()[service.name](config, client, store)
-                for entity in service.loadable:
+                factory = planners().get(service.name)
+                if factory is not None:
+                    planner = await factory(config, client, store)
+                else:
+                    planner = await spec_planner(service, config, client, store)
+                for entity, spec in planner.specs.items():
                     result.counts.setdefault(entity, {"create": 0, "skip": 0, "conflict": 0})
                     for row in store.ledger.iter_rows(entity=entity):
                         if row.status == "done":
                             result.add(entity, "skip")
                             continue
-                        record = store.get_record(staged_of(entity), row.source_id)
+                        record = store.get_record(spec.staged, row.source_id)
                         if record is None:
                             continue
                         decision, detail = await planner.decide(row, record)

@@ -32,13 +32,21 @@ class EntityCounts:
     loadable: bool = True
 
 
+def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
+    """The services with something staged or planned (all of them when the store is empty)."""
+    present = set(store.ledger.counts()) | set(store.count_records())
+    used = [s for s in services if present & {*s.loadable, *s.optional, *s.staged_only}]
+    return used or list(services)
+
+
 def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[EntityCounts]:
     """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
     ledger = store.ledger.counts()
     staged_only = store.count_records()
     rows = []
     for service in services:
-        for entity in service.loadable:
+        optional = [entity for entity in service.optional if entity in ledger]
+        for entity in (*service.loadable, *optional):
             states = ledger.get(entity, {})
             rows.append(
                 EntityCounts(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from html import escape
+from itertools import pairwise
 from typing import Any
 
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
@@ -50,6 +51,38 @@ def throughput_svg(points: list[dict[str, Any]]) -> str:
     parts.append(f'<polyline class="series" points="{line}" fill="none" stroke="#1565c0"/>')
     parts += [f'<circle class="point" cx="{x}" cy="{y}" r="2" fill="#1565c0"/>' for x, y in coords]
     return _svg("throughput", "records loaded per second", parts)
+
+
+SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
+
+
+def rates_svg(rates: dict[str, list[list[float]]]) -> str:
+    """Each rate budget (requests per second it allowed) over the run, as step lines."""
+    if not rates:
+        return '<p id="rates-empty">No rate budget changed in this run (fixed budgets).</p>'
+    top = max(max(rate for _, rate in points) for points in rates.values()) or 1
+    last = max(max(t for t, _ in points) for points in rates.values()) or 1
+    span_x, span_y = WIDTH - PAD - 10, HEIGHT - 1.5 * PAD
+
+    def xy(t: float, rate: float) -> str:
+        return f"{round(PAD + span_x * t / last, 1)},{round(HEIGHT - PAD - span_y * rate / top, 1)}"
+
+    parts = _axis(top, f"seconds into the run ({last:g} s)")
+    for index, (name, points) in enumerate(sorted(rates.items())):
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        steps = [xy(*points[0])]
+        for (_, rate), (t, next_rate) in pairwise(points):
+            steps += [xy(t, rate), xy(t, next_rate)]
+        steps.append(xy(last, points[-1][1]))
+        parts.append(
+            f'<polyline class="series" data-name="{escape(name)}" points="{" ".join(steps)}"'
+            f' fill="none" stroke="{colour}"/>'
+        )
+        parts.append(
+            f'<text x="{PAD + 8}" y="{PAD / 2 + 16 + 14 * index}" fill="{colour}">'
+            f"{escape(name)}</text>"
+        )
+    return _svg("rates", "requests per second each budget allowed", parts)
 
 
 def counts_svg(counts: list[dict[str, Any]]) -> str:
@@ -132,6 +165,8 @@ def render_html(report: dict[str, Any]) -> str:
 ({run["seconds"]} s). {escape(str(run["error"] or ""))}</p>
 <h2>Records loaded per second</h2>
 {throughput_svg(report["throughput"])}
+<h2>Rate budgets (requests per second allowed)</h2>
+{rates_svg(report.get("rates") or {})}
 <h2>Records per entity and outcome</h2>
 {counts_svg(report["counts"])}
 {_table(report["counts"], ["entity", "staged", "loaded", "failed", "pending"], "counts-table")}

@@ -70,7 +70,7 @@ def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
 
 def gather_report(store: StagingStore) -> dict[str, Any]:
     """The report's figures, from the store (the latest run, ledger, problems, verify)."""
-    from haul.pipelines.report import entity_counts
+    from haul.pipelines.report import entity_counts, in_use
     from haul.pipelines.services import all_services
 
     runs = store.recent_runs(1)
@@ -95,13 +95,20 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
                 "failed": row.failed,
                 "pending": row.pending,
             }
-            for row in entity_counts(store, all_services())
+            for row in entity_counts(store, in_use(store, all_services()))
             if row.loadable
         ],
         "details": details,
         "requests": {k: v for k, v in details.items() if k.endswith("_requests")},
         "retries": {k: v for k, v in details.items() if k.endswith("_retries")},
         "rate_limit_waits": {k: v for k, v in details.items() if k.endswith("_rate_limit_wait_s")},
+        "rates": {
+            f"{key.removesuffix('_rate_history')} {direction}": points
+            for key, value in details.items()
+            if key.endswith("_rate_history") and isinstance(value, dict)
+            for direction, points in value.items()
+            if points
+        },
         "unmapped_users": details.get("unmapped_users", []),
         "extract_problems": store.problems.count(),
         "failures_by_reason": failures_by_reason(store),

@@ -21,9 +21,9 @@ from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import LoadEngine, plan_ledger
 from haul.pipelines.progress import Progress
-from haul.pipelines.report import EntityCounts, entity_counts
+from haul.pipelines.report import EntityCounts, entity_counts, in_use
 from haul.pipelines.run_report import reporting
-from haul.pipelines.services import Service, all_services
+from haul.pipelines.services import Service, all_plans, all_services
 from haul.pipelines.streams import Extractor
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
@@ -143,7 +143,7 @@ async def extract(
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
-            summary.counts = entity_counts(store, all_services())
+            summary.counts = entity_counts(store, in_use(store, all_services()))
             summary.problems = store.problems.count()
             run.counts.update(summary.details)
             return summary
@@ -215,25 +215,27 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
     for part in parts:
         if part.details is not None:
             details.update(await part.details(stats))
-    details["planned"] = plan_if_staged_since(stage.store, [service for service, _ in sources])
+    details["planned"] = plan_if_staged_since(stage.store, stage.config)
     details.update(_traffic(sources, "source"))
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
 
 
-def plan_if_staged_since(store: StagingStore, services: list[Service]) -> int:
-    """Plan the ledger from the staged records, unless nothing was staged since the last plan."""
-    newest = store.newest_staged_at()
-    if newest is not None and (store.get_checkpoint(PLANNED_AT) or {}).get("staged_at") == newest:
+def plan_if_staged_since(store: StagingStore, config: Config) -> int:
+    """Plan the ledger from the staged records, unless nothing was staged (and no plan was
+    added or taken away) since the last plan."""
+    plans = all_plans(config)
+    mark = {"staged_at": store.newest_staged_at(), "plans": sorted(plans)}
+    if mark["staged_at"] is not None and store.get_checkpoint(PLANNED_AT) == mark:
         return 0
-    planned = plan_ledger(store, {name: plan for s in services for name, plan in s.plans.items()})
-    store.set_checkpoint(PLANNED_AT, {"staged_at": newest})
+    planned = plan_ledger(store, plans)
+    store.set_checkpoint(PLANNED_AT, mark)
     return planned
 
 
 async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: bool) -> RunSummary:
     store = stage.store
-    plan_if_staged_since(store, [service for service, _ in targets])
+    plan_if_staged_since(store, stage.config)
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
         store.ledger.retry_failed()
@@ -279,4 +281,18 @@ def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:
         figures[f"{service.name}_{side}_requests"] = core.requests_sent
         figures[f"{service.name}_{side}_retries"] = core.retries
         figures[f"{service.name}_{side}_rate_limit_wait_s"] = round(core.rate_limit_wait, 1)
+        figures[f"{service.name}_{side}_rate_history"] = _relative(core.rate_history())
     return figures
+
+
+def _relative(history: dict[str, list[tuple[float, float]]]) -> dict[str, list[list[float]]]:
+    """Each budget's (seconds since its first change, requests per second), for the report's
+    rate chart; at most 500 points a budget (a long run keeps its every other change)."""
+    series = {}
+    for direction, points in history.items():
+        if not points:
+            continue
+        start = points[0][0]
+        step = max(1, len(points) // 500)
+        series[direction] = [[round(t - start, 2), round(rate, 1)] for t, rate in points[::step]]
+    return series

@@ -29,6 +29,9 @@ class SandboxConfig:
     sections: str = ""  # extra TOML appended as it is ([tuning] ...)
     with_target: bool = True
     services: tuple[str, ...] = ("tracker",)
+    wiki_roots: list[str] | None = None  # None: every source root of the JSON line
+    wiki_mapping: Mapping[str, str] = field(default_factory=dict)
+    surveys: list[str] | None = None  # None: every source survey of the JSON line
 
 
 def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
@@ -39,8 +42,21 @@ def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
         lines += _endpoint(
             "target", info, options.target_token_env or options.source_token_env, options
         )
-    lines += ["[scope]", f"queues = {_toml_list(queues)}", ""]
-    lines += ["[mapping]", f"queues = {_toml_table(options.queue_mapping)}"]
+    lines += ["[scope]"]
+    if "tracker" in options.services:
+        lines.append(f"queues = {_toml_list(queues)}")
+    wiki = "wiki" in options.services and info.get("wiki")
+    if wiki:
+        roots = options.wiki_roots
+        lines.append(
+            f"wiki_roots = {_toml_list(roots if roots is not None else info['wiki_roots']['source'])}"
+        )
+    if "forms" in options.services and info.get("forms"):
+        surveys = options.surveys if options.surveys is not None else info["surveys"]["source"]
+        lines.append(f"surveys = {_toml_list(surveys)}")
+    lines += ["", "[mapping]", f"queues = {_toml_table(options.queue_mapping)}"]
+    if wiki and options.wiki_mapping:
+        lines.append(f"wiki_roots = {_toml_table(options.wiki_mapping)}")
     lines += [f"{key} = {_toml_value(value)}" for key, value in options.mapping_extra.items()]
     lines += ["", "[staging]", f"path = {_toml_value(options.staging_path)}", ""]
     return "\n".join(lines) + options.sections
@@ -82,5 +98,7 @@ def _toml_list(values: list[str]) -> str:
 
 def _toml_table(mapping: Mapping[str, str]) -> str:
     return (
-        "{ " + ", ".join(f"{key} = {_toml_value(value)}" for key, value in mapping.items()) + " }"
+        "{ "
+        + ", ".join(f"{_toml_value(key)} = {_toml_value(value)}" for key, value in mapping.items())
+        + " }"
     )

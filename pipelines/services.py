@@ -61,12 +61,23 @@ class Service(Protocol):
         ...
 
     @property
+    def staged_of(self) -> Mapping[str, str]:
+        """Ledger entities that load from a staged entity of another name."""
+        ...
+
+    @property
+    def optional(self) -> tuple[str, ...]:
+        """Ledger entities shown only when something was planned for them (back-fills)."""
+        ...
+
+    @property
     def staged_only(self) -> tuple[str, ...]:
         """Entities staged for exports, never loaded."""
         ...
 
-    @property
-    def plans(self) -> Mapping[str, PlanFn]: ...
+    def plans(self, config: Config) -> Mapping[str, PlanFn]:
+        """Ledger entity -> its plan, for this config (back-fill rules add their own)."""
+        ...
 
     def configured(self, endpoint: Endpoint) -> bool: ...
 
@@ -79,7 +90,16 @@ class Service(Protocol):
 
 def all_services() -> list[Service]:
     """Every service haul can move, in the order they extract and load."""
+    from haul.pipelines.forms.service import FORMS
     from haul.pipelines.tracker.service import TRACKER
     from haul.pipelines.wiki.service import WIKI
 
-    return [TRACKER, WIKI]
+    return [FORMS, TRACKER, WIKI]
+
+
+def all_plans(config: Config) -> dict[str, PlanFn]:
+    """Every ledger entity's plan, whichever services this run opened: a back-fill staged by
+    the forms extract is planned for the tracker even when the tracker was not read."""
+    return {
+        name: plan for service in all_services() for name, plan in service.plans(config).items()
+    }

@@ -44,8 +44,9 @@ VerifierFactory = Callable[[Config, Any, StagingStore], Awaitable[Verifier]]
 def verifiers() -> dict[str, VerifierFactory]:
     """Service name -> how to build its verifier for a target org."""
     from haul.pipelines.tracker.verify import tracker_verifier
+    from haul.pipelines.wiki.verify import wiki_verifier
 
-    return {"tracker": tracker_verifier}
+    return {"tracker": tracker_verifier, "wiki": wiki_verifier}
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,10 @@ async def verify(
         with open_store(config.staging_path) as store:
             ledger_counts = store.ledger.counts()
             for service, client in targets:
-                verifier = await verifiers()[service.name](config, client, store)
+                factory = verifiers().get(service.name)
+                if factory is None:  # nothing of this service is loaded (forms)
+                    continue
+                verifier = await factory(config, client, store)
                 for entity in service.loadable:
                     if entities and entity not in entities:
                         continue
@@ -159,8 +163,8 @@ async def verify(
 
 
 def _staged_entity(service: Any, entity: str) -> str:
-    """The staged entity a ledger entity loads from (two attachment kinds share one)."""
-    return "attachment" if entity.endswith("attachment") else entity
+    """The staged entity a ledger entity loads from (most load from their own name)."""
+    return str(service.staged_of.get(entity, entity))
 
 
 def write_csv(path: Path, found: Sequence[Difference]) -> None:

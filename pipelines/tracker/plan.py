@@ -13,6 +13,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.plan import SpecPlanner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.tracker.service import TRACKER
 from haul.state.ledger import LedgerRow
@@ -34,6 +35,8 @@ class TrackerPlanner:
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
         """create, skip or conflict for one pending ledger row, and why."""
+        if row.entity not in TRACKER.loadable:  # a back-fill: decided like any other spec's
+            return await SpecPlanner(self.store, self.specs).decide(row, record)
         if row.entity == "issue":
             return await self._issue(record.source_id)
         issue_key = record.parent or ""

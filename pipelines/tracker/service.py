@@ -15,6 +15,7 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.forms.backfill import TrackerBackfill, check_rules, tracker_plans
 from haul.pipelines.services import Details, SourceParts, TargetParts
 from haul.pipelines.streams import Extractor, ExtractStats
 from haul.pipelines.tracker.drain import IssueDrain
@@ -42,9 +43,13 @@ class TrackerService:
     """The issue tracker: issues and everything hanging off them."""
 
     name: str = "tracker"
+    staged_of: Mapping[str, str] = {"comment_attachment": "attachment"}
+    optional: tuple[str, ...] = ("backfill_issue", "backfill_attachment")
     loadable: tuple[str, ...] = tuple(PLANS)
     staged_only: tuple[str, ...] = ("changelog",)  # no import endpoint: staged for exports only
-    plans: Mapping[str, PlanFn] = PLANS
+
+    def plans(self, config: Config) -> Mapping[str, PlanFn]:
+        return {**PLANS, **tracker_plans(config)}
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -112,9 +117,16 @@ class TrackerService:
         def unmapped() -> list[str]:
             return sorted(transform.users.unmapped)
 
-        return TargetParts(
-            TrackerLoad(client, store, transform, probe).specs(), in_target, unmapped
+        check_rules(config, store, "tracker")
+        backfill = TrackerBackfill(
+            client,
+            store,
+            config,
+            transform.users.target_logins,
+            transform.dictionaries.target_ids,
         )
+        specs = TrackerLoad(client, store, transform, probe).specs() + backfill.specs()
+        return TargetParts(specs, in_target, unmapped)
 
 
 TRACKER = TrackerService()
@@ -153,6 +165,7 @@ def preflight(store: StagingStore, transform: Transform, config: Config) -> None
     """Stop before any write when the target lacks a queue or a dictionary key we need."""
     target_queues = {row.source_id for row in store.iter_records("target.queue")}
     wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
+    wanted |= {str(rule.queue) for rule in config.backfill if rule.into == "tracker"}
     if missing_queues := sorted(wanted - target_queues):
         raise PreflightError(
             f"cannot load: the target org has no queue {', '.join(missing_queues)}: create it, "

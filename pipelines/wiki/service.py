@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.forms.backfill import GridBackfill, check_rules, grid_plans
 from haul.pipelines.services import Details, SourceParts, TargetParts
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.wiki.content import Rewriter, SlugMap
@@ -23,9 +24,13 @@ class WikiService:
     """The wiki: page trees and what hangs off their pages."""
 
     name: str = "wiki"
+    staged_of: Mapping[str, str] = {"wiki_grid_rows": "wiki_grid"}
+    optional: tuple[str, ...] = ("backfill_grid", "backfill_grid_rows")
     loadable: tuple[str, ...] = tuple(PLANS)
     staged_only: tuple[str, ...] = ()
-    plans: Mapping[str, PlanFn] = PLANS
+
+    def plans(self, config: Config) -> Mapping[str, PlanFn]:
+        return {**PLANS, **grid_plans(config)}
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "wiki_url", None))
@@ -70,7 +75,8 @@ class WikiService:
                     pages += len([ref async for ref in client.iter_descendants(root)])
             return {"wiki_page": pages}
 
-        return TargetParts(load.specs(), in_target)
+        check_rules(config, store, "wiki_grid")
+        return TargetParts(load.specs() + GridBackfill(client, store, config).specs(), in_target)
 
 
 def slug_map(config: Config) -> SlugMap:

@@ -22,6 +22,7 @@ from haul.pipelines.wiki.streams import byte_size
 from haul.state.store import StagedRecord, StagingStore
 
 Unclaimed = Any  # Callable[[str], bool]
+TEXT_CELLS = ("ticket", "string", "ticket_field")  # cells whose tracker keys are remapped
 
 
 def _page_of(record: StagedRecord) -> Ref:
@@ -107,7 +108,7 @@ class WikiLoad:
         return with_provenance(body, provenance(self.provenance, record.raw, page))
 
     def _cell(self, column: dict[str, Any], value: Any) -> Any:
-        if isinstance(value, str) and column.get("type") in ("ticket", "string", "ticket_field"):
+        if isinstance(value, str) and column.get("type") in TEXT_CELLS:
             return self.rewriter.keys(value)
         return value
 

@@ -23,6 +23,7 @@ def write_config(
     queues: list[str],
     mapping: dict[str, str] | None = None,
     extra: str = "",
+    services: tuple[str, ...] = ("tracker",),
 ) -> Path:
     """haul.toml in `directory` for the sandbox `info`, both orgs' token in TOKEN_ENV."""
     options = SandboxConfig(
@@ -33,6 +34,7 @@ def write_config(
         queues=queues,
         queue_mapping={"TEST": "NEW"} if mapping is None else mapping,
         sections=extra,
+        services=services,
     )
     return write_sandbox_config(directory, info, options)
 

@@ -106,15 +106,18 @@ def test_every_problem_is_listed_at_once_by_its_key_path(tmp_path: Path) -> None
     assert "'OAuth' or 'Bearer'" in message and "must be > 0" in message
 
 
-def test_keys_of_stages_not_built_yet_are_refused_not_ignored(tmp_path: Path) -> None:
-    """A valid survey: refused by name until the forms stage exists."""
+def test_surveys_and_backfill_rules_need_forms_and_their_target_service(tmp_path: Path) -> None:
+    """A survey without a forms URL; a grid rule without a target wiki; a rule off scope."""
+    other = "fedcba9876543210fedcba98"
     text = VALID.replace(
         'queues = ["TEST", "OPS"]', 'queues = ["TEST"]\nsurveys = ["0123456789abcdef01234567"]'
     )
+    text += f'\n[[backfill]]\nsurvey = "{other}"\ninto = "wiki_grid"\npage = "a"\ntitle = "t"\n'
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, text))
-    assert caught.value.key == "scope.surveys"
-    assert "not in this version" in caught.value.problem
+    keys = [key for key, _ in caught.value.problems]
+    assert keys == ["source.forms_url", "target.wiki_url", "backfill[0].survey"]
+    assert f"{other} is not in scope.surveys" in str(caught.value)
 
 
 def test_wiki_roots_need_the_wiki_on_both_sides_and_mapped_roots_in_scope(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
     assert report["requests"]["tracker_target_requests"] > 0
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert '<svg id="throughput"' in page and '<svg id="counts"' in page
+    assert report["rates"]["tracker_source read"][0][1] > 0  # the auto budget's first rate
+    assert '<svg id="rates"' in page and 'data-name="tracker_target write"' in page
     assert "<script" not in page and "src=" not in page and "href=" not in page  # offline
 
 
@@ -83,7 +85,7 @@ def test_the_html_report_draws_its_charts_in_chromium(sandbox: Any, tmp_path: Pa
     )
 
     assert '<svg id="counts"' in dom and dom.count('class="bar"') == 3 * 7
-    assert '<svg id="throughput"' in dom
+    assert '<svg id="throughput"' in dom and '<svg id="rates"' in dom
     assert 'id="verify"' in dom and "The target matches the staged data." in dom
     assert shot.stat().st_size > 10_000
     keep = Path("/tmp/haul-report-screenshot.png")  # for a person to look at

@@ -1,0 +1,74 @@
+"""Forms as a service of the runner: a source only (the service has no import endpoint).
+
+Stages the surveys under `[scope] surveys` (ids, or "all") with their questions, their
+answers and the answers' files. What `[[backfill]]` rules make of them is loaded by the
+tracker and the wiki (`pipelines.forms.backfill`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from haul.connectors.forms import FormsClient
+from haul.pipelines.config import Config, Endpoint, Tuning
+from haul.pipelines.engine import PlanFn
+from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
+from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.streams import ExtractStats, Stream
+from haul.state.store import StagingStore
+
+
+class FormsService:
+    """Surveys, their questions, answers and files."""
+
+    name: str = "forms"
+    staged_of: Mapping[str, str] = {}
+    optional: tuple[str, ...] = ()
+    loadable: tuple[str, ...] = ()
+    staged_only: tuple[str, ...] = ("survey", "survey_answer", "survey_file")
+
+    def plans(self, config: Config) -> Mapping[str, PlanFn]:
+        return {}
+
+    def configured(self, endpoint: Endpoint) -> bool:
+        return bool(getattr(endpoint, "forms_url", None))
+
+    def client(self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> FormsClient:
+        return FormsClient.connect(
+            base_url=endpoint.forms_url or "",  # configured() made sure of it
+            token=endpoint.token(environ),
+            org_id=endpoint.org_id,
+            cloud_org_id=endpoint.cloud_org_id,
+            auth_scheme=endpoint.auth_scheme,
+            read_rate=endpoint.read_rps,
+            write_rate=endpoint.write_rps,
+            max_rate=endpoint.max_rps,
+            rate_limit_patience=tuning.rate_limit_patience,
+            outage_patience=tuning.outage_patience,
+            request_timeout=tuning.request_timeout,
+        )
+
+    async def source(self, config: Config, client: FormsClient, store: StagingStore) -> SourceParts:
+        scope = config.scope.surveys
+        if scope == "all":
+            survey_ids = [str(survey["id"]) async for survey in client.iter_surveys()]
+        else:
+            survey_ids = list(scope)
+        answers = [AnswerStream(client, survey_id) for survey_id in survey_ids]
+        drain = FileDrain(client, store)
+
+        async def details(stats: ExtractStats) -> Details:
+            return {
+                "surveys_staged": stats.staged["survey"],
+                "survey_answers_staged": stats.staged["survey_answer"],
+                "survey_file_bytes": drain.file_bytes,
+            }
+
+        streams: list[Stream] = [SurveyStream(client, survey_ids), *answers]
+        return SourceParts(streams, [drain], details)
+
+    async def target(self, config: Config, client: FormsClient, store: StagingStore) -> TargetParts:
+        return TargetParts([])  # nothing loads into forms: back-fills go to the tracker and wiki
+
+
+FORMS = FormsService()
