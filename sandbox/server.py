@@ -1,7 +1,7 @@
 """Run the sandbox: uvicorn in a background thread with its own event loop, on loopback.
 
-Each service is one Starlette app at the root of its own port (only the tracker so far; the
-wiki and forms will join the same loop).  ``start_sandbox`` returns once every port listens;
+Each service is one Starlette app at the root of its own port (the tracker at /v3, the wiki at
+/v1; forms will join the same loop).  ``start_sandbox`` returns once every port listens;
 ``serve`` is the blocking command-line form that prints one JSON line describing the sandbox.
 """
 
@@ -23,6 +23,8 @@ from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
 from haul.sandbox.tracker.app import build_tracker_app
 from haul.sandbox.tracker.generate import build_world
 from haul.sandbox.tracker.model import World
+from haul.sandbox.wiki.app import build_wiki_app
+from haul.sandbox.wiki.seed import roots_for
 
 AppBuilder = Callable[[World, FaultPlan, RequestStats], object]
 
@@ -78,7 +80,10 @@ class RunningSandbox:
 
 # Each service: (name in the JSON line, its API root on its own port, the app builder).
 # The wiki and forms join here as they land: (name, "/v1", build_..._app).
-SERVICES: tuple[tuple[str, str, AppBuilder], ...] = (("tracker", "/v3", build_tracker_app),)
+SERVICES: tuple[tuple[str, str, AppBuilder], ...] = (
+    ("tracker", "/v3", build_tracker_app),
+    ("wiki", "/v1", build_wiki_app),
+)
 
 
 def start_sandbox(
@@ -116,6 +121,7 @@ def start_sandbox(
     }
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
+    info["wiki_roots"] = {"source": roots_for(size)}
     return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread)
 
 

@@ -22,10 +22,21 @@ from haul.pipelines.specs import EntitySpec, Ref
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
-SPECS = ("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link")
+TRACKER = ("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link")
+WIKI = ("wiki_page", "wiki_attachment", "wiki_grid", "wiki_grid_rows", "wiki_comment")
+SPECS = TRACKER + WIKI
 # a second copy of one of these is a second record in the target (an issue's key is unique,
-# a checklist is one record per issue, a link between the same two issues is one link)
-DUPLICABLE = ("comment", "comment_attachment", "worklog", "attachment")
+# a checklist is one record per issue, a link between the same two issues is one link, a page
+# is one per slug, a grid's content is its grid's)
+DUPLICABLE = (
+    "comment",
+    "comment_attachment",
+    "worklog",
+    "attachment",
+    "wiki_attachment",
+    "wiki_grid",
+    "wiki_comment",
+)
 
 
 @dataclass
@@ -69,7 +80,10 @@ class Target:
 @pytest.fixture
 async def target(sandbox: Any, tmp_path: Path) -> AsyncIterator[Target]:
     info = sandbox.info
-    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    services = ("tracker", "wiki")
+    config = load_config(
+        write_config(tmp_path, info, queues=source_queues(info), services=services)
+    )
     await extract(config, environ=environ(info))
     async with open_clients(config, environ(info), config.target) as (clients,):
         with StagingStore.open(config.staging_path) as store:

@@ -1,0 +1,795 @@
+"""The sandbox wiki as one ASGI app rooted at ``/v1``, behind the shared fault middleware.
+
+Auth as the tracker's (``OAuth``/``Bearer`` token, ``X-Org-Id`` or ``X-Cloud-Org-Id``; 401
+otherwise). Errors as ``{"error_code", "message", "debug_message"}``; validation errors name
+the field and the pydantic-style type (``value_error.missing``, ``type_error.enum``) with 400.
+Choices where the notes are silent: a slug already taken is 409 ``ALREADY_EXISTS``; a grid
+write with a stale revision is 409 ``REVISION_CONFLICT``; restore is
+``POST /pages/recovery_tokens/{token}/recover``; cursors are opaque offsets.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.tracker import catalog
+from haul.sandbox.tracker.context import is_admin_token
+from haul.sandbox.tracker.model import User, World
+from haul.sandbox.wiki.model import (
+    PART_MAX,
+    PART_MIN,
+    Attachment,
+    Column,
+    Comment,
+    Grid,
+    Page,
+    Row,
+    UploadSession,
+    WikiOrg,
+    user_json,
+    wiki_time,
+)
+from haul.sandbox.wiki.seed import build_wiki
+
+ROOT = "/v1"
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+COLUMN_TYPES = ("string", "number", "select", "staff", "date", "checkbox", "ticket", "ticket_field")
+
+
+class WikiError(Exception):
+    """Rendered as the wiki's error body with `status`."""
+
+    def __init__(self, status: int, code: str, message: str, debug: str = "") -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.debug = status, code, message, debug
+
+    def response(self) -> JSONResponse:
+        body = {"error_code": self.code, "message": [self.message], "debug_message": self.debug}
+        return JSONResponse(body, status_code=self.status)
+
+
+def invalid(field: str, kind: str, message: str) -> WikiError:
+    return WikiError(400, "VALIDATION_ERROR", f"{field}: {message}", f"{field}: {kind}")
+
+
+def not_found(what: str) -> WikiError:
+    return WikiError(404, "NOT_FOUND", f"No {what}.")
+
+
+# -- context ------------------------------------------------------------------------------
+
+
+class Call:
+    """Who calls, in which org's wiki."""
+
+    def __init__(self, request: Request) -> None:
+        world: World = request.app.state.world
+        is_admin = is_admin_token(world, request.headers.get("authorization"))
+        if is_admin is None:
+            raise WikiError(401, "UNAUTHORIZED", "Authorization required")
+        org_id = (
+            request.headers.get("x-org-id") or request.headers.get("x-cloud-org-id") or ""
+        ).strip()
+        if org_id not in world.orgs:
+            raise WikiError(401, "UNAUTHORIZED", f"Organization {org_id!r} is unknown or not given")
+        self.org = world.orgs[org_id]
+        self.wiki: WikiOrg = request.app.state.wiki.orgs[org_id]
+        user = self.org.find_user(catalog.ADMIN_LOGIN if is_admin else catalog.USER_LOGIN)
+        assert user is not None
+        self.user: User = user
+        self.request = request
+
+    def page(self, page_id: Any) -> Page:
+        try:
+            page = self.wiki.pages.get(int(page_id))
+        except ValueError:
+            page = None
+        if page is None:
+            raise not_found("page")
+        return page
+
+    def grid(self, grid_id: str) -> Grid:
+        grid = self.wiki.grids.get(grid_id)
+        if grid is None:
+            raise not_found("grid")
+        return grid
+
+    def page_of(self, grid: Grid) -> Page:
+        return self.wiki.pages[grid.page_id]
+
+
+async def body_of(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise invalid("body", "value_error.jsondecode", "not valid JSON") from None
+    if not isinstance(body, dict):
+        raise invalid("body", "type_error.dict", "must be an object")
+    return body
+
+
+def required(body: dict[str, Any], name: str, kind: type | tuple[type, ...] = str) -> Any:
+    if name not in body or body[name] is None:
+        raise invalid(name, "value_error.missing", "field required")
+    if not isinstance(body[name], kind) or (isinstance(body[name], bool) and kind is not bool):
+        raise invalid(name, "type_error", f"wrong type {type(body[name]).__name__}")
+    return body[name]
+
+
+def page_size(request: Request) -> int:
+    raw = request.query_params.get("page_size") or request.query_params.get("limit")
+    if not raw:
+        return DEFAULT_PAGE_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        raise invalid("page_size", "type_error.integer", "value is not a valid integer") from None
+    if size == 0:
+        return MAX_PAGE_SIZE
+    if not 1 <= size <= MAX_PAGE_SIZE:
+        raise invalid("page_size", "value_error.number.not_le", f"must be 1 to {MAX_PAGE_SIZE}")
+    return size
+
+
+def listing(request: Request, items: list[Any], render: Callable[[Any], Any]) -> JSONResponse:
+    """The `{results, next_cursor, prev_cursor}` envelope over an offset cursor."""
+    size = page_size(request)
+    cursor = request.query_params.get("cursor")
+    try:
+        start = int(base64.urlsafe_b64decode(cursor.encode()).decode()) if cursor else 0
+    except ValueError:
+        raise invalid("cursor", "value_error", "invalid cursor") from None
+    end = start + size
+    encode = lambda n: base64.urlsafe_b64encode(str(n).encode()).decode()  # noqa: E731
+    return JSONResponse(
+        {
+            "results": [render(item) for item in items[start:end]],
+            "next_cursor": encode(end) if end < len(items) else None,
+            "prev_cursor": encode(max(0, start - size)) if start else None,
+        }
+    )
+
+
+def ordered(request: Request, items: list[Any], keys: dict[str, Callable[[Any], Any]]) -> list[Any]:
+    order_by = request.query_params.get("order_by")
+    if order_by and order_by not in keys:
+        raise invalid("order_by", "type_error.enum", f"one of {', '.join(keys)}")
+    direction = request.query_params.get("order_direction", "asc")
+    if direction not in ("asc", "desc"):
+        raise invalid("order_direction", "type_error.enum", "asc or desc")
+    key = keys[order_by or next(iter(keys))]
+    return sorted(items, key=key, reverse=direction == "desc")
+
+
+# -- pages --------------------------------------------------------------------------------
+
+
+def page_json(call: Call, page: Page, fields: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": page.id,
+        "slug": page.slug,
+        "title": page.title,
+        "page_type": "page",
+    }
+    wanted = {f.strip() for f in (fields or "").split(",") if f.strip()}
+    unknown = wanted - {"content", "attributes", "breadcrumbs", "redirect"}
+    if unknown:
+        raise invalid("fields", "type_error.enum", f"unknown field {sorted(unknown)[0]!r}")
+    if "content" in wanted:
+        body["content"] = page.content
+    if "attributes" in wanted:
+        body["attributes"] = {
+            "created_at": wiki_time(page.created_at),
+            "modified_at": wiki_time(page.modified_at),
+            "lang": "en",
+            "is_readonly": False,
+            "comments_count": len(page.comments),
+            "comments_enabled": True,
+            "keywords": [],
+            "is_collaborative": False,
+            "is_draft": False,
+        }
+        body["active_revision"] = {
+            "author": user_json(page.author),
+            "created_at": wiki_time(page.modified_at),
+            "id": page.id,
+            "page_type": "wysiwyg",
+            "publication": None,
+            "revision_draft": None,
+        }
+    if "breadcrumbs" in wanted:
+        parts = page.slug.split("/")
+        body["breadcrumbs"] = [
+            {
+                "id": (call.wiki.by_slug.get("/".join(parts[: i + 1])) or 0),
+                "title": parts[i],
+                "slug": "/".join(parts[: i + 1]),
+                "page_exists": "/".join(parts[: i + 1]) in call.wiki.by_slug,
+            }
+            for i in range(len(parts))
+        ]
+    if "redirect" in wanted:
+        body["redirect"] = None
+    return body
+
+
+async def get_page(request: Request) -> Response:
+    call = Call(request)
+    slug = request.query_params.get("slug")
+    if not slug:
+        raise invalid("slug", "value_error.missing", "field required")
+    page = call.wiki.page_by_slug(slug)
+    if page is None:
+        raise not_found("page")
+    return JSONResponse(page_json(call, page, request.query_params.get("fields")))
+
+
+async def get_page_by_id(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    return JSONResponse(page_json(call, page, request.query_params.get("fields")))
+
+
+def _slug(value: str) -> str:
+    slug = value.strip().strip("/").lower()
+    if not slug or "//" in slug or any(c.isspace() for c in slug):
+        raise invalid("slug", "value_error.slug", f"{value!r} is not a valid slug")
+    return slug
+
+
+async def create_page(request: Request) -> Response:
+    call = Call(request)
+    body = await body_of(request)
+    slug = _slug(required(body, "slug"))
+    title = required(body, "title")
+    if not 1 <= len(title) <= 255:
+        raise invalid("title", "value_error.any_str.max_length", "1 to 255 characters")
+    content = required(body, "content")
+    if slug in call.wiki.by_slug:
+        raise WikiError(409, "ALREADY_EXISTS", f"Page {slug} already exists")
+    now = now_ms()
+    page = call.wiki.add_page(Page(call.wiki.new_id(), slug, title, content, call.user, now, now))
+    return JSONResponse(
+        page_json(call, page, request.query_params.get("fields") or "content,breadcrumbs")
+    )
+
+
+async def update_page(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    body = await body_of(request)
+    page.content = required(body, "content")
+    if body.get("title"):
+        page.title = str(body["title"])
+    page.modified_at = now_ms()
+    return JSONResponse(page_json(call, page, request.query_params.get("fields") or "content"))
+
+
+async def patch_page(request: Request) -> Response:
+    raise WikiError(405, "METHOD_NOT_ALLOWED", "Use POST to update a page")
+
+
+async def append_content(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    body = await body_of(request)
+    content = required(body, "content")
+    placements = [name for name in ("body", "section", "anchor") if body.get(name)]
+    if len(placements) != 1:
+        raise invalid("body", "value_error", "exactly one of body, section, anchor is required")
+    top = placements[0] == "body" and (body["body"] or {}).get("location") == "top"
+    page.content = content + "\n" + page.content if top else page.content + "\n" + content
+    page.modified_at = now_ms()
+    return JSONResponse(page_json(call, page, "content"))
+
+
+async def delete_page(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    recursive = request.query_params.get("recursive", "false").lower() == "true"
+    gone = call.wiki.subtree(page) if recursive else [page]
+    token = str(uuid.uuid4())
+    for each in gone:
+        call.wiki.pages.pop(each.id, None)
+        call.wiki.by_slug.pop(each.slug, None)
+        for grid in each.grids:
+            call.wiki.grids.pop(grid.id, None)
+    call.wiki.deleted[token] = gone
+    return JSONResponse({"recovery_token": token})
+
+
+async def recover(request: Request) -> Response:
+    call = Call(request)
+    gone = call.wiki.deleted.pop(request.path_params["token"], None)
+    if gone is None:
+        raise not_found("recovery token")
+    for page in gone:
+        call.wiki.add_page(page)
+        for grid in page.grids:
+            call.wiki.grids[grid.id] = grid
+    return JSONResponse({"id": gone[0].id, "slug": gone[0].slug, "pages_count": len(gone)})
+
+
+def _refs(request: Request, root: Page, call: Call) -> Response:
+    include_self = request.query_params.get("include_self", "false").lower() == "true"
+    pages = [p for p in call.wiki.subtree(root) if include_self or p.id != root.id]
+    return listing(request, pages, lambda p: {"id": p.id, "slug": p.slug})
+
+
+async def descendants_by_slug(request: Request) -> Response:
+    call = Call(request)
+    root = call.wiki.page_by_slug(request.query_params.get("slug") or "")
+    if root is None:
+        raise not_found("page")
+    return _refs(request, root, call)
+
+
+async def descendants_by_id(request: Request) -> Response:
+    call = Call(request)
+    return _refs(request, call.page(request.path_params["idx"]), call)
+
+
+# -- attachments and upload sessions -------------------------------------------------------
+
+
+def _attachment(call: Call, page: Page, file_id: Any) -> Attachment:
+    for attachment in page.attachments:
+        if str(attachment.id) == str(file_id):
+            return attachment
+    raise not_found("attachment")
+
+
+async def list_attachments(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    items = ordered(
+        request,
+        page.attachments,
+        {
+            "created_at": lambda a: (a.created_at, a.id),
+            "name": lambda a: a.name,
+            "size": lambda a: len(a.data),
+        },
+    )
+    return listing(request, items, lambda a: a.json(page))
+
+
+async def get_attachment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    return JSONResponse(_attachment(call, page, request.path_params["file_id"]).json(page))
+
+
+async def download_attachment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    attachment = _attachment(call, page, request.path_params["file_id"])
+    return Response(attachment.data, media_type=attachment.mimetype)
+
+
+async def delete_attachment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    attachment = _attachment(call, page, request.path_params["file_id"])
+    page.attachments.remove(attachment)
+    return Response(status_code=204)
+
+
+def _session(call: Call, session_id: str) -> UploadSession:
+    session = call.wiki.sessions.get(session_id)
+    if session is None:
+        raise not_found("upload session")
+    return session
+
+
+async def create_session(request: Request) -> Response:
+    call = Call(request)
+    body = await body_of(request)
+    name = required(body, "file_name")
+    size = required(body, "file_size", int)
+    if size < 0:
+        raise invalid("file_size", "value_error.number.not_ge", "must be 0 or more")
+    session = UploadSession(str(uuid.uuid4()), name, size, call.user, now_ms())
+    call.wiki.sessions[session.id] = session
+    return JSONResponse(session.json())
+
+
+async def upload_part(request: Request) -> Response:
+    call = Call(request)
+    session = _session(call, request.path_params["sid"])
+    if session.status not in ("not_started", "in_progress"):
+        raise invalid("session", "value_error", f"the session is {session.status}")
+    try:
+        number = int(request.query_params.get("part_number", ""))
+    except ValueError:
+        raise invalid("part_number", "value_error.missing", "field required") from None
+    if number < 1:
+        raise invalid("part_number", "value_error.number.not_ge", "parts count from 1")
+    data = await request.body()
+    if len(data) > PART_MAX:
+        raise invalid("part", "value_error", f"a part is at most {PART_MAX} bytes")
+    session.parts[number] = data
+    session.status = "in_progress"
+    return JSONResponse(session.json())
+
+
+async def finish_session(request: Request) -> Response:
+    call = Call(request)
+    session = _session(call, request.path_params["sid"])
+    if session.status == "finished":
+        return JSONResponse(session.json())
+    numbers = sorted(session.parts)
+    if numbers != list(range(1, len(numbers) + 1)) or (not numbers and session.file_size):
+        raise invalid("parts", "value_error", "a part is missing")
+    if any(len(session.parts[n]) < PART_MIN for n in numbers[:-1]):
+        raise invalid(
+            "parts", "value_error", f"every part but the last is at least {PART_MIN} bytes"
+        )
+    total = sum(len(part) for part in session.parts.values())
+    if total != session.file_size:
+        raise invalid(
+            "file_size", "value_error", f"the parts hold {total} bytes, not {session.file_size}"
+        )
+    session.status, session.finished_at = "finished", now_ms()
+    return JSONResponse(session.json())
+
+
+async def get_session(request: Request) -> Response:
+    return JSONResponse(_session(Call(request), request.path_params["sid"]).json())
+
+
+async def abort_session(request: Request) -> Response:
+    call = Call(request)
+    session = _session(call, request.path_params["sid"])
+    session.status, session.parts = "aborted", {}
+    return JSONResponse(session.json())
+
+
+async def attach(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    body = await body_of(request)
+    ids = required(body, "upload_sessions", list)
+    sessions = [_session(call, str(sid)) for sid in ids]
+    for session in sessions:
+        if session.status != "finished":
+            raise invalid(
+                "upload_sessions", "value_error", f"session {session.id} is {session.status}"
+            )
+    attached = []
+    for session in sessions:
+        data = b"".join(session.parts[n] for n in sorted(session.parts))
+        attachment = Attachment(call.wiki.new_id(), session.file_name, data,
+                                "application/octet-stream", call.user, now_ms())  # fmt: skip
+        page.attachments.append(attachment)
+        session.status, session.parts = "used", {}
+        attached.append(attachment.json(page))
+    return JSONResponse({"results": attached})
+
+
+# -- grids ----------------------------------------------------------------------------------
+
+
+async def list_grids(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    items = ordered(
+        request,
+        page.grids,
+        {"created_at": lambda g: (g.created_at, g.id), "title": lambda g: g.title},
+    )
+    return listing(
+        request,
+        items,
+        lambda g: {"id": g.id, "title": g.title, "created_at": wiki_time(g.created_at)},
+    )
+
+
+async def create_grid(request: Request) -> Response:
+    call = Call(request)
+    body = await body_of(request)
+    title = required(body, "title")
+    where = required(body, "page", dict)
+    page = (
+        call.page(where["id"])
+        if where.get("id")
+        else call.wiki.page_by_slug(str(where.get("slug") or ""))
+    )
+    if page is None:
+        raise not_found("page")
+    grid = Grid(str(uuid.uuid4()), title, page.id, now_ms())
+    page.grids.append(grid)
+    call.wiki.grids[grid.id] = grid
+    return JSONResponse(grid.json(page))
+
+
+async def get_grid(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    return JSONResponse(grid.json(call.page_of(grid)))
+
+
+def _locked(grid: Grid, body: dict[str, Any]) -> None:
+    revision = required(body, "revision", (str, int))
+    if str(revision) != str(grid.revision):
+        raise WikiError(409, "REVISION_CONFLICT", "The grid was changed: read it and try again",
+                        f"revision {revision} is stale; the grid is at {grid.revision}")  # fmt: skip
+
+
+def _advanced(grid: Grid, **extra: Any) -> JSONResponse:
+    grid.revision += 1
+    return JSONResponse({"revision": str(grid.revision), **extra})
+
+
+async def update_grid(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    if "default_sort" in body:
+        sort = body["default_sort"]
+        valid = isinstance(sort, list) and all(
+            isinstance(item, dict)
+            and len(item) == 1
+            and next(iter(item.values())) in ("asc", "desc")
+            for item in sort
+        )
+        if not valid:
+            raise invalid("default_sort", "type_error.enum", 'items are {"<slug>": "asc" | "desc"}')
+        grid.default_sort = sort
+    if body.get("title"):
+        grid.title = str(body["title"])
+    return _advanced(grid)
+
+
+def _cell(column: Column, value: Any) -> Any:
+    if value is None:
+        return None
+    if column.type == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise invalid(column.slug, "type_error.number", "value is not a valid number")
+    if column.type == "checkbox" and not isinstance(value, bool):
+        raise invalid(column.slug, "type_error.bool", "value is not a valid boolean")
+    if column.type == "select" and column.select_options and value not in column.select_options:
+        raise invalid(column.slug, "type_error.enum", f"one of {', '.join(column.select_options)}")
+    return value
+
+
+async def add_columns(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    new = []
+    for item in required(body, "columns", list):
+        for name in ("slug", "title", "type", "required"):
+            if name not in item:
+                raise invalid(f"columns.{name}", "value_error.missing", "field required")
+        if item["type"] not in COLUMN_TYPES:
+            raise invalid("columns.type", "type_error.enum", f"one of {', '.join(COLUMN_TYPES)}")
+        if any(c.slug == item["slug"] for c in grid.columns + new):
+            raise invalid("columns.slug", "value_error", f"column {item['slug']} exists")
+        new.append(Column(item["slug"], item["title"], item["type"], bool(item["required"]),
+                          item.get("select_options"), item.get("description") or ""))  # fmt: skip
+    position = body.get("position")
+    at = len(grid.columns) if position is None else int(position)
+    grid.columns[at:at] = new
+    return _advanced(grid)
+
+
+async def remove_columns(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    slugs = set(required(body, "column_slugs", list))
+    grid.columns = [c for c in grid.columns if c.slug not in slugs]
+    for row in grid.rows:
+        for slug in slugs:
+            row.cells.pop(slug, None)
+    return _advanced(grid)
+
+
+async def add_rows(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    columns = {c.slug: c for c in grid.columns}
+    rows = []
+    for item in required(body, "rows", list):
+        unknown = set(item) - set(columns)
+        if unknown:
+            raise invalid("rows", "value_error", f"no column {sorted(unknown)[0]}")
+        cells = {slug: _cell(columns[slug], value) for slug, value in item.items()}
+        rows.append(Row(uuid.uuid4().hex, cells))
+    at = len(grid.rows)
+    if body.get("after_row_id"):
+        at = next((i + 1 for i, r in enumerate(grid.rows) if r.id == body["after_row_id"]), at)
+    elif body.get("position") is not None:
+        at = int(body["position"])
+    grid.rows[at:at] = rows
+    return _advanced(grid, results=[grid.row_json(row) for row in rows])
+
+
+async def remove_rows(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    ids = set(required(body, "row_ids", list))
+    if not ids:
+        raise invalid("row_ids", "value_error.list.min_items", "at least one")
+    grid.rows = [row for row in grid.rows if row.id not in ids]
+    return _advanced(grid)
+
+
+async def update_cells(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    body = await body_of(request)
+    _locked(grid, body)
+    columns = {c.slug: c for c in grid.columns}
+    rows = {row.id: row for row in grid.rows}
+    cells = required(body, "cells", list)
+    for cell in cells:
+        row, column = rows.get(cell.get("row_id")), columns.get(cell.get("column_slug"))
+        if row is None or column is None:
+            raise invalid("cells", "value_error", "no such row or column")
+        row.cells[column.slug] = _cell(column, cell.get("value"))
+    return _advanced(grid, cells=cells)
+
+
+async def delete_grid(request: Request) -> Response:
+    call = Call(request)
+    grid = call.grid(request.path_params["gid"])
+    call.page_of(grid).grids.remove(grid)
+    del call.wiki.grids[grid.id]
+    return Response(status_code=204)
+
+
+# -- comments ---------------------------------------------------------------------------------
+
+
+async def list_comments(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    items = ordered(request, page.comments, {"created_at": lambda c: (c.created_at, c.id)})
+    return listing(request, items, lambda c: c.json())
+
+
+async def create_comment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    body = await body_of(request)
+    text = required(body, "body")
+    parent = body.get("parent_id")
+    if parent is not None and not any(c.id == parent for c in page.comments):
+        raise invalid("parent_id", "value_error", f"no comment {parent} on this page")
+    comment = Comment(
+        call.wiki.new_id(), text, call.user, now_ms(), parent, body.get("inline_text")
+    )
+    page.comments.append(comment)
+    return JSONResponse(comment.json())
+
+
+async def delete_comment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    cid = request.path_params["cid"]
+    before = len(page.comments)
+    page.comments = [c for c in page.comments if str(c.id) != cid]
+    if len(page.comments) == before:
+        raise not_found("comment")
+    return JSONResponse({"comments_count": len(page.comments)})
+
+
+async def comment_thread(request: Request) -> Response:
+    call = Call(request)
+    call.page(request.path_params["idx"])
+    return JSONResponse({"results": [], "next_cursor": None, "prev_cursor": None})
+
+
+async def me(request: Request) -> Response:
+    call = Call(request)
+    return JSONResponse(
+        {
+            "identity": {"uid": str(call.user.uid), "cloud_uid": call.user.cloud_uid},
+            "username": call.user.login,
+            "home_cluster": "sandbox",
+            "org": {"dir_id": call.org.id, "collab_id": None},
+        }
+    )
+
+
+API = (
+    ("GET", "/me", me),
+    ("GET", "/pages", get_page),
+    ("POST", "/pages", create_page),
+    ("GET", "/pages/descendants", descendants_by_slug),
+    ("POST", "/pages/recovery_tokens/{token}/recover", recover),
+    ("GET", "/pages/{idx:int}", get_page_by_id),
+    ("POST", "/pages/{idx:int}", update_page),
+    ("PATCH", "/pages/{idx:int}", patch_page),
+    ("DELETE", "/pages/{idx:int}", delete_page),
+    ("POST", "/pages/{idx:int}/append-content", append_content),
+    ("GET", "/pages/{idx:int}/descendants", descendants_by_id),
+    ("GET", "/pages/{idx:int}/attachments", list_attachments),
+    ("POST", "/pages/{idx:int}/attachments", attach),
+    ("GET", "/pages/{idx:int}/attachments/{file_id}", get_attachment),
+    ("DELETE", "/pages/{idx:int}/attachments/{file_id}", delete_attachment),
+    ("GET", "/pages/{idx:int}/attachments/{file_id}/download", download_attachment),
+    ("GET", "/pages/{idx:int}/grids", list_grids),
+    ("GET", "/pages/{idx:int}/comments", list_comments),
+    ("POST", "/pages/{idx:int}/comments", create_comment),
+    ("DELETE", "/pages/{idx:int}/comments/{cid}", delete_comment),
+    ("GET", "/pages/{idx:int}/comments/{cid}/thread", comment_thread),
+    ("POST", "/upload_sessions", create_session),
+    ("GET", "/upload_sessions/{sid}", get_session),
+    ("PUT", "/upload_sessions/{sid}/upload_part", upload_part),
+    ("POST", "/upload_sessions/{sid}/finish", finish_session),
+    ("POST", "/upload_sessions/{sid}/abort", abort_session),
+    ("POST", "/grids", create_grid),
+    ("GET", "/grids/{gid}", get_grid),
+    ("POST", "/grids/{gid}", update_grid),
+    ("DELETE", "/grids/{gid}", delete_grid),
+    ("POST", "/grids/{gid}/columns", add_columns),
+    ("DELETE", "/grids/{gid}/columns", remove_columns),
+    ("POST", "/grids/{gid}/rows", add_rows),
+    ("DELETE", "/grids/{gid}/rows", remove_rows),
+    ("POST", "/grids/{gid}/cells", update_cells),
+)
+
+
+async def _wiki_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, WikiError)
+    return error.response()
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(error.status_code, "ERROR")
+    return WikiError(error.status_code, code, str(error.detail)).response()
+
+
+async def _gone(request: Request, error: Exception) -> Response:
+    return WikiError(400, "CLIENT_DISCONNECTED", "The client went away mid-request").response()
+
+
+async def _crash(request: Request, error: Exception) -> Response:
+    return WikiError(
+        500, "INTERNAL_ERROR", f"Internal sandbox error: {type(error).__name__}"
+    ).response()
+
+
+def build_wiki_app(world: World, faults: FaultPlan, stats: RequestStats) -> ASGIApp:
+    """The wiki ASGI app serving `world`'s orgs, behind the fault and counting middleware."""
+    routes = [Route(ROOT + path, endpoint, methods=[method]) for method, path, endpoint in API]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            WikiError: _wiki_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _gone,
+            Exception: _crash,
+        },
+    )
+    app.state.world = world
+    app.state.wiki = build_wiki(world)
+    return FaultMiddleware(app, faults, stats, lambda: app.routes)

@@ -1,0 +1,192 @@
+"""Seed the sandbox wiki from ``(seed, size)``: page trees in the source org, an empty target.
+
+Each tree is a root with sections several levels deep. Page text is markdown with links to
+other pages of the tree (by absolute slug and by relative path), to the page's own attachments
+and to issue keys of the source tracker. Some pages carry attachments (one larger than an
+upload part at every size), grids of every column type and comment threads with replies.
+Times are spread over years; authors are the org's users. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from haul.sandbox.tracker.model import Org, User, World
+from haul.sandbox.wiki.model import (
+    PART_MIN,
+    Attachment,
+    Column,
+    Comment,
+    Grid,
+    Page,
+    Row,
+    WikiOrg,
+    WikiWorld,
+)
+
+# size -> (trees, pages per tree, big attachments)
+SIZES = {"tiny": (2, 7, 1), "small": (3, 20, 2), "medium": (4, 150, 3), "large": (5, 600, 4)}
+ROOTS = ("team/handbook", "team/runbooks", "eng/design", "ops/oncall", "hr/policies")
+TOPICS = ("setup", "deploy", "review", "release", "backup", "access", "alerts", "budget", "travel")
+YEAR_MS = 365 * 24 * 3600 * 1000
+START_MS = 1_577_836_800_000  # 2020-01-01
+
+
+def roots_for(size: str) -> list[str]:
+    """The roots of the trees seeded at `size` (the sandbox's JSON line lists them)."""
+    return list(ROOTS[: SIZES.get(size, SIZES["tiny"])[0]])
+
+
+def build_wiki(world: World) -> WikiWorld:
+    """Every org's wiki: the source's seeded, the others empty."""
+    orgs = {org_id: WikiOrg() for org_id in world.orgs}
+    source = world.org_by_role("source")
+    _seed(orgs[source.id], source, random.Random(f"wiki:{world.seed}"), world.size)
+    return WikiWorld(orgs)
+
+
+def _seed(wiki: WikiOrg, org: Org, rng: random.Random, size: str) -> None:
+    trees, per_tree, big = SIZES.get(size, SIZES["tiny"])
+    users = sorted(org.users.values(), key=lambda user: user.uid)
+    keys = sorted(org.issues)[:200] or ["TEST-1"]
+    for root in ROOTS[:trees]:
+        wiki.roots.append(root)
+        slugs = _tree(root, per_tree, rng)
+        for slug in slugs:
+            when = START_MS + rng.randrange(5 * YEAR_MS)
+            page = Page(
+                id=wiki.new_id(),
+                slug=slug,
+                title=slug.rpartition("/")[2].replace("-", " ").title(),
+                content="",
+                author=rng.choice(users),
+                created_at=when,
+                modified_at=when + rng.randrange(YEAR_MS // 4),
+            )
+            wiki.add_page(page)
+        pages = [wiki.page_by_slug(slug) for slug in slugs]
+        for page in pages:
+            assert page is not None
+            _attachments(wiki, page, users, rng)
+            page.content = _content(page, slugs, keys, rng)
+            if rng.random() < 0.3:
+                _grid(wiki, page, users, keys, rng)
+            if rng.random() < 0.5:
+                _comments(wiki, page, users, keys, rng)
+    _big_attachments(wiki, users, rng, big)
+
+
+def _tree(root: str, count: int, rng: random.Random) -> list[str]:
+    """`count` slugs under `root`, up to four levels deep, parents always present."""
+    slugs = [root]
+    while len(slugs) < count:
+        parent = rng.choice(slugs)
+        if parent.count("/") - root.count("/") >= 3:
+            continue
+        child = f"{parent}/{rng.choice(TOPICS)}-{len(slugs)}"
+        slugs.append(child)
+    return slugs
+
+
+def _content(page: Page, slugs: list[str], keys: list[str], rng: random.Random) -> str:
+    other = rng.choice(slugs)
+    lines = [
+        f"# {page.title}",
+        "",
+        f"Owned by the team since {page.created_at // YEAR_MS + 1970}. Tracked in {rng.choice(keys)}"
+        f" and {rng.choice(keys)}.",
+        "",
+        f"- See [{other.rpartition('/')[2]}](/{other}) for the details.",
+    ]
+    children = [s for s in slugs if s.rpartition("/")[0] == page.slug]
+    if children:
+        child = children[0].rpartition("/")[2]
+        lines.append(f"- Next: [{child}](./{child}), or just [{child}]({child}).")
+    if page.slug.count("/") > 1:
+        lines.append("- Up: [the parent page](../).")
+    for attachment in page.attachments[:2]:
+        lines.append(f"- Attached: [{attachment.name}](/{page.slug}/.files/{attachment.name})")
+    lines += ["", "```sh", f"make {rng.choice(('build', 'check', 'deploy'))}", "```", ""]
+    return "\n".join(lines)
+
+
+def _attachments(wiki: WikiOrg, page: Page, users: list[User], rng: random.Random) -> None:
+    for index in range(rng.choice((0, 0, 1, 2))):
+        size = rng.randrange(10, 40_000)
+        page.attachments.append(
+            Attachment(
+                id=wiki.new_id(),
+                name=f"notes-{index}.txt" if index % 2 == 0 else f"diagram-{index}.bin",
+                data=rng.randbytes(size),
+                mimetype="text/plain" if index % 2 == 0 else "application/octet-stream",
+                author=rng.choice(users),
+                created_at=page.created_at + rng.randrange(1000, 10**8),
+            )
+        )
+
+
+def _big_attachments(wiki: WikiOrg, users: list[User], rng: random.Random, count: int) -> None:
+    """Files larger than one upload part, on the first pages of the first trees."""
+    roots = [wiki.page_by_slug(root) for root in wiki.roots]
+    pattern = rng.randbytes(4096)
+    for index in range(count):
+        page = roots[index % len(roots)]
+        assert page is not None
+        size = PART_MIN + 1_000_000 + index * 77_777
+        data = (pattern * (size // len(pattern) + 1))[:size]
+        page.attachments.append(
+            Attachment(wiki.new_id(), f"archive-{index}.tar", data, "application/x-tar",
+                       rng.choice(users), page.created_at + 5000)
+        )  # fmt: skip
+
+
+def _grid(
+    wiki: WikiOrg, page: Page, users: list[User], keys: list[str], rng: random.Random
+) -> None:
+    grid = Grid(
+        id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        title=f"{page.title} register",
+        page_id=page.id,
+        created_at=page.created_at + 60_000,
+    )
+    grid.columns = [
+        Column("name", "Name", "string", required=True),
+        Column("amount", "Amount", "number"),
+        Column("state", "State", "select", select_options=["open", "done", "dropped"]),
+        Column("owner", "Owner", "staff"),
+        Column("due", "Due", "date"),
+        Column("checked", "Checked", "checkbox"),
+        Column("issue", "Issue", "ticket"),
+    ]
+    for index in range(rng.randrange(3, 21)):
+        cells = {
+            "name": f"item {index}",
+            "amount": rng.randrange(1, 1000) if rng.random() < 0.9 else None,
+            "state": rng.choice(["open", "done", "dropped"]),
+            "owner": rng.choice(users).login,
+            "due": f"202{rng.randrange(0, 6)}-0{rng.randrange(1, 10)}-1{rng.randrange(0, 10)}",
+            "checked": rng.random() < 0.5,
+            "issue": rng.choice(keys),
+        }
+        grid.rows.append(Row(uuid.UUID(int=rng.getrandbits(128), version=4).hex, cells))
+    page.grids.append(grid)
+    wiki.grids[grid.id] = grid
+
+
+def _comments(
+    wiki: WikiOrg, page: Page, users: list[User], keys: list[str], rng: random.Random
+) -> None:
+    when = page.created_at
+    for _ in range(rng.randrange(1, 4)):
+        when += rng.randrange(60_000, 10**9)
+        top = Comment(wiki.new_id(), f"Is this still right? See {rng.choice(keys)}.",
+                      rng.choice(users), when)  # fmt: skip
+        page.comments.append(top)
+        for reply in range(rng.randrange(0, 3)):
+            when += rng.randrange(60_000, 10**8)
+            parent = top.id if reply == 0 else page.comments[-1].id
+            page.comments.append(
+                Comment(wiki.new_id(), f"Reply {reply}: yes, checked.", rng.choice(users), when,
+                        parent_id=parent)
+            )  # fmt: skip

@@ -1,0 +1,136 @@
+"""The wiki end to end on the sandbox, over sockets: `haul run` moves the tracker and a wiki
+tree together; every page, attachment, grid and comment arrives once, and a rerun writes
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from haul_fixtures import TOKEN_ENV, environ, source_queues
+from wiki_snapshot import wiki_snapshot
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.config import load_config
+from haul.pipelines.runner import run_all
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.wiki.content import Rewriter, SlugMap
+
+WRITES = ("POST", "PUT", "DELETE", "PATCH")
+TEXT_CELLS = ("ticket", "string", "ticket_field")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Any:
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    with sandbox_server.start_sandbox(size="tiny", seed=7) as running:
+        yield running
+
+
+def wiki_client(info: dict[str, Any], org: str) -> WikiClient:
+    return WikiClient.connect(
+        base_url=info["wiki"], token=info["tokens"]["admin"], org_id=info["orgs"][org]
+    )
+
+
+def mapping_for(info: dict[str, Any]) -> dict[str, str]:
+    """The first root moves elsewhere; the others keep their slugs."""
+    first = info["wiki_roots"]["source"][0]
+    return {first: "archive/" + first.rpartition("/")[2]}
+
+
+def write_wiki_config(directory: Path, info: dict[str, Any], **options: Any) -> Path:
+    return write_sandbox_config(
+        directory,
+        info,
+        SandboxConfig(
+            source_token_env=TOKEN_ENV,
+            endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+            queues=source_queues(info),
+            services=("tracker", "wiki"),
+            wiki_mapping=mapping_for(info),
+            **options,
+        ),
+    )
+
+
+def snapshots(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    roots = list(info["wiki_roots"]["source"])
+    mapping = mapping_for(info)
+
+    async def read() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with wiki_client(info, "source") as source, wiki_client(info, "target") as target:
+            return (
+                await wiki_snapshot(source, {root: root for root in roots}),
+                await wiki_snapshot(target, {root: mapping.get(root, root) for root in roots}),
+            )
+
+    return asyncio.run(read())
+
+
+def keys_rewritten(grid: dict[str, Any], rewriter: Rewriter) -> dict[str, Any]:
+    """A source grid as the target should hold it: tracker keys in text cells remapped."""
+    types = [kind for _, _, kind in grid["columns"]]
+    rows = [
+        [
+            rewriter.keys(value) if isinstance(value, str) and kind in TEXT_CELLS else value
+            for value, kind in zip(row, types, strict=False)
+        ]
+        for row in grid["rows"]
+    ]
+    return {**grid, "rows": rows}
+
+
+READS_BY_POST = ("_search", "_count", "_findByUnique", "_clear")
+
+
+def writes(stats: dict[str, Any]) -> dict[str, int]:
+    """Requests that change something, by route (searches sent as POST are reads)."""
+    return {
+        route: n
+        for route, n in stats["by_route"].items()
+        if route.split(" ")[0] in WRITES and not route.endswith(READS_BY_POST)
+    }
+
+
+def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(sandbox, tmp_path):
+    info = sandbox.info
+    config = load_config(write_wiki_config(tmp_path, info))
+    summary = asyncio.run(run_all(config, environ=environ(info)))
+    assert summary.complete, summary
+    counts = {row.entity: row for row in summary.counts}
+    assert counts["wiki_page"].loaded == counts["wiki_page"].staged > 0
+    for entity in ("wiki_attachment", "wiki_grid", "wiki_grid_rows", "wiki_comment"):
+        assert counts[entity].staged > 0, entity
+        assert counts[entity].failed == 0, entity
+    assert summary.in_target["wiki_page"] == counts["wiki_page"].staged
+
+    source, target = snapshots(info)
+    assert sorted(target) == sorted(source)
+    rewriter = Rewriter(
+        SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"}
+    )
+    moved_root = next(iter(mapping_for(info)))
+    for key, page in source.items():
+        migrated = target[key]
+        assert migrated["content"] == rewriter.rewrite(page["content"], key), key
+        assert f"](/{moved_root}/" not in migrated["content"], key
+        assert migrated["title"] == page["title"]
+        assert migrated["attachments"] == page["attachments"], key
+        assert migrated["grids"] == [keys_rewritten(grid, rewriter) for grid in page["grids"]], key
+        assert [body for body, _ in migrated["comments"]] == [
+            rewriter.rewrite(body, key) for body, _ in page["comments"]
+        ], key
+        assert [parent is None for _, parent in migrated["comments"]] == [
+            parent is None for _, parent in page["comments"]
+        ], key
+    big = [size for page in source.values() for size, _ in page["attachments"].values()]
+    assert max(big) > 5 * 1024 * 1024  # one file went up in more than one part
+
+    before = writes(sandbox.stats())
+    again = asyncio.run(run_all(config, environ=environ(info)))
+    assert again.complete
+    assert writes(sandbox.stats()) == before  # nothing changed at the source: nothing written
+    assert snapshots(info)[1] == target
