@@ -148,6 +148,10 @@ def page_size(request: Request) -> int:
     return size
 
 
+def _encode(offset: int) -> str:
+    return base64.urlsafe_b64encode(str(offset).encode()).decode()
+
+
 def listing(request: Request, items: list[Any], render: Callable[[Any], Any]) -> JSONResponse:
     """The `{results, next_cursor, prev_cursor}` envelope over an offset cursor."""
     size = page_size(request)
@@ -157,12 +161,11 @@ def listing(request: Request, items: list[Any], render: Callable[[Any], Any]) ->
     except ValueError:
         raise invalid("cursor", "value_error", "invalid cursor") from None
     end = start + size
-    encode = lambda n: base64.urlsafe_b64encode(str(n).encode()).decode()  # noqa: E731
     return JSONResponse(
         {
             "results": [render(item) for item in items[start:end]],
-            "next_cursor": encode(end) if end < len(items) else None,
-            "prev_cursor": encode(max(0, start - size)) if start else None,
+            "next_cursor": _encode(end) if end < len(items) else None,
+            "prev_cursor": _encode(max(0, start - size)) if start else None,
         }
     )
 
@@ -266,9 +269,8 @@ async def create_page(request: Request) -> Response:
         raise WikiError(409, "ALREADY_EXISTS", f"Page {slug} already exists")
     now = now_ms()
     page = call.wiki.add_page(Page(call.wiki.new_id(), slug, title, content, call.user, now, now))
-    return JSONResponse(
-        page_json(call, page, request.query_params.get("fields") or "content,breadcrumbs")
-    )
+    reply = page_json(call, page, request.query_params.get("fields") or "content,breadcrumbs")
+    return JSONResponse({"active_revision": None, **reply})
 
 
 async def update_page(request: Request) -> Response:
@@ -279,7 +281,8 @@ async def update_page(request: Request) -> Response:
     if body.get("title"):
         page.title = str(body["title"])
     page.modified_at = now_ms()
-    return JSONResponse(page_json(call, page, request.query_params.get("fields") or "content"))
+    reply = page_json(call, page, request.query_params.get("fields") or "content")
+    return JSONResponse({"active_revision": None, **reply})
 
 
 async def patch_page(request: Request) -> Response:
@@ -576,7 +579,7 @@ async def add_columns(request: Request) -> Response:
     grid = call.grid(request.path_params["gid"])
     body = await body_of(request)
     _locked(grid, body)
-    new = []
+    new: list[Column] = []
     for item in required(body, "columns", list):
         for name in ("slug", "title", "type", "required"):
             if name not in item:
@@ -671,7 +674,7 @@ async def list_comments(request: Request) -> Response:
     call = Call(request)
     page = call.page(request.path_params["idx"])
     items = ordered(request, page.comments, {"created_at": lambda c: (c.created_at, c.id)})
-    return listing(request, items, lambda c: c.json())
+    return listing(request, items, lambda c: {**c.json(), "thread_info": None})
 
 
 async def create_comment(request: Request) -> Response:
@@ -713,7 +716,7 @@ async def me(request: Request) -> Response:
             "identity": {"uid": str(call.user.uid), "cloud_uid": call.user.cloud_uid},
             "username": call.user.login,
             "home_cluster": "sandbox",
-            "org": {"dir_id": call.org.id, "collab_id": None},
+            "org": {"dir_id": call.org.id, "collab_id": f"collab-{call.org.id}"},
         }
     )
 

@@ -65,9 +65,8 @@ def _seed(wiki: WikiOrg, org: Org, rng: random.Random, size: str) -> None:
                 modified_at=when + rng.randrange(YEAR_MS // 4),
             )
             wiki.add_page(page)
-        pages = [wiki.page_by_slug(slug) for slug in slugs]
-        for page in pages:
-            assert page is not None
+        for slug in slugs:
+            page = wiki.pages[wiki.by_slug[slug]]
             _attachments(wiki, page, users, rng)
             page.content = _content(page, slugs, keys, rng)
             if rng.random() < 0.3:

@@ -16,8 +16,10 @@ REPLIES = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / 
 
 
 def recorded(name: str) -> dict:
-    """The recorded ``{"body", "status"}`` of ``tracker/<name>.json``; skip if absent."""
-    path = REPLIES / "tracker" / f"{name}.json"
+    """The recorded ``{"body", "status"}`` of ``<service>/<name>.json`` (``tracker/`` when the
+    name has no service); skip if absent."""
+    service, _, rest = name.partition(":")
+    path = REPLIES / (service if rest else "tracker") / f"{rest or name}.json"
     if not path.is_file():
         pytest.skip(f"recorded replies not found at {path.parent} (../shared/reference is absent)")
     return json.loads(path.read_text(encoding="utf-8"))
