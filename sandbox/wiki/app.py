@@ -487,6 +487,46 @@ async def attach(request: Request) -> Response:
     return JSONResponse({"results": attached})
 
 
+async def list_resources(request: Request) -> Response:
+    """A page's attachments and grids as `{type, item}`, filtered by `types` and title `q`."""
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    types = {t for t in (request.query_params.get("types") or "attachment,grid").split(",") if t}
+    unknown = types - {"attachment", "grid"}
+    if unknown:
+        raise invalid("types", "type_error.enum", "attachment or grid")
+    query = (request.query_params.get("q") or "").lower()
+    items: list[tuple[str, Any]] = []
+    if "attachment" in types:
+        items += [("attachment", a) for a in page.attachments if query in a.name.lower()]
+    if "grid" in types:
+        items += [("grid", g) for g in page.grids if query in g.title.lower()]
+    order = request.query_params.get("order_by") or "name_title"
+    if order not in ("name_title", "created_at"):
+        raise invalid("order_by", "type_error.enum", "name_title or created_at")
+
+    def key(pair: tuple[str, Any]) -> Any:
+        kind, item = pair
+        return (
+            item.created_at
+            if order == "created_at"
+            else (item.name if kind == "attachment" else item.title)
+        )
+
+    items.sort(key=key, reverse=request.query_params.get("order_direction") == "desc")
+
+    def render(pair: tuple[str, Any]) -> dict[str, Any]:
+        kind, item = pair
+        if kind == "attachment":
+            return {"type": kind, "item": item.json(page)}
+        return {
+            "type": kind,
+            "item": {"id": item.id, "title": item.title, "created_at": wiki_time(item.created_at)},
+        }
+
+    return listing(request, items, render)
+
+
 # -- grids ----------------------------------------------------------------------------------
 
 
@@ -739,6 +779,7 @@ API = (
     ("DELETE", "/pages/{idx:int}/attachments/{file_id}", delete_attachment),
     ("GET", "/pages/{idx:int}/attachments/{file_id}/download", download_attachment),
     ("GET", "/pages/{idx:int}/grids", list_grids),
+    ("GET", "/pages/{idx:int}/resources", list_resources),
     ("GET", "/pages/{idx:int}/comments", list_comments),
     ("POST", "/pages/{idx:int}/comments", create_comment),
     ("DELETE", "/pages/{idx:int}/comments/{cid}", delete_comment),
