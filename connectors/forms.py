@@ -170,12 +170,9 @@ class FormsClient:
         """Submit the form once (question slug -> value): a new answer (not idempotent)."""
         return await self.core.post_json(f"/surveys/{_segment(survey_id)}/form", json=values)
 
-    async def download_file(self, link: str, sink: Sink) -> int:
-        """Stream a file an answer links to (a URL, or a path under or beside our root)."""
-        root = httpx.URL(self.core.base_url).path.rstrip("/")
-        if root and link.startswith(root + "/"):
-            link = link[len(root) :]
-        return await self.core.download(link, sink)
+    async def download_file(self, path: str, sink: Sink) -> int:
+        """Stream a stored file (an answer's files value names it by path) into ``sink``."""
+        return await self.core.download("/files", sink, params={"path": path})
 
     # -- export operation --------------------------------------------------------------
 

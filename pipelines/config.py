@@ -147,6 +147,9 @@ class Backfill(Section):
     summary: Template | None = None
     description: Template | None = None
     fields: dict[str, Template] = Field(default_factory=dict)
+    values: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Per field: an answer's value -> the target's key."
+    )
     created_by: Template | None = None
     page: Slug | None = None
     title: str | None = None

@@ -1,7 +1,7 @@
 """Run the sandbox: uvicorn in a background thread with its own event loop, on loopback.
 
-Each service is one Starlette app at the root of its own port (the tracker at /v3, the wiki at
-/v1; forms will join the same loop).  ``start_sandbox`` returns once every port listens;
+Each service is one Starlette app at the root of its own port (the tracker at /v3, the wiki and
+forms each at /v1), all served by one event loop.  ``start_sandbox`` returns once every port listens;
 ``serve`` is the blocking command-line form that prints one JSON line describing the sandbox.
 """
 
@@ -20,6 +20,8 @@ from typing import Any
 import uvicorn
 
 from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
+from haul.sandbox.forms.app import build_forms_app
+from haul.sandbox.forms.model import survey_ids_for
 from haul.sandbox.tracker.app import build_tracker_app
 from haul.sandbox.tracker.generate import build_world
 from haul.sandbox.tracker.model import World
@@ -83,6 +85,7 @@ class RunningSandbox:
 SERVICES: tuple[tuple[str, str, AppBuilder], ...] = (
     ("tracker", "/v3", build_tracker_app),
     ("wiki", "/v1", build_wiki_app),
+    ("forms", "/v1", build_forms_app),
 )
 
 
@@ -122,6 +125,7 @@ def start_sandbox(
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
     info["wiki_roots"] = {"source": roots_for(size)}
+    info["surveys"] = {"source": survey_ids_for(world)}
     return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread)
 
 

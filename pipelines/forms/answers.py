@@ -54,8 +54,6 @@ def as_text(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(as_text(item) for item in value)
     if isinstance(value, Mapping):
-        if "name" in value:
-            return str(value["name"])
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -77,15 +75,18 @@ def default_description(questions: Sequence[Mapping[str, Any]], values: Values) 
     return "\n".join(lines)
 
 
-def files_of(values: Values) -> list[dict[str, Any]]:
-    """The files an answer carries, from every files question."""
-    return [
-        dict(item)
-        for value in values.values()
-        if isinstance(value, list)
-        for item in value
-        if isinstance(item, Mapping) and "name" in item and ("path" in item or "url" in item)
-    ]
+def files_of(columns: Sequence[Mapping[str, Any]], values: Values) -> list[dict[str, Any]]:
+    """The files an answer carries: each path a files question's value lists, with its name."""
+    files = []
+    for column in columns:
+        if column.get("type") != "files":
+            continue
+        value = values.get(str(column.get("slug") or column.get("id")))
+        for path in value if isinstance(value, list) else [value] if value else []:
+            name = str(path).rpartition("/")[2]
+            _, underscore, rest = name.partition("_")
+            files.append({"path": str(path), "name": rest if underscore and rest else name})
+    return files
 
 
 def grid_column(question: Mapping[str, Any]) -> dict[str, Any]:

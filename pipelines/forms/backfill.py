@@ -193,15 +193,42 @@ class TrackerBackfill:
             "unique": self.unique(record),
         }
         for name, template in rule.fields.items():
-            value = render(template, values)
+            rendered = render(template, values)
+            value = rule.values.get(name, {}).get(rendered, rendered)
             kind = DICTIONARY_FIELDS.get(name)
-            if kind is not None:
+            if kind is not None and value:
                 if value not in self.dictionaries.get(kind, {}):
                     raise RecordFailure(f"the target org has no {kind} with key {value!r}")
                 body[name] = self.dictionaries[kind][value]
             elif value:
                 body[name] = value
         return body
+
+    def preflight(self) -> None:
+        """Every dictionary value the staged answers give has a key in the target: else a
+        config error before any write, naming the values and the target's keys."""
+        problems: list[tuple[str, str]] = []
+        for index, rule in rules(self.config, "tracker"):
+            for name, template in rule.fields.items():
+                kind = DICTIONARY_FIELDS.get(name)
+                if kind is None:
+                    continue
+                known = self.dictionaries.get(kind, {})
+                given = {
+                    render(template, a.raw.get("values") or {})
+                    for a in _answers(self.store, rule.survey)
+                }
+                mapped = {rule.values.get(name, {}).get(value, value) for value in given if value}
+                missing = sorted(value for value in mapped if value not in known)
+                if missing:
+                    problems.append((
+                        f"backfill[{index}].values.{name}",
+                        f"{', '.join(missing)} is not a {kind} key of the target "
+                        f"({', '.join(sorted(known))}): map it, e.g. values = "
+                        f'{{ {name} = {{ "{missing[0]}" = "{sorted(known)[0] if known else "..."}" }} }}',
+                    ))  # fmt: skip
+        if problems:
+            raise ConfigError(*problems[0], more=problems[1:])
 
     def _author(self, rule: Backfill, values: dict[str, Any], survey: dict[str, Any]) -> str:
         """The template's user, else the survey's author, else the default user."""

@@ -66,16 +66,22 @@ class AnswerStream:
                     "source_id": f"{self.survey_id}/{answer['id']}",
                     "parent": self.survey_id,
                     "updated_at": str(answer.get("created") or ""),
-                    "raw": {
-                        "id": answer["id"],
-                        "created": answer.get("created"),
-                        "survey_id": self.survey_id,
-                        "values": answer_values(page.columns, answer.get("data") or []),
-                    },
+                    "raw": _answer(self.survey_id, page.columns, answer),
                 }
                 for answer in page.answers
             ]
             yield Page(rows, {"after_id": page.answers[-1]["id"]})
+
+
+def _answer(survey_id: str, columns: list[dict[str, Any]], answer: dict[str, Any]) -> Row:
+    values = answer_values(columns, answer.get("data") or [])
+    return {
+        "id": answer["id"],
+        "created": answer.get("created"),
+        "survey_id": survey_id,
+        "values": values,
+        "files": files_of(columns, values),
+    }
 
 
 @dataclass
@@ -90,7 +96,7 @@ class FileDrain:
 
     async def fetch(self, answer: StagedRecord) -> dict[str, list[Row]]:
         rows: list[Row] = []
-        for index, item in enumerate(files_of(answer.raw.get("values") or {})):
+        for index, item in enumerate(answer.raw.get("files") or []):
             source_id = f"{answer.source_id}/{index}"
             staged = self.store.get_record("survey_file", source_id)
             if staged and staged.blob and self.store.blobs.exists(staged.blob):
@@ -105,7 +111,7 @@ class FileDrain:
         return {"survey_file": rows}
 
     async def _download(self, item: dict[str, Any]) -> str:
-        link = str(item.get("path") or item.get("url"))
+        link = str(item["path"])
         expected = item.get("size")
         problem = ""
         for _ in range(DOWNLOAD_ATTEMPTS):

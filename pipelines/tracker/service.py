@@ -125,6 +125,7 @@ class TrackerService:
             transform.users.target_logins,
             transform.dictionaries.target_ids,
         )
+        backfill.preflight()
         specs = TrackerLoad(client, store, transform, probe).specs() + backfill.specs()
         return TargetParts(specs, in_target, unmapped)
 

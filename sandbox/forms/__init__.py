@@ -1,0 +1,1 @@
+"""The sandbox forms service: surveys, questions, answers, the export operation (app.py)."""

@@ -1,0 +1,207 @@
+"""Forms end to end on the sandbox, over sockets: a survey's answers back-filled into tracker
+issues (one per answer, with its original date, author and values, its files attached) and
+another's into a wiki grid; a new answer at the source is back-filled by the next run and
+nothing else is written; a template naming a slug the survey lacks stops before any write."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from haul_fixtures import TOKEN_ENV, environ
+
+from haul.connectors.forms import FormsClient
+from haul.connectors.tracker import TrackerClient
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.config import ConfigError, load_config
+from haul.pipelines.forms.backfill import tracker_time
+from haul.pipelines.runner import run_all
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+
+PAGE = "team/runbooks"
+WRITES = ("POST", "PUT", "DELETE", "PATCH")
+READS_BY_POST = ("_search", "_count", "_findByUnique", "_clear")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Any:
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as running:
+        yield running
+
+
+def rules(info: dict[str, Any], summary: str = "{subject} ({email})") -> str:
+    support, _, feedback = info["surveys"]["source"]
+    return (
+        f'\n[[backfill]]\nsurvey = "{support}"\ninto = "tracker"\nqueue = "NEW"\n'
+        f'summary = "{summary}"\nfields = {{ priority = "{{urgency}}" }}\ncreated_by = "{{email}}"\n'
+        'values = { priority = { low = "minor", high = "critical" } }\n'
+        f'\n[[backfill]]\nsurvey = "{feedback}"\ninto = "wiki_grid"\npage = "{PAGE}"\n'
+        'title = "Feedback"\n'
+    )
+
+
+def write_config(
+    directory: Path, info: dict[str, Any], summary: str = "{subject} ({email})"
+) -> Path:
+    support, _, feedback = info["surveys"]["source"]
+    return write_sandbox_config(
+        directory,
+        info,
+        SandboxConfig(
+            source_token_env=TOKEN_ENV,
+            endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+            queues=[],
+            services=("forms", "tracker", "wiki"),
+            wiki_roots=[PAGE],
+            surveys=[support, feedback],
+            mapping_extra={"default_user": "robot"},
+            sections=rules(info, summary),
+        ),
+    )
+
+
+def client(info: dict[str, Any], service: str, org: str) -> Any:
+    cls = {"tracker": TrackerClient, "wiki": WikiClient, "forms": FormsClient}[service]
+    return cls.connect(
+        base_url=info[service], token=info["tokens"]["admin"], org_id=info["orgs"][org]
+    )
+
+
+def source_answers(info: dict[str, Any], survey: str) -> list[dict[str, Any]]:
+    async def read() -> list[dict[str, Any]]:
+        async with client(info, "forms", "source") as forms:
+            answers = []
+            async for page in forms.iter_answer_pages(survey):
+                slugs = [c["slug"] for c in page.columns]
+                for answer in page.answers:
+                    cells = [(cell or {}).get("value") for cell in answer["data"]]
+                    answers.append({"id": answer["id"], "created": answer["created"],
+                                    **dict(zip(slugs, cells, strict=True))})  # fmt: skip
+            return answers
+
+    return asyncio.run(read())
+
+
+def target_state(info: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def read() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        async with (
+            client(info, "tracker", "target") as tracker,
+            client(info, "wiki", "target") as wiki,
+        ):
+            issues = [
+                issue async for issue in tracker.search_issues(query="Queue: NEW", per_page=100)
+            ]
+            for issue in issues:
+                issue["attachments"] = await tracker.list_attachments(issue["key"])
+            page = await wiki.get_page(PAGE, fields=None)
+            refs = [ref async for ref in wiki.iter_grids(int(page["id"]))]
+            grids = {ref["title"]: await wiki.get_grid(ref["id"]) for ref in refs}
+            return issues, grids
+
+    return asyncio.run(read())
+
+
+def writes(stats: dict[str, Any]) -> dict[str, int]:
+    return {
+        route: n
+        for route, n in stats["by_route"].items()
+        if route.split(" ")[0] in WRITES and not route.endswith(READS_BY_POST)
+    }
+
+
+def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, tmp_path):
+    info = sandbox.info
+    support, _, feedback = info["surveys"]["source"]
+    config = load_config(write_config(tmp_path, info))
+    summary = asyncio.run(run_all(config, environ=environ(info)))
+    assert summary.complete, [(c.entity, c.staged, c.loaded, c.failed) for c in summary.counts]
+
+    answers = source_answers(info, support)
+    issues, grids = target_state(info)
+    assert len(issues) == len(answers) > 0
+    by_unique = {issue["unique"].rsplit("/", 1)[1]: issue for issue in issues}
+    assert sorted(by_unique) == sorted(str(a["id"]) for a in answers)  # each answer exactly once
+    for answer in answers:
+        issue = by_unique[str(answer["id"])]
+        assert issue["summary"] == f"{answer['subject']} ({answer['email']})"
+        assert issue["createdAt"] == tracker_time(answer["created"])
+        if answer.get("urgency"):
+            wanted = {"low": "minor", "high": "critical"}.get(answer["urgency"], answer["urgency"])
+            assert issue["priority"]["key"] == wanted
+        assert issue["createdBy"]["id"]  # the answer's author, mapped to a target user
+        files = answer.get("screenshot") or []
+        assert sorted(a["name"] for a in issue["attachments"]) == sorted(
+            path.rpartition("/")[2].partition("_")[2] for path in files
+        )
+    feedback_answers = source_answers(info, feedback)
+    grid = grids["Feedback"]
+    slugs = [c["slug"] for c in grid["structure"]["columns"]]
+    assert slugs == ["answer_id", "answered_at", "score", "would_recommend", "comment"]
+    rows = [dict(zip(slugs, row["row"], strict=True)) for row in grid["rows"]]
+    assert [row["answer_id"] for row in rows] == [a["id"] for a in feedback_answers]
+    assert [row["score"] for row in rows] == [int(a["score"]) for a in feedback_answers]
+
+    # one new answer at the source: the next run back-fills it and writes nothing else
+    async def fill() -> None:
+        async with client(info, "forms", "source") as forms:
+            await forms.fill(support, {"subject": "Late answer", "email": "alice@example.org",
+                                       "urgency": "high"})  # fmt: skip
+            await forms.fill(feedback, {"score": "7", "comment": "late"})
+
+    asyncio.run(fill())
+    before = writes(sandbox.stats())
+    again = asyncio.run(run_all(config, environ=environ(info)))
+    assert again.complete
+    after = writes(sandbox.stats())
+    written = {
+        route: after[route] - before.get(route, 0)
+        for route in after
+        if after[route] != before.get(route, 0)
+    }
+    assert written == {"POST /v3/issues/_import": 1, "POST /v1/grids/{gid}/rows": 1}
+    issues, grids = target_state(info)
+    assert len(issues) == len(answers) + 1
+    late = next(issue for issue in issues if issue["summary"].startswith("Late answer"))
+    assert late["priority"]["key"] == "critical"
+    assert grids["Feedback"]["rows"][-1]["row"][2] == 7
+
+
+def test_a_template_naming_a_slug_the_survey_lacks_stops_before_any_write(sandbox, tmp_path):
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, summary="{subject} {nosuch}"))
+    before = writes(sandbox.stats())
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(run_all(config, environ=environ(info)))
+    assert caught.value.key == "backfill[0].summary"
+    assert "{nosuch} is not a question" in str(caught.value) and "subject, email" in str(
+        caught.value
+    )
+    assert writes(sandbox.stats()) == before
+
+
+def test_the_export_operation_runs_to_its_file(sandbox):
+    info = sandbox.info
+    support = info["surveys"]["source"][0]
+
+    class Sink:
+        data = b""
+
+        def write(self, chunk: bytes) -> int:
+            self.data += chunk
+            return len(chunk)
+
+    async def export() -> bytes:
+        async with client(info, "forms", "source") as forms:
+            sink = Sink()
+            await forms.export_answers(support, sink, poll_s=0)
+            return sink.data
+
+    lines = asyncio.run(export()).decode().splitlines()
+    assert lines[0].startswith("id,created,subject,email")
+    assert len(lines) - 1 == len(source_answers(info, support))
+    retired = httpx.get(info["forms"].replace("/v1", "/v3") + f"/surveys/{support}/answers")
+    assert retired.status_code == 404
