@@ -1,7 +1,7 @@
 """`haul demo`: the whole migration on the embedded sandbox, ending in a report.
 
 The sandbox serves a seeded source org and an empty target org from one in-process server;
-the demo writes a config for them (tokens stay in this process's environment, never in the
+the demo writes a config for them (every queue, every wiki tree, two surveys back-filled) (tokens stay in this process's environment, never in the
 file), runs extract, load and the count check, and prints the per-entity table.
 """
 
@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -24,12 +25,31 @@ from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.sandbox.server import start_sandbox
 
 TOKEN_ENV = "HAUL_DEMO_TOKEN"
-# The sandbox is local: no need to spare it.
-DEMO_OPTIONS = SandboxConfig(
-    source_token_env=TOKEN_ENV,
-    endpoint_extra={"read_rps": 2000, "write_rps": 2000},
-    sections="[tuning]\nconcurrency = 32\n",
-)
+GRID_PAGE = "team/runbooks"  # where the feedback survey's grid goes (a page the demo migrates)
+
+
+def demo_options(info: dict[str, Any]) -> SandboxConfig:
+    """All three services: every queue, every wiki tree (the handbook moved to archive/),
+    two surveys back-filled (support requests into issues of the target's TEST queue, left
+    empty by TEST -> NEW; feedback into a grid)."""
+    support, _, feedback = info["surveys"]["source"]
+    backfill = (
+        f'\n[[backfill]]\nsurvey = "{support}"\ninto = "tracker"\nqueue = "TEST"\n'
+        'summary = "{subject} ({email})"\ncreated_by = "{email}"\n'
+        'fields = { priority = "{urgency}" }\n'
+        'values = { priority = { low = "minor", high = "critical" } }\n'
+        f'\n[[backfill]]\nsurvey = "{feedback}"\ninto = "wiki_grid"\npage = "{GRID_PAGE}"\n'
+        'title = "Quarterly feedback"\n'
+    )
+    return SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        # the sandbox is local: no need to spare it
+        endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+        sections="[tuning]\nconcurrency = 32\n" + backfill,
+        services=("forms", "tracker", "wiki"),
+        wiki_mapping={"team/handbook": "archive/handbook"},
+        surveys=[support, feedback],
+    )
 
 
 def run_demo(
@@ -45,11 +65,13 @@ def run_demo(
         info = sandbox.info
         os.environ[TOKEN_ENV] = info["tokens"]["admin"]
         queues = info["queues"]["source"]
-        config = load_config(write_sandbox_config(workdir, info, DEMO_OPTIONS))
+        config = load_config(write_sandbox_config(workdir, info, demo_options(info)))
         configure_logging(config.log_path)
         console.print(
-            f"sandbox: {info['tracker']} ({size} org, seed {seed}); queues {', '.join(queues)}; "
-            f"TEST is remapped to NEW",
+            f"sandbox: {info['tracker']}, {info['wiki']}, {info['forms']} ({size} org, seed "
+            f"{seed}); queues {', '.join(queues)} (TEST becomes NEW); wiki trees "
+            f"{', '.join(info['wiki_roots']['source'])} (team/handbook becomes archive/handbook); "
+            "support requests back-filled into the target's TEST, feedback into a grid",
             markup=False,
             highlight=False,
             soft_wrap=True,

@@ -79,9 +79,12 @@ def print_run(
     console: Console,
     title: str,
 ) -> None:
-    """The per-entity table, then one `key: value` line per figure (plain, for grep)."""
+    """The per-entity table, then one `key: value` line per figure (plain, for grep); the
+    rate histories are for the report's chart, not for the console."""
     render_counts(counts, console, title=title)
     for key, value in details.items():
+        if key.endswith("_rate_history"):
+            continue
         console.print(f"{key}: {value}", markup=False, highlight=False, soft_wrap=True)
     if unmapped_users:
         users = ", ".join(unmapped_users)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -104,10 +104,10 @@ class Extractor:
             for drain in self.drains:  # left over by an interrupted run
                 for key in list(self.store.needs_drain(drain.parent)):
                     await pending.put((drain, key))
-            for stream in self.streams:
-                if self.stop_requested():
-                    break
-                await self._stage_stream(stream, drains.get(stream.entity), pending)
+            # every stream at once: a wiki tree need not wait for the tracker's scroll
+            await _all_or_none(
+                [self._stage_stream(s, drains.get(s.entity), pending) for s in self.streams]
+            )
             for _ in workers:
                 await pending.put(None)
             await asyncio.gather(*workers)
@@ -120,6 +120,8 @@ class Extractor:
     async def _stage_stream(
         self, stream: Stream, drain: Drain | None, pending: asyncio.Queue[tuple[Drain, str] | None]
     ) -> None:
+        if self.stop_requested():
+            return
         task = self.progress.task(f"{stream.entity} staged")
         checkpoint = stream.checkpoint
 
@@ -195,3 +197,15 @@ class Extractor:
         log.debug(
             "drained", entity=drain.parent, record=key, **{e: len(r) for e, r in children.items()}
         )
+
+
+async def _all_or_none(jobs: list[Coroutine[Any, Any, None]]) -> None:
+    """Run the jobs together; when one fails, cancel the others, then raise its error."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

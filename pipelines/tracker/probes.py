@@ -29,11 +29,6 @@ class TargetProbe:
     def _author(self, login: str | None) -> str | None:
         return self.target_uids.get(login or "", login)
 
-    async def issue(self, target_key: str) -> str | None:
-        """The issue's key if the target has an issue under it."""
-        found = await self.client.find_issue(target_key)
-        return str(found["key"]) if found else None
-
     async def comment(
         self, target_key: str, body: dict[str, Any], unclaimed: Unclaimed
     ) -> str | None:

@@ -129,7 +129,15 @@ class TrackerLoad:
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
     ) -> str | None:
-        return await self.probe.issue(self.transform.queues.key(record.source_id))
+        """The target issue under the record's key, if haul made it (its `unique` is ours):
+        an issue someone else made under that key is not this record."""
+        found = await self.client.find_issue(self.transform.queues.key(record.source_id))
+        if (
+            found is None
+            or found.get("unique") != f"{self.transform.unique_prefix}:{record.source_id}"
+        ):
+            return None
+        return str(found["key"])
 
     async def refresh_issue(self, record: StagedRecord, target_key: str) -> None:
         """Imports keep the source's times, so a comment added at the source after the issue
