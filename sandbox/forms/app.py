@@ -367,7 +367,8 @@ async def export_results(request: Request) -> Response:
     operation.polls_left -= 1
     if operation.status != "ok":
         return JSONResponse({"id": operation.id, "status": operation.status}, status_code=202)
-    return RedirectResponse(f"{ROOT}/operations/{operation.id}/file", status_code=302)
+    base = str(request.base_url).rstrip("/")
+    return RedirectResponse(f"{base}{ROOT}/operations/{operation.id}/file", status_code=302)
 
 
 async def export_file(request: Request) -> Response:
