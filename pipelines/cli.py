@@ -103,11 +103,14 @@ def open_config(path: Path) -> Config:
 @click.group(
     cls=HaulGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_STATUS
 )
+@click.version_option(package_name="haul", message="haul %(version)s")
 def main() -> None:
-    """haul moves an organisation's work history between tracker instances, exactly once.
+    """haul moves an organisation's work history (tracker issues, wiki pages, form answers)
+    between service instances, exactly once.
 
     Extract stages the source into a SQLite file; load replays it into the target through the
-    admin import endpoints, with a ledger so that a run killed anywhere can simply be run again.
+    admin import endpoints and the wiki's upload pipeline, with a ledger so that a run killed
+    anywhere can simply be run again; export writes what is staged as CSV, Parquet or XLSX.
     Tokens come from the environment variables the config names (token_env).
     """
     configure_logging(None)  # until a config names the log file: warnings to stderr only
