@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/http_overhead.py
 	$(BIN)/python bench/tracker.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/wiki.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -8,7 +8,7 @@ record below it ("... was not loaded"), and the run goes on.
 
 The ledger is the plan: each row names the node it loads under. The engine loads trees: a root
 (a row with no parent), then its children in spec order and, among siblings, in `sort_key`
-order, depth first. Independent trees load concurrently. Specs of a later `phase` load once the
+order (or all at once where the spec allows), depth first. Independent trees load concurrently. Specs of a later `phase` load once the
 trees are through, each after what it `requires`. The engine knows no entity by name.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 
 import structlog
 
@@ -152,8 +153,17 @@ class LoadEngine:
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
-        for child in self._children(row):
-            await self._load_node(child, target_id)
+        for entity, group in groupby(self._children(row), key=lambda child: child.entity):
+            siblings = list(group)
+            if self._specs[entity].siblings_together and len(siblings) > 1:
+                await for_each(
+                    siblings,
+                    lambda child: self._load_node(child, target_id),
+                    self.concurrency,
+                )
+            else:
+                for child in siblings:
+                    await self._load_node(child, target_id)
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
         """The next level down, deferred phases left out: in spec order, then sibling order."""

@@ -17,7 +17,8 @@ by name::
                               optional
 
 A spec whose `phase` is above 0 loads after every tree of the earlier phases is through (links
-wait for both their ends). A record that cannot be loaded raises `RecordFailure` (or the
+wait for both their ends). Siblings load in `sort_key` order, one after another, unless the spec
+says their order does not matter (`siblings_together`: a page's subpages, its attachments). A record that cannot be loaded raises `RecordFailure` (or the
 connectors' `RecordError`) from `send`; the engine records it as failed with that message.
 """
 
@@ -74,6 +75,7 @@ class EntitySpec:
     refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
     phase: int = 0
     claims_with: tuple[str, ...] = field(default_factory=tuple)
+    siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
 
     @property
     def claim_group(self) -> tuple[str, ...]:

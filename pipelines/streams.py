@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
 from haul.connectors.errors import RecordError
+from haul.pipelines.concurrency import for_each
 from haul.pipelines.progress import Progress
 from haul.state.store import StagedRecord, StagingStore
 
@@ -105,8 +106,10 @@ class Extractor:
                 for key in list(self.store.needs_drain(drain.parent)):
                     await pending.put((drain, key))
             # every stream at once: a wiki tree need not wait for the tracker's scroll
-            await _all_or_none(
-                [self._stage_stream(s, drains.get(s.entity), pending) for s in self.streams]
+            await for_each(
+                self.streams,
+                lambda s: self._stage_stream(s, drains.get(s.entity), pending),
+                max(1, len(self.streams)),
             )
             for _ in workers:
                 await pending.put(None)
@@ -197,15 +200,3 @@ class Extractor:
         log.debug(
             "drained", entity=drain.parent, record=key, **{e: len(r) for e, r in children.items()}
         )
-
-
-async def _all_or_none(jobs: list[Coroutine[Any, Any, None]]) -> None:
-    """Run the jobs together; when one fails, cancel the others, then raise its error."""
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise

@@ -51,8 +51,9 @@ class WikiService:
         )
 
     async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:
-        trees = [PageTree(client, root) for root in config.scope.wiki_roots]
-        drain = PageDrain(client, store)
+        concurrent = config.tuning.concurrency > 1
+        trees = [PageTree(client, root, concurrent=concurrent) for root in config.scope.wiki_roots]
+        drain = PageDrain(client, store, concurrent=concurrent)
 
         async def details(stats: ExtractStats) -> Details:
             return {

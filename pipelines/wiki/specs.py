@@ -1,7 +1,7 @@
 """The wiki's entity specs: pages, their attachments, grids (made, then filled) and comments.
 
-A page loads after the page it hangs under, then its own attachments, grids and comments,
-then the pages under it. Each is found again in the target by what identifies it there: a
+A page loads after the page it hangs under; the pages under it (together), its attachments
+(together), grids (together) and comments (in thread order) follow. Each is found again in the target by what identifies it there: a
 page by its target slug, an attachment by (page, name, size), a grid by (page, title), a
 grid's content by comparing columns and rows, a comment by (page, text, parent). A grid is
 two ledger rows: `wiki_grid` makes it, `wiki_grid_rows` fills it, so a crash halfway through
@@ -78,10 +78,11 @@ class WikiLoad:
         """The wiki's specs, in the order siblings load."""
         return [
             EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
-                       refresh=self.refresh_page),
+                       refresh=self.refresh_page, siblings_together=True),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
-                       self.send_attachment, self.find_attachment),
-            EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, self.find_grid),
+                       self.send_attachment, self.find_attachment, siblings_together=True),
+            EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, self.find_grid,
+                       siblings_together=True),
             EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
                        self.find_grid_rows, refresh=self.refresh_grid_rows),
             EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,

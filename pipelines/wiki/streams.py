@@ -52,6 +52,7 @@ class PageTree:
     root: str
     entity: str = "wiki_page"
     pages_read: int = 0
+    concurrent: bool = True  # False: one request at a time (the benchmark's baseline)
 
     @property
     def checkpoint(self) -> str:
@@ -87,7 +88,10 @@ class PageTree:
             ) from None
 
     async def _page(self, slugs: list[str], checkpoint: dict[str, Any]) -> Page:
-        replies = await asyncio.gather(*(self._read(slug) for slug in slugs))
+        if self.concurrent:
+            replies = await asyncio.gather(*(self._read(slug) for slug in slugs))
+        else:
+            replies = [await self._read(slug) for slug in slugs]
         rows: list[Row] = []
         problems: list[tuple[str, str, str]] = []
         for slug, reply in zip(slugs, replies, strict=True):
@@ -120,16 +124,18 @@ class PageDrain:
     store: StagingStore
     parent: str = "wiki_page"
     attachment_bytes: int = 0
+    concurrent: bool = True  # False: one request at a time (the benchmark's baseline)
 
     async def fetch(self, page: StagedRecord) -> dict[str, list[Row]]:
         page_id = int(page.raw["id"])
         slug = page.source_id
-        attachments, grid_refs, comments = await asyncio.gather(
+        listings = (
             _collect(self.client.iter_attachments(page_id)),
             _collect(self.client.iter_grids(page_id)),
             _collect(self.client.iter_comments(page_id)),
         )
-        grids = await asyncio.gather(*(self.client.get_grid(str(g["id"])) for g in grid_refs))
+        attachments, grid_refs, comments = await self._all(listings)
+        grids = await self._all([self.client.get_grid(str(g["id"])) for g in grid_refs])
         attachment_rows = [await self._attachment_row(slug, page_id, a) for a in attachments]
         return {
             "wiki_attachment": attachment_rows,
@@ -140,6 +146,11 @@ class PageDrain:
                 if not comment.get("is_deleted")
             ],
         }
+
+    async def _all(self, calls: Any) -> list[Any]:
+        if self.concurrent:
+            return list(await asyncio.gather(*calls))
+        return [await call for call in calls]
 
     async def _attachment_row(self, slug: str, page_id: int, attachment: dict[str, Any]) -> Row:
         source_id = f"{slug}/{attachment['id']}"

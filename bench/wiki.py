@@ -1,0 +1,115 @@
+"""Benchmark: wiki extract and load throughput against a sandbox with injected latency.
+
+Prints pages per second and attachment megabytes per second of `haul extract` and `haul load`
+moving every sandbox wiki tree, for the pipeline and for a baseline doing the same work one
+request at a time (`[tuning] concurrency = 1`: pages, listings and parts in sequence), and the
+speed-up. The sandbox runs in its own process (`haul sandbox serve`).
+
+    .venv/bin/python bench/wiki.py [--size small] [--latency-ms 20] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.state.store import StagingStore
+
+HAUL = str(Path(sys.executable).parent / "haul")
+TOKEN_ENV = "HAUL_BENCH_TOKEN"
+
+
+@dataclass
+class Phase:
+    name: str
+    pages: int
+    megabytes: float
+    seconds: float
+    peak_mb: float
+
+
+@contextmanager
+def sandbox(size: str, latency_ms: float) -> Iterator[dict[str, Any]]:
+    process = subprocess.Popen(
+        [HAUL, "sandbox", "serve", "--size", size, "--latency-ms", str(latency_ms), "--seed", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        yield json.loads(process.stdout.readline())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
+    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [HAUL, name, "--config", str(config)], env=env, stdout=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.monotonic() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
+    with StagingStore.open(config.parent / "haul.db") as store:
+        pages = store.count_records().get("wiki_page", 0)
+        size = sum(
+            store.blobs.path(r.blob).stat().st_size
+            for r in store.iter_records("wiki_attachment")
+            if r.blob and store.blobs.exists(r.blob)
+        )
+    return Phase(name, pages, size / 1e6, seconds, usage.ru_maxrss / 1024)
+
+
+def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-wiki-{size}-"))
+    try:
+        with sandbox(size, latency_ms) as info:
+            options = SandboxConfig(
+                source_token_env=TOKEN_ENV,
+                services=("wiki",),
+                endpoint_extra={"read_rps": 5000, "write_rps": 5000},
+                sections=f"[tuning]\nconcurrency = {concurrency}\n",
+            )
+            config = write_sandbox_config(workdir, info, options)
+            return [run_phase("extract", config, info), run_phase("load", config, info)]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    pipeline = measure(args.size, args.latency_ms, args.concurrency)
+    baseline = measure(args.size, args.latency_ms, 1)
+    print(f"\nwiki, {args.size} org, sandbox latency {args.latency_ms:g} ms")
+    print(f"{'run':<18}{'pages':>7}{'MB':>8}{'seconds':>9}{'pages/s':>9}{'MB/s':>8}{'peak MB':>9}")
+    for label, phases in (("pipeline", pipeline), ("baseline", baseline)):
+        for p in phases:
+            print(
+                f"{label + ' ' + p.name:<18}{p.pages:>7}{p.megabytes:>8.1f}{p.seconds:>9.1f}"
+                f"{p.pages / p.seconds:>9.1f}{p.megabytes / p.seconds:>8.2f}{p.peak_mb:>9.0f}"
+            )
+    for fast, slow in zip(pipeline, baseline, strict=True):
+        print(f"speed-up {fast.name}: {slow.seconds / fast.seconds:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
