@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +89,19 @@ def recent_runs(db: Database, limit: int = 10) -> list[dict[str, Any]]:
     """The latest runs, newest first; outcome and ended_at are None while a run is going."""
     rows = db.query(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?", [limit])
     return [_decoded(row) for row in rows]
+
+
+def latest_run(db: Database, commands: Sequence[str]) -> dict[str, Any] | None:
+    """The newest run whose command is one of `commands`, or None."""
+    if not commands:
+        return None
+    marks = ", ".join("?" * len(commands))
+    row = fetch_one(
+        db,
+        f"SELECT {_RUN_COLUMNS} FROM runs WHERE command IN ({marks}) ORDER BY id DESC LIMIT 1",
+        list(commands),
+    )
+    return None if row is None else _decoded(row)
 
 
 def _take_lock(db: Database, lock_path: Path) -> int:

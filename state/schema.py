@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from haul.state.errors import SchemaTooNewError
+from haul.state.errors import NotAStoreError, SchemaTooNewError
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,28 @@ def migrate(db: Database, steps: Sequence[Step] = STEPS, *, path: Path = Path("?
                 db.execute(statement)
             # PRAGMA does not take parameters; the value is an int we computed.
             db.execute(f"PRAGMA user_version = {version + 1}")
+
+
+def check_readable(db: Database, path: Path, steps: Sequence[Step] = STEPS) -> int:
+    """For a reader that may not migrate: the store's version, when this haul can read it.
+
+    NotAStoreError for a database no haul wrote (version 0), SchemaTooNewError for one written
+    by a newer haul. An older store reads fine: steps only ever add.
+    """
+    version = schema_version(db)
+    if version == 0:
+        raise NotAStoreError(
+            path,
+            f"{path} is not a haul staging store (no haul schema in it): point [staging] path "
+            "at the store haul extract writes",
+        )
+    if version > len(steps):
+        raise SchemaTooNewError(
+            path,
+            f"{path} was written by a newer haul (store schema version {version}, this haul "
+            f"knows {len(steps)}): upgrade haul",
+        )
+    return version
 
 
 @contextmanager

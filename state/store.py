@@ -13,6 +13,7 @@ that follows it commit together::
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -28,9 +29,9 @@ from haul.state.errors import store_errors
 from haul.state.hashing import canonical_json, text_hash
 from haul.state.ledger import Ledger
 from haul.state.problems import Problems
-from haul.state.reads import fetch_one, iter_keyset
-from haul.state.runs import RunHandle, recent_runs, recorded_run
-from haul.state.schema import migrate
+from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
+from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
+from haul.state.schema import check_readable, migrate
 
 _RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at"
 
@@ -77,6 +78,25 @@ class StagingStore:
         self._clock = clock
 
     @classmethod
+    def open_readonly(cls, path: str | Path, *, busy_timeout_ms: int = 10_000) -> StagingStore:
+        """Open an existing store for reading only (exports): nothing is created, migrated or
+        written. NotAStoreError for a file haul never wrote, SchemaTooNewError for a newer one.
+        """
+        path = Path(path)
+        with store_errors(path):
+            db = sqlite_utils.Database(
+                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True),
+                execute_plugins=False,
+            )
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                check_readable(db, path)
+            except BaseException:
+                db.close()
+                raise
+        return cls(path, db, utc_now)
+
+    @classmethod
     def open(
         cls, path: str | Path, *, clock: Clock = utc_now, busy_timeout_ms: int = 10_000
     ) -> StagingStore:
@@ -111,6 +131,16 @@ class StagingStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read as of one instant: every query inside sees the store as it was when the first
+        one ran, whatever a concurrent extract commits meanwhile (WAL keeps that view)."""
+        self.db.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            self.db.execute("ROLLBACK")  # nothing was written: ending the read is all
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -186,22 +216,48 @@ class StagingStore:
         )
         return _record_dict(found) if found else None
 
-    def iter_records(self, entity: str, *, parent: str | None = None) -> Iterator[StagedRecord]:
+    def iter_records(
+        self,
+        entity: str,
+        *,
+        parent: str | None = None,
+        staged_from: str | None = None,
+        staged_after: str | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> Iterator[StagedRecord]:
         """Yield the records of `entity` (only those under `parent`, if given), in
-        (parent, source_id) order, streamed a page at a time."""
-        where, params = ["entity = ?"], [entity]
-        if parent is not None:
-            where.append("sort_parent = ?")
-            params.append(parent)
+        (parent, source_id) order, streamed `page_size` rows at a time.
+
+        `staged_from` / `staged_after` keep only the records whose last change was staged at
+        or after / strictly after that instant (an ISO-8601 string in the store's own form,
+        as `staged_at` and `newest_staged_at` give it).
+        """
+        where, params = _record_filter(entity, parent, staged_from, staged_after)
         rows = iter_keyset(
             self.db,
             f"SELECT {_RECORD_COLUMNS}, sort_parent FROM records",
             where=where,
             params=params,
             keys=("sort_parent", "source_id"),
+            page_size=page_size,
         )
         for row in rows:
             yield _record_dict(row)
+
+    def count_changed(
+        self,
+        entity: str,
+        *,
+        parent: str | None = None,
+        staged_from: str | None = None,
+        staged_after: str | None = None,
+    ) -> int:
+        """How many records `iter_records` would yield with the same filters."""
+        where, params = _record_filter(entity, parent, staged_from, staged_after)
+        row = fetch_one(
+            self.db, f"SELECT count(*) AS n FROM records WHERE {' AND '.join(where)}", params
+        )
+        return int(row["n"]) if row else 0
 
     def newest_staged_at(self) -> str | None:
         """When the most recently changed record was staged (None for an empty store)."""
@@ -299,6 +355,25 @@ class StagingStore:
     def recent_runs(self, limit: int = 10) -> list[dict[str, Any]]:
         """The latest runs, newest first, as dicts (counts and took_over_from parsed)."""
         return recent_runs(self.db, limit)
+
+    def latest_run(self, *commands: str) -> dict[str, Any] | None:
+        """The newest run of any of `commands` (e.g. "extract", "run"), or None."""
+        return latest_run(self.db, commands)
+
+
+def _record_filter(
+    entity: str, parent: str | None, staged_from: str | None, staged_after: str | None
+) -> tuple[list[str], list[Any]]:
+    where, params = ["entity = ?"], [entity]
+    for clause, value in (
+        ("sort_parent = ?", parent),
+        ("staged_at >= ?", staged_from),
+        ("staged_at > ?", staged_after),
+    ):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    return where, params
 
 
 def _record_values(entity: str, row: dict[str, Any], now: str) -> tuple[Any, ...]:
