@@ -224,6 +224,41 @@ def check_command(config_path: Path) -> None:
     raise Exit(print_findings(asyncio.run(run_check(config)), console))
 
 
+@main.command("export")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The haul TOML file (its [staging] store is read, never written).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "xlsx"]),
+              help="Default: [export] format, else csv.")  # fmt: skip
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="The folder that receives a dated folder per run. Default: [export] out.")  # fmt: skip
+@click.option("--entities", help="Comma-separated tables or staged entities (default: all).")
+@click.option("--since", help='Only records staged at or after a date or instant; "last": '
+              "only those staged since the previous export in --out.")  # fmt: skip
+@click.option("--keep", type=click.IntRange(min=1), help="Keep the newest N dated folders.")
+@click.option("--healthcheck-url", help="GET this URL after a good export (10 s timeout).")
+@click.option("--describe", is_flag=True, help="Print every table's typed columns; export nothing.")
+def export_command(config_path: Path | None, describe: bool, **options: Any) -> None:
+    """Write the staged records as CSV, Parquet or XLSX files (one per entity) into a new
+    dated folder under --out, with manifest.json and a `latest` pointer."""
+    from haul.pipelines.export import command
+    from haul.pipelines.export.describe import describe_markdown
+    from haul.pipelines.export.errors import ExportOptionError
+
+    if describe:
+        command.load_service_tables()
+        click.echo(describe_markdown(), nl=False)
+        return
+    if config_path is None:
+        raise ExportOptionError("--config: give the haul TOML file to export from")
+    config = open_config(config_path)
+    request = command.ExportRequest.from_options(config, **options)
+    with LiveProgress() as progress:
+        result = command.run_export(config, request, progress=progress)
+    command.print_export(result, console)
+    for warning in result.warnings:
+        click.echo(f"haul: warning: {warning}", err=True)
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

@@ -1,0 +1,372 @@
+"""`haul export`: every staged table (or those `--entities` names) into a new dated folder.
+
+The staging store is opened read-only and read as of one instant (a concurrent extract does
+not tear the export). Each table streams from the store to its file a chunk of rows at a
+time. `since` keeps the records staged (new or changed) at or after an instant; `"last"`
+keeps those staged after the watermark of the previous export in the same folder (the newest
+`staged_at` it saw), so a nightly export after an incremental extract carries only what
+changed. A failed write leaves neither a file nor a folder behind (see `layout`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from importlib.metadata import PackageNotFoundError, version
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from haul.connectors.errors import StorageError
+from haul.pipelines.config import Config
+from haul.pipelines.config_types import http_url
+from haul.pipelines.export import layout
+from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
+from haul.pipelines.export.tables import REGISTRY, ExportContext, Table, flatten, whole_record
+from haul.pipelines.export.values import parse_timestamp
+from haul.pipelines.export.writers import FORMATS, open_writer
+from haul.pipelines.progress import Progress
+from haul.state.errors import StoreError, store_errors
+from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+CHUNK_ROWS = 5_000
+HEALTHCHECK_TIMEOUT_S = 10.0
+EXTRACTING_COMMANDS = ("extract", "run")  # the runs whose staging an export carries
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What to export and where: the command's options over the config's `[export]`."""
+
+    out: Path
+    format: str = "csv"
+    entities: tuple[str, ...] = ()
+    since: str | None = None  # None, "last", or a date or instant
+    keep: int | None = None
+    healthcheck_url: str | None = None
+    chunk_rows: int = CHUNK_ROWS
+
+    @classmethod
+    def from_options(
+        cls,
+        config: Config,
+        *,
+        out: Path | None = None,
+        fmt: str | None = None,
+        entities: str | None = None,
+        since: str | None = None,
+        keep: int | None = None,
+        healthcheck_url: str | None = None,
+    ) -> ExportRequest:
+        """The options given, else the config's `[export]` defaults; ExportOptionError (exit 2)
+        for what cannot be used."""
+        defaults = config.export
+        out = out or (defaults.out if defaults else None)
+        if out is None:
+            raise ExportOptionError("--out: give the folder to export into (or [export] out)")
+        fmt = fmt or (defaults.format if defaults else "csv")
+        if fmt not in FORMATS:
+            raise ExportOptionError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+        url = healthcheck_url or (defaults.healthcheck_url if defaults else None)
+        if url is not None:
+            try:
+                url = http_url(url)
+            except ValueError as exc:
+                raise ExportOptionError(f"--healthcheck-url: {exc}") from None
+        if since is not None and since != "last":
+            since_instant(since)  # refused here, before anything is opened
+        names = tuple(name.strip() for name in (entities or "").split(",") if name.strip())
+        return cls(
+            out=out.resolve(),
+            format=fmt,
+            entities=names,
+            since=since,
+            keep=keep if keep is not None else (defaults.keep if defaults else None),
+            healthcheck_url=url,
+        )
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One file of an export, as the manifest lists it."""
+
+    file: str
+    table: str
+    entity: str
+    format: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote, and what the person should know about it."""
+
+    folder: Path
+    files: list[ExportedFile]
+    manifest: dict[str, Any]
+    pruned: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(file.rows for file in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(file.bytes for file in self.files)
+
+
+def load_service_tables() -> None:
+    """Import `haul.pipelines.<service>.export` for every known service: each registers its
+    tables there. A service without one has nothing to export yet."""
+    from haul.pipelines.services import all_services
+
+    for service in all_services():
+        name = f"haul.pipelines.{service.name}.export"
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+def run_export(
+    config: Config,
+    request: ExportRequest,
+    *,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> ExportResult:
+    """Write the export `request` asks for; see the module's docstring."""
+    progress = progress or Progress()
+    now = now or datetime.now(UTC)
+    path = config.staging_path
+    if not path.is_file():
+        raise ExportOptionError(
+            f"nothing staged yet: {path} does not exist (run haul extract first)"
+        )
+    load_service_tables()
+    try:
+        with StagingStore.open_readonly(path) as store, store_errors(path), store.snapshot():
+            return _export(store, request, progress, now)
+    except StoreError as exc:
+        raise StorageError(str(exc)) from exc
+
+
+def _export(
+    store: StagingStore, request: ExportRequest, progress: Progress, now: datetime
+) -> ExportResult:
+    tables = chosen_tables(store, request.entities)
+    warnings: list[str] = []
+    out = request.out
+    try:
+        with layout.locked(out):
+            layout.sweep(out)
+            since, inclusive = _since_filter(request.since, out, tables, warnings)
+            with layout.building(out) as folder:
+                context = ExportContext(store)
+                files = [
+                    write_table(store, table, folder, request, since, inclusive, context, progress)
+                    for table in tables
+                ]
+                manifest = _manifest(store, request, files, since, inclusive, now)
+                layout.write_json(folder / layout.MANIFEST, manifest)
+                final = layout.publish(out, folder, now)
+            pruned = layout.prune(out, request.keep) if request.keep else []
+    except OSError as exc:
+        raise ExportWriteError.from_os_error(exc, out) from exc
+    log.info(
+        "export_finished", folder=str(final), files=len(files), rows=sum(f.rows for f in files)
+    )
+    result = ExportResult(final, files, manifest, pruned, warnings)
+    if request.healthcheck_url:
+        result.warnings += ping(request.healthcheck_url)
+    return result
+
+
+def chosen_tables(store: StagingStore, names: Iterable[str]) -> list[Table]:
+    """The tables to write: those `names` choose (table or entity names; all when empty)
+    whose entity has staged records. ExportOptionError for a name no table has."""
+    every = REGISTRY.tables_for(store)
+    wanted = set(names)
+    known = {table.name for table in every} | {table.entity for table in every}
+    if unknown := sorted(wanted - known):
+        choices = ", ".join(sorted(known))
+        raise ExportOptionError(
+            f"--entities: no table or entity {', '.join(unknown)} (choose from {choices})"
+        )
+    staged = store.count_records()
+    return [
+        table
+        for table in every
+        if staged.get(table.entity) and (not wanted or wanted & {table.name, table.entity})
+    ]
+
+
+def write_table(
+    store: StagingStore,
+    table: Table,
+    folder: Path,
+    request: ExportRequest,
+    since: str | None,
+    inclusive: bool,
+    context: ExportContext,
+    progress: Progress,
+) -> ExportedFile:
+    """One table into `folder/<table>.<format>`, a chunk at a time, appearing only complete."""
+    staged_from, staged_after = (since, None) if inclusive else (None, since)
+    total = None
+    if table.items is whole_record:
+        total = store.count_changed(
+            table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
+        )
+    task = progress.task(f"{table.name} exported", total)
+    final = folder / f"{table.name}.{request.format}"
+    rows = 0
+    with layout.atomic_file(final) as partial:
+        writer = open_writer(request.format, partial, table)
+        try:
+            records = store.iter_records(
+                table.entity,
+                parent=table.parent,
+                staged_from=staged_from,
+                staged_after=staged_after,
+            )
+            for chunk in chunked(flatten(table, records, context), request.chunk_rows):
+                writer.write(chunk)
+                rows += len(chunk)
+                progress.advance(task, len(chunk))
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+    log.info("table_exported", table=table.name, rows=rows)
+    return ExportedFile(
+        final.name,
+        table.name,
+        table.entity,
+        request.format,
+        rows,
+        final.stat().st_size,
+        layout.sha256_of(final),
+    )
+
+
+def chunked(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """`rows` in lists of at most `size`."""
+    iterator = iter(rows)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def since_instant(text: str) -> str:
+    """A `--since` date (`2024-05-01`, midnight UTC) or instant (ISO-8601; UTC without a zone)
+    in the store's own form, so it compares with `staged_at`; ExportOptionError otherwise."""
+    moment = parse_timestamp(text)
+    if moment is None:
+        try:
+            moment = datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
+        except ValueError:
+            raise ExportOptionError(
+                f"--since: {text!r} is not a date (2024-05-01), an instant "
+                '(2024-05-01T06:00:00+03:00) or "last"'
+            ) from None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _since_filter(
+    since: str | None, out: Path, tables: list[Table], warnings: list[str]
+) -> tuple[str | None, bool]:
+    """The staged_at bound and whether it is inclusive: a date or instant is (at or after);
+    "last" is the previous export's watermark, exclusive (its rows were in that export)."""
+    if since is None:
+        return None, True
+    if since != "last":
+        return since_instant(since), True
+    previous = layout.latest_manifest(out)
+    if previous is None or not previous.get("watermark"):
+        warnings.append(f"--since last: no earlier export in {out}, so everything was exported")
+        return None, True
+    before = {entry.get("table") for entry in previous.get("files") or []}
+    missing = sorted(table.name for table in tables if table.name not in before)
+    if previous.get("entities") and missing:  # left out by choice, not yet staged then
+        warnings.append(
+            f"--since last: the previous export had no {', '.join(missing)}: their rows "
+            "staged before it are not in this one (export them once without --since)"
+        )
+    return str(previous["watermark"]), False
+
+
+def _manifest(
+    store: StagingStore,
+    request: ExportRequest,
+    files: list[ExportedFile],
+    since: str | None,
+    inclusive: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    run = store.latest_run(*EXTRACTING_COMMANDS)
+    return {
+        "haul_version": haul_version(),
+        "created_at": now.astimezone(UTC).isoformat(timespec="milliseconds"),
+        "format": request.format,
+        "store": str(store.path.resolve()),
+        "run_id": run["id"] if run else None,
+        "run": {key: run[key] for key in ("id", "command", "outcome", "started_at", "ended_at")}
+        if run
+        else None,
+        "watermark": store.newest_staged_at(),
+        "since": since,
+        "since_inclusive": inclusive if since is not None else None,
+        "entities": list(request.entities) or None,
+        "files": [asdict(file) for file in files],
+    }
+
+
+def haul_version() -> str:
+    """The installed haul's version."""
+    try:
+        return version("haul-etl")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def ping(url: str, timeout: float = HEALTHCHECK_TIMEOUT_S) -> list[str]:
+    """GET the health check URL; a failure is a warning (the export itself is done)."""
+    try:
+        reply = httpx.get(url, timeout=timeout, follow_redirects=True)
+        reply.raise_for_status()
+    except httpx.HTTPError as exc:
+        # the URL's path is often the check's secret: name its host only
+        host = httpx.URL(url).host
+        log.warning("healthcheck_failed", host=host, error=f"{type(exc).__name__}: {exc}")
+        return [
+            f"the health check ping to {host} failed ({type(exc).__name__}); the export is complete"
+        ]
+    log.info("healthcheck_pinged", host=httpx.URL(url).host, status=reply.status_code)
+    return []
+
+
+def print_export(result: ExportResult, console: Console) -> None:
+    """The summary table of an export: each file with its rows and bytes, then the totals."""
+    summary = RichTable(title=f"haul export: {result.folder}")
+    for name, justify in (("file", "left"), ("rows", "right"), ("bytes", "right")):
+        summary.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for file in result.files:
+        summary.add_row(file.file, f"{file.rows:,}", f"{file.bytes:,}")
+    summary.add_row("total", f"{result.rows:,}", f"{result.bytes:,}", style="bold")
+    console.print(summary)
+    if result.pruned:
+        names = ", ".join(path.name for path in result.pruned)
+        console.print(f"removed (--keep): {names}", markup=False, highlight=False)

@@ -1,0 +1,291 @@
+"""What an export writes: tables of typed columns, each read from one staged entity.
+
+A service says how its staged records become flat rows by registering a `Table` per entity
+(or, where the tables depend on what was staged, a family that builds them from the store),
+in `pipelines/<service>/export.py`, which `haul export` imports for every known service:
+
+    register_table(Table("worklogs", "worklog", (
+        identifier("id", "worklog id", "id"),
+        parent("issue_key", "the issue it was logged on"),
+        *user("author", "who logged it", "createdBy"),
+        seconds("duration_s", "time logged", "duration"),
+    ), doc="time logged on issues", service="tracker"))
+
+A column is a name, one of a few types (`ColumnType`), what it means, and a function of the
+`Item` being flattened: the part of the staged record this row is about (`raw`), the record
+itself, and the `ExportContext` (a small cache of lookups in the store, such as user logins).
+Every table also gets `staged_at`, when haul last staged a change to the record. The writers
+(`writers.py`) know nothing but the types; nobody else knows a table by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Literal, TypeVar
+
+import structlog
+
+from haul.pipelines.export.values import parse_date, parse_timestamp
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
+
+ColumnType = Literal["string", "int", "float", "bool", "timestamp", "date", "json"]
+COLUMN_TYPES: tuple[ColumnType, ...] = (
+    "string",
+    "int",
+    "float",
+    "bool",
+    "timestamp",
+    "date",
+    "json",
+)
+T = TypeVar("T")
+
+
+class ExportContext:
+    """What a column may look up beyond its record: the store, through a bounded cache.
+
+    Records arrive in (parent, source_id) order, so a lookup per parent (an issue's comments,
+    say) stays warm while its children are flattened and is dropped soon after.
+    """
+
+    def __init__(self, store: StagingStore, size: int = 256) -> None:
+        self.store = store
+        self._size = size
+        self._cache: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def memo(self, key: Hashable, build: Callable[[StagingStore], T]) -> T:
+        """`build(store)`, computed once per `key` while it stays among the recent ones."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            value: T = self._cache[key]
+            return value
+        value = build(self.store)
+        self._cache[key] = value
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True)
+class Item:
+    """One row to flatten: `raw` is what the row is about (the record's JSON, or one element of
+    it, such as a checklist item), `position` its place within the record."""
+
+    raw: dict[str, Any]
+    record: StagedRecord
+    context: ExportContext
+    position: int = 0
+
+    def get(self, *path: str) -> Any:
+        """The value at `path` in `raw` (`item.get("queue", "key")`), or None on the way."""
+        value: Any = self.raw
+        for step in path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(step)
+        return value
+
+
+@dataclass(frozen=True)
+class Column:
+    """One typed column: its value for an item is `read(item)` (None for an empty cell)."""
+
+    name: str
+    type: ColumnType
+    doc: str
+    read: Callable[[Item], Any]
+
+    def __post_init__(self) -> None:
+        if self.type not in COLUMN_TYPES:
+            raise ValueError(f"column {self.name}: type {self.type!r} is not one of {COLUMN_TYPES}")
+
+
+def whole_record(record: StagedRecord) -> Iterable[dict[str, Any]]:
+    """The default: one row per staged record."""
+    return (record.raw,)
+
+
+STAGED_AT = Column(
+    "staged_at",
+    "timestamp",
+    "when haul last staged a change to this record (UTC): what --since compares",
+    lambda item: item.record.staged_at,
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One exported file: rows of `entity`'s staged records (only those under `parent`, when
+    given), `items(record)` rows per record, each read through `columns`."""
+
+    name: str
+    entity: str
+    columns: tuple[Column, ...]
+    doc: str = ""
+    service: str = ""
+    parent: str | None = None
+    items: Callable[[StagedRecord], Iterable[dict[str, Any]]] = whole_record
+    all_columns: tuple[Column, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        columns = (*self.columns, STAGED_AT)
+        names = [column.name for column in columns]
+        if duplicated := sorted({name for name in names if names.count(name) > 1}):
+            raise ValueError(f"table {self.name}: columns {', '.join(duplicated)} appear twice")
+        object.__setattr__(self, "all_columns", columns)
+
+
+def flatten(
+    table: Table, records: Iterable[StagedRecord], context: ExportContext
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `table` for `records`, each a tuple of typed values in column order.
+
+    A value a column cannot read (a malformed date, an id of the wrong shape) is left empty
+    and counted in the log, never the end of the export.
+    """
+    columns = table.all_columns
+    for record in records:
+        for position, raw in enumerate(table.items(record)):
+            item = Item(raw, record, context, position)
+            yield tuple(_cell(table, column, item) for column in columns)
+
+
+def _cell(table: Table, column: Column, item: Item) -> Any:
+    try:
+        return coerce(column.type, column.read(item))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        log.warning(
+            "export_value_unreadable",
+            table=table.name,
+            column=column.name,
+            source_id=item.record.source_id,
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        return None
+
+
+def coerce(kind: ColumnType, value: Any) -> Any:
+    """`value` as the Python type the writers expect for `kind`; None stays None.
+
+    ValueError or TypeError when it cannot be one (the cell is then left empty).
+    """
+    if value is None:
+        return None
+    if kind == "json":
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    converter = _CONVERTERS[kind]
+    return converter(value)
+
+
+def _to_string(value: Any) -> str:
+    if isinstance(value, dict | list):
+        raise TypeError(f"a {type(value).__name__} in a string column (declare it json)")
+    return str(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{value!r} is not an integer")
+    return int(value)
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return bool(value == "true")
+    raise ValueError(f"{value!r} is not a boolean")
+
+
+def _to_timestamp(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    moment = parse_timestamp(value)
+    if moment is None:
+        raise ValueError(f"{value!r} is not a timestamp")
+    return moment
+
+
+def _to_date(value: Any) -> date:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    day = parse_date(value)
+    if day is None:
+        raise ValueError(f"{value!r} is not a date")
+    return day
+
+
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "string": _to_string,
+    "int": _to_int,
+    "float": float,
+    "bool": _to_bool,
+    "timestamp": _to_timestamp,
+    "date": _to_date,
+}
+
+
+TableFamily = Callable[[StagingStore], Iterable[Table]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Tables that depend on what was staged (one per grid, one per survey), built from the
+    store when an export runs; `doc` describes them for `haul export --describe`."""
+
+    name: str
+    build: TableFamily
+    doc: str
+    service: str = ""
+
+
+class Registry:
+    """Every table an export can write: fixed tables, and families built from the store."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, Table] = {}
+        self._families: dict[str, Family] = {}
+
+    def add_table(self, table: Table) -> Table:
+        """Register `table`; a second table of the same name is a mistake (ValueError)."""
+        if table.name in self._tables or table.name in self._families:
+            raise ValueError(f"an export table named {table.name!r} is already registered")
+        self._tables[table.name] = table
+        return table
+
+    def add_family(self, name: str, build: TableFamily, *, doc: str, service: str = "") -> Family:
+        """Register tables built from the store at export time (their names must not clash)."""
+        if name in self._tables or name in self._families:
+            raise ValueError(f"an export table family named {name!r} is already registered")
+        family = Family(name, build, doc, service)
+        self._families[name] = family
+        return family
+
+    @property
+    def tables(self) -> list[Table]:
+        """The fixed tables, in registration order."""
+        return list(self._tables.values())
+
+    @property
+    def families(self) -> list[Family]:
+        """The families, in registration order."""
+        return list(self._families.values())
+
+    def tables_for(self, store: StagingStore) -> list[Table]:
+        """Every table of this store: the fixed ones, then each family's."""
+        built = [table for family in self._families.values() for table in family.build(store)]
+        names = [table.name for table in (*self._tables.values(), *built)]
+        if clashes := sorted({name for name in names if names.count(name) > 1}):
+            raise ValueError(f"export tables built twice under one name: {', '.join(clashes)}")
+        return [*self._tables.values(), *built]
+
+
+REGISTRY = Registry()
+register_table = REGISTRY.add_table
+register_tables = REGISTRY.add_family
