@@ -1,0 +1,16 @@
+"""Fixtures for the export tests (helpers live in export_fixtures.py: conftest is not importable)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from export_fixtures import Staged, stage_sandbox
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Staged]:
+    """A tiny seeded sandbox org, staged by one `haul extract`, shared by a test module."""
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        yield stage_sandbox(sandbox, tmp_path_factory.mktemp("export"))

@@ -1,0 +1,112 @@
+"""Helpers for the export tests: a staged sandbox org, `haul` run as a real subprocess, and
+what the store says each table should hold."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from haul.pipelines.export.command import load_service_tables
+from haul.pipelines.export.tables import REGISTRY, Table
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.state.store import StagingStore
+
+HAUL = Path(sys.executable).parent / "haul"
+TOKEN_ENV = "HAUL_EXPORT_TEST_TOKEN"
+COMMAND_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Staged:
+    """A sandbox whose source org haul has extracted once."""
+
+    sandbox: Any  # sandbox.server.RunningSandbox
+    info: dict[str, Any]
+    directory: Path
+    config: Path
+    env: dict[str, str]
+
+    @property
+    def store_path(self) -> Path:
+        return self.directory / "haul.db"
+
+    def haul(self, *args: str | Path, **options: Any) -> subprocess.CompletedProcess[str]:
+        """`haul ARGS...` in this sandbox's environment."""
+        return run_haul(*args, env=self.env, **options)
+
+
+def stage_sandbox(sandbox: Any, directory: Path) -> Staged:
+    """Write a config for `sandbox` (source only, as a nightly export has) and extract it."""
+    info = sandbox.info
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        with_target=False,
+        queue_mapping={},
+        mapping_extra={},
+        endpoint_extra={"read_rps": 2000},
+    )
+    config = write_sandbox_config(directory, info, options)
+    staged = Staged(
+        sandbox, info, directory, config, haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+    )
+    done = staged.haul("extract", "--config", config)
+    assert done.returncode == 0, done.stderr
+    return staged
+
+
+def haul_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without our token, plus `extra`; wide and plain for rich's tables."""
+    env = {name: value for name, value in os.environ.items() if name != TOKEN_ENV}
+    env.update(COLUMNS="200", TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(extra or {})
+    return env
+
+
+def run_haul(
+    *args: str | Path, env: dict[str, str] | None = None, **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """Run `haul ARGS...` to its end (never raises on a bad status)."""
+    return subprocess.run(
+        [str(HAUL), *(str(arg) for arg in args)],
+        env=env or haul_env(),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+        **options,
+    )
+
+
+def tracker_tables() -> dict[str, Table]:
+    """The registered tables by name (the tracker's, and any other service's)."""
+    load_service_tables()
+    return {table.name: table for table in REGISTRY.tables}
+
+
+def expected_rows(store_path: Path) -> dict[str, int]:
+    """Table -> the rows it should have: its staged records, or their items (checklists)."""
+    load_service_tables()
+    expected = {}
+    with StagingStore.open_readonly(store_path) as store:
+        for table in REGISTRY.tables_for(store):
+            records = store.iter_records(table.entity, parent=table.parent)
+            rows = sum(len(list(table.items(record))) for record in records)
+            if store.count_records().get(table.entity):
+                expected[table.name] = rows
+    return expected
+
+
+def only_folder(out: Path) -> Path:
+    """The one dated folder under `out` (what `latest` names)."""
+    folders = [
+        path
+        for path in out.iterdir()
+        if path.is_dir() and not path.is_symlink() and not path.name.startswith(".")
+    ]
+    assert len(folders) == 1, folders
+    assert (out / "latest").resolve() == folders[0].resolve()
+    return folders[0]

@@ -1,0 +1,164 @@
+"""What goes wrong in an export, and what it leaves: a write that fails mid-file leaves no
+partial file and no dated folder; bad options exit 2 with one line; a second export into the
+same folder waits its turn; a health check that cannot be reached is only a warning."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from export_fixtures import Staged, only_folder
+
+
+def files_under(out: Path) -> list[str]:
+    return sorted(str(path.relative_to(out)) for path in out.rglob("*"))
+
+
+def test_a_write_that_fails_leaves_no_partial_file_and_no_folder(staged: Staged) -> None:
+    """With files limited to 64 KiB (the kernel refuses to grow one past it: EFBIG), the export
+    stops at the first larger table: exit 1 and one line; the earlier export and `latest` are
+    as they were, and nothing of the failed run is left, not even a hidden folder."""
+    out = staged.directory / "atomic"
+    done = staged.haul("export", "--config", staged.config, "--out", out)
+    assert done.returncode == 0, done.stderr
+    before = files_under(out)
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    log = staged.store_path.with_suffix(".log")  # rotated: the limit would stop the log too
+    log.rename(log.with_suffix(".log.1"))
+
+    failed = staged.haul(
+        "export", "--config", staged.config, "--out", out, "--since", "2000-01-01",
+        preexec_fn=small_files,
+    )  # fmt: skip
+
+    assert failed.returncode == 1, failed.stderr
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith("haul: export failed: ") and "nothing of this run was kept" in last
+    # (stderr also shows Python's "Logging error": the limit stops haul.log's traceback too)
+    assert files_under(out) == before
+
+
+def test_the_config_gives_the_defaults(staged: Staged) -> None:
+    """[export] out and format apply when the options are not given (out relative to the
+    config's folder)."""
+    config = staged.directory / "with-defaults.toml"
+    text = staged.config.read_text() + '\n[export]\nout = "from-config"\nformat = "parquet"\n'
+    config.write_text(text)
+    done = staged.haul("export", "--config", config)
+    assert done.returncode == 0, done.stderr
+    assert (only_folder(staged.directory / "from-config") / "issues.parquet").is_file()
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--format", "xml"], "Invalid value for '--format'"),
+        (["--since", "yesterday"], "haul: --since: 'yesterday' is not a date"),
+        (["--entities", "issue,tickets"], "haul: --entities: no table or entity tickets"),
+        (["--no-out"], "haul: --out: give the folder to export into"),
+        (["--no-config"], "haul: --config: give the haul TOML file"),
+        (["--no-store"], "haul: nothing staged yet: "),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(staged: Staged, options: list[str], says: str) -> None:
+    """Each problem is one line on stderr, exit 2, nothing written."""
+    args: list[str | Path] = [
+        "export",
+        "--config",
+        staged.config,
+        "--out",
+        staged.directory / "bad",
+    ]
+    if options == ["--no-out"]:
+        args = args[:3]
+    elif options == ["--no-config"]:
+        args = ["export", "--out", staged.directory / "bad"]
+    elif options == ["--no-store"]:
+        moved = staged.directory / "elsewhere.toml"
+        moved.write_text(staged.config.read_text().replace('path = "haul.db"', 'path = "none.db"'))
+        args[2] = moved
+    else:
+        args += options
+    done = staged.haul(*args)
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (staged.directory / "bad").exists()
+    assert not (staged.directory / "none.db").exists()
+
+
+def test_a_second_export_into_the_same_folder_is_refused(staged: Staged) -> None:
+    """While one export holds OUT's lock, another into OUT stops at once: exit 1."""
+    out = staged.directory / "busy"
+    out.mkdir()
+    fd = os.open(out / ".haul-export.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        done = staged.haul("export", "--config", staged.config, "--out", out)
+    finally:
+        os.close(fd)
+    assert done.returncode == 1
+    assert "another haul export is writing into" in done.stderr
+    assert files_under(out) == [".haul-export.lock"]
+
+
+class Pings(BaseHTTPRequestHandler):
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        Pings.seen.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def health_check() -> Iterator[str]:
+    """A health check endpoint on loopback; its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Pings)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/ping/secret-uuid"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_health_check_is_pinged_after_a_good_export(staged: Staged, health_check: str) -> None:
+    """--healthcheck-url: one GET after the export succeeded."""
+    Pings.seen.clear()
+    done = staged.haul(
+        "export", "--config", staged.config, "--out", staged.directory / "hc",
+        "--entities", "users", "--healthcheck-url", health_check,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert Pings.seen == ["/ping/secret-uuid"]
+
+
+def test_an_unreachable_health_check_is_a_warning(staged: Staged) -> None:
+    """A ping that fails does not fail the export: exit 0 and a warning naming the host only."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = staged.haul(
+        "export", "--config", staged.config, "--out", staged.directory / "hc-down",
+        "--entities", "users", "--healthcheck-url", f"http://127.0.0.1:{port}/ping/secret-uuid",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "haul: warning: the health check ping to 127.0.0.1 failed" in done.stderr
+    assert "secret-uuid" not in done.stderr
+    assert (only_folder(staged.directory / "hc-down") / "users.csv").is_file()
