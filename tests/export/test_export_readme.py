@@ -1,0 +1,91 @@
+"""The README's export section stays true: its column reference is the registry's, and its
+cron line, run as written against a sandbox, extracts then exports."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from export_fixtures import haul_env, only_folder
+
+from haul.pipelines.export.command import load_service_tables
+from haul.pipelines.export.describe import describe_markdown, readme_copy
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+
+README = Path(__file__).parents[2] / "README.md"
+CRON_HOME = "/srv/haul"
+
+
+def fenced(language: str) -> list[str]:
+    """The bodies of the README's code blocks in `language`."""
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def cron_command() -> str:
+    """The command of the README's crontab line (its five schedule fields dropped)."""
+    (block,) = fenced("crontab")
+    (line,) = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    return line.split(None, 5)[5]
+
+
+def test_the_column_reference_is_the_registrys() -> None:
+    """README.md's table list is what `haul export --describe` prints (regenerate it with
+    `python -m haul.pipelines.export.describe README.md`)."""
+    load_service_tables()
+    assert readme_copy(README.read_text(encoding="utf-8")) == describe_markdown().strip("\n")
+
+
+def test_every_recipe_runs_the_cron_lines_commands() -> None:
+    """systemd and Airflow run the same haul commands, with the same options, as cron."""
+    commands = [
+        part.split("haul ", 1)[1] for part in cron_command().split(" && ") if "bin/haul" in part
+    ]
+    (service, _timer) = fenced("ini")
+    assert [
+        line.split("bin/haul ", 1)[1]
+        for line in service.splitlines()
+        if line.startswith("ExecStart=")
+    ] == commands
+    (dag,) = fenced("python")
+    bash = "".join(re.findall(r'"([^"]*)"', dag.split("bash_command=(", 1)[1].split(")", 1)[0]))
+    assert [
+        part.split("haul ", 1)[1] for part in bash.split(" && ") if "bin/haul" in part
+    ] == commands
+
+
+def test_the_cron_line_extracts_then_exports(tmp_path: Path) -> None:
+    """The crontab line, in a folder laid out as the README says (.venv, haul.toml, haul.env),
+    run by /bin/sh: exit 0, and a dated folder of Parquet files with its manifest."""
+    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    with sandbox_server.start_sandbox(size="tiny", seed=7) as sandbox:
+        info = sandbox.info
+        options = SandboxConfig(source_token_env="HAUL_SOURCE_TOKEN", with_target=False)
+        write_sandbox_config(tmp_path, info, options)
+        (tmp_path / "haul.env").write_text(f"HAUL_SOURCE_TOKEN={info['tokens']['admin']}\n")
+        (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
+        command = cron_command().replace(CRON_HOME, shlex.quote(str(tmp_path)))
+        env = {
+            "PATH": os.defpath,
+            "HOME": str(tmp_path),
+            **{k: v for k, v in haul_env().items() if k in ("COLUMNS", "TERM")},
+        }
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    folder = only_folder(tmp_path / "exports")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["format"] == "parquet" and manifest["run"]["command"] == "extract"
+    assert {entry["table"] for entry in manifest["files"]} >= {"issues", "comments", "worklogs"}
+    assert "--since last: no earlier export" in done.stderr  # the first night exports everything
