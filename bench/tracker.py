@@ -41,6 +41,11 @@ class Phase:
     requests: int
     issues: int
     peak_mb: float
+    cpu_s: float  # the haul process's own user + system CPU
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return 1000 * self.cpu_s / self.requests if self.requests else 0.0
 
     @property
     def rate(self) -> float:
@@ -106,6 +111,7 @@ def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
         requests=sandbox_requests(info) - before,
         issues=counts.get("issue", 0),
         peak_mb=usage.ru_maxrss / 1024,
+        cpu_s=usage.ru_utime + usage.ru_stime,
     )
 
 
@@ -140,12 +146,14 @@ def main() -> None:
     )
     print(
         f"{'run':<18}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
+        f"{'CPU ms/req':>11}"
     )
     for label, phases in (("pipeline", pipeline), ("baseline", baseline)):
         for phase in phases:
             print(
                 f"{label + ' ' + phase.name:<18}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
                 f"{phase.requests:>10}{phase.requests / max(1, phase.issues):>10.1f}{phase.peak_mb:>9.0f}"
+                f"{phase.cpu_ms_per_request:>11.2f}"
             )
     for fast, slow in zip(pipeline, baseline, strict=True):
         print(

@@ -1,4 +1,4 @@
-"""Crash tests of the wiki and forms stages: `haul extract` and `haul load` SIGKILLed at random
+"""Crash tests of the wiki and forms stages: `haul extract` and `haul load` each SIGKILLed twice at random
 instants, resumed, with 5% of requests dropped after the service applied them; the target ends
 as an uninterrupted run's: every page, attachment, grid and comment once, one issue per answer.
 
@@ -26,7 +26,7 @@ from wiki_snapshot import wiki_snapshot
 from haul.state.store import StagingStore
 
 HAUL = str(Path(sys.executable).parent / "haul")
-KILLS_PER_STAGE = 3
+KILLS_PER_STAGE = 2
 
 
 def run(config: Path, stage: str, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -42,18 +42,14 @@ def mapping_for(info: dict[str, Any]) -> dict[str, str]:
 
 
 def write_wiki_config(directory: Path, info: dict[str, Any], **options: Any) -> Path:
-    return write_sandbox_config(
-        directory,
-        info,
-        SandboxConfig(
-            source_token_env=TOKEN_ENV,
-            endpoint_extra={"read_rps": 2000, "write_rps": 2000},
-            queues=source_queues(info),
-            services=("tracker", "wiki"),
-            wiki_mapping=mapping_for(info),
-            **options,
-        ),
-    )
+    settings: dict[str, Any] = {
+        "source_token_env": TOKEN_ENV,
+        "endpoint_extra": {"read_rps": 2000, "write_rps": 2000},
+        "queues": source_queues(info),
+        "services": ("tracker", "wiki"),
+        "wiki_mapping": mapping_for(info),
+    }
+    return write_sandbox_config(directory, info, SandboxConfig(**{**settings, **options}))
 
 
 def snapshots(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -134,3 +130,28 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
     assert again.complete
     assert writes(sandbox.stats()) == before  # nothing changed at the source: nothing written
     assert snapshots(info)[1] == target
+
+
+def test_a_later_run_carries_what_changed_at_the_source_and_only_that(sandbox, tmp_path):
+    """An edited page is replaced in the target, a new comment added; nothing else is written."""
+    info = sandbox.info
+    config = load_config(write_wiki_config(tmp_path, info, queues=[], services=("wiki",)))
+    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    root = info["wiki_roots"]["source"][1]  # kept at its own slug
+
+    async def edit() -> None:
+        async with wiki_client(info, "source") as source:
+            page = await source.get_page(root)
+            await source.replace_page(int(page["id"]), content=page["content"] + "\nEdited.")
+            await source.create_comment(int(page["id"]), "A later comment.")
+
+    asyncio.run(edit())
+    before = writes(sandbox.stats())
+    again = asyncio.run(run_all(config, environ=environ(info)))
+    assert again.complete
+    after = writes(sandbox.stats())
+    written = {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
+    assert written == {"POST /v1/pages/{idx:int}": 1, "POST /v1/pages/{idx:int}/comments": 1}
+    target = snapshots(info)[1]
+    assert target[root]["content"].endswith("\nEdited.")
+    assert target[root]["comments"][-1][0] == "A later comment."

@@ -19,7 +19,8 @@ def test_command_line_serves_until_sigterm() -> None:
         try:
             assert process.stdout is not None
             info = json.loads(process.stdout.readline())
-            assert set(info) >= {"tracker", "orgs", "tokens"} and info["wiki"] is None
+            assert set(info) >= {"tracker", "wiki", "forms", "orgs", "tokens", "wiki_roots"}
+            assert info["wiki"].endswith("/v1") and info["forms"].endswith("/v1")
             assert info["tracker"].startswith("http://127.0.0.1:")
             assert info["tracker"].endswith("/v3")
             token, org = info["tokens"]["user"], info["orgs"]["source"]

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from trust_fixtures import (
     load_under_way,
     migrated,
@@ -53,6 +54,7 @@ def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> 
     assert "next: the last run was interrupted: run haul load to resume" in done.stdout
 
 
+@pytest.mark.slow  # a 100 000-issue store; the other status tests stay in make test
 def test_status_answers_in_under_a_second_on_100k_issues(tmp_path: Path) -> None:
     """Measured in-process: gather_status on a store of 100 000 issues and 300 000 comments."""
     with StagingStore.open(tmp_path / "big.db") as store:
