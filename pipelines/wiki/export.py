@@ -1,0 +1,136 @@
+"""The wiki's export tables: pages, attachments (metadata; the bytes stay in the blob store),
+comments, and one table per grid (its own columns, typed after the grid's, a row per grid row).
+
+People on the wiki's replies carry their login (`username`) and display name themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from haul.pipelines.export.columns import (
+    blob_sha256,
+    identifier,
+    parent,
+    timestamp,
+    user,
+    value,
+)
+from haul.pipelines.export.tables import (
+    Column,
+    ColumnType,
+    Item,
+    Table,
+    register_table,
+    register_tables,
+)
+from haul.state.store import StagedRecord, StagingStore
+
+SERVICE = "wiki"
+PAGE = parent("page_slug", "the slug of the page it belongs to (at the source)")
+GRID_TYPES: dict[str, ColumnType] = {"number": "float", "checkbox": "bool", "date": "date"}
+
+
+def wiki_login(item: Item, ref: dict[str, Any]) -> Any:
+    """The wiki's people carry their login themselves."""
+    return ref.get("username")
+
+
+def _display(prefix: str, doc: str, *path: str) -> tuple[Column, Column]:
+    login, _ = user(prefix, doc, *path, login=wiki_login)
+    name = Column(
+        f"{prefix}_name", "string", f"{doc}: display name",
+        lambda item: (item.get(*path) or {}).get("display_name"),
+    )  # fmt: skip
+    return login, name
+
+
+PAGES = register_table(Table("wiki_pages", "wiki_page", (
+    identifier("slug", "the page's slug at the source", "slug"),
+    identifier("id", "the page's numeric id at the source", "id"),
+    value("title", "string", "title", "title"),
+    timestamp("created_at", "when the page was created", "attributes", "created_at"),
+    timestamp("modified_at", "when the page last changed", "attributes", "modified_at"),
+    *_display("author", "who wrote the current revision", "active_revision", "author"),
+    value("comments_count", "int", "comments on the page", "attributes", "comments_count"),
+    value("content", "string", "the page's markdown, as the source holds it", "content"),
+), doc="wiki pages under the configured roots", service=SERVICE))  # fmt: skip
+
+ATTACHMENTS = register_table(Table("wiki_attachments", "wiki_attachment", (
+    PAGE,
+    identifier("id", "the file's id at the source", "id"),
+    value("name", "string", "file name", "name"),
+    value("size", "int", "size in bytes", "size"),
+    value("mimetype", "string", "MIME type", "mimetype"),
+    timestamp("created_at", "when it was attached", "created_at"),
+    *_display("author", "who attached it", "user"),
+    blob_sha256(),
+), doc="files attached to wiki pages", service=SERVICE))  # fmt: skip
+
+COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
+    PAGE,
+    identifier("id", "the comment's id at the source", "id"),
+    identifier("parent_id", "the comment it answers (empty: a thread's first)", "parent_id"),
+    value("body", "string", "the comment's text", "body"),
+    timestamp("created_at", "when it was written", "created_at"),
+    *_display("author", "who wrote it", "author"),
+), doc="comments on wiki pages, replies naming the comment they answer", service=SERVICE))  # fmt: skip
+
+
+def _rows_of(grid_id: str) -> Any:
+    """The rows of one grid (every grid record is read; only this one gives rows)."""
+
+    def rows(record: StagedRecord) -> Iterable[dict[str, Any]]:
+        return list(record.raw.get("rows") or []) if record.source_id == grid_id else []
+
+    return rows
+
+
+def _cell(index: int) -> Any:
+    def read(item: Item) -> Any:
+        cells = item.raw.get("row") or []
+        return cells[index] if index < len(cells) else None
+
+    return read
+
+
+def grid_table(record: StagedRecord) -> Table:
+    """One grid: its row id, then one column per grid column, by slug."""
+    columns = (record.raw.get("structure") or {}).get("columns") or []
+    title = "".join(
+        c if c.isalnum() else "_" for c in str(record.raw.get("title") or "grid").lower()
+    )
+    return Table(
+        f"wiki_grid_{title.strip('_')}_{record.source_id[:8]}",
+        "wiki_grid",
+        (
+            identifier("row_id", "the row's id at the source", "id"),
+            *(
+                Column(
+                    str(c["slug"]),
+                    GRID_TYPES.get(str(c.get("type")), "string"),
+                    str(c.get("title") or c["slug"]),
+                    _cell(i),
+                )
+                for i, c in enumerate(columns)
+            ),
+        ),
+        doc=f"grid {record.raw.get('title')!r} on {record.parent}",
+        service=SERVICE,
+        items=_rows_of(record.source_id),
+    )
+
+
+def grid_tables(store: StagingStore) -> Iterable[Table]:
+    """A table per staged grid."""
+    return [grid_table(record) for record in store.iter_records("wiki_grid")]
+
+
+register_tables(
+    "wiki_grid_<title>_<id>",
+    grid_tables,
+    doc="one table per grid: a row per grid row, a column per grid column (number: float, "
+    "checkbox: bool, date: date, others: string)",
+    service=SERVICE,
+)
