@@ -18,11 +18,11 @@ END = "<!-- end of export-columns -->"
 
 def describe_markdown(registry: Registry = REGISTRY) -> str:
     """Every registered table (and family) with its typed columns, as Markdown."""
-    parts = []
-    for table in registry.tables:
-        parts.append(_table_markdown(table))
-    for family in registry.families:
-        parts.append(f"**{family.name}** ({family.service}): {family.doc}\n")
+    # by service, then in each service's own order: the same whichever module was imported first
+    tables = sorted(registry.tables, key=lambda table: table.service)
+    families = sorted(registry.families, key=lambda family: family.service)
+    parts = [_table_markdown(table) for table in tables]
+    parts += [f"**{family.name}** ({family.service}): {family.doc}\n" for family in families]
     return "\n".join(parts)
 
 

@@ -49,17 +49,6 @@ def test_a_write_that_fails_leaves_no_partial_file_and_no_folder(staged: Staged)
     assert files_under(out) == before
 
 
-def test_the_config_gives_the_defaults(staged: Staged) -> None:
-    """[export] out and format apply when the options are not given (out relative to the
-    config's folder)."""
-    config = staged.directory / "with-defaults.toml"
-    text = staged.config.read_text() + '\n[export]\nout = "from-config"\nformat = "parquet"\n'
-    config.write_text(text)
-    done = staged.haul("export", "--config", config)
-    assert done.returncode == 0, done.stderr
-    assert (only_folder(staged.directory / "from-config") / "issues.parquet").is_file()
-
-
 @pytest.mark.parametrize(
     ("options", "says"),
     [
@@ -138,14 +127,18 @@ def health_check() -> Iterator[str]:
         server.server_close()
 
 
-def test_the_health_check_is_pinged_after_a_good_export(staged: Staged, health_check: str) -> None:
-    """--healthcheck-url: one GET after the export succeeded."""
+def test_the_config_gives_the_defaults_and_the_health_check_is_pinged(
+    staged: Staged, health_check: str
+) -> None:
+    """[export] out, format and healthcheck_url apply when no option says otherwise (out is
+    relative to the config's folder); one GET to the health check after the export."""
     Pings.seen.clear()
-    done = staged.haul(
-        "export", "--config", staged.config, "--out", staged.directory / "hc",
-        "--entities", "users", "--healthcheck-url", health_check,
-    )  # fmt: skip
+    config = staged.directory / "with-defaults.toml"
+    defaults = f'out = "from-config"\nformat = "parquet"\nhealthcheck_url = "{health_check}"\n'
+    config.write_text(staged.config.read_text() + "\n[export]\n" + defaults)
+    done = staged.haul("export", "--config", config, "--entities", "issue")
     assert done.returncode == 0, done.stderr
+    assert (only_folder(staged.directory / "from-config") / "issues.parquet").is_file()
     assert Pings.seen == ["/ping/secret-uuid"]
 
 
