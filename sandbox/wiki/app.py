@@ -5,13 +5,15 @@ otherwise). Errors as ``{"error_code", "message", "debug_message"}``; validation
 the field and the pydantic-style type (``value_error.missing``, ``type_error.enum``) with 400.
 Choices where the notes are silent: a slug already taken is 409 ``ALREADY_EXISTS``; a grid
 write with a stale revision is 409 ``REVISION_CONFLICT``; restore is
-``POST /pages/recovery_tokens/{token}/recover``; cursors are opaque offsets.
+``POST /pages/recovery_tokens/{token}/recover`` (409 ``ALREADY_EXISTS`` when a slug of the
+deleted pages was taken meanwhile); cursors are opaque offsets.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import mimetypes
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +31,7 @@ from haul.sandbox.tracker import catalog
 from haul.sandbox.tracker.context import is_admin_token
 from haul.sandbox.tracker.model import User, World
 from haul.sandbox.wiki.model import (
+    COLUMN_EXTRAS,
     PART_MAX,
     PART_MIN,
     Attachment,
@@ -47,6 +50,11 @@ from haul.sandbox.wiki.seed import build_wiki
 ROOT = "/v1"
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
+# the append reply names every optional block of a page, null (as the live reply does)
+APPEND_NULLS = dict.fromkeys(
+    ("access_lists", "access_policy", "actuality", "attributes", "breadcrumbs", "owner", "redirect")
+)
+PAGE_FIELDS = {"content", "attributes", "breadcrumbs", "redirect", "actuality", "owner"}
 COLUMN_TYPES = ("string", "number", "select", "staff", "date", "checkbox", "ticket", "ticket_field")
 
 
@@ -192,9 +200,18 @@ def page_json(call: Call, page: Page, fields: str | None) -> dict[str, Any]:
         "page_type": "page",
     }
     wanted = {f.strip() for f in (fields or "").split(",") if f.strip()}
-    unknown = wanted - {"content", "attributes", "breadcrumbs", "redirect"}
+    unknown = wanted - PAGE_FIELDS
     if unknown:
         raise invalid("fields", "type_error.enum", f"unknown field {sorted(unknown)[0]!r}")
+    if wanted:  # the live replies carry the revision (and so the author) with any fields
+        body["active_revision"] = {
+            "author": user_json(page.author),
+            "created_at": wiki_time(page.modified_at),
+            "id": page.id,
+            "page_type": "wysiwyg",
+            "publication": None,
+            "revision_draft": None,
+        }
     if "content" in wanted:
         body["content"] = page.content
     if "attributes" in wanted:
@@ -209,14 +226,6 @@ def page_json(call: Call, page: Page, fields: str | None) -> dict[str, Any]:
             "is_collaborative": False,
             "is_draft": False,
         }
-        body["active_revision"] = {
-            "author": user_json(page.author),
-            "created_at": wiki_time(page.modified_at),
-            "id": page.id,
-            "page_type": "wysiwyg",
-            "publication": None,
-            "revision_draft": None,
-        }
     if "breadcrumbs" in wanted:
         parts = page.slug.split("/")
         body["breadcrumbs"] = [
@@ -230,6 +239,10 @@ def page_json(call: Call, page: Page, fields: str | None) -> dict[str, Any]:
         ]
     if "redirect" in wanted:
         body["redirect"] = None
+    if "actuality" in wanted:
+        body["actuality"] = {"status": "actual"}
+    if "owner" in wanted:
+        body["owner"] = user_json(page.author)
     return body
 
 
@@ -270,7 +283,7 @@ async def create_page(request: Request) -> Response:
     now = now_ms()
     page = call.wiki.add_page(Page(call.wiki.new_id(), slug, title, content, call.user, now, now))
     reply = page_json(call, page, request.query_params.get("fields") or "content,breadcrumbs")
-    return JSONResponse({"active_revision": None, **reply})
+    return JSONResponse({**reply, "active_revision": None})
 
 
 async def update_page(request: Request) -> Response:
@@ -282,7 +295,7 @@ async def update_page(request: Request) -> Response:
         page.title = str(body["title"])
     page.modified_at = now_ms()
     reply = page_json(call, page, request.query_params.get("fields") or "content")
-    return JSONResponse({"active_revision": None, **reply})
+    return JSONResponse({**reply, "active_revision": None})
 
 
 async def patch_page(request: Request) -> Response:
@@ -300,7 +313,9 @@ async def append_content(request: Request) -> Response:
     top = placements[0] == "body" and (body["body"] or {}).get("location") == "top"
     page.content = content + "\n" + page.content if top else page.content + "\n" + content
     page.modified_at = now_ms()
-    return JSONResponse(page_json(call, page, "content"))
+    return JSONResponse(
+        {**APPEND_NULLS, **page_json(call, page, "content"), "active_revision": None}
+    )
 
 
 async def delete_page(request: Request) -> Response:
@@ -320,9 +335,14 @@ async def delete_page(request: Request) -> Response:
 
 async def recover(request: Request) -> Response:
     call = Call(request)
-    gone = call.wiki.deleted.pop(request.path_params["token"], None)
+    token = request.path_params["token"]
+    gone = call.wiki.deleted.get(token)
     if gone is None:
         raise not_found("recovery token")
+    taken = [page.slug for page in gone if page.slug in call.wiki.by_slug]
+    if taken:
+        raise WikiError(409, "ALREADY_EXISTS", f"Page {taken[0]} exists again: move it first")
+    del call.wiki.deleted[token]
     for page in gone:
         call.wiki.add_page(page)
         for grid in page.grids:
@@ -479,8 +499,9 @@ async def attach(request: Request) -> Response:
     attached = []
     for session in sessions:
         data = b"".join(session.parts[n] for n in sorted(session.parts))
-        attachment = Attachment(call.wiki.new_id(), session.file_name, data,
-                                "application/octet-stream", call.user, now_ms())  # fmt: skip
+        mimetype = mimetypes.guess_type(session.file_name)[0] or "application/octet-stream"
+        attachment = Attachment(call.wiki.new_id(), session.file_name, data, mimetype,
+                                call.user, now_ms())  # fmt: skip
         page.attachments.append(attachment)
         session.status, session.parts = "used", {}
         attached.append(attachment.json(page))
@@ -628,8 +649,10 @@ async def add_columns(request: Request) -> Response:
             raise invalid("columns.type", "type_error.enum", f"one of {', '.join(COLUMN_TYPES)}")
         if any(c.slug == item["slug"] for c in grid.columns + new):
             raise invalid("columns.slug", "value_error", f"column {item['slug']} exists")
+        extra = {name: item[name] for name in COLUMN_EXTRAS if name in item}
         new.append(Column(item["slug"], item["title"], item["type"], bool(item["required"]),
-                          item.get("select_options"), item.get("description") or ""))  # fmt: skip
+                          item.get("select_options"), item.get("description") or "",
+                          extra=extra))  # fmt: skip
     position = body.get("position")
     at = len(grid.columns) if position is None else int(position)
     grid.columns[at:at] = new

@@ -13,6 +13,9 @@ from haul.sandbox.tracker.model import User
 
 PART_MIN = 5 * 1024 * 1024
 PART_MAX = 16 * 1024 * 1024
+COLUMN_EXTRAS = (
+    "width", "width_units", "pinned", "color", "multiple", "format", "ticket_field", "mark_rows"
+)  # fmt: skip
 
 
 def wiki_time(ms: int) -> str:
@@ -65,6 +68,9 @@ class Column:
     select_options: list[str] | None = None
     description: str = ""
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # kept as written and read back: width, width_units, pinned, color, multiple, format,
+    # ticket_field (which field of the row's ticket a ticket_field column shows), mark_rows
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def json(self) -> dict[str, Any]:
         return {
@@ -73,15 +79,8 @@ class Column:
             "title": self.title,
             "type": self.type,
             "required": self.required,
-            "width": None,
-            "width_units": None,
-            "pinned": None,
-            "color": None,
-            "multiple": None,
-            "format": None,
-            "ticket_field": None,
+            **{name: self.extra.get(name) for name in COLUMN_EXTRAS},
             "select_options": self.select_options,
-            "mark_rows": None,
             "description": self.description,
         }
 

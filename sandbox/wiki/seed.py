@@ -1,10 +1,11 @@
 """Seed the sandbox wiki from ``(seed, size)``: page trees in the source org, an empty target.
 
 Each tree is a root with sections several levels deep. Page text is markdown with links to
-other pages of the tree (by absolute slug and by relative path), to the page's own attachments
-and to issue keys of the source tracker. Some pages carry attachments (one larger than an
-upload part at every size), grids of every column type and comment threads with replies.
-Times are spread over years; authors are the org's users. Deterministic for a seed.
+other pages of the tree (by absolute slug, and relative: ``./child``, ``child``, ``../``,
+``../sibling``), to the page's own attachments and to issue keys of the source tracker. Some
+pages carry attachments (one larger than an upload part at every size), grids of every column
+type and comment threads with replies. Times are spread over years; authors are the org's
+users. Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -104,6 +105,11 @@ def _content(page: Page, slugs: list[str], keys: list[str], rng: random.Random) 
         lines.append(f"- Next: [{child}](./{child}), or just [{child}]({child}).")
     if page.slug.count("/") > 1:
         lines.append("- Up: [the parent page](../).")
+    parent = page.slug.rpartition("/")[0]
+    siblings = [s for s in slugs if s.rpartition("/")[0] == parent and s != page.slug]
+    if parent and siblings:
+        sibling = siblings[0].rpartition("/")[2]
+        lines.append(f"- Beside it: [{sibling}](../{sibling}).")
     for attachment in page.attachments[:2]:
         lines.append(f"- Attached: [{attachment.name}](/{page.slug}/.files/{attachment.name})")
     lines += ["", "```sh", f"make {rng.choice(('build', 'check', 'deploy'))}", "```", ""]
@@ -157,7 +163,10 @@ def _grid(
         Column("due", "Due", "date"),
         Column("checked", "Checked", "checkbox"),
         Column("issue", "Issue", "ticket"),
+        Column("issue_status", "Issue status", "ticket_field", extra={"ticket_field": "status"}),
     ]
+    for column in grid.columns:  # ids fixed by the seed, without drawing from `rng`
+        column.id = uuid.uuid5(uuid.UUID(grid.id), column.slug).hex[:12]
     for index in range(rng.randrange(3, 21)):
         cells = {
             "name": f"item {index}",
@@ -168,6 +177,7 @@ def _grid(
             "checked": rng.random() < 0.5,
             "issue": rng.choice(keys),
         }
+        cells["issue_status"] = "open" if cells["state"] == "open" else "closed"
         grid.rows.append(Row(uuid.UUID(int=rng.getrandbits(128), version=4).hex, cells))
     page.grids.append(grid)
     wiki.grids[grid.id] = grid
