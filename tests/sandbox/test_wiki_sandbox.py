@@ -5,6 +5,7 @@ revision lock), faults, and the same seeded trees for the same seed."""
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -68,6 +69,9 @@ def test_auth_is_the_trackers(sandbox: RunningSandbox) -> None:
     assert httpx.get(info["wiki"] + "/me", headers=headers).status_code == 401
     with wiki_for(sandbox, "source", token="user") as user:
         assert_like_recording("wiki:me/get", *_reply(user.get("/me")))
+    bearer = {"Authorization": f"Bearer {info['tokens']['user']}",
+              "X-Cloud-Org-Id": info["orgs"]["target"]}  # fmt: skip
+    assert httpx.get(info["wiki"] + "/me", headers=bearer).status_code == 200
 
 
 def _reply(response: httpx.Response) -> tuple[int, object]:
@@ -83,8 +87,13 @@ def test_pages_read_like_the_live_service(wiki: httpx.Client) -> None:
     assert_like_recording("wiki:pages/descendants_list", *_reply(
         wiki.get("/pages/descendants", params={"slug": "team/handbook", "page_size": 100})
     ))  # fmt: skip
+    by_id = wiki.get(f"/pages/{root.json()['id']}", params={"fields": "content,redirect,actuality"})
+    assert_like_recording("wiki:pages/get_by_id", *_reply(by_id))
     missing = wiki.get("/pages", params={"slug": "no/such/page"})
     assert missing.status_code == 404 and missing.json()["error_code"] == "NOT_FOUND"
+    for path in ("/pages/999999", f"/grids/{uuid.uuid4()}", f"/upload_sessions/{uuid.uuid4()}"):
+        gone = wiki.get(path)
+        assert gone.status_code == 404 and gone.json()["error_code"] == "NOT_FOUND", path
 
 
 def test_descendants_page_by_cursor_to_a_null_end(wiki: httpx.Client) -> None:
@@ -112,9 +121,12 @@ def test_create_replace_append_delete_and_restore(empty: httpx.Client) -> None:
         "wiki:pages/update", *_reply(empty.post(f"/pages/{page}", json={"content": "two"}))
     )
     assert empty.post(f"/pages/{page}/append-content", json={"content": "x"}).status_code == 400
+    both = {"content": "x", "body": {"location": "top"}, "anchor": {"name": "a"}}
+    assert empty.post(f"/pages/{page}/append-content", json=both).status_code == 400
     appended = empty.post(
         f"/pages/{page}/append-content", json={"content": "three", "body": {"location": "bottom"}}
     )
+    assert_like_recording("wiki:pages/append", *_reply(appended))
     assert appended.json()["content"] == "two\nthree"
     deleted = empty.delete(f"/pages/{page}")
     assert_like_recording("wiki:pages/delete", *_reply(deleted))
@@ -123,6 +135,17 @@ def test_create_replace_append_delete_and_restore(empty: httpx.Client) -> None:
     restored = empty.post(f"/pages/recovery_tokens/{token}/recover")
     assert_like_recording("wiki:recovery/recover", *_reply(restored))
     assert empty.get("/pages", params={"slug": "x/page", "fields": "content"}).json()["content"]
+
+
+def test_a_restore_over_a_slug_taken_again_is_refused(empty: httpx.Client) -> None:
+    tree = [("r/root", "R"), ("r/root/leaf", "L")]
+    ids = [empty.post("/pages", json={"slug": s, "title": t, "content": "."}).json()["id"]
+           for s, t in tree]  # fmt: skip
+    token = empty.delete(f"/pages/{ids[0]}", params={"recursive": "true"}).json()["recovery_token"]
+    assert empty.get(f"/pages/{ids[1]}").status_code == 404  # the subtree went with it
+    empty.post("/pages", json={"slug": "r/root/leaf", "title": "Again", "content": "."})
+    refused = empty.post(f"/pages/recovery_tokens/{token}/recover")
+    assert refused.status_code == 409 and refused.json()["error_code"] == "ALREADY_EXISTS"
 
 
 def test_an_upload_in_parts_attaches_the_same_bytes(empty: httpx.Client) -> None:
@@ -155,6 +178,9 @@ def test_a_finish_with_a_wrong_size_or_a_missing_part_fails(empty: httpx.Client)
     empty.put(f"/upload_sessions/{short['session_id']}/upload_part", params={"part_number": 1},
               content=b"12345")  # fmt: skip
     assert empty.post(f"/upload_sessions/{short['session_id']}/finish").status_code == 400
+    page = empty.post("/pages", json={"slug": "up/short", "title": "S", "content": "."}).json()
+    unfinished = {"upload_sessions": [short["session_id"]]}
+    assert empty.post(f"/pages/{page['id']}/attachments", json=unfinished).status_code == 400
     gap = empty.post("/upload_sessions", json={"file_name": "b", "file_size": 5}).json()
     empty.put(f"/upload_sessions/{gap['session_id']}/upload_part", params={"part_number": 2},
               content=b"12345")  # fmt: skip
@@ -193,6 +219,17 @@ def test_grid_writes_carry_the_revision(wiki: httpx.Client, empty: httpx.Client)
     assert read_shape.status_code == 400 and "type_error.enum" in read_shape.json()["debug_message"]
     body = empty.get(f"/grids/{grid}").json()
     assert [row["row"] for row in body["rows"]] == [["z", 1]]
+    not_a_number = empty.post(f"/grids/{grid}/rows",
+                              json={"revision": body["revision"], "rows": [{"n": "many"}]})  # fmt: skip
+    assert not_a_number.status_code == 400
+    field_column = {"slug": "s", "title": "S", "type": "ticket_field", "required": False,
+                    "ticket_field": "status", "width": 120}  # fmt: skip
+    empty.post(f"/grids/{grid}/columns", json={"revision": body["revision"],
+               "columns": [field_column]})  # fmt: skip
+    written = empty.get(f"/grids/{grid}").json()["structure"]["columns"][-1]
+    assert (written["ticket_field"], written["width"]) == ("status", 120)
+    assert empty.delete(f"/grids/{grid}").status_code == 204
+    assert empty.get(f"/grids/{grid}").status_code == 404
 
 
 def test_comments_thread_by_parent_id(wiki: httpx.Client, empty: httpx.Client) -> None:
