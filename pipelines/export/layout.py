@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from haul.pipelines.export.errors import ExportBusyError
+from haul.pipelines.export.errors import ExportBusyError, ExportOptionError
 
 MANIFEST = "manifest.json"
 LATEST = "latest"
@@ -153,7 +153,13 @@ def latest_manifest(out: Path) -> dict[str, Any] | None:
     folder = latest(out)
     if folder is None or not (folder / MANIFEST).is_file():
         return None
-    manifest: dict[str, Any] = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    try:
+        manifest: dict[str, Any] = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ExportOptionError(
+            f"--since last: {folder / MANIFEST} is not a haul manifest ({exc}): export once "
+            "without --since, or with --since DATE"
+        ) from None
     return manifest
 
 

@@ -226,3 +226,13 @@ def test_since_compares_in_the_stores_own_form() -> None:
     assert since_instant("2024-05-01") == "2024-05-01T00:00:00.000+00:00"
     assert since_instant("2024-05-01T03:00:00+03:00") == "2024-05-01T00:00:00.000+00:00"
     assert date(2024, 5, 1).isoformat() in since_instant("2024-05-01T12:00")
+
+
+def test_since_last_refuses_a_manifest_it_cannot_read(tmp_path: Path) -> None:
+    """A damaged manifest under `latest` is an option error (exit 2), not a guess."""
+    (tmp_path / "2024-05-01").mkdir()
+    (tmp_path / "2024-05-01" / "manifest.json").write_text("{half")
+    layout.point_latest(tmp_path, "2024-05-01")
+    with pytest.raises(ExportOptionError, match="not a haul manifest") as caught:
+        layout.latest_manifest(tmp_path)
+    assert caught.value.exit_code == 2
