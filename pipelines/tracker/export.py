@@ -3,7 +3,7 @@ attachments (metadata; the bytes stay in the blob store), checklist items (one r
 and the dictionaries, queues and users staged with them.
 
 People are referred to by id in the tracker's replies; their logins come from the staged
-users (`logins`). Durations are ISO-8601 strings on the wire (`PT5H15M`, the tracker's `P1H`):
+users (`staged_logins`). Durations are ISO-8601 strings on the wire (`PT5H15M`, the tracker's `P1H`):
 they are exported in seconds beside the original text.
 """
 
@@ -32,14 +32,16 @@ SERVICE = "tracker"
 ISSUE_KEY = parent("issue_key", "the key of the issue it belongs to")
 
 
-def logins(store: StagingStore) -> dict[str, str]:
+def staged_logins(store: StagingStore) -> dict[str, str]:
     """Staged user id -> login (the users dictionary is small: read once per export)."""
     return {row.source_id: str(row.raw.get("login")) for row in store.iter_records("user")}
 
 
 def login_of(item: Item, ref: dict[str, Any]) -> Any:
     """A person's login: from the reference itself, else from the staged users by id."""
-    return ref.get("login") or item.context.memo("tracker.logins", logins).get(str(ref.get("id")))
+    return ref.get("login") or item.context.memo("tracker.logins", staged_logins).get(
+        str(ref.get("id"))
+    )
 
 
 def person(prefix: str, doc: str, *path: str) -> tuple[Column, Column]:
@@ -62,6 +64,24 @@ def _keys_of(item: Item, *path: str) -> list[Any] | None:
         ref.get("key") or display_text(ref.get("display")) if isinstance(ref, dict) else ref
         for ref in refs
     ]
+
+
+def people(name: str, doc: str, *path: str) -> Column:
+    """A list of people at `path`, as a JSON list of their logins."""
+    return Column(name, "json", doc, lambda item: _logins_of(item, *path))
+
+
+def names(name: str, doc: str, *path: str) -> Column:
+    """A list of references at `path` (components, versions), as a JSON list of keys or names."""
+    return Column(name, "json", doc, lambda item: _keys_of(item, *path))
+
+
+def _attachment_count(item: Item) -> int:
+    return len(item.get("attachments") or [])
+
+
+def _name(item: Item) -> str | None:
+    return display_text(item.get("name"))
 
 
 def _created_and_updated(what: str) -> tuple[Column, ...]:
@@ -109,7 +129,7 @@ ISSUES = Table("issues", "issue", (
     value("description", "string", "the description (the tracker's markup)", "description"),
     *dictionary("type", "the issue type", "type"),
     *dictionary("status", "the status", "status"),
-    value("status_type", "string", "the status's kind (new, inProgress, done, ...)", "statusType", "key"),
+    value("status_type", "string", "the status's kind (new, done, ...)", "statusType", "key"),
     *dictionary("previous_status", "the status before this one", "previousStatus"),
     *dictionary("priority", "the priority", "priority"),
     *dictionary("resolution", "the resolution (empty while unresolved)", "resolution"),
@@ -127,20 +147,20 @@ ISSUES = Table("issues", "issue", (
     seconds("original_estimation_s", "the first estimate (seconds)", "originalEstimation"),
     value("story_points", "float", "story points", "storyPoints"),
     as_json("tags", "its tags, a JSON list of strings", "tags"),
-    Column("followers", "json", "followers' logins, a JSON list", lambda item: _logins_of(item, "followers")),
-    Column("components", "json", "component names, a JSON list", lambda item: _keys_of(item, "components")),
-    Column("fix_versions", "json", "fix versions, a JSON list", lambda item: _keys_of(item, "fixVersions")),
-    Column("affected_versions", "json", "affected versions, a JSON list", lambda item: _keys_of(item, "affectedVersions")),
+    people("followers", "followers' logins, a JSON list", "followers"),
+    names("components", "component names, a JSON list", "components"),
+    names("fix_versions", "fix versions, a JSON list", "fixVersions"),
+    names("affected_versions", "affected versions, a JSON list", "affectedVersions"),
     value("parent_key", "string", "the parent issue's key", "parent", "key"),
     value("epic_key", "string", "the epic's key", "epic", "key"),
-    Column("sprints", "json", "sprint names, a JSON list", lambda item: _keys_of(item, "sprint")),
+    names("sprints", "sprint names, a JSON list", "sprint"),
     value("votes", "int", "votes", "votes"),
     Column("comment_count", "int", "comments (internal and external)", _comment_count),
-    Column("attachment_count", "int", "attachments on the issue", lambda item: len(item.get("attachments") or [])),
+    Column("attachment_count", "int", "attachments on the issue", _attachment_count),
     value("checklist_done", "int", "checklist items done", "checklistDone"),
     value("checklist_total", "int", "checklist items", "checklistTotal"),
     value("version", "int", "the issue's version (edits so far)", "version"),
-    Column("other_fields", "json", "every other field (local fields among them), a JSON object", _other_fields),
+    Column("other_fields", "json", "every other field (local ones too), a JSON object", _other_fields),
 ), doc="one row per issue", service=SERVICE)  # fmt: skip
 
 
@@ -159,7 +179,7 @@ COMMENTS = Table("comments", "comment", (
     value("type", "string", "standard, incoming or outcoming (mail)", "type"),
     value("transport", "string", "internal or email", "transport"),
     *_created_and_updated("comment"),
-    Column("attachment_ids", "json", "ids of its attachments (see attachments.comment_id)", _attachment_ids),
+    Column("attachment_ids", "json", "its attachments' ids (attachments.comment_id)", _attachment_ids),
     value("version", "int", "the comment's version (edits so far)", "version"),
 ), doc="one row per comment", service=SERVICE)  # fmt: skip
 
@@ -230,7 +250,9 @@ LINKS = Table("links", "link", (
     value("other_issue_summary", "string", "the other issue's title", "object", "display"),
     *dictionary("other_issue_status", "the other issue's status", "status"),
     *_created_and_updated("link"),
-), doc="one row per link as each issue shows it (a link between two staged issues is in twice)", service=SERVICE)  # fmt: skip
+), doc=(
+    "one row per link as each issue shows it (a link between two staged issues is in twice)"
+), service=SERVICE)  # fmt: skip
 
 
 def comment_owners(issue: str) -> Any:
@@ -257,7 +279,7 @@ def _comment_id(item: Item) -> str | None:
 ATTACHMENTS = Table("attachments", "attachment", (
     identifier("id", "the attachment's id", "id"),
     ISSUE_KEY,
-    Column("comment_id", "string", "the comment it is attached to (empty: the issue's own)", _comment_id),
+    Column("comment_id", "string", "its comment (empty: the issue's own)", _comment_id),
     value("name", "string", "the file name", "name"),
     value("mimetype", "string", "the media type", "mimetype"),
     value("size_bytes", "int", "its size in bytes", "size"),
@@ -283,14 +305,15 @@ CHECKLIST_ITEMS = Table("checklist_items", "checklist", (
     *person("assignee", "the item's assignee", "assignee"),
     timestamp("deadline", "the item's deadline", "deadline", "date"),
     value("deadline_type", "string", "date or dateTime", "deadline", "deadlineType"),
-), doc="one row per checklist item, in checklist order", service=SERVICE, items=checklist_items)  # fmt: skip
+), doc="one row per checklist item, in checklist order", service=SERVICE,
+   items=checklist_items)  # fmt: skip
 
 
 def _dictionary_table(name: str, entity: str, what: str, *extra: Column) -> Table:
     return Table(name, entity, (
         identifier("id", f"the {what}'s id", "id"),
         value("key", "string", f"the {what}'s key", "key"),
-        Column("name", "string", f"the {what}'s name (English when localised)", lambda item: display_text(item.get("name"))),
+        Column("name", "string", f"the {what}'s name (English when localised)", _name),
         *extra,
         value("description", "string", "its description", "description"),
     ), doc=f"the source org's {what} dictionary", service=SERVICE)  # fmt: skip
