@@ -21,7 +21,7 @@ import uvicorn
 
 from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
 from haul.sandbox.forms.app import build_forms_app
-from haul.sandbox.forms.model import survey_ids_for
+from haul.sandbox.forms.seed import survey_ids_for
 from haul.sandbox.tracker.app import build_tracker_app
 from haul.sandbox.tracker.generate import build_world
 from haul.sandbox.tracker.model import World
