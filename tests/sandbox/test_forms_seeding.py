@@ -4,15 +4,11 @@ forms, over real sockets."""
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 from test_forms_answers import drain, forms_for
 
-from haul.sandbox.forms.seed import build_forms
 from haul.sandbox.server import RunningSandbox, start_sandbox
-from haul.sandbox.tracker.generate import build_world
 
 TYPES = {"string", "boolean", "integer", "date", "enum", "matrix", "series", "suggest",
          "payment", "daterange", "files"}  # fmt: skip
@@ -68,14 +64,6 @@ def test_the_size_sets_how_many_answers(size: str, answers: int) -> None:
     with start_sandbox(seed=3, size=size) as running, forms_for(running) as forms:
         listed = forms.get("/surveys").json()["result"]
         assert len(listed) == 3 and sum(survey["answers"] for survey in listed) == answers
-
-
-def test_seeding_a_small_org_costs_well_under_a_second() -> None:
-    """The forms' share of a small sandbox's start-up."""
-    world = build_world(1, "small", admin_token="a", user_token="u")
-    started = time.perf_counter()
-    build_forms(world)
-    assert time.perf_counter() - started < 0.5
 
 
 def snapshot(seed: int) -> dict:
