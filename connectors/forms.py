@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from haul.connectors.errors import NotFoundError, UnexpectedReply
-from haul.connectors.http import HttpCore, Sink
+from haul.connectors.http import ServiceClient, Sink
 from haul.connectors.pagination import NextUrlPaginator, OffsetLimitPaginator, paginate
 
 Record = dict[str, Any]
@@ -51,45 +51,10 @@ class _AnswersPaginator(NextUrlPaginator):
         super().update_state(response, body, records)
 
 
-class FormsClient:
+class FormsClient(ServiceClient):
     """One forms org, over one HttpCore (closed with the client)."""
 
-    def __init__(self, core: HttpCore) -> None:
-        self.core = core
-
-    @classmethod
-    def connect(
-        cls,
-        *,
-        base_url: str,
-        token: str,
-        org_id: str | None = None,
-        cloud_org_id: str | None = None,
-        **core_options: Any,
-    ) -> FormsClient:
-        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
-        core = HttpCore(
-            service="forms",
-            base_url=base_url,
-            token=token,
-            org_id=org_id,
-            cloud_org_id=cloud_org_id,
-            **core_options,
-        )
-        return cls(core)
-
-    def __repr__(self) -> str:
-        return f"FormsClient({self.core!r})"
-
-    async def __aenter__(self) -> FormsClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the core's connections."""
-        await self.core.aclose()
+    service = "forms"
 
     async def me(self) -> Record:
         """The token's own user: the cheap auth probe (AuthError when rejected)."""

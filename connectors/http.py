@@ -15,7 +15,7 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import certifi
 import httpx
@@ -459,3 +459,49 @@ def _decoded(response: httpx.Response) -> Any:
         return response.json()
     except (ValueError, UnicodeDecodeError) as exc:
         raise RetryableBadReply(response, f"the reply is not JSON ({exc})") from None
+
+
+class ServiceClient:
+    """What every service's client shares: one HttpCore, closed with the client.
+
+    A subclass names its `service` and adds its endpoints; `connect` builds the core.
+    """
+
+    service: ClassVar[str] = ""
+
+    def __init__(self, core: HttpCore) -> None:
+        self.core = core
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        base_url: str,
+        token: str,
+        org_id: str | None = None,
+        cloud_org_id: str | None = None,
+        **core_options: Any,
+    ) -> Self:
+        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
+        core = HttpCore(
+            service=cls.service,
+            base_url=base_url,
+            token=token,
+            org_id=org_id,
+            cloud_org_id=cloud_org_id,
+            **core_options,
+        )
+        return cls(core)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.core!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the core's connections."""
+        await self.core.aclose()

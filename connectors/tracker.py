@@ -17,7 +17,7 @@ from urllib.parse import quote
 import structlog
 
 from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
-from haul.connectors.http import HttpCore, Sink
+from haul.connectors.http import ServiceClient, Sink
 from haul.connectors.pagination import (
     PageNumberPaginator,
     Paginator,
@@ -46,45 +46,10 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient:
+class TrackerClient(ServiceClient):
     """One tracker org, over one HttpCore (closed with the client)."""
 
-    def __init__(self, core: HttpCore) -> None:
-        self.core = core
-
-    @classmethod
-    def connect(
-        cls,
-        *,
-        base_url: str,
-        token: str,
-        org_id: str | None = None,
-        cloud_org_id: str | None = None,
-        **core_options: Any,
-    ) -> TrackerClient:
-        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
-        core = HttpCore(
-            service="tracker",
-            base_url=base_url,
-            token=token,
-            org_id=org_id,
-            cloud_org_id=cloud_org_id,
-            **core_options,
-        )
-        return cls(core)
-
-    def __repr__(self) -> str:
-        return f"TrackerClient({self.core!r})"
-
-    async def __aenter__(self) -> TrackerClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the core's connections."""
-        await self.core.aclose()
+    service = "tracker"
 
     # -- issues ------------------------------------------------------------------------
 

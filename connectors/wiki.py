@@ -20,7 +20,7 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError, UnexpectedReply
-from haul.connectors.http import HttpCore, Sink
+from haul.connectors.http import HttpCore, ServiceClient, Sink
 from haul.connectors.pagination import NextCursorPaginator, paginate
 
 Record = dict[str, Any]
@@ -46,48 +46,24 @@ def _part_sizes(total: int, part_size: int) -> list[int]:
     return [part_size] * full + ([rest] if rest else [])
 
 
-class WikiClient:
+class WikiClient(ServiceClient):
     """One wiki org, over one HttpCore (closed with the client)."""
+
+    service = "wiki"
 
     def __init__(self, core: HttpCore, *, part_size: int = DEFAULT_PART_SIZE) -> None:
         _part_sizes(1, part_size)  # refuse a bad part size now, not at the first upload
-        self.core = core
+        super().__init__(core)
         self.part_size = part_size
 
     @classmethod
-    def connect(
-        cls,
-        *,
-        base_url: str,
-        token: str,
-        org_id: str | None = None,
-        cloud_org_id: str | None = None,
-        part_size: int = DEFAULT_PART_SIZE,
-        **core_options: Any,
-    ) -> WikiClient:
-        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
-        core = HttpCore(
-            service="wiki",
-            base_url=base_url,
-            token=token,
-            org_id=org_id,
-            cloud_org_id=cloud_org_id,
-            **core_options,
-        )
-        return cls(core, part_size=part_size)
-
-    def __repr__(self) -> str:
-        return f"WikiClient({self.core!r})"
-
-    async def __aenter__(self) -> WikiClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the core's connections."""
-        await self.core.aclose()
+    def connect(cls, *, part_size: int = DEFAULT_PART_SIZE, **options: Any) -> WikiClient:
+        """A client with its own core (`options`: ServiceClient.connect's), sending uploads
+        in parts of `part_size` bytes."""
+        client = super().connect(**options)
+        _part_sizes(1, part_size)
+        client.part_size = part_size
+        return client
 
     async def me(self) -> Record:
         """The token's own user: the cheap auth probe (AuthError when rejected)."""

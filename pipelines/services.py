@@ -88,6 +88,23 @@ class Service(Protocol):
     async def target(self, config: Config, client: Any, store: StagingStore) -> TargetParts: ...
 
 
+def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> Details:
+    """What every service's client is built with from one side of the config: the token (read
+    now, from the variable the config names), the org, the budgets and the patience."""
+    return {
+        "token": endpoint.token(environ),
+        "org_id": endpoint.org_id,
+        "cloud_org_id": endpoint.cloud_org_id,
+        "auth_scheme": endpoint.auth_scheme,
+        "read_rate": endpoint.read_rps,
+        "write_rate": endpoint.write_rps,
+        "max_rate": endpoint.max_rps,
+        "rate_limit_patience": tuning.rate_limit_patience,
+        "outage_patience": tuning.outage_patience,
+        "request_timeout": tuning.request_timeout,
+    }
+
+
 def all_services() -> list[Service]:
     """Every service haul can move, in the order they extract and load."""
     from haul.pipelines.forms.service import FORMS

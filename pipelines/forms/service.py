@@ -13,7 +13,7 @@ from haul.connectors.forms import FormsClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
-from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats, Stream
 from haul.state.store import StagingStore
 
@@ -34,18 +34,9 @@ class FormsService:
         return bool(getattr(endpoint, "forms_url", None))
 
     def client(self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> FormsClient:
+        # configured() made sure of the URL
         return FormsClient.connect(
-            base_url=endpoint.forms_url or "",  # configured() made sure of it
-            token=endpoint.token(environ),
-            org_id=endpoint.org_id,
-            cloud_org_id=endpoint.cloud_org_id,
-            auth_scheme=endpoint.auth_scheme,
-            read_rate=endpoint.read_rps,
-            write_rate=endpoint.write_rps,
-            max_rate=endpoint.max_rps,
-            rate_limit_patience=tuning.rate_limit_patience,
-            outage_patience=tuning.outage_patience,
-            request_timeout=tuning.request_timeout,
+            base_url=endpoint.forms_url or "", **core_options(endpoint, environ, tuning)
         )
 
     async def source(self, config: Config, client: FormsClient, store: StagingStore) -> SourceParts:

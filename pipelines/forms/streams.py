@@ -13,14 +13,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.connectors.errors import BodyMismatch, NotFoundError, RecordError
+from haul.connectors.errors import NotFoundError
 from haul.connectors.forms import FormsClient
 from haul.pipelines.config import ConfigError
+from haul.pipelines.downloads import DownloadProblem, download_checked
 from haul.pipelines.forms.answers import answer_values, files_of
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
-
-DOWNLOAD_ATTEMPTS = 3
 
 
 @dataclass
@@ -111,28 +110,12 @@ class FileDrain:
         return {"survey_file": rows}
 
     async def _download(self, item: dict[str, Any]) -> str:
-        link = str(item["path"])
         expected = item.get("size")
-        problem = ""
-        for _ in range(DOWNLOAD_ATTEMPTS):
-            try:
-                with self.store.blobs.writer() as sink:
-                    await self.client.download_file(link, sink)
-                    if expected is not None and sink.size != int(expected):
-                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
-            except (_WrongSize, BodyMismatch) as exc:
-                problem = f"download of {item.get('name')!r} came short or long: {exc}"
-                continue
-            except RecordError as exc:
-                raise DownloadProblem(f"download of {item.get('name')!r} failed: {exc}") from exc
-            self.file_bytes += sink.size
-            return sink.sha256
-        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
-
-
-class _WrongSize(Exception):
-    pass
-
-
-class DownloadProblem(Exception):
-    """A file's bytes could not be had whole; the message says why."""
+        sha256, size = await download_checked(
+            self.store.blobs,
+            lambda sink: self.client.download_file(str(item["path"]), sink),
+            name=str(item.get("name")),
+            expected=int(expected) if expected is not None else None,
+        )
+        self.file_bytes += size
+        return sha256

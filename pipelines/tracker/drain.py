@@ -15,14 +15,12 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import BodyMismatch, RecordError
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.downloads import DownloadProblem, download_checked
 from haul.pipelines.streams import Row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
-
-DOWNLOAD_ATTEMPTS = 3
 
 
 @dataclass
@@ -93,35 +91,16 @@ class IssueDrain:
     async def _download(self, key: str, attachment: dict[str, Any]) -> str:
         """The attachment's bytes into the blob store, checked against the listed size."""
         expected = attachment.get("size")
-        problem = ""
-        for _ in range(DOWNLOAD_ATTEMPTS):
-            try:
-                with self.store.blobs.writer() as sink:
-                    await self.client.download_attachment(
-                        key, attachment["id"], attachment["name"], sink
-                    )
-                    if expected is not None and sink.size != int(expected):
-                        # raised inside the writer's block: the short file is discarded
-                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
-            except (_WrongSize, BodyMismatch) as exc:  # a fresh file, a fresh try
-                problem = f"download of {attachment['name']!r} came short or long: {exc}"
-                log.warning(
-                    "download_wrong_size", issue=key, attachment=attachment["id"], error=str(exc)
-                )
-                continue
-            except RecordError as exc:
-                raise DownloadProblem(f"download of {attachment['name']!r} failed: {exc}") from exc
-            self.attachment_bytes += sink.size
-            return sink.sha256
-        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
-
-
-class _WrongSize(Exception):
-    pass
-
-
-class DownloadProblem(Exception):
-    """An attachment's bytes could not be had whole; the message says why."""
+        sha256, size = await download_checked(
+            self.store.blobs,
+            lambda sink: self.client.download_attachment(
+                key, attachment["id"], attachment["name"], sink
+            ),
+            name=f"{key}/{attachment['name']}",
+            expected=int(expected) if expected is not None else None,
+        )
+        self.attachment_bytes += size
+        return sha256
 
 
 def listings_needed(issue: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.backfill import TrackerBackfill, check_rules, tracker_plans
-from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import Extractor, ExtractStats
 from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.probes import TargetProbe
@@ -57,18 +57,9 @@ class TrackerService:
     def client(
         self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning
     ) -> TrackerClient:
+        # configured() made sure of the URL
         return TrackerClient.connect(
-            base_url=endpoint.tracker_url or "",  # configured() made sure of it
-            token=endpoint.token(environ),
-            org_id=endpoint.org_id,
-            cloud_org_id=endpoint.cloud_org_id,
-            auth_scheme=endpoint.auth_scheme,
-            read_rate=endpoint.read_rps,
-            write_rate=endpoint.write_rps,
-            max_rate=endpoint.max_rps,
-            rate_limit_patience=tuning.rate_limit_patience,
-            outage_patience=tuning.outage_patience,
-            request_timeout=tuning.request_timeout,
+            base_url=endpoint.tracker_url or "", **core_options(endpoint, environ, tuning)
         )
 
     async def source(

@@ -12,7 +12,7 @@ from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.backfill import GridBackfill, check_rules, grid_plans
-from haul.pipelines.services import Details, SourceParts, TargetParts
+from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
@@ -36,18 +36,9 @@ class WikiService:
         return bool(getattr(endpoint, "wiki_url", None))
 
     def client(self, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> WikiClient:
+        # configured() made sure of the URL
         return WikiClient.connect(
-            base_url=endpoint.wiki_url or "",  # configured() made sure of it
-            token=endpoint.token(environ),
-            org_id=endpoint.org_id,
-            cloud_org_id=endpoint.cloud_org_id,
-            auth_scheme=endpoint.auth_scheme,
-            read_rate=endpoint.read_rps,
-            write_rate=endpoint.write_rps,
-            max_rate=endpoint.max_rps,
-            rate_limit_patience=tuning.rate_limit_patience,
-            outage_patience=tuning.outage_patience,
-            request_timeout=tuning.request_timeout,
+            base_url=endpoint.wiki_url or "", **core_options(endpoint, environ, tuning)
         )
 
     async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:

@@ -19,16 +19,16 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import BodyMismatch, NotFoundError, RecordError
+from haul.connectors.errors import NotFoundError, RecordError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import ConfigError
+from haul.pipelines.downloads import DownloadProblem, download_checked
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
 
 BATCH = 50
-DOWNLOAD_ATTEMPTS = 3
 
 
 def page_version(page: dict[str, Any]) -> str:
@@ -170,31 +170,14 @@ class PageDrain:
 
     async def _download(self, page_id: int, attachment: dict[str, Any]) -> str:
         """The attachment's bytes into the blob store, checked against the listed size."""
-        expected = byte_size(attachment.get("size"))
-        problem = ""
-        for _ in range(DOWNLOAD_ATTEMPTS):
-            try:
-                with self.store.blobs.writer() as sink:
-                    await self.client.download_attachment(page_id, attachment["id"], sink)
-                    if expected is not None and sink.size != expected:
-                        raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
-            except (_WrongSize, BodyMismatch) as exc:
-                problem = f"download of {attachment['name']!r} came short or long: {exc}"
-                log.warning("download_wrong_size", page=page_id, error=str(exc))
-                continue
-            except RecordError as exc:
-                raise DownloadProblem(f"download of {attachment['name']!r} failed: {exc}") from exc
-            self.attachment_bytes += sink.size
-            return sink.sha256
-        raise DownloadProblem(f"{problem} ({DOWNLOAD_ATTEMPTS} attempts)")
-
-
-class _WrongSize(Exception):
-    pass
-
-
-class DownloadProblem(Exception):
-    """An attachment's bytes could not be had whole; the message says why."""
+        sha256, size = await download_checked(
+            self.store.blobs,
+            lambda sink: self.client.download_attachment(page_id, attachment["id"], sink),
+            name=str(attachment["name"]),
+            expected=byte_size(attachment.get("size")),
+        )
+        self.attachment_bytes += size
+        return sha256
 
 
 def byte_size(size: Any) -> int | None:

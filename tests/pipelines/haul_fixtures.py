@@ -47,3 +47,23 @@ def client_for(info: dict[str, Any], org: str) -> TrackerClient:
 
 def environ(info: dict[str, Any]) -> dict[str, str]:
     return {TOKEN_ENV: info["tokens"]["admin"]}
+
+
+WRITES = ("POST", "PUT", "DELETE", "PATCH")
+READS_BY_POST = ("_search", "_count", "_findByUnique", "_clear")  # searches sent as POST
+
+
+def writes(stats: dict[str, Any]) -> dict[str, int]:
+    """The sandbox's requests that change something, by route (from `sandbox.stats()`)."""
+    return {
+        route: n
+        for route, n in stats["by_route"].items()
+        if route.split(" ")[0] in WRITES and not route.endswith(READS_BY_POST)
+    }
+
+
+def written_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The write requests between two `writes()` snapshots, by route."""
+    return {
+        route: n - before.get(route, 0) for route, n in after.items() if n != before.get(route, 0)
+    }

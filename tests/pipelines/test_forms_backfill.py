@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import TOKEN_ENV, environ
+from haul_fixtures import TOKEN_ENV, environ, writes, written_since
 
 from haul.connectors.forms import FormsClient
 from haul.connectors.tracker import TrackerClient
@@ -22,8 +22,6 @@ from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 PAGE = "team/runbooks"
-WRITES = ("POST", "PUT", "DELETE", "PATCH")
-READS_BY_POST = ("_search", "_count", "_findByUnique", "_clear")
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +103,6 @@ def target_state(info: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, 
     return asyncio.run(read())
 
 
-def writes(stats: dict[str, Any]) -> dict[str, int]:
-    return {
-        route: n
-        for route, n in stats["by_route"].items()
-        if route.split(" ")[0] in WRITES and not route.endswith(READS_BY_POST)
-    }
-
-
 def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, tmp_path):
     info = sandbox.info
     support, _, feedback = info["surveys"]["source"]
@@ -157,11 +147,7 @@ def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, t
     again = asyncio.run(run_all(config, environ=environ(info)))
     assert again.complete
     after = writes(sandbox.stats())
-    written = {
-        route: after[route] - before.get(route, 0)
-        for route in after
-        if after[route] != before.get(route, 0)
-    }
+    written = written_since(before, after)
     assert written == {"POST /v3/issues/_import": 1, "POST /v1/grids/{gid}/rows": 1}
     issues, grids = target_state(info)
     assert len(issues) == len(answers) + 1

@@ -6,6 +6,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from haul_fixtures import client_for, environ, source_queues, write_config
 from org_snapshot import org_snapshot
 
@@ -43,6 +44,7 @@ async def test_run_moves_every_record_and_field(sandbox: Any, tmp_path: Path) ->
         assert after[key] == before[key], key
 
 
+@pytest.mark.slow  # one of several full runs of its kind; make test-all runs it
 async def test_second_run_changes_nothing(sandbox: Any, tmp_path: Path) -> None:
     """Running again after a complete run neither re-drains nor re-loads anything."""
     info = sandbox.info

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, source_queues
+from haul_fixtures import TOKEN_ENV, environ, source_queues, writes, written_since
 from wiki_snapshot import wiki_snapshot
 
 from haul.connectors.wiki import WikiClient
@@ -18,7 +18,6 @@ from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 
-WRITES = ("POST", "PUT", "DELETE", "PATCH")
 TEXT_CELLS = ("ticket", "string", "ticket_field")
 
 
@@ -77,18 +76,6 @@ def keys_rewritten(grid: dict[str, Any], rewriter: Rewriter) -> dict[str, Any]:
         for row in grid["rows"]
     ]
     return {**grid, "rows": rows}
-
-
-READS_BY_POST = ("_search", "_count", "_findByUnique", "_clear")
-
-
-def writes(stats: dict[str, Any]) -> dict[str, int]:
-    """Requests that change something, by route (searches sent as POST are reads)."""
-    return {
-        route: n
-        for route, n in stats["by_route"].items()
-        if route.split(" ")[0] in WRITES and not route.endswith(READS_BY_POST)
-    }
 
 
 def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(sandbox, tmp_path):
@@ -150,7 +137,7 @@ def test_a_later_run_carries_what_changed_at_the_source_and_only_that(sandbox, t
     again = asyncio.run(run_all(config, environ=environ(info)))
     assert again.complete
     after = writes(sandbox.stats())
-    written = {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
+    written = written_since(before, after)
     assert written == {"POST /v1/pages/{idx:int}": 1, "POST /v1/pages/{idx:int}/comments": 1}
     target = snapshots(info)[1]
     assert target[root]["content"].endswith("\nEdited.")

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import pytest
 from trust_fixtures import (
     migrated,
     run_haul,
@@ -61,6 +62,7 @@ def test_plan_counts_ours_as_skip_and_a_taken_key_as_conflict(sandbox: Any, tmp_
     assert run_haul("plan", "--config", config, env=env).stdout == done.stdout  # wrote nothing
 
 
+@pytest.mark.slow  # one of several full runs of its kind; make test-all runs it
 def test_plan_after_a_complete_run_skips_everything(sandbox: Any, tmp_path: Path) -> None:
     config, env = migrated(tmp_path, sandbox.info)
 

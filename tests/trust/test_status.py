@@ -24,6 +24,7 @@ from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 
 
+@pytest.mark.slow  # one of several full runs of its kind; make test-all runs it
 def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path) -> None:
     config, env = migrated(tmp_path, sandbox.info)
 

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import pytest
 from trust_fixtures import loaded_rows, migrated, run_haul, target_call
 
 
@@ -58,6 +59,7 @@ def test_verify_names_each_planted_difference(sandbox: Any, tmp_path: Path) -> N
         assert f"differs: {entity} {source_id} " in done.stdout and field in done.stdout
 
 
+@pytest.mark.slow  # one of several full runs of its kind; make test-all runs it
 def test_verify_sample_checks_n_records_per_entity(sandbox: Any, tmp_path: Path) -> None:
     config, env = migrated(tmp_path, sandbox.info)
 

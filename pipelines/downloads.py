@@ -1,0 +1,57 @@
+"""A file's bytes into the blob store, whole or not at all: what every drain downloads with.
+
+`download_checked` runs a service client's download into a fresh blob writer and checks the
+size the listing gave. A body that came short or long (a cut connection, a wrong length) is
+thrown away and fetched again, a few times; a download the service refuses is this record's
+problem (`DownloadProblem`), never the run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import BodyMismatch, RecordError
+from haul.connectors.http import Sink
+from haul.state.blobs import BlobStore
+
+log = structlog.get_logger(__name__)
+
+ATTEMPTS = 3
+
+
+class DownloadProblem(Exception):
+    """A file's bytes could not be had whole; the message says why."""
+
+
+class _WrongSize(Exception):
+    pass
+
+
+async def download_checked(
+    blobs: BlobStore,
+    fetch: Callable[[Sink], Awaitable[Any]],
+    *,
+    name: str,
+    expected: int | None,
+    attempts: int = ATTEMPTS,
+) -> tuple[str, int]:
+    """`fetch(sink)` into the blob store; (sha256, size) once the size is the `expected` one."""
+    problem = ""
+    for _ in range(attempts):
+        try:
+            with blobs.writer() as sink:
+                await fetch(sink)
+                if expected is not None and sink.size != expected:
+                    # raised inside the writer's block: the short file is discarded
+                    raise _WrongSize(f"expected {expected} bytes, got {sink.size}")
+        except (_WrongSize, BodyMismatch) as exc:  # a fresh file, a fresh try
+            problem = f"download of {name!r} came short or long: {exc}"
+            log.warning("download_wrong_size", file=name, error=str(exc))
+            continue
+        except RecordError as exc:
+            raise DownloadProblem(f"download of {name!r} failed: {exc}") from exc
+        return sink.sha256, sink.size
+    raise DownloadProblem(f"{problem} ({attempts} attempts)")
