@@ -16,6 +16,7 @@ from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 
 TEXT_CELLS = ("ticket", "string", "ticket_field")
@@ -109,6 +110,10 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
         assert [parent is None for _, parent in migrated["comments"]] == [
             parent is None for _, parent in page["comments"]
         ], key
+    verified = asyncio.run(verify(config, environ=environ(info)))
+    checked = {v.entity: v for v in verified.entities if v.entity.startswith("wiki_")}
+    assert verified.ok, verified.differences[:5]
+    assert all(v.checked == v.found == v.loaded > 0 for v in checked.values()), checked
     big = [size for page in source.values() for size, _ in page["attachments"].values()]
     assert max(big) > 5 * 1024 * 1024  # one file went up in more than one part
 

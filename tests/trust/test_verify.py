@@ -10,6 +10,7 @@ import pytest
 from trust_fixtures import loaded_rows, migrated, run_haul, target_call
 
 
+@pytest.mark.slow  # the report's browser test and the wiki test also verify a clean run
 def test_verify_passes_after_a_clean_migration(sandbox: Any, tmp_path: Path) -> None:
     config, env = migrated(tmp_path, sandbox.info)
 
