@@ -63,20 +63,32 @@ class PageTree:
         resume_after = None if state.get("complete", True) else state.get("after")
         batch: list[str] = []
         listed = 0
-        async for ref in self._refs():
+        async for slug in self._slugs(resume_after):
             listed += 1
-            slug = str(ref["slug"]).strip("/")
-            if resume_after is not None:  # staged by the run a kill interrupted
-                if slug == resume_after:
-                    resume_after = None
-                continue
             batch.append(slug)
             if len(batch) >= BATCH:
                 yield await self._page(batch, {"after": batch[-1], "complete": False})
                 batch = []
-        if listed == 0:
+        if listed == 0 and resume_after is None:
             raise ConfigError("scope.wiki_roots", f"{self.root!r} is not a page of the source wiki")
         yield await self._page(batch, {"after": None, "complete": True})
+
+    async def _slugs(self, resume_after: str | None) -> AsyncIterator[str]:
+        """The tree's slugs, after `resume_after` when a killed run staged up to it. If that
+        page is gone from the listing meanwhile, the whole tree is listed again: re-reading
+        pages is harmless, skipping them would lose them."""
+        skipped: list[str] = []
+        async for ref in self._refs():
+            slug = str(ref["slug"]).strip("/")
+            if resume_after is None:
+                yield slug
+            elif slug == resume_after:
+                resume_after = None
+            else:
+                skipped.append(slug)
+        if resume_after is not None:  # never met: list everything after all
+            for slug in skipped:
+                yield slug
 
     async def _refs(self) -> AsyncIterator[dict[str, Any]]:
         try:
