@@ -13,6 +13,7 @@ from typing import Any
 
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
 WIDTH, HEIGHT, PAD = 720, 240, 40
+LABELS_BELOW = 90  # room under the counts chart for its slanted entity names
 
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:780px}
@@ -79,7 +80,7 @@ def rates_svg(rates: dict[str, list[list[float]]]) -> str:
             f' fill="none" stroke="{colour}"/>'
         )
         parts.append(
-            f'<text x="{PAD + 8}" y="{PAD / 2 + 16 + 14 * index}" fill="{colour}">'
+            f'<text x="{PAD + 8}" y="{PAD / 2 + 16 + 14 * index}" style="fill:{colour}">'
             f"{escape(name)}</text>"
         )
     return _svg("rates", "requests per second each budget allowed", parts)
@@ -104,23 +105,25 @@ def counts_svg(counts: list[dict[str, Any]]) -> str:
                 f' width="{bar:.1f}" height="{height:.1f}" fill="{colour}">'
                 f"<title>{escape(row['entity'])} {name}: {row[name]}</title></rect>"
             )
-        parts.append(
-            f'<text x="{left + group / 2:.1f}" y="{HEIGHT - PAD + 14}" text-anchor="middle">'
-            f"{escape(row['entity'])}</text>"
+        x, y = left + group / 2, HEIGHT - PAD + 12
+        parts.append(  # slanted, so that sixteen entities' names do not run into each other
+            f'<text class="label" x="{x:.1f}" y="{y}" text-anchor="end"'
+            f' transform="rotate(-35 {x:.1f} {y})">{escape(row["entity"])}</text>'
         )
     legend = "".join(
         f'<rect x="{WIDTH - 260 + i * 85}" y="4" width="10" height="10" fill="{c}"/>'
         f'<text x="{WIDTH - 246 + i * 85}" y="13">{n}</text>'
         for i, (n, c) in enumerate(OUTCOMES)
     )
-    return _svg("counts", "records per entity and outcome", [*parts, legend])
+    return _svg("counts", "records per entity and outcome", [*parts, legend], LABELS_BELOW)
 
 
-def _svg(ident: str, title: str, parts: list[str]) -> str:
+def _svg(ident: str, title: str, parts: list[str], below: int = 0) -> str:
     body = "\n".join(parts)
+    height = HEIGHT + below
     return (
-        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}"'
-        f' viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}">\n'
+        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}"'
+        f' viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}">\n'
         f"<title>{escape(title)}</title>\n{body}\n</svg>"
     )
 
