@@ -5,6 +5,7 @@ Library code only does `structlog.get_logger(__name__).info("event_name", key=va
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import MutableMapping
@@ -65,7 +66,7 @@ def configure_logging(log_path: Path | None, *, console_level: int = logging.WAR
     if log_path is not None:
         try:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            to_file = logging.FileHandler(log_path, encoding="utf-8")
+            to_file = _LogFile(log_path, encoding="utf-8")
         except OSError as exc:  # the store's own open will say what is wrong with the folder
             _log_path = None
             structlog.get_logger(__name__).warning(
@@ -79,6 +80,24 @@ def configure_logging(log_path: Path | None, *, console_level: int = logging.WAR
             root.addHandler(to_file)
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.access", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+class _LogFile(logging.FileHandler):
+    """The log file; when it cannot be written (a full disk), one line on stderr says so,
+    once, instead of Python's "--- Logging error ---" block after every record."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            self.failed = True
+            error = sys.exc_info()[1]
+            sys.stderr.write(f"haul: the log file {self.baseFilename} cannot be written: {error}\n")
+
+    def close(self) -> None:
+        # the last flush of a file that cannot be written fails too: that was already said
+        with contextlib.suppress(OSError):
+            super().close()
 
 
 def _formatter(shared: list[Any], *rendering: Any) -> structlog.stdlib.ProcessorFormatter:

@@ -145,3 +145,24 @@ def test_extract_needs_no_target(sandbox: Any, tmp_path: Path) -> None:
     load = run_haul("load", "--config", config, env=env)
     assert load.returncode == 2
     assert "missing section [target]: haul load" in load.stderr
+
+
+def test_a_log_file_that_cannot_be_written_says_so_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A full disk (/dev/full refuses every write): one line, not a traceback per record."""
+    import structlog
+
+    from haul.pipelines.logs import configure_logging
+
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("no /dev/full on this machine")
+    try:
+        configure_logging(full)
+        log = structlog.get_logger("test")
+        log.warning("first")
+        log.warning("second")
+    finally:
+        configure_logging(None)
+    err = capsys.readouterr().err
+    assert "Logging error" not in err and "Traceback" not in err
+    assert err.count("the log file /dev/full cannot be written") == 1
