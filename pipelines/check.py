@@ -184,7 +184,9 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
                 findings += probed
                 if client is not None:
                     clients.append(client)
-                if client is not None and endpoint is config.target:
+                # admin rights and the mapping are the tracker's: its `_import` needs them and
+                # its dictionaries are what the mapping maps (the wiki and forms have neither)
+                if client is not None and endpoint is config.target and service.name == "tracker":
                     findings.append(
                         await _admin(client, f"{service.name} target org {endpoint.org}")
                     )

@@ -61,3 +61,24 @@ def test_check_finds_a_queue_the_target_lacks(sandbox: Any, tmp_path: Path) -> N
         "error   the target has no queue NOPE (fix: create it, or map the queue elsewhere)"
         in done.stdout
     )
+
+
+def test_check_probes_the_wiki_and_forms_too(sandbox: Any, tmp_path: Path) -> None:
+    """All three services configured: each org's token is probed on each service."""
+    from cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV
+
+    from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+
+    info = sandbox.info
+    options = SandboxConfig(
+        source_token_env=SOURCE_TOKEN_ENV,
+        target_token_env=TARGET_TOKEN_ENV,
+        services=("forms", "tracker", "wiki"),
+        staging_path="staging/haul.db",
+    )
+    config = write_sandbox_config(tmp_path, info, options)
+    done = run_haul("check", "--config", config, env=tokens_env(info["tokens"]["admin"]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for service in ("tracker", "wiki", "forms"):
+        assert f"{service} source org {info['orgs']['source']}" in done.stdout, service
+    assert f"wiki target org {info['orgs']['target']}" in done.stdout
