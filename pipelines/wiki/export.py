@@ -79,7 +79,7 @@ COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
 
 
 def _rows_of(grid_id: str) -> Any:
-    """The rows of one grid (every grid record is read; only this one gives rows)."""
+    """The rows of one grid (its page's grids are read; only this one gives rows)."""
 
     def rows(record: StagedRecord) -> Iterable[dict[str, Any]]:
         return list(record.raw.get("rows") or []) if record.source_id == grid_id else []
@@ -118,6 +118,7 @@ def grid_table(record: StagedRecord) -> Table:
         ),
         doc=f"grid {record.raw.get('title')!r} on {record.parent}",
         service=SERVICE,
+        parent=record.parent,  # read only the grids of its page, not every grid
         items=_rows_of(record.source_id),
     )
 

@@ -17,9 +17,7 @@ from starlette.responses import JSONResponse
 
 from haul.sandbox.forms.model import FormsOrg, Operation, Survey
 from haul.sandbox.timefmt import parse_instant
-from haul.sandbox.tracker import catalog
-from haul.sandbox.tracker.context import is_admin_token
-from haul.sandbox.tracker.model import Org, User, World
+from haul.sandbox.tracker.context import NotAuthorized, identify
 
 _SURVEY_ID = re.compile(r"^[a-fA-F\d]{24}$")
 TRUE = ("true", "1", "yes")
@@ -55,21 +53,12 @@ class Call:
     """Who calls, in which org: the tracker org (users) and its forms."""
 
     def __init__(self, request: Request) -> None:
-        world: World = request.app.state.world
-        is_admin = is_admin_token(world, request.headers.get("authorization"))
-        if is_admin is None:
-            raise FormsError(401, "Authorization required: the token is missing or invalid")
-        org_id = (
-            request.headers.get("x-org-id") or request.headers.get("x-cloud-org-id") or ""
-        ).strip()
-        if org_id not in world.orgs:
-            raise FormsError(401, f"Organization {org_id!r} is unknown or not given")
+        try:
+            self.tracker_org, self.user, _ = identify(request.app.state.world, request)
+        except NotAuthorized as exc:
+            raise FormsError(401, str(exc)) from None
         self.request = request
-        self.tracker_org: Org = world.orgs[org_id]
-        self.org: FormsOrg = request.app.state.forms.orgs[org_id]
-        user = self.tracker_org.find_user(catalog.ADMIN_LOGIN if is_admin else catalog.USER_LOGIN)
-        assert user is not None  # every org has both accounts
-        self.user: User = user
+        self.org: FormsOrg = request.app.state.forms.orgs[self.tracker_org.id]
 
     def survey(self, survey_id: str) -> Survey:
         """The survey by its 24-hex id: 422 for another form of id, 404 for an unknown one."""

@@ -49,6 +49,27 @@ def is_admin_token(world: World, authorization: str | None) -> bool | None:
     return None
 
 
+class NotAuthorized(Exception):
+    """The credentials open nothing: a missing or unknown token or organisation (a 401)."""
+
+
+def identify(world: World, request: Request) -> tuple[Org, User, bool]:
+    """(org, user, is_admin) of a request, by its token and org header, for any service of the
+    sandbox; NotAuthorized (with the 401's message) when they open nothing."""
+    is_admin = is_admin_token(world, request.headers.get("authorization"))
+    if is_admin is None:
+        raise NotAuthorized("Authorization required: the OAuth token is missing or invalid")
+    org_id = (
+        request.headers.get("x-org-id") or request.headers.get("x-cloud-org-id") or ""
+    ).strip()
+    org = world.orgs.get(org_id)
+    if org is None:
+        raise NotAuthorized(f"Organization {org_id!r} is unknown or not given (X-Org-ID)")
+    user = org.find_user(catalog.ADMIN_LOGIN if is_admin else catalog.USER_LOGIN)
+    assert user is not None  # every org has both accounts
+    return org, user, is_admin
+
+
 def open_call(request: Request, *, admin: bool = False) -> Call:
     """Authenticate the request; raise 401/403 as the tracker would."""
     world = world_of(request)

@@ -27,9 +27,8 @@ from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker import catalog
-from haul.sandbox.tracker.context import is_admin_token
-from haul.sandbox.tracker.model import User, World
+from haul.sandbox.tracker.context import NotAuthorized, identify
+from haul.sandbox.tracker.model import World
 from haul.sandbox.wiki.model import (
     COLUMN_EXTRAS,
     PART_MAX,
@@ -85,20 +84,11 @@ class Call:
     """Who calls, in which org's wiki."""
 
     def __init__(self, request: Request) -> None:
-        world: World = request.app.state.world
-        is_admin = is_admin_token(world, request.headers.get("authorization"))
-        if is_admin is None:
-            raise WikiError(401, "UNAUTHORIZED", "Authorization required")
-        org_id = (
-            request.headers.get("x-org-id") or request.headers.get("x-cloud-org-id") or ""
-        ).strip()
-        if org_id not in world.orgs:
-            raise WikiError(401, "UNAUTHORIZED", f"Organization {org_id!r} is unknown or not given")
-        self.org = world.orgs[org_id]
-        self.wiki: WikiOrg = request.app.state.wiki.orgs[org_id]
-        user = self.org.find_user(catalog.ADMIN_LOGIN if is_admin else catalog.USER_LOGIN)
-        assert user is not None
-        self.user: User = user
+        try:
+            self.org, self.user, _ = identify(request.app.state.world, request)
+        except NotAuthorized as exc:
+            raise WikiError(401, "UNAUTHORIZED", str(exc)) from None
+        self.wiki: WikiOrg = request.app.state.wiki.orgs[self.org.id]
         self.request = request
 
     def page(self, page_id: Any) -> Page:

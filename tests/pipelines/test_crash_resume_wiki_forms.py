@@ -12,30 +12,19 @@ import asyncio
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from haul_fixtures import TOKEN_ENV
+from test_crash_resume import finish, haul
 from test_forms_backfill import client, write_config
 from wiki_snapshot import wiki_snapshot
 
 from haul.state.store import StagingStore
 
-HAUL = str(Path(sys.executable).parent / "haul")
 KILLS_PER_STAGE = 2
-
-
-def run(config: Path, stage: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [HAUL, stage, "--config", str(config)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
 
 
 def progress(db: Path, stage: str) -> int:
@@ -54,7 +43,7 @@ def progress(db: Path, stage: str) -> int:
 def kill_mid_work(config: Path, stage: str, env: dict[str, str], rng: random.Random) -> bool:
     db = config.parent / "haul.db"
     threshold = progress(db, stage) + rng.randint(1, 40)
-    process = run(config, stage, env)
+    process = haul(config, stage, env=env)
     deadline = time.monotonic() + 120
     while process.poll() is None and time.monotonic() < deadline:
         if progress(db, stage) >= threshold:
@@ -67,12 +56,6 @@ def kill_mid_work(config: Path, stage: str, env: dict[str, str], rng: random.Ran
     _, stderr = process.communicate(timeout=120)
     assert process.returncode in (0, 1, 3), stderr.decode()
     return False
-
-
-def finish(config: Path, stage: str, env: dict[str, str]) -> None:
-    process = run(config, stage, env)
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, (stdout + stderr).decode()[-3000:]
 
 
 def target_of(info: dict[str, Any]) -> dict[str, Any]:
