@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import version
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import certifi
@@ -46,6 +46,7 @@ from haul.connectors.retrying import (
     parse_retry_after,
     retrying,
 )
+from haul.connectors.transport import AiohttpTransport, env_proxy
 
 log = structlog.get_logger("haul.connectors")
 
@@ -63,12 +64,14 @@ class Sink(Protocol):
 BODY_ERRORS: tuple[type[Exception], ...] = (*AFTER_SEND_ERRORS, TimeoutError)
 
 
+MAX_REDIRECTS = 10
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+USER_AGENT = f"haul/{version('haul-etl')}"
+
+
 def is_write(method: str, write: bool | None = None) -> bool:
     """Whether a request changes the server: explicit ``write``, else any method but GET/HEAD."""
     return write if write is not None else method.upper() not in _READ_METHODS
-
-
-POOL_SIZE = 4
 
 
 @functools.cache
@@ -127,26 +130,24 @@ class HttpCore:
         # connection on each state change, which costs more CPU than the requests themselves.
         self._in_flight = asyncio.Semaphore(max_connections)
         org_header = "X-Org-ID" if org_id is not None else "X-Cloud-Org-ID"
-        # Several small pools rather than one big one: httpcore's pool bookkeeping grows with
-        # the square of its connection count, and at 16 connections it cost more CPU than the
-        # requests themselves (bench/tracker.py). Requests are spread round-robin.
-        tls = ssl_context()
-        self._clients = [
-            httpx.AsyncClient(
-                verify=tls,
-                # the trailing slash makes httpx keep "/v3" when it joins "/issues/..."
-                base_url=self.base_url + "/",
-                headers={"Authorization": f"{auth_scheme} {token}", org_header: self.org_id},
-                timeout=httpx.Timeout(timeout),
-                limits=httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE),
-                transport=transport,
-                # the tracker redirects the old key of a moved issue to its new key
-                follow_redirects=True,
-            )
-            for _ in range(max(1, -(-max_connections // POOL_SIZE)))
-        ]
-        self._client = self._clients[0]  # builds requests; any pool would do
-        self._next_pool = itertools.cycle(self._clients)
+        self._headers = httpx.Headers(
+            {
+                "Accept": "*/*",
+                "Accept-Encoding": "gzip, deflate",
+                "User-Agent": USER_AGENT,
+                "Authorization": f"{auth_scheme} {token}",
+                org_header: self.org_id,
+            }
+        )
+        self._timeouts = httpx.Timeout(timeout).as_dict()
+        # Requests go straight to the transport, not through httpx.AsyncClient: its cookie
+        # jar, auth flow and URL merging cost more CPU per request than aiohttp's whole
+        # exchange (bench/http_overhead.py). Redirects are followed here (see _send).
+        self._transport = transport or AiohttpTransport(
+            ssl_context=ssl_context(),
+            max_connections=max_connections,
+            proxy=env_proxy(self.base_url),
+        )
 
     def __repr__(self) -> str:
         return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
@@ -163,8 +164,7 @@ class HttpCore:
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        for client in self._clients:
-            await client.aclose()
+        await self._transport.aclose()
 
     async def request(
         self,
@@ -182,11 +182,77 @@ class HttpCore:
         ``path`` is relative to the base URL (``/issues/_search``) or absolute.
         ``write`` overrides the method's default: pass ``write=False`` for POST searches.
         """
-        request = self._client.build_request(
-            method, path, params=params, json=json, files=files, content=content
-        )
+        request = self._build(method, path, params=params, json=json, files=files, content=content)
         writing = is_write(method, write)
         return await self._with_retries(request, writing, lambda: self._attempt(request, writing))
+
+    def _build(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        files: Any = None,
+        content: bytes | None = None,
+    ) -> httpx.Request:
+        """A request for ``path``, relative to the base URL (``/issues/_search``) or absolute."""
+        url = path if "://" in path else f"{self.base_url}/{path.lstrip('/')}"
+        return httpx.Request(
+            method,
+            url,
+            params=params,
+            headers=self._headers,
+            json=json,
+            files=files,
+            content=content,
+            extensions={"timeout": self._timeouts},
+        )
+
+    async def _send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
+        """One exchange, following redirects on the same host (the tracker sends a moved
+        issue's old key to its new one); a redirect elsewhere is refused unfollowed."""
+        for _ in range(MAX_REDIRECTS):
+            response = await self._transport.handle_async_request(request)
+            response.request = request
+            location = response.headers.get("Location")
+            if response.status_code not in REDIRECT_STATUSES or location is None:
+                if not stream:
+                    await response.aread()
+                return response
+            await response.aclose()
+            target = request.url.join(location)
+            if (target.scheme, target.host, target.port) != (
+                request.url.scheme,
+                request.url.host,
+                request.url.port,
+            ):
+                raise RedirectError(
+                    f"{self.service} {request.method} {request.url} was redirected to another "
+                    f"host ({target.host}); it was not followed, so the token was not sent "
+                    "there. If the service moved, put its new address in the config",
+                    service=self.service,
+                    method=request.method,
+                    url=str(request.url),
+                    status=response.status_code,
+                )
+            request = self._redirected(request, response.status_code, target)
+        raise httpx.TooManyRedirects(f"more than {MAX_REDIRECTS} redirects", request=request)
+
+    def _redirected(self, request: httpx.Request, status: int, target: httpx.URL) -> httpx.Request:
+        """The request to send to ``target``: as a GET for 303 (and a POST's 301/302, as
+        browsers and httpx do), else the same method with the same body."""
+        if status == 303 or (status in (301, 302) and request.method == "POST"):
+            return httpx.Request(
+                "GET", target, headers=self._headers, extensions=request.extensions
+            )
+        return httpx.Request(
+            request.method,
+            target,
+            headers=request.headers,
+            content=request.content,
+            extensions=request.extensions,
+        )
 
     async def get_json(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
         """GET and decode the JSON reply (None for an empty body)."""
@@ -214,7 +280,7 @@ class HttpCore:
     ) -> Any:
         """One request whose reply must be JSON: a reply that is not is retried a few times
         (a proxy's error page passes), then raises BadReplyError."""
-        request = self._client.build_request(method, path, params=params, json=json)
+        request = self._build(method, path, params=params, json=json)
         writing = is_write(method, write)
 
         async def once() -> Any:
@@ -227,7 +293,7 @@ class HttpCore:
         self, method: str, path: str, *, params: dict[str, Any] | None = None
     ) -> AsyncIterator[httpx.Response]:
         """A response whose body is not read yet; opening it is retried, reading it is not."""
-        request = self._client.build_request(method, path, params=params)
+        request = self._build(method, path, params=params)
         writing = is_write(method)
         response = await self._with_retries(
             request, writing, lambda: self._attempt(request, writing, stream=True)
@@ -244,7 +310,7 @@ class HttpCore:
         sink holds a partial file, so it raises TransientError and the caller starts over
         with a fresh sink.
         """
-        request = self._client.build_request("GET", path, params=params)
+        request = self._build("GET", path, params=params)
         return await self._with_retries(request, False, lambda: self._download_once(request, sink))
 
     async def _download_once(self, request: httpx.Request, sink: Sink) -> int:
@@ -282,7 +348,16 @@ class HttpCore:
     async def _with_retries(
         self, request: httpx.Request, write: bool, once: Callable[[], Awaitable[T]]
     ) -> T:
-        """Run ``once`` under the retry policy; map what is left over to the error tree."""
+        """Run ``once`` under the retry policy; map what is left over to the error tree.
+
+        Most requests succeed at once, so the first attempt runs bare; only a failure builds
+        the retry controller (a tenth of the CPU a request costs), whose first attempt then
+        re-raises that failure, so attempts, waits and messages are as if it had run them all.
+        """
+        try:
+            return await once()
+        except Exception as exc:  # the retry policy below judges it
+            first: Exception | None = exc
         controller = retrying(
             write=write,
             max_attempts=self._max_attempts,
@@ -294,6 +369,9 @@ class HttpCore:
         try:
             async for attempt in controller:
                 with attempt:
+                    if first is not None:
+                        failed, first = first, None
+                        raise failed
                     result = await once()
         except RetryableStatus as exc:
             raise self._gave_up(request, exc.response, controller.statistics) from None
@@ -358,7 +436,7 @@ class HttpCore:
         self.requests_sent += 1
         try:
             async with self._in_flight, asyncio.timeout(self._deadline):
-                response = await next(self._next_pool).send(request, stream=stream)
+                response = await self._send(request, stream=stream)
         except TimeoutError:
             raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
         except AFTER_SEND_ERRORS as exc:
@@ -368,17 +446,6 @@ class HttpCore:
                 ) from exc
             raise
         budget.on_reply(response.status_code, response.headers)
-        if response.url.host != request.url.host:
-            await response.aclose()
-            raise RedirectError(
-                f"{self.service} {request.method} {request.url} was redirected to another host "
-                f"({response.url.host}); the token was not sent there. If the service moved, "
-                "put its new address in the config",
-                service=self.service,
-                method=request.method,
-                url=str(request.url),
-                status=response.status_code,
-            )
         if response.status_code < 400:
             return response
         if stream:

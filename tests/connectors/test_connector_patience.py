@@ -94,7 +94,8 @@ async def test_html_with_200_is_a_bad_reply_after_a_few_tries(make_core, sleep) 
 
 
 async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) -> None:
-    """Followed to another host, the call fails as a redirect, not as a rejected token."""
+    """Sent to another host, the call fails as a redirect, not as a rejected token, and the
+    other host gets no request at all (so neither the token nor the org id)."""
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -106,9 +107,30 @@ async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) 
     async with make_core(handler) as core:
         with pytest.raises(RedirectError, match=r"redirected to another host \(elsewhere\.test\)"):
             await core.get_json("/myself")
-    assert [r.url.host for r in seen] == ["tracker.test", "elsewhere.test"]
-    assert "Authorization" not in seen[1].headers
-    assert TOKEN not in str(seen[1].headers)
+    assert [r.url.host for r in seen] == ["tracker.test"]
+
+
+async def test_a_redirect_on_the_same_host_is_followed(make_core) -> None:
+    """A moved issue's old key answers 301 to its new key; a 303 after a POST becomes a GET."""
+    seen: list[tuple[str, str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path))
+        if request.url.path.endswith("/OLD-1"):
+            return httpx.Response(301, headers={"Location": "/v3/issues/NEW-1"})
+        if request.url.path.endswith("/_search"):
+            return httpx.Response(303, headers={"Location": "/v3/issues/NEW-1"})
+        return httpx.Response(200, json={"key": "NEW-1"})
+
+    async with make_core(handler) as core:
+        assert await core.get_json("/issues/OLD-1") == {"key": "NEW-1"}
+        assert await core.post_json("/issues/_search", json={}, write=False) == {"key": "NEW-1"}
+    assert seen == [
+        ("GET", "/v3/issues/OLD-1"),
+        ("GET", "/v3/issues/NEW-1"),
+        ("POST", "/v3/issues/_search"),
+        ("GET", "/v3/issues/NEW-1"),
+    ]
 
 
 async def test_a_body_shorter_than_its_content_length_is_a_body_mismatch(make_core) -> None:
