@@ -5,6 +5,7 @@ file in ``root`` while they are hashed, then fsynced and renamed into place, so 
 path either holds the complete bytes or does not exist, even after a SIGKILL.
 """
 
+import asyncio
 import hashlib
 import os
 import re
@@ -64,6 +65,19 @@ class BlobWriter:
         self._temp = Path(name)
         self._file = os.fdopen(fd, "wb")
         return self
+
+    # In async code: the temp file's creation and the fsync that makes the blob durable
+    # block for milliseconds each, so they run in a thread, not on the event loop.
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.__enter__)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
 
     def write(self, data: bytes) -> int:
         """Hash and append `data` to the temp file; return its length."""
