@@ -1,8 +1,10 @@
 """Benchmark: extract and load throughput against a sandbox with injected latency.
 
-Prints, for the pipeline and for a baseline that does the same work one request at a time
-(`[tuning] concurrency = 1`): records per second, requests per issue and peak memory of each
-`haul` process. The sandbox runs in its own process (`haul sandbox serve`), so it does not
+Prints, for the pipeline (default config: both rate budgets "auto") and for a baseline that
+does the same work one request at a time (`[tuning] concurrency = 1`): records per second,
+requests per issue (attachment downloads left out, as the issue's target counts them), client
+CPU milliseconds per request and peak memory of each `haul` process; then the extract's
+requests per issue by endpoint. The sandbox runs in its own process (`haul sandbox serve`), so it does not
 share the pipeline's interpreter. The baseline takes several minutes on the
 small org; `--baseline-size tiny` is quicker but counts process start-up against it.
 
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +41,19 @@ class Phase:
     name: str
     records: int
     seconds: float
-    requests: int
+    by_route: Counter[str]
     issues: int
     peak_mb: float
     cpu_s: float  # the haul process's own user + system CPU
+
+    @property
+    def requests(self) -> int:
+        return sum(self.by_route.values())
+
+    @property
+    def api_requests(self) -> int:
+        """Requests but attachment downloads."""
+        return sum(n for route, n in self.by_route.items() if not is_download(route))
 
     @property
     def cpu_ms_per_request(self) -> float:
@@ -67,13 +79,18 @@ def sandbox(size: str, latency_ms: float):
         process.wait(timeout=30)
 
 
-def sandbox_requests(info: dict[str, Any]) -> int:
+def sandbox_requests(info: dict[str, Any]) -> Counter[str]:
+    """Requests served so far, by ``"METHOD /route"``."""
     base = info["tracker"].rsplit("/v3", 1)[0]
     reply = httpx.get(
         f"{base}/_sandbox/stats", headers={"Authorization": f"OAuth {info['tokens']['admin']}"}
     )
     reply.raise_for_status()
-    return int(reply.json()["requests"])
+    return Counter(reply.json()["by_route"])
+
+
+def is_download(route: str) -> bool:
+    return route.startswith("GET ") and route.endswith("/{attachment_id}/{filename}")
 
 
 def write_config(directory: Path, info: dict[str, Any], concurrency: int) -> Path:
@@ -81,7 +98,7 @@ def write_config(directory: Path, info: dict[str, Any], concurrency: int) -> Pat
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
         queue_mapping={},
-        endpoint_extra={"read_rps": 5000, "write_rps": 5000},
+        endpoint_extra={},  # the default budgets: "auto"
         sections=f"[tuning]\nconcurrency = {concurrency}\nper_scroll = 1000\n",
     )
     return write_sandbox_config(directory, info, options)
@@ -108,7 +125,7 @@ def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
         name=name,
         records=staged if name == "extract" else done,
         seconds=seconds,
-        requests=sandbox_requests(info) - before,
+        by_route=sandbox_requests(info) - before,
         issues=counts.get("issue", 0),
         peak_mb=usage.ru_maxrss / 1024,
         cpu_s=usage.ru_utime + usage.ru_stime,
@@ -152,9 +169,14 @@ def main() -> None:
         for phase in phases:
             print(
                 f"{label + ' ' + phase.name:<18}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
-                f"{phase.requests:>10}{phase.requests / max(1, phase.issues):>10.1f}{phase.peak_mb:>9.0f}"
+                f"{phase.requests:>10}{phase.api_requests / max(1, phase.issues):>10.2f}{phase.peak_mb:>9.0f}"
                 f"{phase.cpu_ms_per_request:>11.2f}"
             )
+    extract = pipeline[0]
+    print(f"\nextract requests per issue by endpoint ({extract.issues} issues)")
+    for route, count in extract.by_route.most_common():
+        note = "  (download, not counted)" if is_download(route) else ""
+        print(f"  {route:<52}{count / max(1, extract.issues):>7.2f}{note}")
     for fast, slow in zip(pipeline, baseline, strict=True):
         print(
             f"speed-up {fast.name}: {fast.rate / slow.rate:.1f}x"
