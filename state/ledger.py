@@ -274,14 +274,15 @@ class Ledger:
         params: Iterable[object] = (),
     ) -> None:
         marks = ", ".join("?" * len(allowed_from))
-        with self._db.atomic():
-            cursor = self._db.execute(
-                f"UPDATE ledger SET {assignments}, updated_at = ?"
-                f" WHERE entity = ? AND source_id = ? AND status IN ({marks})",
-                [*params, self._clock(), entity, source_id, *allowed_from],
-            )
-            if cursor.rowcount == 0:
-                raise self._refusal(entity, source_id, verb)
+        # one statement, committed on its own (or part of the caller's transaction): no
+        # explicit BEGIN/COMMIT around it, which cost a tenth of the load's CPU
+        cursor = self._db.execute(
+            f"UPDATE ledger SET {assignments}, updated_at = ?"
+            f" WHERE entity = ? AND source_id = ? AND status IN ({marks})",
+            [*params, self._clock(), entity, source_id, *allowed_from],
+        )
+        if cursor.rowcount == 0:
+            raise self._refusal(entity, source_id, verb)
 
     def _refusal(self, entity: str, source_id: str, verb: str) -> LedgerError:
         row = self.get(entity, source_id)
