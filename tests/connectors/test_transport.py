@@ -142,6 +142,22 @@ async def test_a_hang_up_after_the_request_is_an_ambiguous_write_never_repeated(
     assert len(received) == 3
 
 
+async def test_a_put_on_a_reused_connection_that_breaks_is_not_resent() -> None:
+    """aiohttp would quietly resend a PUT whose kept-alive connection broke; haul does not."""
+
+    async def answer_then_hang_up(request: bytes, writer: asyncio.StreamWriter) -> None:
+        if request.startswith(b"GET"):
+            await ok(b"{}")(request, writer)
+        else:
+            writer.close()
+
+    async with serving(answer_then_hang_up) as (url, received), core_for(url) as core:
+        await core.get_json("/issues/T-1")  # leaves a kept-alive connection in the pool
+        with pytest.raises(AmbiguousWriteError):
+            await core.request("PUT", "/pages/1/grids/2", json={"rows": []})
+    assert [r.split(b" ")[0] for r in received] == [b"GET", b"PUT"]
+
+
 async def test_a_body_cut_short_is_never_taken_for_the_file() -> None:
     async def short(_: bytes, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000)
