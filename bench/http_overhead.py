@@ -1,8 +1,10 @@
-"""Client CPU per request: haul's HttpCore/TrackerClient against a bare httpx client.
+"""Client CPU per request: haul's HttpCore/TrackerClient against bare httpx and bare aiohttp.
 
 Starts the sandbox (small org) in its own process, then sends the same N link listings with
 8 in flight through each client, twice, and prints CPU milliseconds per request and the rate.
-It shows what haul's own layers (retries, budgets, pools, error mapping) cost on top of httpx.
+bare httpx is httpx.AsyncClient on its own pool (httpcore); bare aiohttp is the wire haul
+sends over (connectors/transport.py), the floor; haul adds its own layers on top (retries,
+budgets, error mapping, httpx's request and response objects).
 
     .venv/bin/python bench/http_overhead.py [--requests 3000]
 """
@@ -18,6 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 import httpx
 
 from haul.connectors.tracker import TrackerClient
@@ -58,6 +61,21 @@ async def bare(info: dict, keys: list[str], count: int) -> tuple[float, float]:
         return await timed(count, one)
 
 
+async def bare_aiohttp(info: dict, keys: list[str], count: int) -> tuple[float, float]:
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["source"],
+    }
+    connector = aiohttp.TCPConnector(limit=IN_FLIGHT)
+    async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
+
+        async def one(n: int) -> None:
+            async with http.get(f"{info['tracker']}/issues/{keys[n % len(keys)]}/links") as reply:
+                json.loads(await reply.read())
+
+        return await timed(count, one)
+
+
 async def haul(info: dict, keys: list[str], count: int) -> tuple[float, float]:
     client = TrackerClient.connect(
         base_url=info["tracker"],
@@ -83,9 +101,10 @@ async def run(info: dict, count: int) -> None:
         )
     keys = [issue["key"] for issue in issues]
     print(f"{'client':<16}{'CPU ms/request':>16}{'requests/s':>12}")
-    for measure in (bare, haul, bare, haul):
+    names = {bare: "bare httpx", bare_aiohttp: "bare aiohttp", haul: "haul"}
+    for measure in (bare, bare_aiohttp, haul) * 2:
         cpu, wall = await measure(info, keys, count)
-        print(f"{measure.__name__:<16}{cpu / count * 1000:>16.2f}{count / wall:>12.0f}")
+        print(f"{names[measure]:<16}{cpu / count * 1000:>16.2f}{count / wall:>12.0f}")
 
 
 def main() -> None:
