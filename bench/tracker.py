@@ -4,11 +4,13 @@ Prints, for the pipeline (default config: both rate budgets "auto") and for a ba
 does the same work one request at a time (`[tuning] concurrency = 1`): records per second,
 requests per issue (attachment downloads left out, as the issue's target counts them), client
 CPU milliseconds per request and peak memory of each `haul` process; then the extract's
-requests per issue by endpoint. The sandbox runs in its own process (`haul sandbox serve`), so it does not
+requests per issue by endpoint. Unless `--no-sdk`, the same extraction written with the
+tracker's official SDK (`yandex_tracker_client`), one request at a time, runs on the same
+sandbox in the same run: the comparison the issue's 20x target is stated against. The sandbox runs in its own process (`haul sandbox serve`), so it does not
 share the pipeline's interpreter. The baseline takes several minutes on the
 small org; `--baseline-size tiny` is quicker but counts process start-up against it.
 
-    .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20]
+    .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20] [--no-sdk]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -135,12 +138,53 @@ def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
 DICTIONARY_ENTITIES = {"status", "issuetype", "priority", "resolution", "linktype", "queue", "user"}
 
 
-def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:
+def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
+    """The same extraction written with the tracker's official SDK, one request at a time:
+    every issue by scroll, then its comments, worklogs, changelog, links, attachments (each
+    downloaded) and checklist, as a plain script would ask for them."""
+    import yandex_tracker_client as sdk  # a dev dependency
+
+    client = sdk.TrackerClient(
+        token=info["tokens"]["admin"],
+        org_id=info["orgs"]["source"],
+        base_url=info["tracker"].rsplit("/v3", 1)[0],
+        retries=1,
+    )
+    files = workdir / "sdk-files"
+    files.mkdir()
+    before = sandbox_requests(info)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.monotonic()
+    issues = records = 0
+    for issue in client.issues.find(filter={}, scrollType="unsorted", perScroll=1000):
+        issues += 1
+        records += 1
+        for listing in (issue.comments, issue.worklog, issue.changelog, issue.links):
+            records += sum(1 for _ in listing.get_all())
+        for attachment in issue.attachments.get_all():
+            records += 1
+            attachment.download_to(str(files))
+        records += any(True for _ in issue.checklist_items.get_all())
+    seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return Phase(
+        name="extract",
+        records=records,
+        seconds=seconds,
+        by_route=sandbox_requests(info) - before,
+        issues=issues,
+        peak_mb=after.ru_maxrss / 1024,
+        cpu_s=(after.ru_utime + after.ru_stime) - (usage.ru_utime + usage.ru_stime),
+    )
+
+
+def measure(size: str, latency_ms: float, concurrency: int, *, sdk: bool = False) -> list[Phase]:
     workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-{size}-"))
     try:
         with sandbox(size, latency_ms) as info:
             config = write_config(workdir, info, concurrency)
-            return [run_phase("extract", config, info), run_phase("load", config, info)]
+            phases = [run_phase("extract", config, info), run_phase("load", config, info)]
+            return phases + ([sdk_extract(info, workdir)] if sdk else [])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -153,22 +197,31 @@ def main() -> None:
     )
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--no-sdk", action="store_true", help="leave out the official SDK's extraction (minutes)"
+    )
     args = parser.parse_args()
 
-    pipeline = measure(args.size, args.latency_ms, args.concurrency)
+    pipeline = measure(args.size, args.latency_ms, args.concurrency, sdk=not args.no_sdk)
+    official = pipeline[2:]
+    pipeline = pipeline[:2]
     baseline = measure(args.baseline_size, args.latency_ms, 1)
     print(
         f"\nsandbox latency {args.latency_ms:g} ms; pipeline: {args.size} org, concurrency {args.concurrency}; "
         f"baseline: {args.baseline_size} org, one request at a time"
     )
     print(
-        f"{'run':<18}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
+        f"{'run':<22}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
         f"{'CPU ms/req':>11}"
     )
-    for label, phases in (("pipeline", pipeline), ("baseline", baseline)):
+    for label, phases in (
+        ("pipeline", pipeline),
+        ("baseline", baseline),
+        ("official SDK", official),
+    ):
         for phase in phases:
             print(
-                f"{label + ' ' + phase.name:<18}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
+                f"{label + ' ' + phase.name:<22}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
                 f"{phase.requests:>10}{phase.api_requests / max(1, phase.issues):>10.2f}{phase.peak_mb:>9.0f}"
                 f"{phase.cpu_ms_per_request:>11.2f}"
             )
@@ -179,9 +232,15 @@ def main() -> None:
         print(f"  {route:<52}{count / max(1, extract.issues):>7.2f}{note}")
     for fast, slow in zip(pipeline, baseline, strict=True):
         print(
-            f"speed-up {fast.name}: {fast.rate / slow.rate:.1f}x"
+            f"speed-up {fast.name} over haul one request at a time: {fast.rate / slow.rate:.1f}x"
             if slow.rate
             else f"{fast.name}: no baseline rate"
+        )
+    for sdk_phase in official:  # same org, same run: compare the time for the whole extraction
+        print(
+            f"speed-up extract over the official SDK one request at a time: "
+            f"{sdk_phase.seconds / pipeline[0].seconds:.1f}x "
+            f"({sdk_phase.seconds:.0f} s against {pipeline[0].seconds:.1f} s)"
         )
 
 
