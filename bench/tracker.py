@@ -6,9 +6,10 @@ requests per issue (attachment downloads left out, as the issue's target counts 
 CPU milliseconds per request and peak memory of each `haul` process; then the extract's
 requests per issue by endpoint. Unless `--no-sdk`, the same extraction written with the
 tracker's official SDK (`yandex_tracker_client`), one request at a time, runs on the same
-sandbox in the same run: the comparison the issue's 20x target is stated against. The sandbox runs in its own process (`haul sandbox serve`), so it does not
-share the pipeline's interpreter. The baseline takes several minutes on the
-small org; `--baseline-size tiny` is quicker but counts process start-up against it.
+sandbox in the same run: the comparison the issue's 20x target is stated against.
+The sandbox runs in its own process (`haul sandbox serve`), so it does not share the
+pipeline's interpreter. The baselines take several minutes on the small org;
+`--baseline-size tiny` is quicker but counts process start-up against it.
 
     .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20] [--no-sdk]
 """
