@@ -93,6 +93,7 @@ class Extractor:
     concurrency: int = 16
     stop_requested: Callable[[], bool] = lambda: False
     stats: ExtractStats = field(default_factory=ExtractStats)
+    streams_at_once: int = 3
 
     async def run(self) -> ExtractStats:
         """Stage every stream to its end, draining each new or changed parent."""
@@ -105,11 +106,14 @@ class Extractor:
             for drain in self.drains:  # left over by an interrupted run
                 for key in list(self.store.needs_drain(drain.parent)):
                     await pending.put((drain, key))
-            # every stream at once: a wiki tree need not wait for the tracker's scroll
+            # Several streams at once, so a wiki tree need not wait for the whole scroll; not
+            # all at once, because each running stream holds its last page (a scroll page of
+            # 1000 issues is tens of MB decoded): with one per queue, peak memory grew with
+            # the number of queues (bench/memory.py).
             await for_each(
                 self.streams,
                 lambda s: self._stage_stream(s, drains.get(s.entity), pending),
-                max(1, len(self.streams)),
+                max(1, min(len(self.streams), self.streams_at_once)),
             )
             for _ in workers:
                 await pending.put(None)
