@@ -111,6 +111,11 @@ class Scope(Section):
     query: str | None = Field(None, description="A query that narrows the queues' issues.")
     wiki_roots: tuple[Slug, ...] = Field((), description="Wiki subtrees (slugs) to move.")
     surveys: tuple[SurveyId, ...] | Literal["all"] = Field((), description='Survey ids, or "all".')
+    changelog: bool = Field(
+        True,
+        description="Stage each issue's changelog. It has no import endpoint, so only exports "
+        "and the staging store keep it: false saves one request per issue in a migration.",
+    )
 
     @field_validator("queues")
     @classmethod

@@ -32,6 +32,7 @@ class SandboxConfig:
     wiki_roots: list[str] | None = None  # None: every source root of the JSON line
     wiki_mapping: Mapping[str, str] = field(default_factory=dict)
     surveys: list[str] | None = None  # None: every source survey of the JSON line
+    scope_extra: Mapping[str, Any] = field(default_factory=dict)  # changelog = false, ...
 
 
 def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
@@ -54,6 +55,7 @@ def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
     if "forms" in options.services and info.get("forms"):
         surveys = options.surveys if options.surveys is not None else info["surveys"]["source"]
         lines.append(f"surveys = {_toml_list(surveys)}")
+    lines += [f"{key} = {_toml_value(value)}" for key, value in options.scope_extra.items()]
     lines += ["", "[mapping]", f"queues = {_toml_table(options.queue_mapping)}"]
     if wiki and options.wiki_mapping:
         lines.append(f"wiki_roots = {_toml_table(options.wiki_mapping)}")

@@ -42,6 +42,9 @@ log = structlog.get_logger(__name__)
 
 Row = dict[str, Any]
 
+# {entity: why} for what the last extract chose not to stage (an export warns about it)
+NOT_STAGED = "extract:not_staged"
+
 
 @dataclass(frozen=True)
 class Page:
@@ -94,6 +97,7 @@ class Extractor:
     stop_requested: Callable[[], bool] = lambda: False
     stats: ExtractStats = field(default_factory=ExtractStats)
     streams_at_once: int = 3
+    _queued: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
 
     async def run(self) -> ExtractStats:
         """Stage every stream to its end, draining each new or changed parent."""
@@ -105,7 +109,7 @@ class Extractor:
         try:
             for drain in self.drains:  # left over by an interrupted run
                 for key in list(self.store.needs_drain(drain.parent)):
-                    await pending.put((drain, key))
+                    await self._queue(pending, drain, key)
             # Several streams at once, so a wiki tree need not wait for the whole scroll; not
             # all at once, because each running stream holds its last page (a scroll page of
             # 1000 issues is tens of MB decoded): with one per queue, peak memory grew with
@@ -140,7 +144,7 @@ class Extractor:
             self.progress.advance(task, len(page.rows))
             if drain is not None:
                 for key in self.store.needs_drain(stream.entity, keys=keys):
-                    await pending.put((drain, key))
+                    await self._queue(pending, drain, key)
             if self.stop_requested():
                 return
 
@@ -160,10 +164,23 @@ class Extractor:
         )
         return [str(row["source_id"]) for row in page.rows]
 
+    async def _queue(
+        self, pending: asyncio.Queue[tuple[Drain, str] | None], drain: Drain, key: str
+    ) -> None:
+        """Queue a parent to drain, unless it is queued or being drained already (one left
+        over by an interrupted run comes again on its page: two workers would fetch it twice)."""
+        if (drain.parent, key) not in self._queued:
+            self._queued.add((drain.parent, key))
+            await pending.put((drain, key))
+
     async def _drain_worker(self, pending: asyncio.Queue[tuple[Drain, str] | None]) -> None:
         while (item := await pending.get()) is not None:
-            if not self.stop_requested():
-                await self.drain_one(*item)
+            drain, key = item
+            try:
+                if not self.stop_requested():
+                    await self.drain_one(drain, key)
+            finally:
+                self._queued.discard((drain.parent, key))
 
     async def drain_one(self, drain: Drain, key: str) -> None:
         """Fetch one parent's children, then stage them with its drained mark."""

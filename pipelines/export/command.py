@@ -33,6 +33,7 @@ from haul.pipelines.export.tables import REGISTRY, ExportContext, Table, flatten
 from haul.pipelines.export.values import parse_timestamp
 from haul.pipelines.export.writers import FORMATS, open_writer
 from haul.pipelines.progress import Progress
+from haul.pipelines.streams import NOT_STAGED
 from haul.state.errors import StoreError, store_errors
 from haul.state.store import StagingStore
 
@@ -168,7 +169,10 @@ def _export(
     store: StagingStore, request: ExportRequest, progress: Progress, now: datetime
 ) -> ExportResult:
     tables = chosen_tables(store, request.entities)
-    warnings: list[str] = []
+    warnings: list[str] = [
+        f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
+        for entity, why in (store.get_checkpoint(NOT_STAGED) or {}).items()
+    ]
     out = request.out
     try:
         with layout.locked(out):

@@ -33,11 +33,12 @@ class IssueDrain:
     attachment_bytes: int = 0
     parent: str = "issue"
     counts: dict[str, int] = field(default_factory=dict)
+    changelog: bool = True  # [scope] changelog
 
     async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
         """Ask only for what the issue says it has (see `listings_needed`)."""
         key = issue.source_id
-        needed = listings_needed(issue.raw)
+        needed = listings_needed(issue.raw, changelog=self.changelog)
         listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
             "comment": lambda: _collect(self.client.iter_comments(key)),
             "worklog": lambda: _collect(self.client.iter_worklogs(key)),
@@ -53,14 +54,16 @@ class IssueDrain:
             results = {entity: await listing() for entity, listing in asked.items()}
         attachments = results.get("attachment") or embedded_attachments(issue.raw) or []
         blobs, problems = await self._fetch_blobs(key, attachments)
-        return {
+        children = {
             "comment": _rows(key, results.get("comment", [])),
             "worklog": _rows(key, results.get("worklog", [])),
-            "changelog": _rows(key, results.get("changelog", [])),
             "link": _rows(key, results.get("link", [])),
             "attachment": _rows(key, attachments, blobs, problems),
             "checklist": _checklist_rows(key, checklist_of(issue.raw)),
         }
+        if self.changelog:  # else what an earlier extract staged stays as it was
+            children["changelog"] = _rows(key, results.get("changelog", []))
+        return children
 
     async def _fetch_blobs(
         self, key: str, attachments: list[dict[str, Any]]
@@ -103,15 +106,16 @@ class IssueDrain:
         return sha256
 
 
-def listings_needed(issue: dict[str, Any]) -> list[str]:
+def listings_needed(issue: dict[str, Any], *, changelog: bool = True) -> list[str]:
     """The listings an issue needs, from what the service already told about it.
 
-    Changelog and links always (nothing on the issue counts them). Comments unless both comment
+    Links always, and the changelog unless it is not wanted (nothing on the issue counts
+    either). Comments unless both comment
     counters say zero; worklogs only when time was spent; attachments only when the issue does
     not carry them with their metadata (``expand=attachments``). The checklist arrives inside
     the issue (`checklistItems`) and needs no request at all.
     """
-    needed = ["changelog", "link"]
+    needed = ["changelog", "link"] if changelog else ["link"]
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
     if any(count is None or count for count in counters):
         needed.append("comment")

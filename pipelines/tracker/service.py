@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+import structlog
+
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.backfill import TrackerBackfill, check_rules, tracker_plans
 from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
-from haul.pipelines.streams import Extractor, ExtractStats
+from haul.pipelines.streams import NOT_STAGED, Extractor, ExtractStats
 from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
@@ -31,6 +33,8 @@ from haul.pipelines.tracker.transform import (
     read_users_csv,
 )
 from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
 
 DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
 
@@ -77,7 +81,12 @@ class TrackerService:
             )
             for queue in config.scope.queues
         ]
-        drain = IssueDrain(client, store, concurrent=tuning.concurrency > 1)
+        drain = IssueDrain(
+            client,
+            store,
+            concurrent=tuning.concurrency > 1,
+            changelog=stage_changelog(store, config.scope.changelog),
+        )
 
         async def details(stats: ExtractStats) -> Details:
             return {
@@ -174,3 +183,19 @@ async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None
         query = f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "")
         total += await client.count_issues(query=query)
     return total
+
+
+def stage_changelog(store: StagingStore, wanted: bool) -> bool:
+    """Say in the store whether this extract stages changelogs (`haul export` warns when it
+    does not); when they are wanted again after extracts that skipped them, every issue is
+    drained once more, since its drained mark was set without its changelog."""
+    skipped = dict(store.get_checkpoint(NOT_STAGED) or {})
+    with store.transaction():
+        if wanted and "changelog" in skipped:
+            again = store.forget_drained("issue")
+            log.info("changelog_staged_again", issues_to_drain=again)
+            skipped.pop("changelog")
+        elif not wanted:
+            skipped["changelog"] = "[scope] changelog = false"
+        store.set_checkpoint(NOT_STAGED, skipped)
+    return wanted

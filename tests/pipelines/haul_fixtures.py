@@ -24,6 +24,7 @@ def write_config(
     mapping: dict[str, str] | None = None,
     extra: str = "",
     services: tuple[str, ...] = ("tracker",),
+    scope: dict[str, Any] | None = None,
 ) -> Path:
     """haul.toml in `directory` for the sandbox `info`, both orgs' token in TOKEN_ENV."""
     options = SandboxConfig(
@@ -35,6 +36,7 @@ def write_config(
         queue_mapping={"TEST": "NEW"} if mapping is None else mapping,
         sections=extra,
         services=services,
+        scope_extra=scope or {},
     )
     return write_sandbox_config(directory, info, options)
 

@@ -11,7 +11,9 @@ from haul_fixtures import client_for, environ, source_queues, write_config
 from org_snapshot import org_snapshot
 
 from haul.pipelines.config import load_config
+from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.runner import extract, run_all
+from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagingStore
 
 
@@ -130,3 +132,38 @@ async def test_an_expired_scroll_restarts_from_the_watermark(sandbox: Any, tmp_p
     with StagingStore.open(config.staging_path) as store:
         assert store.count_records()["issue"] == summary.details["source_issue_count"]
         assert list(store.needs_drain("issue")) == []
+
+
+async def test_changelog_false_asks_for_none_and_true_again_drains_every_issue_once(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Without the changelog an extract sends no changelog request (and the store says so for
+    `haul export`); wanting it again re-drains every issue once, so none is left without."""
+    info = sandbox.info
+    queues = source_queues(info)
+    skip = load_config(write_config(tmp_path, info, queues=queues, scope={"changelog": False}))
+    changelog_route = "GET /v3/issues/{key}/changelog"
+
+    before = sandbox.stats()["by_route"].get(changelog_route, 0)
+    first = await extract(skip, environ=environ(info))
+    assert sandbox.stats()["by_route"].get(changelog_route, 0) == before
+    with StagingStore.open(skip.staging_path) as store:
+        assert store.count_records().get("changelog", 0) == 0
+        assert store.get_checkpoint(NOT_STAGED) == {"changelog": "[scope] changelog = false"}
+    exported = run_export(skip, ExportRequest(out=tmp_path / "exports"))
+    assert exported.warnings == [
+        "changelog: not staged by the last extract ([scope] changelog = false), "
+        "so its table is absent or stale"
+    ]
+
+    want = load_config(write_config(tmp_path, info, queues=queues))
+    again = await extract(want, environ=environ(info))
+    issues = first.details["issues_staged"]
+    assert again.details["issues_drained"] == issues  # each once, though some came twice
+    assert sandbox.stats()["by_route"][changelog_route] - before == issues
+    with StagingStore.open(want.staging_path) as store:
+        with_changelog = {row.parent for row in store.iter_records("changelog")}
+        assert len(with_changelog) == issues
+        assert store.get_checkpoint(NOT_STAGED) == {}
+    third = await extract(want, environ=environ(info))
+    assert third.details["issues_drained"] == 0

@@ -71,6 +71,7 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
         "attachments": [{"id": "9"}],
     }
     assert listings_needed(busy) == ["changelog", "link", "comment", "worklog", "attachment"]
+    assert listings_needed(bare, changelog=False) == ["link"]  # [scope] changelog = false
     assert checklist_of({**bare, "checklistItems": [{"text": "a", "checked": True}]}) == [
         {"text": "a", "checked": True}
     ]
