@@ -4,14 +4,16 @@ Prints, for the pipeline (default config: both rate budgets "auto") and for a ba
 does the same work one request at a time (`[tuning] concurrency = 1`): records per second,
 requests per issue (attachment downloads left out, as the issue's target counts them), client
 CPU milliseconds per request and peak memory of each `haul` process; then the extract's
-requests per issue by endpoint. Unless `--no-sdk`, the same extraction written with the
-tracker's official SDK (`yandex_tracker_client`), one request at a time, runs on the same
-sandbox in the same run: the comparison the issue's 20x target is stated against.
+requests per issue by endpoint. Unless `--quick`, two more runs on the same sandbox: an
+extract with `[scope] changelog = false` into a fresh store (what a migration that exports
+no changelog asks for), and the same extraction written with the tracker's official SDK
+(`yandex_tracker_client`), one request at a time: the comparison the 20x target is stated
+against.
 The sandbox runs in its own process (`haul sandbox serve`), so it does not share the
 pipeline's interpreter. The baselines take several minutes on the small org;
 `--baseline-size tiny` is quicker but counts process start-up against it.
 
-    .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20] [--no-sdk]
+    .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20] [--quick]
 """
 
 from __future__ import annotations
@@ -97,18 +99,21 @@ def is_download(route: str) -> bool:
     return route.startswith("GET ") and route.endswith("/{attachment_id}/{filename}")
 
 
-def write_config(directory: Path, info: dict[str, Any], concurrency: int) -> Path:
-    """The pipeline's config for this sandbox: every source queue, budgets out of the way."""
+def write_config(
+    directory: Path, info: dict[str, Any], concurrency: int, *, changelog: bool = True
+) -> Path:
+    """The pipeline's config for this sandbox: every source queue, the default budgets."""
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
         queue_mapping={},
         endpoint_extra={},  # the default budgets: "auto"
         sections=f"[tuning]\nconcurrency = {concurrency}\nper_scroll = 1000\n",
+        scope_extra={} if changelog else {"changelog": False},
     )
     return write_sandbox_config(directory, info, options)
 
 
-def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
+def run_phase(name: str, config: Path, info: dict[str, Any], *, label: str = "") -> Phase:
     env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
     before = sandbox_requests(info)
     started = time.monotonic()
@@ -126,7 +131,7 @@ def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
         n for entity, n in counts.items() if "." not in entity and entity not in DICTIONARY_ENTITIES
     )
     return Phase(
-        name=name,
+        name=label or name,
         records=staged if name == "extract" else done,
         seconds=seconds,
         by_route=sandbox_requests(info) - before,
@@ -169,7 +174,7 @@ def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
     seconds = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
     return Phase(
-        name="extract",
+        name="extract (official SDK)",
         records=records,
         seconds=seconds,
         by_route=sandbox_requests(info) - before,
@@ -179,13 +184,19 @@ def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
     )
 
 
-def measure(size: str, latency_ms: float, concurrency: int, *, sdk: bool = False) -> list[Phase]:
+def measure(size: str, latency_ms: float, concurrency: int, *, extras: bool = False) -> list[Phase]:
+    """Extract and load; with `extras`, then an extract without the changelog into a fresh
+    store and the official SDK's extraction, on the same sandbox."""
     workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-{size}-"))
     try:
         with sandbox(size, latency_ms) as info:
             config = write_config(workdir, info, concurrency)
             phases = [run_phase("extract", config, info), run_phase("load", config, info)]
-            return phases + ([sdk_extract(info, workdir)] if sdk else [])
+            if extras:
+                lean = write_config(workdir / "lean", info, concurrency, changelog=False)
+                phases.append(run_phase("extract", lean, info, label="extract, no changelog"))
+                phases.append(sdk_extract(info, workdir))
+            return phases
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -199,12 +210,14 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
-        "--no-sdk", action="store_true", help="leave out the official SDK's extraction (minutes)"
+        "--quick",
+        action="store_true",
+        help="leave out the extract without changelog and the official SDK's (minutes)",
     )
     args = parser.parse_args()
 
-    pipeline = measure(args.size, args.latency_ms, args.concurrency, sdk=not args.no_sdk)
-    official = pipeline[2:]
+    pipeline = measure(args.size, args.latency_ms, args.concurrency, extras=not args.quick)
+    extras = pipeline[2:]
     pipeline = pipeline[:2]
     baseline = measure(args.baseline_size, args.latency_ms, 1)
     print(
@@ -212,17 +225,17 @@ def main() -> None:
         f"baseline: {args.baseline_size} org, one request at a time"
     )
     print(
-        f"{'run':<22}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
+        f"{'run':<32}{'records':>9}{'seconds':>9}{'rec/s':>9}{'requests':>10}{'req/issue':>10}{'peak MB':>9}"
         f"{'CPU ms/req':>11}"
     )
     for label, phases in (
-        ("pipeline", pipeline),
+        ("pipeline", pipeline + extras[:1]),
         ("baseline", baseline),
-        ("official SDK", official),
+        ("", extras[1:]),
     ):
         for phase in phases:
             print(
-                f"{label + ' ' + phase.name:<22}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
+                f"{(label + ' ' + phase.name).strip():<32}{phase.records:>9}{phase.seconds:>9.1f}{phase.rate:>9.0f}"
                 f"{phase.requests:>10}{phase.api_requests / max(1, phase.issues):>10.2f}{phase.peak_mb:>9.0f}"
                 f"{phase.cpu_ms_per_request:>11.2f}"
             )
@@ -237,7 +250,7 @@ def main() -> None:
             if slow.rate
             else f"{fast.name}: no baseline rate"
         )
-    for sdk_phase in official:  # same org, same run: compare the time for the whole extraction
+    for sdk_phase in extras[1:]:  # same org, same run: compare the time for the whole extraction
         print(
             f"speed-up extract over the official SDK one request at a time: "
             f"{sdk_phase.seconds / pipeline[0].seconds:.1f}x "
