@@ -241,7 +241,8 @@ class HttpCore:
 
     def _redirected(self, request: httpx.Request, status: int, target: httpx.URL) -> httpx.Request:
         """The request to send to ``target``: as a GET for 303 (and a POST's 301/302, as
-        browsers and httpx do), else the same method with the same body."""
+        browsers and httpx do), else the same method with the same body (its stream again, as
+        httpx does: an upload's file is read anew)."""
         if status == 303 or (status in (301, 302) and request.method == "POST"):
             return httpx.Request(
                 "GET", target, headers=self._headers, extensions=request.extensions
@@ -250,7 +251,7 @@ class HttpCore:
             request.method,
             target,
             headers=request.headers,
-            content=request.content,
+            stream=request.stream,
             extensions=request.extensions,
         )
 

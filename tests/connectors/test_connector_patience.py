@@ -120,12 +120,24 @@ async def test_a_redirect_on_the_same_host_is_followed(make_core) -> None:
             return httpx.Response(301, headers={"Location": "/v3/issues/NEW-1"})
         if request.url.path.endswith("/_search"):
             return httpx.Response(303, headers={"Location": "/v3/issues/NEW-1"})
+        if request.url.path.endswith("/OLD-1/attachments/_import"):
+            return httpx.Response(307, headers={"Location": "/v3/issues/NEW-1/attachments/_import"})
+        if request.url.path.endswith("/attachments/_import"):
+            uploads.append(request.read())
         return httpx.Response(200, json={"key": "NEW-1"})
 
+    uploads: list[bytes] = []
     async with make_core(handler) as core:
         assert await core.get_json("/issues/OLD-1") == {"key": "NEW-1"}
         assert await core.post_json("/issues/_search", json={}, write=False) == {"key": "NEW-1"}
-    assert seen == [
+        upload = io.BytesIO(b"file bytes")
+        await core.request("POST", "/issues/OLD-1/attachments/_import", files={"file": upload})
+    assert seen[4:] == [
+        ("POST", "/v3/issues/OLD-1/attachments/_import"),
+        ("POST", "/v3/issues/NEW-1/attachments/_import"),
+    ]
+    assert b"file bytes" in uploads[0]
+    assert seen[:4] == [
         ("GET", "/v3/issues/OLD-1"),
         ("GET", "/v3/issues/NEW-1"),
         ("POST", "/v3/issues/_search"),

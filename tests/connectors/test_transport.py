@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import io
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -114,6 +115,27 @@ async def test_a_posted_body_and_a_multipart_upload_arrive_whole() -> None:
 
 
 BIG = bytes(range(256)) * 12_000  # 3 MB: sent in pieces
+
+
+async def test_a_streamed_upload_redirected_on_the_same_host_is_sent_again_whole() -> None:
+    async def moved_once(request: bytes, writer: asyncio.StreamWriter) -> None:
+        if request.startswith(b"POST /v3/issues/OLD-1/"):
+            writer.write(
+                b"HTTP/1.1 307 Temporary Redirect\r\n"
+                b"Location: /v3/issues/NEW-1/attachments/_import\r\nContent-Length: 0\r\n\r\n"
+            )
+            await writer.drain()
+        else:
+            await ok(b"{}")(request, writer)
+
+    upload = {"file": ("a.bin", io.BytesIO(b"\x01" * 100_000))}
+    async with serving(moved_once) as (url, received), core_for(url) as core:
+        await core.request("POST", "/issues/OLD-1/attachments/_import", files=upload)
+    assert [r.split(b" ")[1] for r in received] == [
+        b"/v3/issues/OLD-1/attachments/_import",
+        b"/v3/issues/NEW-1/attachments/_import",
+    ]
+    assert all(b"\x01" * 100_000 in r for r in received)
 
 
 async def test_no_connection_is_a_connect_error_and_a_write_is_retried() -> None:
