@@ -127,7 +127,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
                 ],
                 data=body,
-                allow_redirects=False,  # httpx follows them, so it can check the host
+                allow_redirects=False,  # HttpCore follows them, refusing another host
                 compress=False,
                 proxy=self._proxy,
                 timeout=aiohttp.ClientTimeout(

@@ -300,8 +300,7 @@ class StagingStore:
     def forget_drained(self, entity: str = "issue") -> int:
         """Drop the drained marks of `entity`, so the next extract drains each record again;
         return how many there were."""
-        with self.db.atomic():
-            return self.db.execute("DELETE FROM drained WHERE entity = ?", [entity]).rowcount
+        return self.db.execute("DELETE FROM drained WHERE entity = ?", [entity]).rowcount
 
     def needs_drain(
         self, entity: str = "issue", *, keys: Iterable[str] | None = None

@@ -110,10 +110,10 @@ def listings_needed(issue: dict[str, Any], *, changelog: bool = True) -> list[st
     """The listings an issue needs, from what the service already told about it.
 
     Links always, and the changelog unless it is not wanted (nothing on the issue counts
-    either). Comments unless both comment
-    counters say zero; worklogs only when time was spent; attachments only when the issue does
-    not carry them with their metadata (``expand=attachments``). The checklist arrives inside
-    the issue (`checklistItems`) and needs no request at all.
+    either). Comments unless both comment counters say zero; worklogs only when time was
+    spent; attachments only when the issue does not carry them with their metadata
+    (``expand=attachments``). The checklist arrives inside the issue (`checklistItems`) and
+    needs no request at all.
     """
     needed = ["changelog", "link"] if changelog else ["link"]
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
