@@ -1,5 +1,6 @@
 """The SQLite staging store: staged records, checkpoints, the load ledger, runs and blobs."""
 
+from haul.state import _imports  # noqa: F401  # first: sqlite-utils without pandas
 from haul.state.blobs import BlobStore, BlobWriter
 from haul.state.errors import SchemaTooNewError, StoreError
 from haul.state.hashing import canonical_json, content_hash

@@ -31,3 +31,21 @@ def test_the_console_script_runs_outside_the_checkout(tmp_path: Path) -> None:
     reply = subprocess.run([haul, "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert reply.returncode == 0, reply.stderr
     assert "Commands:" in reply.stdout
+
+
+def test_starting_the_cli_leaves_pandas_and_numpy_unloaded(tmp_path: Path) -> None:
+    """sqlite-utils would load both at import (0.6 s, 80 MB); they load when a report needs
+    them, and sqlite-utils works without them."""
+    script = (
+        "import sys, haul.pipelines.cli, sqlite_utils\n"
+        "print(sorted(m for m in ('pandas', 'numpy') if m in sys.modules))\n"
+        "import pandas\n"
+        "db = sqlite_utils.Database(memory=True)\n"
+        "db['t'].insert({'id': 1, 'at': pandas.Timestamp('2020-01-01').isoformat()})\n"
+        "print(db.execute('select at from t').fetchone()[0])\n"
+    )
+    reply = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert reply.returncode == 0, reply.stderr
+    assert reply.stdout.splitlines() == ["[]", "2020-01-01T00:00:00"]
