@@ -1,12 +1,9 @@
-"""Reports: per-entity counts from the staging store and the ledger, as a table for people.
-
-pandas is used here, where a table is the point; stages pass plain dicts.
-"""
+"""Reports: per-entity counts from the staging store and the ledger, as a table for people."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -15,8 +12,6 @@ from rich.table import Table
 from haul.state.store import StagingStore
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from haul.pipelines.services import Service
 
 
@@ -62,16 +57,6 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
     return rows
 
 
-def counts_frame(rows: list[EntityCounts]) -> pd.DataFrame:
-    """The counts as a table indexed by entity, with a total of the loadable ones."""
-    import pandas as pd  # only reports need it; keeps every other command's start-up fast
-
-    frame = pd.DataFrame([asdict(row) for row in rows]).set_index("entity")
-    frame.loc["total"] = frame[frame["loadable"]].sum(numeric_only=True)
-    frame["loadable"] = frame["loadable"].astype(bool)
-    return frame
-
-
 def print_run(
     counts: list[EntityCounts],
     details: dict[str, object],
@@ -92,17 +77,18 @@ def print_run(
 
 
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
-    """The per-entity table on the console ("-" where an entity is never loaded)."""
-    frame = counts_frame(rows)
+    """The per-entity table on the console, with a total of the loadable entities ("-" where
+    an entity is never loaded)."""
+    columns = ("staged", "loaded", "failed", "pending")
     table = Table(title=title)
     table.add_column("entity")
-    for column in ("staged", "loaded", "failed", "pending"):
+    for column in columns:
         table.add_column(column, justify="right")
-    for entity, row in frame.iterrows():
-        note = "" if row["loadable"] or entity == "total" else " (staged only)"
-        cells = [
-            str(int(row[c])) if row["loadable"] or c == "staged" else "-"
-            for c in ("staged", "loaded", "failed", "pending")
-        ]
-        table.add_row(f"{entity}{note}", *cells)
+    for row in rows:
+        if row.loadable:
+            table.add_row(row.entity, *(str(getattr(row, c)) for c in columns))
+        else:
+            table.add_row(f"{row.entity} (staged only)", str(row.staged), "-", "-", "-")
+    totals = (sum(getattr(row, c) for row in rows if row.loadable) for c in columns)
+    table.add_row("total", *map(str, totals))
     console.print(table)

@@ -2,7 +2,7 @@
 
 sqlite-utils imports both only to map their scalar types to column types, and haul never
 inserts them; loading them cost every command 0.6 s of CPU and 80 MB of memory before any
-work (`bench/memory.py`). They stay importable afterwards: reports import pandas.
+work (`bench/memory.py`). They stay importable afterwards.
 """
 
 import sys

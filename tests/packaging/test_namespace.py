@@ -34,8 +34,8 @@ def test_the_console_script_runs_outside_the_checkout(tmp_path: Path) -> None:
 
 
 def test_starting_the_cli_leaves_pandas_and_numpy_unloaded(tmp_path: Path) -> None:
-    """sqlite-utils would load both at import (0.6 s, 80 MB); they load when a report needs
-    them, and sqlite-utils works without them."""
+    """sqlite-utils would load both at import (0.6 s, 80 MB); haul never needs them, and they
+    still import afterwards."""
     script = (
         "import sys, haul.pipelines.cli, sqlite_utils\n"
         "print(sorted(m for m in ('pandas', 'numpy') if m in sys.modules))\n"

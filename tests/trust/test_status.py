@@ -102,3 +102,32 @@ def test_failures_csv_lists_every_failure_and_status_says_so(sandbox: Any, tmp_p
     assert len(rows) > 1 and {row["stage"] for row in rows} == {"extract"}
     assert f"{len(rows)} failed record(s), 1 shown" in done.stdout
     assert f"next: {len(rows)} records could not be extracted whole" in status.stdout
+
+
+def test_the_counts_table_totals_the_loadable_entities_only() -> None:
+    """A staged-only entity shows its staged count and dashes, and stays out of the total."""
+    from rich.console import Console
+
+    from haul.pipelines.report import EntityCounts, render_counts
+
+    console = Console(record=True, width=100)
+    render_counts(
+        [
+            EntityCounts("issue", staged=5, loaded=3, failed=1, pending=1),
+            EntityCounts("comment", staged=7, loaded=7, failed=0, pending=0),
+            EntityCounts("changelog", staged=40, loaded=0, failed=0, pending=0, loadable=False),
+        ],
+        console,
+        title="counts",
+    )
+    cells = {
+        row[0]: row[1:]
+        for row in (
+            [cell.strip() for cell in line.strip("│").split("│")]
+            for line in console.export_text().splitlines()
+            if line.startswith("│")
+        )
+    }
+    assert cells["issue"] == ["5", "3", "1", "1"]
+    assert cells["changelog (staged only)"] == ["40", "-", "-", "-"]
+    assert cells["total"] == ["12", "10", "1", "1"]
