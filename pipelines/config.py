@@ -178,7 +178,9 @@ class Tuning(Section):
     """How hard to work and how long to wait."""
 
     concurrency: int = Field(16, gt=0, description="Records (issues, pages) in flight at once.")
-    per_scroll: int = Field(500, gt=0, le=1000, description="Issues per scroll page (≤ 1000).")
+    per_scroll: int = Field(
+        1000, gt=0, le=1000, description="Issues per scroll page (≤ 1000, the most a page holds)."
+    )
     lookback_minutes: float = Field(10.0, ge=0, description="Incremental runs re-read this much.")
     scroll_ttl_ms: int = Field(300_000, gt=0, description="How long the service keeps a scroll.")
     rate_limit_patience: Duration = Field(900.0, description='How long to wait out 429s ("15m").')
