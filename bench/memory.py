@@ -2,10 +2,12 @@
 
 Each size gets its own sandbox process (`haul sandbox serve`) and its own staging folder; each
 haul command runs as a child process, and its peak RSS is read from the kernel's accounting
-of that child alone (`os.wait4`). The large org (100 000 issues) takes a long while: opt in
-with `--large`.
+of that child alone (`os.wait4`). The config is the default one (both rate budgets "auto").
+The large org (100 000 issues) takes a long while: opt in with `--large`, and bound each
+command with `--max-seconds` (it is then stopped with SIGTERM, which haul handles like
+Ctrl-C, and its line says so: the peak is of the part that ran).
 
-    .venv/bin/python bench/memory.py [--sizes small,medium] [--large]
+    .venv/bin/python bench/memory.py [--sizes small,medium] [--large] [--max-seconds S]
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -25,16 +29,26 @@ HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
 
 
-def peak_mb(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """Run `command`; its peak RSS in MB, its wall seconds and its exit status."""
+def peak_mb(
+    command: list[str], env: dict[str, str], max_seconds: float | None
+) -> tuple[float, float, int, bool]:
+    """Run `command` (SIGTERM after `max_seconds`); its peak RSS in MB, its wall seconds, its
+    exit status and whether it was stopped."""
     started = time.monotonic()
     child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    timer = None
+    if max_seconds is not None:
+        timer = threading.Timer(max_seconds, child.send_signal, [signal.SIGTERM])
+        timer.start()
     _, status, usage = os.wait4(child.pid, 0)
+    stopped = timer is not None and timer.finished.is_set()  # it fired (not cancelled yet)
+    if timer is not None:
+        timer.cancel()
     child.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss / 1024, time.monotonic() - started, child.returncode
+    return usage.ru_maxrss / 1024, time.monotonic() - started, child.returncode, stopped
 
 
-def measure(size: str) -> list[tuple[str, str, float, float, int]]:
+def measure(size: str, max_seconds: float | None) -> list[tuple[str, str, float, float, int, bool]]:
     serve = subprocess.Popen(
         [HAUL, "sandbox", "serve", "--size", size, "--seed", "1"], stdout=subprocess.PIPE, text=True
     )
@@ -42,18 +56,15 @@ def measure(size: str) -> list[tuple[str, str, float, float, int]]:
         assert serve.stdout is not None
         info = json.loads(serve.stdout.readline())
         work = Path(tempfile.mkdtemp(prefix=f"haul-memory-{size}-"))
-        options = SandboxConfig(
-            source_token_env=TOKEN_ENV,
-            queue_mapping={},
-            endpoint_extra={"read_rps": 5000, "write_rps": 5000},
-            sections="[tuning]\nconcurrency = 32\nper_scroll = 1000\n",
-        )
+        options = SandboxConfig(source_token_env=TOKEN_ENV, queue_mapping={})
         config = write_sandbox_config(work, info, options)
         env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
         rows = []
         for command in ("extract", "load"):
-            mb, seconds, status = peak_mb([HAUL, command, "--config", str(config)], env)
-            rows.append((size, command, mb, seconds, status))
+            mb, seconds, status, stopped = peak_mb(
+                [HAUL, command, "--config", str(config)], env, max_seconds
+            )
+            rows.append((size, command, mb, seconds, status, stopped))
         return rows
     finally:
         serve.terminate()
@@ -64,12 +75,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="small,medium")
     parser.add_argument("--large", action="store_true", help="add the 100 000-issue org")
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop each command after this long"
+    )
     args = parser.parse_args()
     sizes = [size for size in args.sizes.split(",") if size] + (["large"] * args.large)
     print(f"{'org':8} {'command':8} {'peak MB':>8} {'seconds':>8} {'exit':>5}")
     for size in sizes:
-        for org, command, mb, seconds, status in measure(size):
-            print(f"{org:8} {command:8} {mb:8.0f} {seconds:8.1f} {status:5d}", flush=True)
+        for org, command, mb, seconds, status, stopped in measure(size, args.max_seconds):
+            note = "  (stopped: the peak is of the part that ran)" if stopped else ""
+            print(f"{org:8} {command:8} {mb:8.0f} {seconds:8.1f} {status:5d}{note}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Profile `haul extract` and `haul load` with pyinstrument against a sandbox with latency.
 
-Starts `haul sandbox serve` in its own process, writes a config for it, and runs each stage
-under pyinstrument; the text profiles land in OUT (default: a temporary folder, printed).
+Starts `haul sandbox serve` in its own process, writes the default config for it (both rate
+budgets "auto"), and runs each stage under pyinstrument; the text profiles land in OUT
+(default: a temporary folder, printed).
 Times are wall time as the profiler sees it; its header says the CPU time too.
 
     .venv/bin/python bench/profile.py [--size small] [--latency-ms 20] [--out DIR]
@@ -44,12 +45,7 @@ def main() -> None:
     try:
         assert server.stdout is not None
         info = json.loads(server.stdout.readline())
-        options = SandboxConfig(
-            source_token_env=TOKEN_ENV,
-            queue_mapping={},
-            endpoint_extra={"read_rps": 5000, "write_rps": 5000},
-            sections="[tuning]\nconcurrency = 32\nper_scroll = 1000\n",
-        )
+        options = SandboxConfig(source_token_env=TOKEN_ENV, queue_mapping={})  # the default
         config = write_sandbox_config(workdir, info, options)
         env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
         for stage in ("extract", "load"):

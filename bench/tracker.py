@@ -1,14 +1,14 @@
 """Benchmark: extract and load throughput against a sandbox with injected latency.
 
-Prints, for the pipeline (default config: both rate budgets "auto") and for a baseline that
-does the same work one request at a time (`[tuning] concurrency = 1`): records per second,
-requests per issue (attachment downloads left out, as the issue's target counts them), client
-CPU milliseconds per request and peak memory of each `haul` process; then the extract's
-requests per issue by endpoint. Unless `--quick`, two more runs on the same sandbox: an
-extract with `[scope] changelog = false` into a fresh store (what a migration that exports
-no changelog asks for), and the same extraction written with the tracker's official SDK
-(`yandex_tracker_client`), one request at a time: the comparison the 20x target is stated
-against.
+Prints, for the pipeline (the default config: both rate budgets "auto", the default
+concurrency and page sizes) and for a baseline that does the same work one request at a time
+(`[tuning] concurrency = 1`): records per second, requests per issue (attachment downloads
+left out, as the issue's target counts them), client CPU milliseconds per request and peak
+memory of each `haul` process; then the extract's requests per issue by endpoint. Unless
+`--quick`, two more runs on the same sandbox: an extract with `[scope] changelog = false`
+into a fresh store (what a migration that exports no changelog asks for), and the same
+extraction written with the tracker's official SDK (`yandex_tracker_client`), one request at
+a time: the comparison the 20x target is stated against.
 The sandbox runs in its own process (`haul sandbox serve`), so it does not share the
 pipeline's interpreter. The baselines take several minutes on the small org;
 `--baseline-size tiny` is quicker but counts process start-up against it.
@@ -100,14 +100,15 @@ def is_download(route: str) -> bool:
 
 
 def write_config(
-    directory: Path, info: dict[str, Any], concurrency: int, *, changelog: bool = True
+    directory: Path, info: dict[str, Any], concurrency: int | None, *, changelog: bool = True
 ) -> Path:
-    """The pipeline's config for this sandbox: every source queue, the default budgets."""
+    """The pipeline's config for this sandbox: every source queue, the default budgets
+    ("auto") and page sizes, and the default concurrency unless one is given."""
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
         queue_mapping={},
-        endpoint_extra={},  # the default budgets: "auto"
-        sections=f"[tuning]\nconcurrency = {concurrency}\nper_scroll = 1000\n",
+        endpoint_extra={},
+        sections="" if concurrency is None else f"[tuning]\nconcurrency = {concurrency}\n",
         scope_extra={} if changelog else {"changelog": False},
     )
     return write_sandbox_config(directory, info, options)
@@ -184,7 +185,9 @@ def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
     )
 
 
-def measure(size: str, latency_ms: float, concurrency: int, *, extras: bool = False) -> list[Phase]:
+def measure(
+    size: str, latency_ms: float, concurrency: int | None, *, extras: bool = False
+) -> list[Phase]:
     """Extract and load; with `extras`, then an extract without the changelog into a fresh
     store and the official SDK's extraction, on the same sandbox."""
     workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-{size}-"))
@@ -208,7 +211,9 @@ def main() -> None:
         "--baseline-size", default="small", help="tiny gives a quicker, rougher baseline"
     )
     parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="the pipeline's (default: the config's)"
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -221,7 +226,7 @@ def main() -> None:
     pipeline = pipeline[:2]
     baseline = measure(args.baseline_size, args.latency_ms, 1)
     print(
-        f"\nsandbox latency {args.latency_ms:g} ms; pipeline: {args.size} org, concurrency {args.concurrency}; "
+        f"\nsandbox latency {args.latency_ms:g} ms; pipeline: {args.size} org, concurrency {args.concurrency or 'default'}; "
         f"baseline: {args.baseline_size} org, one request at a time"
     )
     print(
