@@ -25,6 +25,7 @@ from sqlite_utils import Database
 
 from haul.state.clock import Clock, utc_now
 from haul.state.reads import fetch_one, iter_keyset
+from haul.state.transactions import joined
 
 STATUSES = ("pending", "in_flight", "done", "failed")
 _COLUMNS = (
@@ -121,7 +122,7 @@ class Ledger:
                     now,
                 )
 
-        with self._db.atomic():
+        with joined(self._db):
             before = self._row_count()
             self._db.conn.executemany(_PLAN, values())
             return self._row_count() - before
@@ -216,7 +217,7 @@ class Ledger:
     def retry_failed(self, entity: str | None = None) -> int:
         """Move failed rows (of `entity`, or all) back to pending; return how many moved."""
         where, params = _filters(status="failed", entity=entity)
-        with self._db.atomic():
+        with joined(self._db):
             cursor = self._db.execute(
                 f"UPDATE ledger SET status = 'pending', updated_at = ? WHERE {' AND '.join(where)}",
                 [self._clock(), *params],

@@ -13,6 +13,7 @@ from sqlite_utils import Database
 
 from haul.state.clock import Clock, utc_now
 from haul.state.reads import iter_keyset
+from haul.state.transactions import joined
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Problems:
     def record(self, entity: str, source_id: str, error: str, parent: str | None = None) -> None:
         """Keep (or update) the problem of this record."""
         now = self._clock()
-        with self._db.atomic():
+        with joined(self._db):
             self._db.execute(
                 "INSERT INTO problems (entity, source_id, parent, error, first_seen, last_seen)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entity, source_id) DO UPDATE SET"
@@ -47,14 +48,14 @@ class Problems:
 
     def clear(self, entity: str, source_id: str) -> None:
         """The record is staged whole now: forget its problem."""
-        with self._db.atomic():
+        with joined(self._db):
             self._db.execute(
                 "DELETE FROM problems WHERE entity = ? AND source_id = ?", [entity, source_id]
             )
 
     def clear_under(self, parent: str, entity: str, keep: set[str]) -> None:
         """Forget the problems of `entity` under `parent` but those of the `keep` ids."""
-        with self._db.atomic():
+        with joined(self._db):
             rows = self._db.execute(
                 "SELECT source_id FROM problems WHERE parent = ? AND entity = ?", [parent, entity]
             ).fetchall()

@@ -23,6 +23,7 @@ from sqlite_utils import Database
 from haul.state.clock import Clock
 from haul.state.errors import StoreError
 from haul.state.reads import fetch_one
+from haul.state.transactions import joined
 
 _RUN_COLUMNS = (
     "id, command, pid, host, started_at, ended_at, outcome, counts, error, took_over_from"
@@ -121,7 +122,7 @@ def _take_lock(db: Database, lock_path: Path) -> int:
 
 def _start(db: Database, command: str, clock: Clock) -> RunHandle:
     now = clock()
-    with db.atomic():
+    with joined(db):
         stale = _open_run(db)
         cursor = db.execute(
             "INSERT INTO runs (command, pid, host, started_at, took_over_from)"
@@ -140,7 +141,7 @@ def _start(db: Database, command: str, clock: Clock) -> RunHandle:
 
 
 def _finish(db: Database, handle: RunHandle, outcome: str, error: str | None, clock: Clock) -> None:
-    with db.atomic():
+    with joined(db):
         db.execute(
             "UPDATE runs SET ended_at = ?, outcome = ?, counts = ?, error = ? WHERE id = ?",
             [clock(), outcome, json.dumps(handle.counts, default=str), error, handle.id],

@@ -32,6 +32,7 @@ from haul.state.problems import Problems
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
+from haul.state.transactions import atomic, joined
 
 _RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at"
 
@@ -148,7 +149,7 @@ class StagingStore:
 
         Nesting is safe: an inner block is a savepoint, undone alone if it raises.
         """
-        with self.db.atomic():
+        with atomic(self.db):
             yield
 
     # -- staged records -------------------------------------------------------------
@@ -171,7 +172,7 @@ class StagingStore:
                 given += 1
                 yield _record_values(entity, row, now)
 
-        with self.db.atomic():
+        with joined(self.db):
             self.db.conn.executemany(_UPSERT_RECORD, values())
         return given
 
@@ -195,7 +196,7 @@ class StagingStore:
                 kept.add(str(row["source_id"]))
                 yield {**row, "parent": parent}
 
-        with self.db.atomic():
+        with joined(self.db):
             given = self.upsert_records(entity, under_parent())
             present = self.db.execute(
                 "SELECT source_id FROM records WHERE entity = ? AND sort_parent = ?",
@@ -273,7 +274,7 @@ class StagingStore:
 
     def set_checkpoint(self, name: str, value: dict[str, Any]) -> None:
         """Save the named checkpoint (a JSON-able dict), replacing any earlier value."""
-        with self.db.atomic():
+        with joined(self.db):
             self.db.execute(
                 "INSERT INTO checkpoints (name, value, updated_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET"
@@ -289,7 +290,7 @@ class StagingStore:
     def mark_drained(self, issue_key: str, updated_at: str, *, entity: str = "issue") -> None:
         """Record that the sub-records (comments, worklogs, ...) of this staged record are
         staged as of its `updated_at`."""
-        with self.db.atomic():
+        with joined(self.db):
             self.db.execute(
                 "INSERT INTO drained (entity, source_id, updated_at, drained_at)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (entity, source_id) DO UPDATE SET"

@@ -152,6 +152,41 @@ def test_nested_transaction_undoes_only_the_inner_block(store: StagingStore) -> 
     assert [r.source_id for r in store.iter_records("issue")] == ["A-1"]
 
 
+def test_savepoints_nest_three_deep_and_each_undoes_only_its_own_block(
+    store: StagingStore,
+) -> None:
+    """Every savepoint has the same name: each failed block still rolls back to its own start."""
+    with store.transaction():
+        store.upsert_records("issue", [issue("A-1")])
+        with store.transaction():
+            store.upsert_records("issue", [issue("A-2")])
+            with pytest.raises(KeyError), store.transaction():
+                store.upsert_records("issue", [issue("A-3")])
+                with store.transaction():
+                    store.upsert_records("issue", [issue("A-4")])
+                store.upsert_records("issue", [{"source_id": "A-5"}])  # no raw: KeyError
+            store.upsert_records("issue", [issue("A-6")])
+        with pytest.raises(KeyError), store.transaction():
+            store.upsert_records("issue", [issue("A-7")])
+            raise KeyError("the second inner block fails as a whole")
+    assert [r.source_id for r in store.iter_records("issue")] == ["A-1", "A-2", "A-6"]
+
+
+def test_write_methods_join_an_open_transaction_without_a_savepoint(store: StagingStore) -> None:
+    """Inside a transaction a write method adds its own statements only; alone it commits."""
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    with store.transaction():
+        store.replace_children("A-1", "comment", [issue("A-1/1"), issue("A-1/2")])
+        store.mark_drained("A-1", "t1")
+    store.db.conn.set_trace_callback(None)
+    assert not [sql for sql in statements if "SAVEPOINT" in sql.upper()]
+    assert [sql for sql in statements if sql in ("BEGIN", "COMMIT")] == ["BEGIN", "COMMIT"]
+    with StagingStore.open(store.path) as other:  # committed: another connection sees it
+        assert other.drained_version("A-1") == "t1"
+        assert len(list(other.iter_records("comment", parent="A-1"))) == 2
+
+
 def test_unknown_checkpoint_is_none(store: StagingStore) -> None:
     """A checkpoint never set reads as None; a set one can be replaced."""
     assert store.get_checkpoint("nothing") is None
