@@ -18,15 +18,35 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".incoming-"
 
 
+# A blob announced at most this big is gathered in memory and written, fsynced and renamed in
+# one trip to a worker thread; a bigger one, or one of unknown size, streams to its temp file
+# (a trip to make it, another to finish it). A trip costs about as much CPU as the small
+# file's whole write: 0.32 against 0.42 ms of CPU per 3 KB blob (bench/blobs.py).
+IN_MEMORY_LIMIT = 1024 * 1024
+
+
 class BlobStore:
     """The folder of blobs; create writers, find and open finished blobs."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._root_made = False
 
-    def writer(self) -> "BlobWriter":
-        """Return a context manager that streams one blob in; see BlobWriter."""
-        return BlobWriter(self)
+    def writer(self, *, expected_size: int | None = None) -> "BlobWriter":
+        """Return a context manager that streams one blob in; see BlobWriter.
+
+        `expected_size` (the size the listing gave, if any) lets a small blob be gathered in
+        memory and written in one go; more bytes than that are still taken, on disk.
+        """
+        return BlobWriter(
+            self, in_memory=expected_size is not None and expected_size <= IN_MEMORY_LIMIT
+        )
+
+    def make_root(self) -> None:
+        """Create the blob folder (once per store)."""
+        if not self._root_made:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._root_made = True
 
     def path(self, sha256: str) -> Path:
         """Where the blob with this hex sha256 lives (whether or not it exists yet)."""
@@ -48,27 +68,32 @@ class BlobWriter:
 
     On a clean exit the bytes are fsynced and renamed to their sha256 name (if that blob
     already exists the new copy is dropped), and ``sha256`` and ``size`` are set. On an
-    exception the temp file is removed and nothing is stored.
+    exception the temp file is removed and nothing is stored. An in-memory writer keeps the
+    bytes until its exit (or until they pass IN_MEMORY_LIMIT) and only then makes its file.
     """
 
-    def __init__(self, store: BlobStore) -> None:
+    def __init__(self, store: BlobStore, *, in_memory: bool = False) -> None:
         self._store = store
         self._hash = hashlib.sha256()
         self._size = 0
+        self._open = False
+        self._buffer: bytearray | None = bytearray() if in_memory else None
         self._file: BinaryIO | None = None
         self._temp: Path | None = None
         self._sha256: str | None = None
 
     def __enter__(self) -> Self:
-        self._store.root.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self._store.root, prefix=_TEMP_PREFIX, suffix=".part")
-        self._temp = Path(name)
-        self._file = os.fdopen(fd, "wb")
+        self._open = True
+        if self._buffer is None:
+            self._make_temp()
         return self
 
     # In async code: the temp file's creation and the fsync that makes the blob durable
-    # block for milliseconds each, so they run in a thread, not on the event loop.
+    # block for milliseconds each, so they run in a thread, not on the event loop; an
+    # in-memory writer needs the thread once, at its exit.
     async def __aenter__(self) -> Self:
+        if self._buffer is not None:
+            return self.__enter__()
         return await asyncio.to_thread(self.__enter__)
 
     async def __aexit__(
@@ -77,15 +102,38 @@ class BlobWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None and self._file is None:  # nothing on disk: nothing to block on
+            self.__exit__(exc_type, exc, tb)
+            return
         await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
 
+    def _make_temp(self) -> None:
+        self._store.make_root()
+        fd, name = tempfile.mkstemp(dir=self._store.root, prefix=_TEMP_PREFIX, suffix=".part")
+        self._temp = Path(name)
+        self._file = os.fdopen(fd, "wb")
+
+    def _spill(self) -> None:
+        """Move the gathered bytes to a temp file; the rest of the blob goes there too."""
+        assert self._buffer is not None
+        buffer, self._buffer = self._buffer, None
+        self._make_temp()
+        assert self._file is not None
+        self._file.write(buffer)
+
     def write(self, data: bytes) -> int:
-        """Hash and append `data` to the temp file; return its length."""
-        if self._file is None:
+        """Hash and append `data` to the blob; return its length."""
+        if not self._open:
             raise ValueError("BlobWriter.write outside its with-block")
         self._hash.update(data)
         self._size += len(data)
-        return self._file.write(data)
+        if self._buffer is None:
+            assert self._file is not None
+            return self._file.write(data)
+        self._buffer += data
+        if len(self._buffer) > IN_MEMORY_LIMIT:  # more than announced: on to disk after all
+            self._spill()
+        return len(data)
 
     def __exit__(
         self,
@@ -93,15 +141,20 @@ class BlobWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._file is not None and self._temp is not None
-        file, temp, self._file = self._file, self._temp, None
+        self._open = False
         try:
             if exc_type is None:
-                self._finish(file, temp)
+                if self._buffer is not None:
+                    self._spill()
+                assert self._file is not None and self._temp is not None
+                self._finish(self._file, self._temp)
         finally:
-            file.close()
-            if self._sha256 is None:  # failed or abandoned: the temp file is ours to remove
-                temp.unlink(missing_ok=True)
+            self._buffer = None
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            if self._sha256 is None and self._temp is not None:  # failed or abandoned
+                self._temp.unlink(missing_ok=True)
 
     def _finish(self, file: BinaryIO, temp: Path) -> None:
         file.flush()
