@@ -198,9 +198,16 @@ class HttpCore:
     ) -> httpx.Request:
         """A request for ``path``, relative to the base URL (``/issues/_search``) or absolute."""
         url = path if "://" in path else f"{self.base_url}/{path.lstrip('/')}"
+        if params and "?" not in url:
+            # encoded here and parsed with the path: httpx's merging of params into a parsed
+            # URL parses it all again (half the cost of building a request)
+            parsed = httpx.URL(f"{url}?{httpx.QueryParams(params)}")
+            params = None
+        else:
+            parsed = _parsed_url(url)
         return httpx.Request(
             method,
-            _parsed_url(url),
+            parsed,
             params=params,
             headers=self._headers,
             json=json,
