@@ -23,6 +23,7 @@ import structlog
 from tenacity import RetryCallState
 
 from haul.connectors.budget import budget_for
+from haul.connectors.decoding import decode_json
 from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
@@ -538,7 +539,7 @@ def _decoded(response: httpx.Response) -> Any:
     if not response.content:
         return None
     try:
-        return response.json()
+        return decode_json(response.content)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RetryableBadReply(response, f"the reply is not JSON ({exc})") from None
 

@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
+from haul.connectors.decoding import decode_json
 from haul.connectors.errors import HaulHTTPError, PaginationError, ScrollExpiredError
 
 if TYPE_CHECKING:
@@ -276,7 +277,7 @@ async def paginate(
                 raise
             raise replacement from error
         try:
-            body = response.json()
+            body = decode_json(response.content)
             records = paginator.extract_records(body)
             paginator.update_state(response, body, records)
         except (PageProblem, ValueError, AttributeError) as problem:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import structlog
 
+from haul.connectors.decoding import decode_json
 from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
 from haul.connectors.http import ServiceClient, Sink
 from haul.connectors.pagination import (
@@ -291,7 +292,7 @@ class TrackerClient(ServiceClient):
         response = await self.core.request(
             "PATCH", f"/issues/{_segment(key)}", json=body, write=False
         )
-        return response.json()
+        return decode_json(response.content)
 
     async def add_checklist_items(self, key: str, items: list[Record]) -> Record:
         """Append checklist items; the reply is the issue with its ``checklistItems``."""
@@ -322,7 +323,7 @@ class TrackerClient(ServiceClient):
             response = await self.core.request(
                 "POST", path, params=params, files={"file": (filename, stream)}
             )
-        return response.json()
+        return decode_json(response.content)
 
 
 @contextmanager

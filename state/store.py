@@ -12,7 +12,6 @@ that follows it commit together::
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -26,7 +25,7 @@ import sqlite_utils
 from haul.state.blobs import BlobStore
 from haul.state.clock import Clock, utc_now
 from haul.state.errors import store_errors
-from haul.state.hashing import canonical_json, text_hash
+from haul.state.hashing import canonical_json, parse_json, text_hash
 from haul.state.ledger import Ledger
 from haul.state.problems import Problems
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
@@ -285,7 +284,7 @@ class StagingStore:
     def get_checkpoint(self, name: str) -> dict[str, Any] | None:
         """The named checkpoint's value, or None if it was never set."""
         row = fetch_one(self.db, "SELECT value FROM checkpoints WHERE name = ?", [name])
-        return json.loads(row["value"]) if row else None
+        return parse_json(row["value"]) if row else None
 
     def mark_drained(self, issue_key: str, updated_at: str, *, entity: str = "issue") -> None:
         """Record that the sub-records (comments, worklogs, ...) of this staged record are
@@ -423,6 +422,6 @@ def _record_dict(row: dict[str, Any]) -> StagedRecord:
         updated_at=row["updated_at"],
         content_hash=row["content_hash"],
         blob=row["blob"],
-        raw=json.loads(row["raw"]),
+        raw=parse_json(row["raw"]),
         staged_at=row["staged_at"],
     )

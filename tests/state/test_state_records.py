@@ -282,3 +282,15 @@ def test_a_lone_surrogate_is_replaced_and_the_record_kept(store: StagingStore) -
     assert record is not None
     assert record.raw["text"] == "half \ufffd and whole \U0001f600"
     assert [entry["event"] for entry in logs] == ["lone_surrogate_replaced"]
+
+
+def test_staged_json_reads_back_as_it_was_given(store: StagingStore) -> None:
+    """Big integers, NaN and text with a replaced half emoji read back equal to what json
+    gives for the same stored text."""
+    raw = {"id": 2**80, "ratio": float("inf"), "nested": [{"x": -0.0}], "t": "a\ud83db"}
+    store.upsert_records("issue", [{"source_id": "A-1", "raw": raw}])
+    record = store.get_record("issue", "A-1")
+    assert record is not None
+    (stored,) = store.db.execute("SELECT raw FROM records").fetchone()
+    assert record.raw == json.loads(stored)
+    assert record.raw["id"] == 2**80 and record.raw["t"] == "a\ufffdb"
