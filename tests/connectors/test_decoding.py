@@ -13,7 +13,7 @@ TEXTS = [
     '{"ratio": 0.1, "big": 1.5e300, "small": 1e-7, "neg": -0.0, "exp": 1E5}',
     '{"text": "half an emoji \\ud83d here"}',  # a lone surrogate escape
     '{"a": 1, "a": 2}',  # the last of a repeated key wins
-    '  [1, 2]  ',
+    "  [1, 2]  ",
 ]
 
 
