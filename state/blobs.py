@@ -7,15 +7,16 @@ path either holds the complete bytes or does not exist, even after a SIGKILL.
 
 import asyncio
 import hashlib
+import itertools
 import os
 import re
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".incoming-"
+_TEMP_NUMBERS = itertools.count()
 
 
 # A blob announced at most this big is gathered in memory and written, fsynced and renamed in
@@ -47,6 +48,19 @@ class BlobStore:
         if not self._root_made:
             self.root.mkdir(parents=True, exist_ok=True)
             self._root_made = True
+
+    def new_temp(self) -> tuple[Path, int]:
+        """A new temp file in the blob folder, open for writing: (its path, its descriptor).
+
+        Named by this process and a counter, created exclusively: no two writers share one.
+        """
+        self.make_root()
+        while True:
+            temp = self.root / f"{_TEMP_PREFIX}{os.getpid()}-{next(_TEMP_NUMBERS)}.part"
+            try:
+                return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:  # left by a killed process that had the same pid
+                continue
 
     def path(self, sha256: str) -> Path:
         """Where the blob with this hex sha256 lives (whether or not it exists yet)."""
@@ -108,9 +122,7 @@ class BlobWriter:
         await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
 
     def _make_temp(self) -> None:
-        self._store.make_root()
-        fd, name = tempfile.mkstemp(dir=self._store.root, prefix=_TEMP_PREFIX, suffix=".part")
-        self._temp = Path(name)
+        self._temp, fd = self._store.new_temp()
         self._file = os.fdopen(fd, "wb")
 
     def _spill(self) -> None:
@@ -143,11 +155,14 @@ class BlobWriter:
     ) -> None:
         self._open = False
         try:
-            if exc_type is None:
-                if self._buffer is not None:
-                    self._spill()
+            if exc_type is None and self._buffer is not None:
+                self._store_buffer(self._buffer)
+            elif exc_type is None:
                 assert self._file is not None and self._temp is not None
-                self._finish(self._file, self._temp)
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
+                self._place(self._temp)
         finally:
             self._buffer = None
             if self._file is not None:
@@ -156,15 +171,27 @@ class BlobWriter:
             if self._sha256 is None and self._temp is not None:  # failed or abandoned
                 self._temp.unlink(missing_ok=True)
 
-    def _finish(self, file: BinaryIO, temp: Path) -> None:
-        file.flush()
-        os.fsync(file.fileno())
-        file.close()
+    def _store_buffer(self, buffer: bytearray) -> None:
+        """The gathered bytes to a temp file, durably, then into place: few system calls, as
+        each one in a worker thread hands the GIL back and forth with the event loop."""
+        self._temp, fd = self._store.new_temp()
+        try:
+            view = memoryview(buffer)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._place(self._temp)
+
+    def _place(self, temp: Path) -> None:
+        """Rename the complete temp file to its sha256 name (the same bytes stored before are
+        replaced by their equal: one copy stays)."""
         digest = self._hash.hexdigest()
         final = self._store.path(digest)
-        if final.exists():
-            temp.unlink()  # same bytes already stored: keep one copy
-        else:
+        try:
+            os.replace(temp, final)
+        except FileNotFoundError:  # the first blob of its folder
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(temp, final)
         self._sha256 = digest

@@ -1,6 +1,7 @@
 """Content-addressed blobs: streamed in, named by sha256, all-or-nothing."""
 
 import hashlib
+import itertools
 import os
 import tracemalloc
 from pathlib import Path
@@ -139,3 +140,20 @@ def test_more_bytes_than_the_memory_limit_go_to_disk_as_they_come(
     assert blobs.path(writer.sha256).read_bytes() == b"a" * 60 + b"b" * 60 + b"c" * 60
     assert files_under(tmp_path / "blobs") == [blobs.path(writer.sha256)]
     assert blobs.writer(expected_size=101)._buffer is None  # announced too big: streamed
+
+
+def test_a_temp_file_left_by_a_killed_process_is_neither_reused_nor_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Temp names are this process's pid and a counter, created exclusively: a leftover of
+    the same name (an earlier process that had the same pid) is stepped over, not written."""
+    monkeypatch.setattr("haul.state.blobs._TEMP_NUMBERS", itertools.count())
+    blobs = BlobStore(tmp_path / "blobs")
+    (tmp_path / "blobs").mkdir()
+    stale = tmp_path / "blobs" / f".incoming-{os.getpid()}-0.part"
+    stale.write_bytes(b"half of an old download")
+    with blobs.writer(expected_size=3) as writer:
+        writer.write(b"new")
+    assert stale.read_bytes() == b"half of an old download"
+    assert blobs.path(writer.sha256).read_bytes() == b"new"
+    assert files_under(tmp_path / "blobs") == sorted([stale, blobs.path(writer.sha256)])
