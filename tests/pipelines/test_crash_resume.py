@@ -86,7 +86,7 @@ def migrate_with_kills(
     kills = {"extract": 0, "load": 0}
     totals = {"extract": 0, "load": 0}
     for stage in ("extract", "load"):
-        totals[stage] = expected_total(info, queues, stage)
+        totals[stage] = expected_total(info, queues, config.parent / "haul.db", stage)
         attempts = 0
         while kills[stage] < KILLS_PER_STAGE and attempts < 4 * KILLS_PER_STAGE:
             attempts += 1
@@ -96,15 +96,20 @@ def migrate_with_kills(
     return kills
 
 
-def expected_total(info: dict[str, Any], queues: list[str], stage: str) -> int:
-    """How much work a stage has in all: issues for extract, a generous record count for load."""
+def expected_total(info: dict[str, Any], queues: list[str], db: Path, stage: str) -> int:
+    """How much work a stage has in all: the source's issues for the extract, the records the
+    extract planned for the load. Each kill comes within a seventh of what is left, so the five
+    kills fit before the stage ends (a generous guess at the load's total spaced them so far
+    apart that a fast load could finish before its fifth kill)."""
+    if stage == "load":
+        with StagingStore.open(db) as store:
+            return sum(sum(states.values()) for states in store.ledger.counts().values())
 
     async def count() -> int:
         async with client_for(info, "source") as source:
             return sum([await source.count_issues(query=f"Queue: {q}") for q in queues])
 
-    issues = asyncio.run(count())
-    return issues if stage == "extract" else issues * 20
+    return asyncio.run(count())
 
 
 def snapshot_target(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
