@@ -41,6 +41,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/http_overhead.py
+	$(BIN)/python bench/blobs.py
 	$(BIN)/python bench/tracker.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/export_memory.py
