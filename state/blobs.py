@@ -63,6 +63,15 @@ class BlobStore:
             except FileExistsError:  # left by a killed process that had the same pid
                 continue
 
+    def remove_leftovers(self) -> int:
+        """Delete the temp files of writers that never finished (a killed run's downloads);
+        return how many. Only for the holder of the store's run lock: no other writer runs."""
+        removed = 0
+        for leftover in self.root.glob(f"{_TEMP_PREFIX}*.part"):
+            leftover.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
     def path(self, sha256: str) -> Path:
         """Where the blob with this hex sha256 lives (whether or not it exists yet)."""
         if not _SHA256.fullmatch(sha256):

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 import sqlite_utils
+import structlog
 
 from haul.state.blobs import BlobStore
 from haul.state.clock import Clock, utc_now
@@ -32,6 +33,8 @@ from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
 from haul.state.transactions import atomic, joined
+
+log = structlog.get_logger(__name__)
 
 _RECORD_COLUMNS = "entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at"
 
@@ -350,12 +353,18 @@ class StagingStore:
 
     # -- runs -----------------------------------------------------------------------------
 
-    def run(self, command: str) -> AbstractContextManager[RunHandle]:
+    @contextmanager
+    def run(self, command: str) -> Iterator[RunHandle]:
         """Hold the store's run lock and record this run; see state.runs.recorded_run.
 
         Raises RunLockedError if another run (in any process, this one included) holds it.
+        A killed run's unfinished blob files (a download cut by SIGKILL) are deleted first:
+        with the lock held, no writer can own them.
         """
-        return recorded_run(self.db, self._lock_path, command, self._clock)
+        with recorded_run(self.db, self._lock_path, command, self._clock) as handle:
+            if removed := self.blobs.remove_leftovers():
+                log.info("blob_leftovers_removed", files=removed)
+            yield handle
 
     def recent_runs(self, limit: int = 10) -> list[dict[str, Any]]:
         """The latest runs, newest first, as dicts (counts and took_over_from parsed)."""

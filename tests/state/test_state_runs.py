@@ -105,3 +105,17 @@ def test_lock_file_sits_beside_the_database(store: StagingStore) -> None:
     with store.run("extract"):
         pass
     assert Path(f"{store.path}.lock").exists()
+
+
+def test_a_run_deletes_the_unfinished_blob_files_a_killed_run_left(store: StagingStore) -> None:
+    """A download cut by SIGKILL leaves its temp file; the next run removes it, and nothing
+    else in the blob folder."""
+    with store.blobs.writer() as writer:
+        writer.write(b"a whole file")
+    kept = store.blobs.path(writer.sha256)
+    leftover = store.blobs.root / ".incoming-4242-7.part"
+    leftover.write_bytes(b"half a fi")
+    with store.run("extract"):
+        assert not leftover.exists()
+    assert kept.read_bytes() == b"a whole file"
+    assert [p for p in store.blobs.root.rglob("*") if p.is_file()] == [kept]
