@@ -22,8 +22,8 @@ _TEMP_NUMBERS = itertools.count()
 
 # A blob announced at most this big is gathered in memory and written, fsynced and renamed in
 # one trip to a worker thread; a bigger one, or one of unknown size, streams to its temp file
-# (a trip to make it, another to finish it). A trip costs about as much CPU as the small
-# file's whole write: 0.30 against 0.40 ms of CPU per 3 KB blob (bench/blobs.py).
+# (a trip to make it, another to finish it). The trip saved is about a quarter of a small
+# blob's CPU (bench/blobs.py).
 IN_MEMORY_LIMIT = 1024 * 1024
 
 
@@ -166,9 +166,9 @@ class BlobWriter:
     ) -> None:
         self._open = False
         try:
-            if exc_type is None and self._buffer is not None:
-                self._store_buffer(self._buffer)
-            elif exc_type is None:
+            if exc_type is None:
+                if self._buffer is not None:  # gathered in memory: its file is made now
+                    self._spill()
                 assert self._file is not None and self._temp is not None
                 self._file.flush()
                 os.fsync(self._file.fileno())
@@ -181,19 +181,6 @@ class BlobWriter:
                 self._file = None
             if self._sha256 is None and self._temp is not None:  # failed or abandoned
                 self._temp.unlink(missing_ok=True)
-
-    def _store_buffer(self, buffer: bytearray) -> None:
-        """The gathered bytes to a temp file, durably, then into place: few system calls, as
-        each one in a worker thread hands the GIL back and forth with the event loop."""
-        self._temp, fd = self._store.new_temp()
-        try:
-            view = memoryview(buffer)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._place(self._temp)
 
     def _place(self, temp: Path) -> None:
         """Rename the complete temp file to its sha256 name (the same bytes stored before are
