@@ -42,7 +42,7 @@ async def download_checked(
     problem = ""
     for _ in range(attempts):
         try:
-            async with blobs.writer(expected_size=expected) as sink:
+            with blobs.writer() as sink:
                 await fetch(sink)
                 if expected is not None and sink.size != expected:
                     # raised inside the writer's block: the short file is discarded

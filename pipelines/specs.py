@@ -24,8 +24,10 @@ connectors' `RecordError`) from `send`; the engine records it as failed with tha
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 from haul.state.store import StagedRecord, StagingStore
@@ -43,6 +45,38 @@ class Ref(NamedTuple):
 
 class RecordFailure(Exception):
     """This record cannot be loaded; the message says why (it goes into the ledger)."""
+
+
+# a staged file bigger than this is re-hashed in a worker thread, not on the event loop
+_HASH_INLINE_LIMIT = 1024 * 1024
+
+
+async def staged_bytes(store: StagingStore, record: StagedRecord, *, drained: str) -> Path:
+    """The file of the bytes the extract downloaded for `record`, once they hash to the
+    sha256 it staged: no record sends other bytes than those.
+
+    Bytes that are missing or damaged (what a power cut after the extract can leave: blob
+    files are not fsynced) fail the record, and its parent, a `drained` record, loses its
+    drained mark, so the next extract downloads them again.
+    """
+    if record.blob and store.blobs.exists(record.blob):
+        path = store.blobs.path(record.blob)
+        if path.stat().st_size <= _HASH_INLINE_LIMIT:
+            intact = store.blobs.intact(record.blob)
+        else:
+            intact = await asyncio.to_thread(store.blobs.intact, record.blob)
+        if intact:
+            return path
+        store.blobs.discard(record.blob)
+        problem = "its staged bytes are damaged (they no longer hash to their sha256)"
+    else:
+        problem = "it has no staged bytes"
+    if record.parent:
+        store.forget_drained(drained, source_id=record.parent)
+    raise RecordFailure(
+        f"{record.entity} {record.source_id}: {problem}; run haul extract to download them"
+        " again, then haul load --retry-failed"
+    )
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,17 @@
 """Content-addressed attachment bytes in a folder beside the database.
 
 A blob is stored under its sha256: ``root/ab/cd/abcd...``. Bytes are hashed as they come
-and go to a temp file in ``root`` (a small blob of announced size is gathered in memory
-first), which is fsynced and renamed into place, so a blob path either holds the complete
-bytes or does not exist, even after a SIGKILL.
+and go to a temp file in ``root``, which is renamed into place once whole, so a blob path
+either holds the complete bytes or does not exist, even after a SIGKILL.
+
+A blob is as durable as the staging database beside it (WAL, synchronous NORMAL): whole after
+a killed process, not promised after a power cut, which can also take the database's latest
+commits. Blob files are not fsynced one by one: the fsync, and the worker thread that kept it
+off the event loop, were a tenth of the extract's CPU (interleaved A/B runs of the small
+org). What a power cut could leave, a file shorter than or different from its name, is caught
+by `intact`, which the load asks before any blob's bytes are sent.
 """
 
-import asyncio
 import hashlib
 import itertools
 import os
@@ -20,13 +25,6 @@ _TEMP_PREFIX = ".incoming-"
 _TEMP_NUMBERS = itertools.count()
 
 
-# A blob announced at most this big is gathered in memory and written, fsynced and renamed in
-# one trip to a worker thread; a bigger one, or one of unknown size, streams to its temp file
-# (a trip to make it, another to finish it). The trip saved is about a quarter of a small
-# blob's CPU (bench/blobs.py).
-IN_MEMORY_LIMIT = 1024 * 1024
-
-
 class BlobStore:
     """The folder of blobs; create writers, find and open finished blobs."""
 
@@ -34,15 +32,9 @@ class BlobStore:
         self.root = Path(root)
         self._root_made = False
 
-    def writer(self, *, expected_size: int | None = None) -> "BlobWriter":
-        """Return a context manager that streams one blob in; see BlobWriter.
-
-        `expected_size` (the size the listing gave, if any) lets a small blob be gathered in
-        memory and written in one go; more bytes than that are still taken, on disk.
-        """
-        return BlobWriter(
-            self, in_memory=expected_size is not None and expected_size <= IN_MEMORY_LIMIT
-        )
+    def writer(self) -> "BlobWriter":
+        """Return a context manager that streams one blob in; see BlobWriter."""
+        return BlobWriter(self)
 
     def make_root(self) -> None:
         """Create the blob folder (once per store)."""
@@ -86,77 +78,50 @@ class BlobStore:
         """Open the blob for binary reading; FileNotFoundError if it is not stored."""
         return self.path(sha256).open("rb")
 
+    def intact(self, sha256: str) -> bool:
+        """True if the blob is stored and its bytes still hash to its name."""
+        try:
+            with self.path(sha256).open("rb", buffering=0) as stored:
+                return hashlib.file_digest(stored, "sha256").hexdigest() == sha256
+        except FileNotFoundError:
+            return False
+
+    def discard(self, sha256: str) -> None:
+        """Delete the blob, if it is stored."""
+        self.path(sha256).unlink(missing_ok=True)
+
 
 class BlobWriter:
     """File-like sink for one blob: ``with store.writer() as w: w.write(chunk)``.
 
-    On a clean exit the bytes are fsynced and renamed to their sha256 name (a blob already
+    On a clean exit the bytes are renamed to their sha256 name (a blob already
     stored under it is replaced by its equal: one copy stays), and ``sha256`` and ``size``
-    are set. On an exception the temp file is removed and nothing is stored. An in-memory
-    writer keeps the bytes until its exit (or until they pass IN_MEMORY_LIMIT) and only then
-    makes its file.
+    are set. On an exception the temp file is removed and nothing is stored.
     """
 
-    def __init__(self, store: BlobStore, *, in_memory: bool = False) -> None:
+    def __init__(self, store: BlobStore) -> None:
         self._store = store
         self._hash = hashlib.sha256()
         self._size = 0
         self._open = False
-        self._buffer: bytearray | None = bytearray() if in_memory else None
         self._file: BinaryIO | None = None
         self._temp: Path | None = None
         self._sha256: str | None = None
 
     def __enter__(self) -> Self:
-        self._open = True
-        if self._buffer is None:
-            self._make_temp()
-        return self
-
-    # In async code: the temp file's creation and the fsync that makes the blob durable
-    # block for milliseconds each, so they run in a thread, not on the event loop; an
-    # in-memory writer needs the thread once, at its exit.
-    async def __aenter__(self) -> Self:
-        if self._buffer is not None:
-            return self.__enter__()
-        return await asyncio.to_thread(self.__enter__)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None and self._file is None:  # nothing on disk: nothing to block on
-            self.__exit__(exc_type, exc, tb)
-            return
-        await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
-
-    def _make_temp(self) -> None:
         self._temp, fd = self._store.new_temp()
         self._file = os.fdopen(fd, "wb")
-
-    def _spill(self) -> None:
-        """Move the gathered bytes to a temp file; the rest of the blob goes there too."""
-        assert self._buffer is not None
-        buffer, self._buffer = self._buffer, None
-        self._make_temp()
-        assert self._file is not None
-        self._file.write(buffer)
+        self._open = True
+        return self
 
     def write(self, data: bytes) -> int:
         """Hash and append `data` to the blob; return its length."""
         if not self._open:
             raise ValueError("BlobWriter.write outside its with-block")
+        assert self._file is not None
         self._hash.update(data)
         self._size += len(data)
-        if self._buffer is None:
-            assert self._file is not None
-            return self._file.write(data)
-        self._buffer += data
-        if len(self._buffer) > IN_MEMORY_LIMIT:  # more than announced: on to disk after all
-            self._spill()
-        return len(data)
+        return self._file.write(data)
 
     def __exit__(
         self,
@@ -167,15 +132,10 @@ class BlobWriter:
         self._open = False
         try:
             if exc_type is None:
-                if self._buffer is not None:  # gathered in memory: its file is made now
-                    self._spill()
                 assert self._file is not None and self._temp is not None
-                self._file.flush()
-                os.fsync(self._file.fileno())
                 self._file.close()
                 self._place(self._temp)
         finally:
-            self._buffer = None
             if self._file is not None:
                 self._file.close()
                 self._file = None

@@ -300,10 +300,15 @@ class StagingStore:
                 [entity, issue_key, updated_at, self._clock()],
             )
 
-    def forget_drained(self, entity: str = "issue") -> int:
-        """Drop the drained marks of `entity`, so the next extract drains each record again;
-        return how many there were."""
-        return self.db.execute("DELETE FROM drained WHERE entity = ?", [entity]).rowcount
+    def forget_drained(self, entity: str = "issue", *, source_id: str | None = None) -> int:
+        """Drop the drained marks of `entity` (only that record's, given `source_id`), so the
+        next extract drains those records again; return how many there were."""
+        if source_id is None:
+            return self.db.execute("DELETE FROM drained WHERE entity = ?", [entity]).rowcount
+        with joined(self.db):
+            return self.db.execute(
+                "DELETE FROM drained WHERE entity = ? AND source_id = ?", [entity, source_id]
+            ).rowcount
 
     def needs_drain(
         self, entity: str = "issue", *, keys: Iterable[str] | None = None

@@ -30,7 +30,7 @@ from haul.pipelines.forms.answers import (
     render,
     unknown_slugs,
 )
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.wiki.content import SlugMap
 from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
@@ -260,8 +260,7 @@ class TrackerBackfill:
     async def send_attachment(self, record: StagedRecord, key: str | None) -> str:
         if key is None:
             raise RecordFailure(f"the issue of file {record.source_id} is not loaded")
-        if not record.blob or not self.store.blobs.exists(record.blob):
-            raise RecordFailure(f"file {record.source_id} has no staged bytes")
+        source = await staged_bytes(self.store, record, drained="survey_answer")
         answer = self.store.get_record("survey_answer", record.parent or "")
         if answer is None:
             raise RecordFailure(f"the answer of file {record.source_id} is no longer staged")
@@ -271,7 +270,7 @@ class TrackerBackfill:
             filename=str(record.raw["name"]),
             created_at=issue["createdAt"],
             created_by=issue["createdBy"],
-            source=self.store.blobs.path(record.blob),
+            source=source,
         )
         return str(reply["id"])
 

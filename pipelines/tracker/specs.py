@@ -15,7 +15,14 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, each_record
+from haul.pipelines.specs import (
+    EntitySpec,
+    Planned,
+    RecordFailure,
+    Ref,
+    each_record,
+    staged_bytes,
+)
 from haul.pipelines.tracker.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
@@ -165,25 +172,23 @@ class TrackerLoad:
         return await self.probe.worklog(self._key(record), body, unclaimed)
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
-        reply = await self.client.import_attachment(self._key(record), **self._upload(record))
+        upload = await self._upload(record)
+        reply = await self.client.import_attachment(self._key(record), **upload)
         return str(reply["id"])
 
     async def send_comment_attachment(self, record: StagedRecord, comment: str | None) -> str:
         if comment is None:
             raise RecordFailure(f"the comment of attachment {record.source_id} is not loaded")
-        reply = await self.client.import_comment_attachment(
-            self._key(record), comment, **self._upload(record)
-        )
+        upload = await self._upload(record)
+        reply = await self.client.import_comment_attachment(self._key(record), comment, **upload)
         return str(reply["id"])
 
-    def _upload(self, record: StagedRecord) -> dict[str, Any]:
-        if not record.blob or not self.store.blobs.exists(record.blob):
-            raise RecordFailure(f"attachment {record.source_id} has no staged bytes")
+    async def _upload(self, record: StagedRecord) -> dict[str, Any]:
         return {
             "filename": record.raw["name"],
             "created_at": record.raw["createdAt"],
             "created_by": self.transform.users.login(record.raw.get("createdBy")),
-            "source": self.store.blobs.path(record.blob),
+            "source": await staged_bytes(self.store, record, drained="issue"),
         }
 
     async def find_attachment(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, each_record
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, each_record, staged_bytes
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
 from haul.pipelines.wiki.grids import GridSync
 from haul.pipelines.wiki.streams import byte_size
@@ -142,11 +142,8 @@ class WikiLoad:
     async def send_attachment(self, record: StagedRecord, page: str | None) -> str:
         if page is None:
             raise RecordFailure(f"the page of attachment {record.source_id} is not loaded")
-        if not record.blob or not self.store.blobs.exists(record.blob):
-            raise RecordFailure(f"attachment {record.source_id} has no staged bytes")
-        attached = await self.client.upload(
-            int(page), file_name=str(record.raw["name"]), path=self.store.blobs.path(record.blob)
-        )
+        path = await staged_bytes(self.store, record, drained="wiki_page")
+        attached = await self.client.upload(int(page), file_name=str(record.raw["name"]), path=path)
         return str(attached["id"])
 
     async def find_attachment(

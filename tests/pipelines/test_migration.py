@@ -12,7 +12,7 @@ from org_snapshot import org_snapshot
 
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
-from haul.pipelines.runner import extract, run_all
+from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagingStore
 
@@ -60,6 +60,47 @@ async def test_second_run_changes_nothing(sandbox: Any, tmp_path: Path) -> None:
     assert second.details["loaded"] == 0
     assert second.details["issues_drained"] == 0
     assert second.complete
+    before, after = await snapshots(info, queues, {"TEST": "NEW"})
+    assert after == before
+
+
+async def test_damaged_attachment_bytes_are_never_sent_and_come_back_with_the_next_extract(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Blob files are not fsynced, so a power cut after the extract can leave one cut short.
+    The load re-hashes each blob before sending it: the damaged one fails its record and is
+    not uploaded; the next extract downloads it again, and --retry-failed loads it."""
+    info = sandbox.info
+    queues = source_queues(info)
+    config = load_config(write_config(tmp_path, info, queues=queues))
+    await extract(config, environ=environ(info))
+    with StagingStore.open(config.staging_path) as store:
+        attachment = next(r for r in store.iter_records("attachment") if r.blob)
+        assert attachment.blob is not None
+        blob = store.blobs.path(attachment.blob)
+    whole = blob.read_bytes()
+    blob.write_bytes(whole[: len(whole) // 2])  # what an unsynced file can hold after a power cut
+
+    first = await load(config, environ=environ(info))
+
+    assert first.failed == 1
+    with StagingStore.open(config.staging_path) as store:
+        row = store.ledger.get("attachment", attachment.source_id)
+        assert row is not None and row.status == "failed"
+        assert "damaged" in (row.error or "") and "haul extract" in (row.error or "")
+        assert not store.blobs.exists(attachment.blob)  # thrown away, not sent
+        assert store.drained_version(attachment.parent or "") is None
+    target_key = (attachment.parent or "").replace("TEST-", "NEW-")
+    async with client_for(info, "target") as target:
+        names = [a["name"] for a in await target.list_attachments(target_key)]
+    assert attachment.raw["name"] not in names
+
+    again = await extract(config, environ=environ(info))
+    assert again.details["issues_drained"] == 1
+    assert blob.read_bytes() == whole
+    second = await load(config, environ=environ(info), retry_failed=True)
+
+    assert second.failed == 0 and second.complete
     before, after = await snapshots(info, queues, {"TEST": "NEW"})
     assert after == before
 

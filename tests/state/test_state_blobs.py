@@ -96,52 +96,6 @@ def test_unknown_and_malformed_names(tmp_path: Path) -> None:
         blobs.path("../../etc/passwd")
 
 
-async def test_a_small_announced_blob_is_gathered_in_memory_and_stored_at_exit(
-    tmp_path: Path,
-) -> None:
-    """With its size announced, a small blob makes no file until it is whole; then the same
-    content-addressed file as a streamed one."""
-    blobs = BlobStore(tmp_path / "blobs")
-    async with blobs.writer(expected_size=11) as writer:
-        writer.write(b"hello ")
-        writer.write(b"world")
-        assert files_under(tmp_path) == []
-    digest = hashlib.sha256(b"hello world").hexdigest()
-    assert (writer.sha256, writer.size) == (digest, 11)
-    assert files_under(tmp_path / "blobs") == [blobs.path(digest)]
-    assert blobs.path(digest).read_bytes() == b"hello world"
-
-
-async def test_an_in_memory_blob_that_fails_leaves_nothing(tmp_path: Path) -> None:
-    """A download cut short inside an in-memory writer stores nothing and has no sha256."""
-    blobs = BlobStore(tmp_path / "blobs")
-    with pytest.raises(ConnectionError):
-        async with blobs.writer(expected_size=100) as writer:
-            writer.write(b"partial")
-            raise ConnectionError("connection reset mid-body")
-    assert files_under(tmp_path) == []
-    with pytest.raises(ValueError, match="not finished"):
-        _ = writer.sha256
-
-
-def test_more_bytes_than_the_memory_limit_go_to_disk_as_they_come(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server that sends more than it announced cannot grow the writer's memory past the
-    limit: the bytes move to a temp file and the rest streams there; the blob is whole."""
-    monkeypatch.setattr("haul.state.blobs.IN_MEMORY_LIMIT", 100)
-    blobs = BlobStore(tmp_path / "blobs")
-    with blobs.writer(expected_size=50) as writer:
-        writer.write(b"a" * 60)
-        assert files_under(tmp_path) == []
-        writer.write(b"b" * 60)
-        assert len(files_under(tmp_path / "blobs")) == 1  # the temp file, from here on
-        writer.write(b"c" * 60)
-    assert blobs.path(writer.sha256).read_bytes() == b"a" * 60 + b"b" * 60 + b"c" * 60
-    assert files_under(tmp_path / "blobs") == [blobs.path(writer.sha256)]
-    assert blobs.writer(expected_size=101)._buffer is None  # announced too big: streamed
-
-
 def test_a_temp_file_left_by_a_killed_process_is_neither_reused_nor_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,8 +106,26 @@ def test_a_temp_file_left_by_a_killed_process_is_neither_reused_nor_removed(
     (tmp_path / "blobs").mkdir()
     stale = tmp_path / "blobs" / f".incoming-{os.getpid()}-0.part"
     stale.write_bytes(b"half of an old download")
-    with blobs.writer(expected_size=3) as writer:
+    with blobs.writer() as writer:
         writer.write(b"new")
     assert stale.read_bytes() == b"half of an old download"
     assert blobs.path(writer.sha256).read_bytes() == b"new"
     assert files_under(tmp_path / "blobs") == sorted([stale, blobs.path(writer.sha256)])
+
+
+def test_intact_rehashes_the_stored_bytes(tmp_path: Path) -> None:
+    """A blob is intact while its bytes hash to its name: not when cut short or changed (what
+    a power cut can leave, since blob files are not fsynced), nor when missing; discard
+    deletes it."""
+    blobs = BlobStore(tmp_path / "blobs")
+    with blobs.writer() as writer:
+        writer.write(b"the whole attachment")
+    digest = writer.sha256
+    assert blobs.intact(digest)
+    blobs.path(digest).write_bytes(b"the whole")
+    assert blobs.exists(digest) and not blobs.intact(digest)
+    blobs.path(digest).write_bytes(b"")
+    assert not blobs.intact(digest)
+    blobs.discard(digest)
+    assert not blobs.exists(digest) and not blobs.intact(digest)
+    blobs.discard(digest)  # gone already: nothing to do
