@@ -13,6 +13,12 @@ The sandbox runs in its own process (`haul sandbox serve`), so it does not share
 pipeline's interpreter. The baselines take several minutes on the small org;
 `--baseline-size tiny` is quicker but counts process start-up against it.
 
+CPU per request depends on the disk's state as well as on haul: each attachment is a file, and
+on ext4, right after many files were deleted (earlier benchmark runs' temp folders), creating
+one costs several times more system time (perf shows the inode allocator in
+`recently_deleted`). The same commit measured 0.7 and 1.1 ms per request that way; compare
+commits with runs interleaved in one series, not with figures from another hour.
+
     .venv/bin/python bench/tracker.py [--size small] [--baseline-size tiny] [--latency-ms 20] [--quick]
 """
 
