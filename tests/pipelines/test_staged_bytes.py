@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,38 +27,40 @@ def stage(store: StagingStore, content: bytes | None) -> StagedRecord:
     return record
 
 
-@pytest.mark.parametrize("inline_limit", [1024 * 1024, 0], ids=["hashed inline", "in a thread"])
-async def test_intact_bytes_are_sent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_limit: int
-) -> None:
-    monkeypatch.setattr("haul.pipelines.specs._HASH_INLINE_LIMIT", inline_limit)
-    with StagingStore.open(tmp_path / "haul.db") as store:
-        record = stage(store, b"the whole file")
-        path = await staged_bytes(store, record, drained="wiki_page")
-        assert path.read_bytes() == b"the whole file"
-        assert store.drained_version("7", entity="wiki_page") == "t1"
+@pytest.fixture(params=[1024 * 1024, 0], ids=["hashed inline", "hashed in a thread"])
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[StagingStore]:
+    monkeypatch.setattr("haul.pipelines.specs._HASH_INLINE_LIMIT", request.param)
+    with StagingStore.open(tmp_path / "haul.db") as opened:
+        yield opened
 
 
-@pytest.mark.parametrize("inline_limit", [1024 * 1024, 0], ids=["hashed inline", "in a thread"])
+async def test_intact_bytes_are_sent(store: StagingStore) -> None:
+    record = stage(store, b"the whole file")
+    path = await staged_bytes(store, record, drained="wiki_page")
+    assert path.read_bytes() == b"the whole file"
+    assert store.drained_version("7", entity="wiki_page") == "t1"
+
+
 async def test_damaged_bytes_fail_the_record_and_its_parent_drains_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_limit: int
+    store: StagingStore,
 ) -> None:
-    monkeypatch.setattr("haul.pipelines.specs._HASH_INLINE_LIMIT", inline_limit)
-    with StagingStore.open(tmp_path / "haul.db") as store:
-        record = stage(store, b"the whole file")
-        assert record.blob is not None
-        store.blobs.path(record.blob).write_bytes(b"the whole")
-        with pytest.raises(RecordFailure, match=r"damaged.*haul extract"):
-            await staged_bytes(store, record, drained="wiki_page")
-        assert not store.blobs.exists(record.blob)
-        assert store.drained_version("7", entity="wiki_page") is None
-        assert store.drained_version("7", entity="issue") == "t1"
-        assert list(store.needs_drain("wiki_page")) == ["7"]
+    record = stage(store, b"the whole file")
+    assert record.blob is not None
+    store.blobs.path(record.blob).write_bytes(b"the whole")
+    with pytest.raises(RecordFailure, match=r"damaged.*haul extract"):
+        await staged_bytes(store, record, drained="wiki_page")
+    assert not store.blobs.exists(record.blob)
+    assert store.drained_version("7", entity="wiki_page") is None
+    assert store.drained_version("7", entity="issue") == "t1"
+    assert list(store.needs_drain("wiki_page")) == ["7"]
 
 
-async def test_missing_bytes_fail_the_record_and_its_parent_drains_again(tmp_path: Path) -> None:
-    with StagingStore.open(tmp_path / "haul.db") as store:
-        record = stage(store, None)
-        with pytest.raises(RecordFailure, match=r"no staged bytes.*haul extract"):
-            await staged_bytes(store, record, drained="wiki_page")
-        assert store.drained_version("7", entity="wiki_page") is None
+async def test_missing_bytes_fail_the_record_and_its_parent_drains_again(
+    store: StagingStore,
+) -> None:
+    record = stage(store, None)
+    with pytest.raises(RecordFailure, match=r"no staged bytes.*haul extract"):
+        await staged_bytes(store, record, drained="wiki_page")
+    assert store.drained_version("7", entity="wiki_page") is None
