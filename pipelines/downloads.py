@@ -4,10 +4,15 @@
 size the listing gave. A body that came short or long (a cut connection, a wrong length) is
 thrown away and fetched again, a few times; a download the service refuses is this record's
 problem (`DownloadProblem`), never the run's.
+
+`intact` is the check before a staged blob is used again (a drain that would download it
+anew, the load that sends it): blob files are not fsynced, so after a power cut one can be
+short; only bytes that still hash to their name are used.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,6 +25,8 @@ from haul.state.blobs import BlobStore
 log = structlog.get_logger(__name__)
 
 ATTEMPTS = 3
+# a blob bigger than this is re-hashed in a worker thread, not on the event loop
+HASH_INLINE_LIMIT = 1024 * 1024
 
 
 class DownloadProblem(Exception):
@@ -55,3 +62,16 @@ async def download_checked(
             raise DownloadProblem(f"download of {name!r} failed: {exc}") from exc
         return sink.sha256, sink.size
     raise DownloadProblem(f"{problem} ({attempts} attempts)")
+
+
+async def intact(blobs: BlobStore, sha256: str | None) -> bool:
+    """True if the blob is stored and its bytes still hash to `sha256`."""
+    if not sha256:
+        return False
+    try:
+        size = blobs.path(sha256).stat().st_size
+    except FileNotFoundError:
+        return False
+    if size <= HASH_INLINE_LIMIT:
+        return blobs.intact(sha256)
+    return await asyncio.to_thread(blobs.intact, sha256)

@@ -24,12 +24,12 @@ connectors' `RecordError`) from `send`; the engine records it as failed with tha
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
 
 
@@ -47,10 +47,6 @@ class RecordFailure(Exception):
     """This record cannot be loaded; the message says why (it goes into the ledger)."""
 
 
-# a staged file bigger than this is re-hashed in a worker thread, not on the event loop
-_HASH_INLINE_LIMIT = 1024 * 1024
-
-
 async def staged_bytes(store: StagingStore, record: StagedRecord, *, drained: str) -> Path:
     """The file of the bytes the extract downloaded for `record`, once they hash to the
     sha256 it staged: no record sends other bytes than those.
@@ -59,14 +55,9 @@ async def staged_bytes(store: StagingStore, record: StagedRecord, *, drained: st
     files are not fsynced) fail the record, and its parent, a `drained` record, loses its
     drained mark, so the next extract downloads them again.
     """
+    if record.blob and await intact(store.blobs, record.blob):
+        return store.blobs.path(record.blob)
     if record.blob and store.blobs.exists(record.blob):
-        path = store.blobs.path(record.blob)
-        if path.stat().st_size <= _HASH_INLINE_LIMIT:
-            intact = store.blobs.intact(record.blob)
-        else:
-            intact = await asyncio.to_thread(store.blobs.intact, record.blob)
-        if intact:
-            return path
         store.blobs.discard(record.blob)
         problem = "its staged bytes are damaged (they no longer hash to their sha256)"
     else:

@@ -16,7 +16,7 @@ from typing import Any
 from haul.connectors.errors import NotFoundError
 from haul.connectors.forms import FormsClient
 from haul.pipelines.config import ConfigError
-from haul.pipelines.downloads import DownloadProblem, download_checked
+from haul.pipelines.downloads import DownloadProblem, download_checked, intact
 from haul.pipelines.forms.answers import answer_values, files_of
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
@@ -98,7 +98,7 @@ class FileDrain:
         for index, item in enumerate(answer.raw.get("files") or []):
             source_id = f"{answer.source_id}/{index}"
             staged = self.store.get_record("survey_file", source_id)
-            if staged and staged.blob and self.store.blobs.exists(staged.blob):
+            if staged and await intact(self.store.blobs, staged.blob):
                 rows.append({"source_id": source_id, "raw": dict(item), "blob": staged.blob})
                 continue
             try:

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.downloads import DownloadProblem, download_checked
+from haul.pipelines.downloads import DownloadProblem, download_checked, intact
 from haul.pipelines.streams import Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -68,7 +68,7 @@ class IssueDrain:
     async def _fetch_blobs(
         self, key: str, attachments: list[dict[str, Any]]
     ) -> tuple[dict[str, str], dict[str, str]]:
-        """Download each attachment not staged yet (same id, same size).
+        """Download each attachment not staged yet (same id, same size, bytes intact).
 
         Returns id -> sha256 of the staged bytes, and id -> problem for those whose bytes
         could not be had whole.
@@ -80,8 +80,8 @@ class IssueDrain:
             if (
                 staged
                 and staged.blob
-                and self.store.blobs.exists(staged.blob)
                 and staged.raw.get("size") == attachment.get("size")
+                and await intact(self.store.blobs, staged.blob)
             ):
                 blobs[str(attachment["id"])] = staged.blob
                 continue

@@ -22,7 +22,7 @@ import structlog
 from haul.connectors.errors import NotFoundError, RecordError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import ConfigError
-from haul.pipelines.downloads import DownloadProblem, download_checked
+from haul.pipelines.downloads import DownloadProblem, download_checked, intact
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -169,9 +169,8 @@ class PageDrain:
         staged = self.store.get_record("wiki_attachment", source_id)
         if (
             staged is not None
-            and staged.blob
-            and self.store.blobs.exists(staged.blob)
             and staged.raw.get("size") == attachment.get("size")
+            and await intact(self.store.blobs, staged.blob)
         ):
             return {"source_id": source_id, "raw": attachment, "blob": staged.blob}
         try:

@@ -14,7 +14,7 @@ from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.streams import NOT_STAGED
-from haul.state.store import StagingStore
+from haul.state.store import StagedRecord, StagingStore
 
 
 async def snapshots(
@@ -103,6 +103,36 @@ async def test_damaged_attachment_bytes_are_never_sent_and_come_back_with_the_ne
     assert second.failed == 0 and second.complete
     before, after = await snapshots(info, queues, {"TEST": "NEW"})
     assert after == before
+
+
+async def test_a_redrained_issue_downloads_again_only_the_bytes_no_longer_intact(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A drain reuses staged bytes only while they hash to their name: of an issue drained
+    again, a damaged blob is downloaded anew and the intact ones are not."""
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    await extract(config, environ=environ(info))
+    with StagingStore.open(config.staging_path) as store:
+        by_issue: dict[str, list[StagedRecord]] = {}
+        for record in store.iter_records("attachment"):
+            if record.blob:
+                by_issue.setdefault(record.parent or "", []).append(record)
+        issue, staged = next((k, rs) for k, rs in by_issue.items() if len(rs) >= 2)
+        damaged = staged[0]
+        assert damaged.blob is not None
+        blob = store.blobs.path(damaged.blob)
+        store.forget_drained("issue", source_id=issue)
+    whole = blob.read_bytes()
+    blob.write_bytes(b"")  # an unsynced file after a power cut
+    download = "GET /v3/issues/{key}/attachments/{attachment_id}/{filename}"
+    before = sandbox.stats()["by_route"].get(download, 0)
+
+    again = await extract(config, environ=environ(info))
+
+    assert again.details["issues_drained"] == 1
+    assert sandbox.stats()["by_route"][download] - before == 1  # of len(staged) >= 2
+    assert blob.read_bytes() == whole
 
 
 async def test_incremental_extract_redrains_only_changed_issues(

@@ -31,7 +31,7 @@ def stage(store: StagingStore, content: bytes | None) -> StagedRecord:
 def store(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[StagingStore]:
-    monkeypatch.setattr("haul.pipelines.specs._HASH_INLINE_LIMIT", request.param)
+    monkeypatch.setattr("haul.pipelines.downloads.HASH_INLINE_LIMIT", request.param)
     with StagingStore.open(tmp_path / "haul.db") as opened:
         yield opened
 
