@@ -9,7 +9,8 @@ a killed process, not promised after a power cut, which can also take the databa
 commits. Blob files are not fsynced one by one: the fsync, and the worker thread that kept it
 off the event loop, were a tenth of the extract's CPU (interleaved A/B runs of the small
 org). What a power cut could leave, a file shorter than or different from its name, is caught
-by `intact`, which the load asks before any blob's bytes are sent.
+by `intact`, asked before a staged blob is used again: by a drain before it skips the
+download, by the load before it sends the bytes.
 """
 
 import hashlib
