@@ -151,12 +151,15 @@ class WikiClient(ServiceClient):
         """Send a file through an upload session, part by part, and attach it to a page.
 
         Only one part is in memory at a time; a part that fails is sent again alone (a part
-        number sent twice replaces the first). Opening the session and attaching it are not
-        idempotent: an uncertain outcome of either raises AmbiguousWriteError.
+        number sent twice replaces the first). Opening a session is repeated like a read when
+        its reply is lost: a session nobody attaches shows on no page. Attaching is not
+        idempotent: its uncertain outcome raises AmbiguousWriteError.
         """
         with _opened(path) as (stream, size):
             session = await self.core.post_json(
-                "/upload_sessions", json={"file_name": file_name, "file_size": size}
+                "/upload_sessions",
+                json={"file_name": file_name, "file_size": size},
+                write=False,  # a lost session is never attached: opening another is safe
             )
             session_id = _session_id(session)
             for number, part in enumerate(_part_sizes(size, self.part_size), start=1):

@@ -161,6 +161,34 @@ async def test_a_dropped_finish_is_settled_by_reading_the_session(make_core, tmp
         assert (await client.upload(1, file_name="f.txt", path=path))["id"] == 4
 
 
+async def test_a_session_whose_reply_was_lost_is_left_and_another_opened(make_core, tmp_path):
+    """Only the session the client heard of is attached: the lost one shows on no page."""
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"hello")
+    opened: list[str] = []
+
+    def open_session(request: httpx.Request) -> httpx.Response:
+        opened.append(f"s{len(opened) + 1}")
+        if len(opened) == 1:  # applied, then the connection drops before the reply
+            raise httpx.RemoteProtocolError("server disconnected", request=request)
+        return httpx.Response(200, json={"session_id": opened[-1], "status": "not_started"})
+
+    wiki = Wiki(
+        {
+            "POST /upload_sessions": open_session,
+            "PUT /upload_sessions/s2/upload_part": httpx.Response(200, json={}),
+            "POST /upload_sessions/s2/finish": httpx.Response(200, json={"status": "finished"}),
+            "POST /pages/1/attachments": httpx.Response(200, json={"results": [{"id": 4}]}),
+        }
+    )
+    async with client_for(make_core, wiki) as client:
+        assert (await client.upload(1, file_name="f.txt", path=path))["id"] == 4
+    assert opened == ["s1", "s2"]
+    assert json.loads(wiki.sent("POST /pages/1/attachments")[0].content) == {
+        "upload_sessions": ["s2"]
+    }
+
+
 async def test_a_dropped_page_create_is_ambiguous_and_not_repeated(make_core):
     def create(request: httpx.Request) -> httpx.Response:
         raise httpx.RemoteProtocolError("server disconnected", request=request)

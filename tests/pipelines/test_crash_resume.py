@@ -73,9 +73,15 @@ def kill_mid_work(
 
 
 def finish(config: Path, stage: str, env: dict[str, str]) -> None:
+    """Run `haul <stage>` to the end; on a failure, say which records failed and why."""
     process = haul(config, stage, env=env)
     stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, (stdout + stderr).decode()
+    if process.returncode != 0:
+        failures = subprocess.run(
+            [HAUL, "failures", "--config", str(config)], env=env, capture_output=True
+        )
+        output = stdout + stderr + failures.stdout + failures.stderr
+        raise AssertionError(f"haul {stage} exited {process.returncode}:\n{output.decode()}")
 
 
 def migrate_with_kills(
