@@ -12,6 +12,7 @@ that follows it commit together::
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ _UNDRAINED = (
 )
 # Well under SQLite's bound on parameters per statement (32766 since 3.32).
 _KEYS_PER_QUERY = 500
+_JSON_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # A re-staged row keeps its known blob only if its raw JSON is unchanged: the bytes belong
 # to that exact metadata. staged_at moves only when something changed.
@@ -246,6 +248,28 @@ class StagingStore:
         )
         for row in rows:
             yield _record_dict(row)
+
+    def iter_lists(self, entity: str, field: str) -> Iterator[tuple[str | None, str, list[Any]]]:
+        """(parent, source_id, the list) of each `entity` record whose raw holds a non-empty
+        list under the top-level key `field`, in (parent, source_id) order.
+
+        SQLite's JSON functions pick these out, so the other records are never read into
+        Python: a plan that needs one list of many large records (a comment's attachments)
+        decodes only those lists.
+        """
+        if not _JSON_KEY.fullmatch(field):
+            raise ValueError(f"not a plain JSON key: {field!r}")
+        path = f"'$.{field}'"
+        rows = iter_keyset(
+            self.db,
+            f"SELECT sort_parent, source_id, parent, json_extract(raw, {path}) AS listed "
+            "FROM records",
+            where=["entity = ?", f"json_array_length(raw, {path}) > 0"],
+            params=[entity],
+            keys=("sort_parent", "source_id"),
+        )
+        for row in rows:
+            yield row["parent"], row["source_id"], parse_json(row["listed"])
 
     def count_changed(
         self,

@@ -49,9 +49,9 @@ def _created(record: StagedRecord) -> str:
 def comment_attachment_owners(store: StagingStore) -> dict[str, str]:
     """Attachment source id -> the source id of the comment it belongs to."""
     return {
-        f"{comment.parent}/{attachment['id']}": comment.source_id
-        for comment in store.iter_records("comment")
-        for attachment in comment.raw.get("attachments") or []
+        f"{issue}/{attachment['id']}": comment
+        for issue, comment, attachments in store.iter_lists("comment", "attachments")
+        for attachment in attachments
     }
 
 

@@ -116,6 +116,28 @@ def test_iter_records_orders_by_parent_then_id_across_pages(store: StagingStore)
     assert under == [f"P-2/{n:04}" for n in range(600)]
 
 
+def test_iter_lists_yields_only_non_empty_lists_across_pages(store: StagingStore) -> None:
+    """Records whose key is missing, null, empty or not a list are skipped; the rest come in
+    (parent, source_id) order with the list as staged, past the page size."""
+    files = [{"id": 1, "name": "ü.png"}, {"id": 2}]
+    rows = [{"source_id": f"{n:04}", "parent": "A-1", "raw": {"files": files}} for n in range(700)]
+    rows += [
+        {"source_id": "none", "parent": "A-1", "raw": {"body": "x"}},
+        {"source_id": "null", "parent": "A-1", "raw": {"files": None}},
+        {"source_id": "empty", "parent": "A-1", "raw": {"files": []}},
+        {"source_id": "object", "parent": "A-1", "raw": {"files": {"id": 3}}},
+        {"source_id": "nested", "parent": "A-1", "raw": {"x": {"files": files}}},
+        {"source_id": "top", "raw": {"files": [7]}},
+    ]
+    store.upsert_records("comment", rows)
+    store.upsert_records("issue", [{"source_id": "A-1", "raw": {"files": [8]}}])
+    listed = list(store.iter_lists("comment", "files"))
+    assert listed[0] == (None, "top", [7])
+    assert listed[1:] == [("A-1", f"{n:04}", files) for n in range(700)]
+    with pytest.raises(ValueError, match="plain JSON key"):
+        next(store.iter_lists("comment", "files') OR 1=1 --"))
+
+
 def test_count_records_per_entity(store: StagingStore) -> None:
     """count_records maps each entity to its number of records."""
     store.upsert_records("issue", [issue("A-1"), issue("A-2")])
