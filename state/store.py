@@ -291,6 +291,14 @@ class StagingStore:
         row = fetch_one(self.db, "SELECT max(staged_at) AS newest FROM records")
         return row["newest"] if row else None
 
+    def source_ids(self, entity: str) -> set[str]:
+        """The source ids of the staged records of `entity` (their raw is not read)."""
+        cursor = self.db.execute("SELECT source_id FROM records WHERE entity = ?", [entity])
+        try:
+            return {source_id for (source_id,) in cursor}
+        finally:
+            cursor.close()
+
     def count_records(self) -> dict[str, int]:
         """entity -> number of staged records."""
         rows = self.db.query("SELECT entity, count(*) AS n FROM records GROUP BY entity")

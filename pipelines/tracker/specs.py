@@ -73,7 +73,7 @@ def plan_attachments(store: StagingStore) -> Iterator[Planned]:
 
 def plan_links(store: StagingStore) -> Iterator[Planned]:
     """A link shows on both issues: load the outward side, or the only side staged."""
-    staged = {record.source_id for record in store.iter_records("issue")}
+    staged = store.source_ids("issue")
     for record in store.iter_records("link"):
         other = record.raw["object"]["key"]
         if record.raw.get("direction") == "outward" or other not in staged:

@@ -35,7 +35,7 @@ def _created(record: StagedRecord) -> str:
 
 def plan_pages(store: StagingStore) -> Iterator[Planned]:
     """Every page, under its parent page when that one is migrated too."""
-    staged = {record.source_id for record in store.iter_records("wiki_page")}
+    staged = store.source_ids("wiki_page")
     for record in store.iter_records("wiki_page"):
         parent = Ref("wiki_page", record.parent) if record.parent in staged else None
         yield Planned(record, parent, record.source_id)
@@ -43,7 +43,7 @@ def plan_pages(store: StagingStore) -> Iterator[Planned]:
 
 def plan_comments(store: StagingStore) -> Iterator[Planned]:
     """A reply loads under the comment it answers (after it); others under their page."""
-    staged = {record.source_id for record in store.iter_records("wiki_comment")}
+    staged = store.source_ids("wiki_comment")
     for record in store.iter_records("wiki_comment"):
         answered = f"{record.parent}/{record.raw.get('parent_id')}"
         parent = Ref("wiki_comment", answered) if answered in staged else None

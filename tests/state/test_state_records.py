@@ -138,11 +138,14 @@ def test_iter_lists_yields_only_non_empty_lists_across_pages(store: StagingStore
         next(store.iter_lists("comment", "files') OR 1=1 --"))
 
 
-def test_count_records_per_entity(store: StagingStore) -> None:
-    """count_records maps each entity to its number of records."""
+def test_count_records_and_source_ids_per_entity(store: StagingStore) -> None:
+    """count_records maps each entity to its number of records; source_ids names them."""
     store.upsert_records("issue", [issue("A-1"), issue("A-2")])
     store.upsert_records("comment", [{"source_id": "7", "parent": "A-1", "raw": {}}])
     assert store.count_records() == {"issue": 2, "comment": 1}
+    assert store.source_ids("issue") == {"A-1", "A-2"}
+    assert store.source_ids("comment") == {"7"}
+    assert store.source_ids("worklog") == set()
 
 
 def test_a_checkpoint_and_its_rows_commit_together(store: StagingStore) -> None:
