@@ -293,11 +293,8 @@ class StagingStore:
 
     def source_ids(self, entity: str) -> set[str]:
         """The source ids of the staged records of `entity` (their raw is not read)."""
-        cursor = self.db.execute("SELECT source_id FROM records WHERE entity = ?", [entity])
-        try:
-            return {source_id for (source_id,) in cursor}
-        finally:
-            cursor.close()
+        rows = self.db.query("SELECT source_id FROM records WHERE entity = ?", [entity])
+        return {row["source_id"] for row in rows}
 
     def count_records(self) -> dict[str, int]:
         """entity -> number of staged records."""
@@ -335,12 +332,11 @@ class StagingStore:
     def forget_drained(self, entity: str = "issue", *, source_id: str | None = None) -> int:
         """Drop the drained marks of `entity` (only that record's, given `source_id`), so the
         next extract drains those records again; return how many there were."""
-        if source_id is None:
-            return self.db.execute("DELETE FROM drained WHERE entity = ?", [entity]).rowcount
+        where, params = "entity = ?", [entity]
+        if source_id is not None:
+            where, params = f"{where} AND source_id = ?", [entity, source_id]
         with joined(self.db):
-            return self.db.execute(
-                "DELETE FROM drained WHERE entity = ? AND source_id = ?", [entity, source_id]
-            ).rowcount
+            return self.db.execute(f"DELETE FROM drained WHERE {where}", params).rowcount
 
     def needs_drain(
         self, entity: str = "issue", *, keys: Iterable[str] | None = None
