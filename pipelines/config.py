@@ -111,11 +111,19 @@ class Scope(Section):
     query: str | None = Field(None, description="A query that narrows the queues' issues.")
     wiki_roots: tuple[Slug, ...] = Field((), description="Wiki subtrees (slugs) to move.")
     surveys: tuple[SurveyId, ...] | Literal["all"] = Field((), description='Survey ids, or "all".')
-    changelog: bool = Field(
-        True,
+    changelog: bool | Literal["auto"] = Field(
+        "auto",
         description="Stage each issue's changelog. It has no import endpoint, so only exports "
-        "and the staging store keep it: false saves one request per issue in a migration.",
+        'and the staging store keep it. "auto" stages it unless the config is a migration\'s '
+        "(a [target] and no [export] section), which saves one request per issue.",
     )
+
+    @field_validator("changelog", mode="before")
+    @classmethod
+    def _changelog(cls, value: Any) -> Any:
+        if isinstance(value, bool) or value == "auto":
+            return value
+        raise ValueError(f'must be true, false or "auto", not {value!r}')
 
     @field_validator("queues")
     @classmethod
@@ -223,6 +231,18 @@ class Config(Section):
     @property
     def log_path(self) -> Path:
         return self.staging.path.with_suffix(".log")
+
+    @property
+    def stages_changelog(self) -> tuple[bool, str]:
+        """Whether extracts stage the changelog, and the setting that says so."""
+        wanted = self.scope.changelog
+        if wanted == "auto":
+            wanted = self.target is None or self.export is not None
+            return wanted, (
+                '[scope] changelog = "auto" skips it in a config with [target] and no '
+                "[export]; set it to true to stage it"
+            )
+        return wanted, f"[scope] changelog = {str(wanted).lower()}"
 
     def require_target(self, command: str) -> Endpoint:
         """The target, for a command that writes to one; a config error when it is absent."""

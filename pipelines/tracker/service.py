@@ -85,7 +85,7 @@ class TrackerService:
             client,
             store,
             concurrent=tuning.concurrency > 1,
-            changelog=stage_changelog(store, config.scope.changelog),
+            changelog=stage_changelog(store, *config.stages_changelog),
         )
 
         async def details(stats: ExtractStats) -> Details:
@@ -185,10 +185,11 @@ async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None
     return total
 
 
-def stage_changelog(store: StagingStore, wanted: bool) -> bool:
-    """Say in the store whether this extract stages changelogs (`haul export` warns when it
-    does not); when they are wanted again after extracts that skipped them, every issue is
-    drained once more, since its drained mark was set without its changelog."""
+def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
+    """Say in the store whether this extract stages changelogs and `because` of which setting
+    (`haul export` warns when it does not); when they are wanted again after extracts that
+    skipped them, every issue is drained once more, since its drained mark was set without
+    its changelog."""
     skipped = dict(store.get_checkpoint(NOT_STAGED) or {})
     with store.transaction():
         if wanted and "changelog" in skipped:
@@ -196,6 +197,6 @@ def stage_changelog(store: StagingStore, wanted: bool) -> bool:
             log.info("changelog_staged_again", issues_to_drain=again)
             skipped.pop("changelog")
         elif not wanted:
-            skipped["changelog"] = "[scope] changelog = false"
+            skipped["changelog"] = because
         store.set_checkpoint(NOT_STAGED, skipped)
     return wanted

@@ -178,6 +178,32 @@ def test_a_config_without_a_target_serves_a_source_only_command(tmp_path: Path) 
         config.require_target("load")
 
 
+def test_changelog_auto_stages_it_unless_the_config_is_a_migrations(tmp_path: Path) -> None:
+    """ "auto" (the default) leaves the changelog out of a config with a [target] and no
+    [export], stages it for an export's config; true and false are kept as they are."""
+    source_only = VALID[: VALID.index("[target]")] + VALID[VALID.index("[scope]") :]
+    cases = {
+        VALID: False,
+        VALID + "\n[export]\n": True,
+        source_only: True,
+        VALID.replace("[mapping]", "changelog = true\n[mapping]"): True,
+        (VALID + "\n[export]\n").replace("[mapping]", "changelog = false\n[mapping]"): False,
+    }
+    reasons = []
+    for text, staged in cases.items():
+        config = load_config(write(tmp_path, text))
+        wanted, because = config.stages_changelog
+        assert wanted is staged, text
+        reasons.append(because)
+    assert reasons[0].startswith('[scope] changelog = "auto" skips it in a config with [target]')
+    assert reasons[3:] == ["[scope] changelog = true", "[scope] changelog = false"]
+    with pytest.raises(ConfigError) as caught:
+        load_config(
+            write(tmp_path, VALID.replace("[mapping]", 'changelog = "sometimes"\n[mapping]'))
+        )
+    assert caught.value.key == "scope.changelog"
+
+
 def test_wiki_and_forms_keys_are_checked_too(tmp_path: Path) -> None:
     """Wiki roots are slugs, surveys are 24-hex ids or "all", service URLs end in /v1."""
     text = VALID.replace('queues = ["TEST", "OPS"]', 'wiki_roots = ["/team/"]\nsurveys = "all"')

@@ -205,29 +205,33 @@ async def test_an_expired_scroll_restarts_from_the_watermark(sandbox: Any, tmp_p
         assert list(store.needs_drain("issue")) == []
 
 
-async def test_changelog_false_asks_for_none_and_true_again_drains_every_issue_once(
+async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_every_issue_once(
     sandbox: Any, tmp_path: Path
 ) -> None:
-    """Without the changelog an extract sends no changelog request (and the store says so for
-    `haul export`); wanting it again re-drains every issue once, so none is left without."""
+    """With the default `changelog = "auto"`, a migration's config (a target, no [export])
+    sends no changelog request (and the store says so for `haul export`); a config with an
+    [export] section wants it and re-drains every issue once, so none is left without."""
     info = sandbox.info
     queues = source_queues(info)
-    skip = load_config(write_config(tmp_path, info, queues=queues, scope={"changelog": False}))
+    skip = load_config(write_config(tmp_path, info, queues=queues))
     changelog_route = "GET /v3/issues/{key}/changelog"
 
     before = sandbox.stats()["by_route"].get(changelog_route, 0)
     first = await extract(skip, environ=environ(info))
     assert sandbox.stats()["by_route"].get(changelog_route, 0) == before
+    reason = (
+        '[scope] changelog = "auto" skips it in a config with [target] and no [export]; '
+        "set it to true to stage it"
+    )
     with StagingStore.open(skip.staging_path) as store:
         assert store.count_records().get("changelog", 0) == 0
-        assert store.get_checkpoint(NOT_STAGED) == {"changelog": "[scope] changelog = false"}
+        assert store.get_checkpoint(NOT_STAGED) == {"changelog": reason}
     exported = run_export(skip, ExportRequest(out=tmp_path / "exports"))
     assert exported.warnings == [
-        "changelog: not staged by the last extract ([scope] changelog = false), "
-        "so its table is absent or stale"
+        f"changelog: not staged by the last extract ({reason}), so its table is absent or stale"
     ]
 
-    want = load_config(write_config(tmp_path, info, queues=queues))
+    want = load_config(write_config(tmp_path, info, queues=queues, extra="[export]\n"))
     again = await extract(want, environ=environ(info))
     issues = first.details["issues_staged"]
     assert again.details["issues_drained"] == issues  # each once, though some came twice
