@@ -161,8 +161,8 @@ class FormsClient(ServiceClient):
 
     async def publish(self, survey_id: str) -> None:
         """Open the survey for answers."""
-        await self.core.post_json(f"/surveys/{_segment(survey_id)}/publish", write=False)
+        await self.core.post_json(f"/surveys/{_segment(survey_id)}/publish", repeatable=True)
 
     async def unpublish(self, survey_id: str) -> None:
         """Close the survey for answers."""
-        await self.core.post_json(f"/surveys/{_segment(survey_id)}/unpublish", write=False)
+        await self.core.post_json(f"/surveys/{_segment(survey_id)}/unpublish", repeatable=True)

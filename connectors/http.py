@@ -71,8 +71,15 @@ USER_AGENT = f"haul/{version('haul-etl')}"
 
 
 def is_write(method: str, write: bool | None = None) -> bool:
-    """Whether a request changes the server: explicit ``write``, else any method but GET/HEAD."""
+    """Whether a request changes the server, and so spends the write budget: explicit
+    ``write``, else any method but GET/HEAD/OPTIONS."""
     return write if write is not None else method.upper() not in _READ_METHODS
+
+
+def is_repeatable(writing: bool, repeatable: bool | None = None) -> bool:
+    """Whether a request whose reply was lost may be sent again: explicit ``repeatable``
+    (an idempotent write: a PATCH, a page's new text), else only what changes nothing."""
+    return repeatable if repeatable is not None else not writing
 
 
 @functools.cache
@@ -177,15 +184,21 @@ class HttpCore:
         files: Any = None,
         content: bytes | None = None,
         write: bool | None = None,
+        repeatable: bool | None = None,
     ) -> httpx.Response:
         """Send one request (retrying what is safe) and return its 2xx/3xx response.
 
         ``path`` is relative to the base URL (``/issues/_search``) or absolute.
-        ``write`` overrides the method's default: pass ``write=False`` for POST searches.
+        ``write`` overrides the method's default budget: ``write=False`` for POST searches.
+        ``repeatable=True`` marks a write that may be sent again when its reply was lost:
+        it still spends the write budget, and is retried like a read.
         """
         request = self._build(method, path, params=params, json=json, files=files, content=content)
         writing = is_write(method, write)
-        return await self._with_retries(request, writing, lambda: self._attempt(request, writing))
+        again = is_repeatable(writing, repeatable)
+        return await self._with_retries(
+            request, again, lambda: self._attempt(request, writing, again)
+        )
 
     def _build(
         self,
@@ -274,9 +287,12 @@ class HttpCore:
         params: dict[str, Any] | None = None,
         json: Any = None,
         write: bool | None = None,
+        repeatable: bool | None = None,
     ) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body)."""
-        return await self._json_request("POST", path, params=params, json=json, write=write)
+        return await self._json_request(
+            "POST", path, params=params, json=json, write=write, repeatable=repeatable
+        )
 
     async def _json_request(
         self,
@@ -286,16 +302,18 @@ class HttpCore:
         params: dict[str, Any] | None = None,
         json: Any = None,
         write: bool | None = None,
+        repeatable: bool | None = None,
     ) -> Any:
         """One request whose reply must be JSON: a reply that is not is retried a few times
         (a proxy's error page passes), then raises BadReplyError."""
         request = self._build(method, path, params=params, json=json)
         writing = is_write(method, write)
+        again = is_repeatable(writing, repeatable)
 
         async def once() -> Any:
-            return _decoded(await self._attempt(request, writing))
+            return _decoded(await self._attempt(request, writing, again))
 
-        return await self._with_retries(request, writing, once)
+        return await self._with_retries(request, again, once)
 
     @asynccontextmanager
     async def stream(
@@ -304,8 +322,9 @@ class HttpCore:
         """A response whose body is not read yet; opening it is retried, reading it is not."""
         request = self._build(method, path, params=params)
         writing = is_write(method)
+        again = is_repeatable(writing)
         response = await self._with_retries(
-            request, writing, lambda: self._attempt(request, writing, stream=True)
+            request, again, lambda: self._attempt(request, writing, again, stream=True)
         )
         try:
             yield response
@@ -320,10 +339,10 @@ class HttpCore:
         with a fresh sink.
         """
         request = self._build("GET", path, params=params)
-        return await self._with_retries(request, False, lambda: self._download_once(request, sink))
+        return await self._with_retries(request, True, lambda: self._download_once(request, sink))
 
     async def _download_once(self, request: httpx.Request, sink: Sink) -> int:
-        response = await self._attempt(request, False, stream=True)
+        response = await self._attempt(request, False, True, stream=True)
         announced = response.headers.get("Content-Length")
         written = 0
         try:
@@ -355,7 +374,7 @@ class HttpCore:
         return f"no complete reply within the request deadline of {self._deadline:g} s"
 
     async def _with_retries(
-        self, request: httpx.Request, write: bool, once: Callable[[], Awaitable[T]]
+        self, request: httpx.Request, repeatable: bool, once: Callable[[], Awaitable[T]]
     ) -> T:
         """Run ``once`` under the retry policy; map what is left over to the error tree.
 
@@ -368,7 +387,7 @@ class HttpCore:
         except Exception as exc:  # the retry policy below judges it
             first: Exception | None = exc
         controller = retrying(
-            write=write,
+            repeatable=repeatable,
             max_attempts=self._max_attempts,
             max_backoff=self._max_backoff,
             patience=self._patience,
@@ -437,9 +456,10 @@ class HttpCore:
         )
 
     async def _attempt(
-        self, request: httpx.Request, write: bool, *, stream: bool = False
+        self, request: httpx.Request, write: bool, repeatable: bool, *, stream: bool = False
     ) -> httpx.Response:
-        """Send once within the rate budget; raise for any status but 2xx/3xx."""
+        """Send once within the write or the read budget; raise for any status but 2xx/3xx,
+        and AmbiguousWriteError when a reply that is not `repeatable` was lost."""
         budget = self._write_budget if write else self._read_budget
         await budget.acquire()
         self.requests_sent += 1
@@ -449,7 +469,7 @@ class HttpCore:
         except TimeoutError:
             raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
         except AFTER_SEND_ERRORS as exc:
-            if write:
+            if not repeatable:
                 raise self._transport_error(
                     AmbiguousWriteError, request, exc, "the write may have been applied"
                 ) from exc

@@ -154,7 +154,7 @@ def full_jitter_backoff(max_backoff: float) -> wait_base:
 
 def retrying(
     *,
-    write: bool,
+    repeatable: bool,
     max_attempts: int | None,
     max_backoff: float,
     patience: Patience = Patience(),
@@ -164,7 +164,7 @@ def retrying(
 ) -> AsyncRetrying:
     """The tenacity controller for one request; it re-raises the last failure when done."""
     retry_on = (RetryableStatus, RetryableBadReply, *CONNECT_STAGE_ERRORS)
-    if not write:
+    if repeatable:  # a lost reply may be asked again; a write's outcome must be looked up
         retry_on = (*retry_on, *AFTER_SEND_ERRORS)
     return AsyncRetrying(
         stop=StopOnPatience(patience, max_attempts),

@@ -288,9 +288,10 @@ class TrackerClient(ServiceClient):
         return await self._upload(path, filename, created_at, created_by, source)
 
     async def update_issue(self, key: str, body: Record) -> Record:
-        """PATCH /issues/{key}: only the fields sent change. Repeatable, so retried like a read."""
+        """PATCH /issues/{key}: only the fields sent change. A write, but repeatable: retried
+        after a lost reply like a read."""
         response = await self.core.request(
-            "PATCH", f"/issues/{_segment(key)}", json=body, write=False
+            "PATCH", f"/issues/{_segment(key)}", json=body, repeatable=True
         )
         return decode_json(response.content)
 

@@ -102,7 +102,7 @@ class WikiClient(ServiceClient):
         body: Record = {"content": content}
         if title is not None:
             body["title"] = title
-        return await self.core.post_json(f"/pages/{_segment(page_id)}", json=body, write=False)
+        return await self.core.post_json(f"/pages/{_segment(page_id)}", json=body, repeatable=True)
 
     async def append_content(
         self, page_id: int, content: str, *, location: str = "bottom"
@@ -159,7 +159,7 @@ class WikiClient(ServiceClient):
             session = await self.core.post_json(
                 "/upload_sessions",
                 json={"file_name": file_name, "file_size": size},
-                write=False,  # a lost session is never attached: opening another is safe
+                repeatable=True,  # a lost session is never attached: opening another is safe
             )
             session_id = _session_id(session)
             for number, part in enumerate(_part_sizes(size, self.part_size), start=1):
@@ -168,7 +168,7 @@ class WikiClient(ServiceClient):
                     f"/upload_sessions/{_segment(session_id)}/upload_part",
                     params={"part_number": number},
                     content=stream.read(part),
-                    write=False,  # the same part number again replaces the part
+                    repeatable=True,  # the same part number again replaces the part
                 )
         await self._finish(session_id)
         attached = await self.attach(page_id, [session_id])
@@ -231,7 +231,7 @@ class WikiClient(ServiceClient):
         if default_sort is not None:
             body["default_sort"] = default_sort
         return _revision(
-            await self.core.post_json(f"/grids/{_segment(grid_id)}", json=body, write=False)
+            await self.core.post_json(f"/grids/{_segment(grid_id)}", json=body, repeatable=True)
         )
 
     async def add_columns(self, grid_id: str, revision: str, columns: list[Record]) -> str:
@@ -259,7 +259,7 @@ class WikiClient(ServiceClient):
         """Set cells (``row_id``, ``column_slug``, ``value``); repeatable."""
         body = {"revision": revision, "cells": cells}
         path = f"/grids/{_segment(grid_id)}/cells"
-        return _revision(await self.core.post_json(path, json=body, write=False))
+        return _revision(await self.core.post_json(path, json=body, repeatable=True))
 
     # -- comments ----------------------------------------------------------------------
 

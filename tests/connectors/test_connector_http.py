@@ -263,6 +263,25 @@ async def test_read_and_write_budgets_are_separate(make_core):
             await asyncio.wait_for(core.post_json("/x/_search", write=False), timeout=0.1)
 
 
+async def test_a_repeatable_write_spends_the_write_budget_and_is_sent_again(make_core):
+    """`repeatable=True` (a PATCH, a page's new text) is retried after a lost reply like a
+    read, but it changes the target, so it waits with the writes: a `write_rps` cap holds."""
+    lost = httpx.RemoteProtocolError("Server disconnected")
+    handler = replies(lost, httpx.Response(200, json={"key": "NEW-1"}))
+    async with make_core(handler, read_rate=3, write_rate=3) as core:
+        reply = await core.request("PATCH", "/issues/NEW-1", json={}, repeatable=True)
+        assert reply.json() == {"key": "NEW-1"} and len(handler.calls) == 2
+        await core.post_json("/pages/1", json={}, repeatable=True)  # the write budget's third
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(core.post_json("/pages/1", repeatable=True), timeout=0.1)
+        await asyncio.wait_for(core.get_json("/myself"), timeout=0.1)  # reads are untouched
+    handler = replies(lost)
+    async with make_core(handler) as core:
+        with pytest.raises(AmbiguousWriteError):  # the default for a write: never blindly again
+            await core.request("PATCH", "/issues/NEW-1", json={})
+    assert len(handler.calls) == 1
+
+
 class _BrokenStream(httpx.AsyncByteStream):
     """A body that yields ``chunks`` and then breaks off like a reset connection."""
 
