@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/export_memory.py
 	$(BIN)/python bench/wiki.py
+	$(BIN)/python bench/plan.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
