@@ -197,7 +197,7 @@ class HttpCore:
         writing = is_write(method, write)
         again = is_repeatable(writing, repeatable)
         return await self._with_retries(
-            request, again, lambda: self._attempt(request, writing, again)
+            request, again, lambda: self._attempt(request, write=writing, repeatable=again)
         )
 
     def _build(
@@ -311,7 +311,7 @@ class HttpCore:
         again = is_repeatable(writing, repeatable)
 
         async def once() -> Any:
-            return _decoded(await self._attempt(request, writing, again))
+            return _decoded(await self._attempt(request, write=writing, repeatable=again))
 
         return await self._with_retries(request, again, once)
 
@@ -324,7 +324,9 @@ class HttpCore:
         writing = is_write(method)
         again = is_repeatable(writing)
         response = await self._with_retries(
-            request, again, lambda: self._attempt(request, writing, again, stream=True)
+            request,
+            again,
+            lambda: self._attempt(request, write=writing, repeatable=again, stream=True),
         )
         try:
             yield response
@@ -339,10 +341,12 @@ class HttpCore:
         with a fresh sink.
         """
         request = self._build("GET", path, params=params)
-        return await self._with_retries(request, True, lambda: self._download_once(request, sink))
+        return await self._with_retries(
+            request, repeatable=True, once=lambda: self._download_once(request, sink)
+        )
 
     async def _download_once(self, request: httpx.Request, sink: Sink) -> int:
-        response = await self._attempt(request, False, True, stream=True)
+        response = await self._attempt(request, write=False, repeatable=True, stream=True)
         announced = response.headers.get("Content-Length")
         written = 0
         try:
@@ -456,7 +460,7 @@ class HttpCore:
         )
 
     async def _attempt(
-        self, request: httpx.Request, write: bool, repeatable: bool, *, stream: bool = False
+        self, request: httpx.Request, *, write: bool, repeatable: bool, stream: bool = False
     ) -> httpx.Response:
         """Send once within the write or the read budget; raise for any status but 2xx/3xx,
         and AmbiguousWriteError when a reply that is not `repeatable` was lost."""
