@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagingStore
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
     """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
     ledger = store.ledger.counts()
     staged_only = store.count_records()
+    left_out = store.get_checkpoint(NOT_STAGED) or {}  # by the config: no row of zeros
     rows = []
     for service in services:
         optional = [entity for entity in service.optional if entity in ledger]
@@ -53,6 +55,8 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
                 )
             )
         for entity in service.staged_only:
+            if entity in left_out and not staged_only.get(entity):
+                continue
             rows.append(EntityCounts(entity, staged_only.get(entity, 0), 0, 0, 0, loadable=False))
     return rows
 

@@ -2,6 +2,7 @@
 
 Per entity: the source's count when the last extract learnt it, staged records, loaded,
 skipped (staged but never planned to load, e.g. the inward side of a link), failed, pending;
+what the config had the last extract leave out (the changelog of a migration's config);
 the last runs with their outcomes (a run whose process died shows as interrupted: its lock is
 free); and the next action in one line.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from haul.pipelines.report import render_counts
+from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagingStore
 
 SOURCE_COUNTS = {"issue": "source_issue_count"}
@@ -43,6 +45,7 @@ class Status:
     lines: list[StatusLine] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
     problems: int = 0
+    not_staged: dict[str, str] = field(default_factory=dict)  # entity -> the setting that says so
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -95,7 +98,11 @@ def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
         planned[_staged_kind(entity)] = planned.get(_staged_kind(entity), 0) + sum(states.values())
-    status = Status(runs=recent, problems=store.problems.count())
+    status = Status(
+        runs=recent,
+        problems=store.problems.count(),
+        not_staged=dict(store.get_checkpoint(NOT_STAGED) or {}),
+    )
     for service in services:
         for entity in service.loadable:
             states = ledger.get(entity, {})
@@ -134,6 +141,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             say(console, f"{line.entity} in the source: {line.source} (at the last extract)")
         if line.skipped:
             say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
+    for entity, why in status.not_staged.items():
+        say(console, f"{entity} not staged by the last extract: {why}")
     for run in status.runs:
         say(
             console,
