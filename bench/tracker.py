@@ -275,8 +275,8 @@ def main() -> None:
             if slow.rate
             else f"{fast.name}: no baseline rate"
         )
-    for sdk_phase in extras[1:]:  # same org, same run, same records: the whole extraction's time
-        full = extras[0]
+    if extras:  # same org, same run, same records (changelog included): the extraction's time
+        full, sdk_phase = extras
         print(
             f"speed-up extract (changelog included) over the official SDK one request at a time: "
             f"{sdk_phase.seconds / full.seconds:.1f}x "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from haul.pipelines.streams import NOT_STAGED
+from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
     """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
     ledger = store.ledger.counts()
     staged_only = store.count_records()
-    left_out = store.get_checkpoint(NOT_STAGED) or {}  # by the config: no row of zeros
+    left_out = not_staged(store)  # by the config: no row of zeros
     rows = []
     for service in services:
         optional = [entity for entity in service.optional if entity in ledger]

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from haul.pipelines.report import render_counts
-from haul.pipelines.streams import NOT_STAGED
+from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
 
 SOURCE_COUNTS = {"issue": "source_issue_count"}
@@ -101,7 +101,7 @@ def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -
     status = Status(
         runs=recent,
         problems=store.problems.count(),
-        not_staged=dict(store.get_checkpoint(NOT_STAGED) or {}),
+        not_staged=not_staged(store),
     )
     for service in services:
         for entity in service.loadable:

@@ -46,6 +46,11 @@ Row = dict[str, Any]
 NOT_STAGED = "extract:not_staged"
 
 
+def not_staged(store: StagingStore) -> dict[str, str]:
+    """What the last extract chose not to stage: entity -> the setting that said so."""
+    return dict(store.get_checkpoint(NOT_STAGED) or {})
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a stream: rows to stage, and the checkpoint they bring the stream to."""

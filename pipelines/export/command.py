@@ -33,7 +33,7 @@ from haul.pipelines.export.tables import REGISTRY, ExportContext, Table, flatten
 from haul.pipelines.export.values import parse_timestamp
 from haul.pipelines.export.writers import FORMATS, open_writer
 from haul.pipelines.progress import Progress
-from haul.pipelines.streams import NOT_STAGED
+from haul.pipelines.streams import not_staged
 from haul.state.errors import StoreError, store_errors
 from haul.state.store import StagingStore
 
@@ -171,7 +171,7 @@ def _export(
     tables = chosen_tables(store, request.entities)
     warnings: list[str] = [
         f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
-        for entity, why in (store.get_checkpoint(NOT_STAGED) or {}).items()
+        for entity, why in not_staged(store).items()
     ]
     out = request.out
     try:

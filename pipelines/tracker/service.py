@@ -19,7 +19,7 @@ from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.backfill import TrackerBackfill, check_rules, tracker_plans
 from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
-from haul.pipelines.streams import NOT_STAGED, Extractor, ExtractStats
+from haul.pipelines.streams import NOT_STAGED, Extractor, ExtractStats, not_staged
 from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
@@ -190,7 +190,7 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
     (`haul export` warns when it does not); when they are wanted again after extracts that
     skipped them, every issue is drained once more, since its drained mark was set without
     its changelog."""
-    skipped = dict(store.get_checkpoint(NOT_STAGED) or {})
+    skipped = not_staged(store)
     with store.transaction():
         if wanted and "changelog" in skipped:
             again = store.forget_drained("issue")
