@@ -91,7 +91,7 @@ class RejectedRun:
 @pytest.fixture(scope="module")
 def rejected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RejectedRun]:
     """A tiny org migrated with its rarest user mapped to a login the target lacks."""
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         queues = source_queues(info)

@@ -39,7 +39,7 @@ class Migration:
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migration]:
     """Every queue of a tiny source org migrated by one `haul run`."""
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         directory = tmp_path_factory.mktemp("run")

@@ -18,7 +18,7 @@ SECONDS = 12.0
 
 @pytest.fixture(scope="module")
 def limited() -> Iterator[Any]:
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
     with sandbox_server.start_sandbox(size="tiny", seed=3) as sandbox:
         yield sandbox
 

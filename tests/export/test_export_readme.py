@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from export_fixtures import haul_env, only_folder
 
 from haul.pipelines.export.command import load_service_tables
@@ -62,7 +61,8 @@ def test_every_recipe_runs_the_cron_lines_commands() -> None:
 def test_the_cron_line_extracts_then_exports(tmp_path: Path) -> None:
     """The crontab line, in a folder laid out as the README says (.venv, haul.toml, haul.env),
     run by /bin/sh: exit 0, and a dated folder of Parquet files with its manifest."""
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=7) as sandbox:
         info = sandbox.info
         options = SandboxConfig(source_token_env="HAUL_SOURCE_TOKEN", with_target=False)

@@ -26,7 +26,7 @@ PAGE = "team/runbooks"
 
 @pytest.fixture(scope="module")
 def sandbox() -> Any:
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
     with sandbox_server.start_sandbox(size="tiny", seed=11) as running:
         yield running
 

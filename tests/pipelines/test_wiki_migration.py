@@ -24,7 +24,7 @@ TEXT_CELLS = ("ticket", "string", "ticket_field")
 
 @pytest.fixture(scope="module")
 def sandbox() -> Any:
-    sandbox_server = pytest.importorskip("haul.sandbox.server")
+    from haul.sandbox import server as sandbox_server
     with sandbox_server.start_sandbox(size="tiny", seed=7) as running:
         yield running
 
