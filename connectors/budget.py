@@ -1,21 +1,39 @@
 """Rate budgets: a fixed cap, or one that finds the service's limit by itself ("auto").
 
 Both hand out send slots at the current rate (a slot every 1/rate seconds, reserved in turn,
-so concurrent callers never burst past it). The adaptive budget raises its rate while the
-service answers without 429 (by half per second of use until the first 429: a slow start;
-then by 2% of the rate that met the 429, per second: additive increase) and cuts it on a 429 (to half the first time, ending the slow start; to 80% after), at most once
-per cool-down, so a burst of 429s from one overshoot is one cut (multiplicative decrease).
-It only raises the rate while the rate is what holds the caller back, never above `ceiling`,
-and when the service says its budget is spent (`RateLimit-Remaining: 0` with
-`RateLimit-Reset`) it sends nothing until the reset. A 429's own `Retry-After` is honoured by
-the retry of that request (see `retrying`). Every change of rate is logged (`rate_changed`)
-and kept in `history` for the run report.
+so concurrent callers never burst past it).
+
+The adaptive budget tells a rate limit from noise. A busy service refuses a thin share of
+requests at any rate; a limit refuses a share that grows as the rate passes it, and often
+says so. So a 429 is a **limit** when it carries ``RateLimit-Remaining: 0``, or when the
+429s among the last replies (up to ``WINDOW``, since the rate was last cut) are more than
+random refusals of ``NOISE`` would give but once in a thousand windows (3 of 10, 4 of 20,
+6 of 40, 8 of 100); any other 429 is **noise**: its request is retried (see ``retrying``)
+and the rate stays. Then:
+
+- before any limit: a slow start, +50% a second;
+- a limit met while the rate rises: the limit is there. The last good rate becomes what
+  the service let through lately (replies but 429s per second of sending), and the rate
+  falls to ``DECREASE`` of it;
+- a limit met again while the rate falls (the refusals did not stop when it did): a storm,
+  not the rate. Cut again, keep the last good rate from before it;
+- below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
+  not minutes, after a storm); from there, probing, +0.5% of it a second, the last good
+  rate rising with it, until the limit is met again (or forever, when it has moved up).
+
+The rate only grows while it is what holds the caller back, never above ``ceiling``, and
+falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
+the service says its budget is spent (``RateLimit-Remaining: 0`` with ``RateLimit-Reset``)
+nothing is sent until the reset. Every change of rate is logged (``rate_changed`` with its
+``reason``) and kept in ``history`` for the run report (growth at most once a second).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -24,12 +42,17 @@ import structlog
 log = structlog.get_logger("haul.connectors")
 
 AUTO_START = 50.0  # requests per second before anything is known of the service
-SLOW_START_GROWTH = 0.5  # per second of use, until the first 429: doubling in under 2 s
-STEADY_GROWTH = 0.02  # per second of use, after it
+SLOW_START_GROWTH = 0.5  # of the rate, per second of use, until the first limit
+RECOVERY_GROWTH = 2.0  # times per second, back up to the last good rate
+RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of it
+PROBE_GROWTH = 0.005  # of the last good rate per second, above it: where is the limit now?
 DECREASE = 0.8
-SLOW_START_CUT = 0.5
 COOL_DOWN = 1.0  # seconds during which further 429s do not cut again
 FLOOR = 1.0
+NOISE = 0.02  # the share of 429s a busy service may answer at random, at any rate
+SIGNIFICANCE = 0.001  # how unlikely under NOISE a share of 429s must be to mean a limit
+WINDOW = 100  # replies the share is judged over (at most)
+MEASURED_OVER = 2.0  # seconds of replies that say what the service let through
 
 
 @dataclass
@@ -57,6 +80,39 @@ class FixedBudget:
         return [(0.0, self.rate)]
 
 
+def is_beyond_noise(refused: int, replies: int, noise: float = NOISE) -> bool:
+    """Whether `refused` 429s in `replies` are more than random refusals at `noise` would
+    give, but once in 1/SIGNIFICANCE windows: the binomial tail P(X >= refused)."""
+    if refused <= 0:
+        return False
+    kept = sum(
+        math.comb(replies, k) * noise**k * (1 - noise) ** (replies - k) for k in range(refused)
+    )
+    return 1.0 - kept < SIGNIFICANCE
+
+
+class RefusalWindow:
+    """The last WINDOW replies, 429 or not, since the rate last fell."""
+
+    def __init__(self) -> None:
+        self._refused: deque[bool] = deque(maxlen=WINDOW)
+        self.refused = 0
+
+    def add(self, refused: bool) -> None:
+        if len(self._refused) == WINDOW and self._refused[0]:
+            self.refused -= 1
+        self._refused.append(refused)
+        self.refused += refused
+
+    @property
+    def replies(self) -> int:
+        return len(self._refused)
+
+    def clear(self) -> None:
+        self._refused.clear()
+        self.refused = 0
+
+
 @dataclass
 class AdaptiveBudget:
     """The "auto" budget; see the module docstring."""
@@ -68,12 +124,17 @@ class AdaptiveBudget:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     history: list[tuple[float, float]] = field(default_factory=list)
+    good: float | None = None  # the last good rate: None until a limit was first met
+    _good_before: float | None = None  # the last good rate before the latest limit met
     _next_slot: float = 0.0
     _paused_until: float = 0.0
+    _pause_began: float = 0.0
     _last_cut: float = float("-inf")
-    _throttled: bool = False
-    _limit_seen: float = AUTO_START
+    _rising: bool = True  # the rate grew since it was last cut
     _waited_since: float | None = None
+    _window: RefusalWindow = field(default_factory=RefusalWindow)
+    _answered: deque[float] = field(default_factory=deque)  # when replies other than 429 came
+    _first_reply: float | None = None
 
     def __post_init__(self) -> None:
         if self.ceiling is not None:
@@ -93,61 +154,91 @@ class AdaptiveBudget:
             self._waited_since = None
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
-        """Learn from one reply: a 429 cuts the rate, a spent budget pauses, success grows it."""
+        """Learn from one reply: a limit cuts the rate, a spent budget pauses, noise is
+        let be, success grows the rate while it binds."""
         now = self.clock()
+        self._first_reply = self._first_reply if self._first_reply is not None else now
         remaining, reset = (
             _number(headers, "RateLimit-Remaining"),
             _number(headers, "RateLimit-Reset"),
         )
-        if remaining is not None and remaining <= 0 and reset is not None:
-            self._paused_until = max(self._paused_until, now + reset)
-        if status == 429:
-            self._cut(now)
-        elif status < 400 and self._waited_since is not None:
-            self._grow(now)
+        spent = remaining is not None and remaining <= 0
+        if spent and reset is not None and now + reset > self._paused_until:
+            if now >= self._paused_until:
+                self._pause_began = now
+            self._paused_until = now + reset
+        if status != 429:
+            self._window.add(False)
+            self._answered.append(now)
+            while self._answered[0] < now - MEASURED_OVER:
+                self._answered.popleft()
+            if status < 400 and self._waited_since is not None:
+                self._grow(now)
+            return
+        self._window.add(True)
+        if spent:
+            self._limit_met(now, evidence="RateLimit-Remaining: 0")
+        elif is_beyond_noise(self._window.refused, self._window.replies):
+            self._limit_met(now, evidence=f"{self._window.refused} of {self._window.replies} 429")
 
-    def _cut(self, now: float) -> None:
+    def _limit_met(self, now: float, evidence: str) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
-        # the slow start overshoots by up to half: its first 429 halves, later ones trim
-        factor = DECREASE if self._throttled else SLOW_START_CUT
-        self._throttled = True
         self._last_cut = now
-        self._limit_seen = self.rate * factor / DECREASE if factor != DECREASE else self.rate
-        self._change(max(FLOOR, self.rate * factor), "429")
+        self._window.clear()
+        if self._rising:  # the limit is where the rate rose to: learn it
+            self._good_before, self.good = self.good, self._let_through(now)
+            self._rising = False
+            self._change(max(FLOOR, DECREASE * self.good), "limit_met", evidence)
+        else:
+            # refused while the rate falls: a storm, not the rate, so the rate before it
+            # was good (a limit further down is met again, rising, on the way back up)
+            self.good = max(self.good or 0.0, self._good_before or 0.0) or None
+            self._change(max(FLOOR, DECREASE * self.rate), "still_limited", evidence)
+
+    def _let_through(self, now: float) -> float:
+        """Replies other than 429 per second of sending lately (a pause sends nothing): the
+        service's limit, when it binds; between half the rate and the rate."""
+        while self._answered and self._answered[0] < now - MEASURED_OVER:
+            self._answered.popleft()  # a storm may have answered nothing lately
+        since = max(now - MEASURED_OVER, self._first_reply or now)
+        paused = max(0.0, min(self._paused_until, now) - max(self._pause_began, since))
+        span = now - since - paused
+        measured = len(self._answered) / span if span > 0 else self.rate
+        return min(self.rate, max(measured, self.rate / 2))
 
     def _grow(self, now: float) -> None:
-        # Replies come `rate` times a second, so each adds its share of a second's growth:
-        # +10% a second in slow start; after a 429, +2% of the rate that met it, a second.
-        if self._throttled:
-            step = STEADY_GROWTH * self._limit_seen / self.rate
+        # Replies come `rate` times a second, so each adds its share of a second's growth.
+        if self.good is None:
+            target, reason = self.rate + SLOW_START_GROWTH, "slow_start"
+        elif self.rate < RETURN_TO * self.good:
+            target, reason = self.rate * RECOVERY_GROWTH ** (1 / self.rate), "recovering"
         else:
-            step = SLOW_START_GROWTH
-        target = self.rate + step
+            target, reason = self.rate + PROBE_GROWTH * self.good / self.rate, "probing"
         if self.ceiling is not None:
             target = min(target, self.ceiling)
-        if target > self.rate:
-            self.rate = target
-            if not self.history or now - self.history[-1][0] >= 1.0:
-                self.history.append((now, self.rate))
-                log.info(
-                    "rate_changed",
-                    service=self.service,
-                    direction=self.direction,
-                    rate=round(self.rate, 1),
-                    reason="no 429",
-                )
+        if target <= self.rate:
+            return
+        self.rate, self._rising = target, True
+        if self.good is not None and reason == "probing":
+            self.good = max(self.good, target)
+        if now - self.history[-1][0] >= 1.0:
+            self._record(now, self.history[-1][1], reason)
 
-    def _change(self, rate: float, reason: str) -> None:
+    def _change(self, rate: float, reason: str, evidence: str) -> None:
         old, self.rate = self.rate, rate
-        self.history.append((self.clock(), rate))
+        self._record(self.clock(), old, reason, evidence=evidence)
+
+    def _record(self, now: float, old: float, reason: str, **details: str) -> None:
+        self.history.append((now, self.rate))
         log.info(
             "rate_changed",
             service=self.service,
             direction=self.direction,
             old=round(old, 1),
-            new=round(rate, 1),
+            new=round(self.rate, 1),
             reason=reason,
+            **details,
         )
 
 

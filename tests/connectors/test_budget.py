@@ -1,17 +1,25 @@
 """Rate budgets with an injected clock: a number is a hard cap; "auto" grows while the service
-answers, cuts on a 429 (once per cool-down), pauses when the service says its budget is spent."""
+answers, tells a rate limit (a share of 429s that rises with the rate, or a spent
+RateLimit-Remaining) from noise (a thin share at any rate), and climbs back after a storm."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable, Mapping
+
 import pytest
+from structlog.testing import capture_logs
 
 from haul.connectors.budget import (
     DECREASE,
-    SLOW_START_CUT,
     AdaptiveBudget,
     FixedBudget,
     budget_for,
+    is_beyond_noise,
 )
+
+Reply = tuple[int, Mapping[str, str]]
+OK: Reply = (200, {})
 
 
 class Clock:
@@ -29,6 +37,70 @@ class Clock:
         self.now += seconds
 
 
+class RateLimit:
+    """A service's real limit on the fake clock: a token bucket of `rps` a second holding a
+    fifth of a second's worth, as the sandbox's; beyond it 429, with or without headers."""
+
+    def __init__(self, clock: Clock, rps: float, *, headers: bool = True) -> None:
+        self.clock, self.rps, self.headers = clock, rps, headers
+        self.capacity = max(1.0, rps / 5)
+        self.tokens, self.at = self.capacity, clock()
+
+    def __call__(self) -> Reply:
+        now = self.clock()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rps)
+        self.at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return OK
+        if self.headers:
+            return 429, {"Retry-After": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}
+        return 429, {"Retry-After": "1"}
+
+
+def noisy(answer: Callable[[], Reply], share: float, seed: int = 7) -> Callable[[], Reply]:
+    """`answer`, but a busy service's 429 (no RateLimit headers) for `share` of requests."""
+    dice = random.Random(seed)
+    return lambda: (429, {"Retry-After": "1"}) if dice.random() < share else answer()
+
+
+class Run:
+    """What a caller that always has more to send saw: (time, status) of each reply, and
+    the budget's rate after each."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[float, int]] = []
+        self.rates: list[tuple[float, float]] = []
+
+    def answered_per_second(self, start: float, end: float) -> float:
+        return sum(1 for t, s in self.replies if start <= t < end and s != 429) / (end - start)
+
+    def refused_share(self, start: float, end: float) -> float:
+        statuses = [s for t, s in self.replies if start <= t < end]
+        return statuses.count(429) / len(statuses)
+
+    def mean_rate(self, start: float, end: float) -> float:
+        rates = [r for t, r in self.rates if start <= t < end]
+        return sum(rates) / len(rates)
+
+
+async def drive(
+    budget: AdaptiveBudget, clock: Clock, seconds: float, answer: Callable[[], Reply]
+) -> Run:
+    run, end = Run(), clock() + seconds
+    while clock() < end:
+        await budget.acquire()
+        status, headers = answer()
+        budget.on_reply(status, headers)
+        run.replies.append((clock(), status))
+        run.rates.append((clock(), budget.rate))
+    return run
+
+
+def auto(clock: Clock, ceiling: float | None = None) -> AdaptiveBudget:
+    return AdaptiveBudget("tracker", "write", ceiling=ceiling, clock=clock, sleep=clock.sleep)
+
+
 async def test_a_fixed_budget_is_a_hard_cap() -> None:
     """Ten sends at 5 per second take two seconds, however eager the caller."""
     clock = Clock()
@@ -42,11 +114,9 @@ async def test_a_fixed_budget_is_a_hard_cap() -> None:
 async def test_auto_grows_while_the_service_answers_and_the_rate_binds() -> None:
     """No 429 for a while: the rate climbs well above where it started."""
     clock = Clock()
-    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget = auto(clock)
     start = budget.rate
-    for _ in range(2000):
-        await budget.acquire()
-        budget.on_reply(200, {})
+    await drive(budget, clock, 5.0, lambda: OK)
     assert budget.rate > 3 * start
     assert [rate for _, rate in budget.history] == sorted(rate for _, rate in budget.history)
 
@@ -54,7 +124,7 @@ async def test_auto_grows_while_the_service_answers_and_the_rate_binds() -> None
 async def test_auto_does_not_grow_when_the_caller_is_the_bound() -> None:
     """Sends that never wait for a slot say nothing about the service's limit."""
     clock = Clock()
-    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget = auto(clock)
     start = budget.rate
     for _ in range(200):
         clock.now += 1.0  # the caller itself is slow: a send a second
@@ -63,21 +133,100 @@ async def test_auto_does_not_grow_when_the_caller_is_the_bound() -> None:
     assert budget.rate == start
 
 
-async def test_a_burst_of_429s_is_one_cut_and_the_ceiling_holds() -> None:
-    """Five 429s within the cool-down cut the rate once (the slow start's first cut halves,
-    later ones trim to 80%); growth never passes max_rps."""
+def test_a_thin_share_of_429s_is_noise_and_a_thick_one_a_limit() -> None:
+    """What random refusals of 2% would give but once in a thousand windows is a limit."""
+    assert not is_beyond_noise(2, 100)
+    assert not is_beyond_noise(1, 5)
+    assert not is_beyond_noise(7, 100)
+    assert is_beyond_noise(8, 100)
+    assert is_beyond_noise(3, 10)
+
+
+async def test_noise_at_a_steady_rate_keeps_the_rate() -> None:
+    """2% of replies 429 at random, for two minutes at the cap: the rate stays within a few
+    percent of it (the old budget cut at each 429 and crawled back by 2% a second)."""
     clock = Clock()
-    budget = AdaptiveBudget("tracker", "write", ceiling=30.0, clock=clock, sleep=clock.sleep)
-    for _ in range(3000):
-        await budget.acquire()
-        budget.on_reply(200, {})
-    assert budget.rate == 30.0
+    budget = auto(clock, ceiling=40.0)
+    await drive(budget, clock, 10.0, lambda: OK)
+    assert budget.rate == 40.0
+    start = clock()
+    run = await drive(budget, clock, 120.0, noisy(lambda: OK, 0.02))
+    assert run.refused_share(start, clock()) == pytest.approx(0.02, abs=0.01)
+    assert run.mean_rate(start, clock()) >= 0.97 * 40.0
+    assert run.answered_per_second(start, clock()) >= 0.95 * 40.0
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["RateLimit headers", "bare 429s"])
+async def test_a_real_limit_settles_just_under_it(headers: bool) -> None:
+    """A token bucket of 40/s: once found (the first minute), the next uses most of it and
+    is seldom refused, whether or not the 429s say RateLimit-Remaining: 0."""
+    clock = Clock()
+    budget = auto(clock)
+    limit = RateLimit(clock, 40.0, headers=headers)
+    await drive(budget, clock, 60.0, limit)
+    start = clock()
+    run = await drive(budget, clock, 60.0, limit)
+    assert run.answered_per_second(start, clock()) >= 0.85 * 40.0
+    assert run.refused_share(start, clock()) <= (0.01 if headers else 0.03)
+    assert max(rate for _, rate in run.rates) <= 1.1 * 40.0
+
+
+async def test_a_limit_under_noise_is_still_found() -> None:
+    """A 40/s limit behind 2% of random 429s (bare): the share rises with the rate, so the
+    budget settles near the limit instead of sending far past it."""
+    clock = Clock()
+    budget = auto(clock)
+    answer = noisy(RateLimit(clock, 40.0, headers=False), 0.02)
+    await drive(budget, clock, 60.0, answer)
+    start = clock()
+    run = await drive(budget, clock, 60.0, answer)
+    assert run.answered_per_second(start, clock()) >= 0.85 * 40.0
+    assert run.refused_share(start, clock()) <= 0.06
+    assert max(rate for _, rate in run.rates) <= 1.15 * 40.0
+
+
+async def test_the_rate_comes_back_within_seconds_after_a_storm() -> None:
+    """Ten seconds of nothing but 429s drive the rate down; five seconds after the storm it
+    is back to 90% of where it was."""
+    clock = Clock()
+    budget = auto(clock)
+    limit = RateLimit(clock, 40.0)
+    await drive(budget, clock, 60.0, limit)
+    before = budget.rate
+    await drive(budget, clock, 10.0, lambda: (429, {"Retry-After": "5"}))
+    assert budget.rate < 0.2 * before
+    await drive(budget, clock, 5.0, limit)
+    assert budget.rate >= 0.9 * before
+
+
+async def test_the_ceiling_holds_through_slow_start_noise_storm_and_recovery() -> None:
+    """max_rps is never passed, whatever the budget is doing."""
+    clock = Clock()
+    budget = auto(clock, ceiling=30.0)
+    runs = [
+        await drive(budget, clock, 10.0, lambda: OK),
+        await drive(budget, clock, 20.0, noisy(lambda: OK, 0.02)),
+        await drive(budget, clock, 5.0, lambda: (429, {})),
+        await drive(budget, clock, 20.0, RateLimit(clock, 100.0)),
+    ]
+    assert max(rate for run in runs for _, rate in run.rates) <= 30.0
+    assert max(rate for _, rate in budget.history) <= 30.0
+    assert budget.rate >= 0.9 * 30.0
+
+
+async def test_a_burst_of_429s_is_one_cut() -> None:
+    """Five limit 429s within the cool-down cut the rate once; the next, later, again."""
+    clock = Clock()
+    budget = auto(clock, ceiling=30.0)
+    await drive(budget, clock, 10.0, lambda: OK)
+    spent = {"RateLimit-Remaining": "0"}
     for _ in range(5):
-        budget.on_reply(429, {"Retry-After": "1"})
-    assert budget.rate == pytest.approx(30.0 * SLOW_START_CUT)
+        budget.on_reply(429, spent)
+    assert budget.rate == pytest.approx(30.0 * DECREASE, rel=0.05)
+    cut = budget.rate
     clock.now += 2.0  # past the cool-down
-    budget.on_reply(429, {})
-    assert budget.rate == pytest.approx(30.0 * SLOW_START_CUT * DECREASE)
+    budget.on_reply(429, spent)
+    assert budget.rate == pytest.approx(cut * DECREASE)
 
 
 async def test_a_spent_budget_pauses_until_its_reset() -> None:
@@ -87,6 +236,23 @@ async def test_a_spent_budget_pauses_until_its_reset() -> None:
     budget.on_reply(200, {"RateLimit-Remaining": "0", "RateLimit-Reset": "7"})
     await budget.acquire()
     assert clock.now - 100.0 == pytest.approx(7.0)
+
+
+async def test_each_change_of_rate_is_logged_with_its_reason() -> None:
+    """rate_changed says why: slow_start, limit_met (with its evidence), recovering,
+    probing; a noise 429 changes nothing and logs nothing."""
+    clock = Clock()
+    budget = auto(clock)
+    with capture_logs() as logs:
+        await drive(budget, clock, 2.0, lambda: OK)
+        budget.on_reply(429, {})
+        assert logs and {event["reason"] for event in logs} == {"slow_start"}
+        logs.clear()
+        await drive(budget, clock, 30.0, RateLimit(clock, 40.0))
+    reasons = [event["reason"] for event in logs if event["event"] == "rate_changed"]
+    assert {"limit_met", "recovering", "probing"} <= set(reasons)
+    met = next(event for event in logs if event["reason"] == "limit_met")
+    assert met["evidence"] == "RateLimit-Remaining: 0" and met["new"] < met["old"]
 
 
 def test_budget_for_picks_the_kind_and_refuses_nonsense() -> None:
