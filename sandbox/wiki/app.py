@@ -7,15 +7,19 @@ Choices where the notes are silent: a slug already taken is 409 ``ALREADY_EXISTS
 write with a stale revision is 409 ``REVISION_CONFLICT``; restore is
 ``POST /pages/recovery_tokens/{token}/recover`` (409 ``ALREADY_EXISTS`` when a slug of the
 deleted pages was taken meanwhile); cursors are opaque offsets.
+
+Page access (:mod:`sandbox.wiki.access`, routes in :mod:`sandbox.wiki.routes_access`): a page
+the caller may not read is 403 ``FORBIDDEN`` for it and everything on it, and left out of
+descendants and search (:mod:`sandbox.wiki.search`); writes need ``editor``, a policy change
+``extra_editor``. Read a page's access with ``fields=access_policy,access_lists``. Sandbox
+only: ``GET /_sandbox/groups`` (at the port's root, any token, the org header) lists the org's
+groups with their ids and members, which the wiki API itself does not serve.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import mimetypes
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,8 +31,18 @@ from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker.context import NotAuthorized, identify
 from haul.sandbox.tracker.model import World
+from haul.sandbox.wiki import routes_access, search
+from haul.sandbox.wiki.context import (
+    Call,
+    WikiError,
+    body_of,
+    invalid,
+    listing,
+    not_found,
+    ordered,
+    required,
+)
 from haul.sandbox.wiki.model import (
     COLUMN_EXTRAS,
     PART_MAX,
@@ -40,143 +54,19 @@ from haul.sandbox.wiki.model import (
     Page,
     Row,
     UploadSession,
-    WikiOrg,
     user_json,
     wiki_time,
 )
 from haul.sandbox.wiki.seed import build_wiki
 
 ROOT = "/v1"
-DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 100
 # the append reply names every optional block of a page, null (as the live reply does)
 APPEND_NULLS = dict.fromkeys(
     ("access_lists", "access_policy", "actuality", "attributes", "breadcrumbs", "owner", "redirect")
 )
-PAGE_FIELDS = {"content", "attributes", "breadcrumbs", "redirect", "actuality", "owner"}
+PAGE_FIELDS = {"content", "attributes", "breadcrumbs", "redirect", "actuality", "owner",
+               "access_policy", "access_lists"}  # fmt: skip
 COLUMN_TYPES = ("string", "number", "select", "staff", "date", "checkbox", "ticket", "ticket_field")
-
-
-class WikiError(Exception):
-    """Rendered as the wiki's error body with `status`."""
-
-    def __init__(self, status: int, code: str, message: str, debug: str = "") -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.debug = status, code, message, debug
-
-    def response(self) -> JSONResponse:
-        body = {"error_code": self.code, "message": [self.message], "debug_message": self.debug}
-        return JSONResponse(body, status_code=self.status)
-
-
-def invalid(field: str, kind: str, message: str) -> WikiError:
-    return WikiError(400, "VALIDATION_ERROR", f"{field}: {message}", f"{field}: {kind}")
-
-
-def not_found(what: str) -> WikiError:
-    return WikiError(404, "NOT_FOUND", f"No {what}.")
-
-
-# -- context ------------------------------------------------------------------------------
-
-
-class Call:
-    """Who calls, in which org's wiki."""
-
-    def __init__(self, request: Request) -> None:
-        try:
-            self.org, self.user, _ = identify(request.app.state.world, request)
-        except NotAuthorized as exc:
-            raise WikiError(401, "UNAUTHORIZED", str(exc)) from None
-        self.wiki: WikiOrg = request.app.state.wiki.orgs[self.org.id]
-        self.request = request
-
-    def page(self, page_id: Any) -> Page:
-        try:
-            page = self.wiki.pages.get(int(page_id))
-        except ValueError:
-            page = None
-        if page is None:
-            raise not_found("page")
-        return page
-
-    def grid(self, grid_id: str) -> Grid:
-        grid = self.wiki.grids.get(grid_id)
-        if grid is None:
-            raise not_found("grid")
-        return grid
-
-    def page_of(self, grid: Grid) -> Page:
-        return self.wiki.pages[grid.page_id]
-
-
-async def body_of(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        raise invalid("body", "value_error.jsondecode", "not valid JSON") from None
-    if not isinstance(body, dict):
-        raise invalid("body", "type_error.dict", "must be an object")
-    return body
-
-
-def required(body: dict[str, Any], name: str, kind: type | tuple[type, ...] = str) -> Any:
-    if name not in body or body[name] is None:
-        raise invalid(name, "value_error.missing", "field required")
-    if not isinstance(body[name], kind) or (isinstance(body[name], bool) and kind is not bool):
-        raise invalid(name, "type_error", f"wrong type {type(body[name]).__name__}")
-    return body[name]
-
-
-def page_size(request: Request) -> int:
-    raw = request.query_params.get("page_size") or request.query_params.get("limit")
-    if not raw:
-        return DEFAULT_PAGE_SIZE
-    try:
-        size = int(raw)
-    except ValueError:
-        raise invalid("page_size", "type_error.integer", "value is not a valid integer") from None
-    if size == 0:
-        return MAX_PAGE_SIZE
-    if not 1 <= size <= MAX_PAGE_SIZE:
-        raise invalid("page_size", "value_error.number.not_le", f"must be 1 to {MAX_PAGE_SIZE}")
-    return size
-
-
-def _encode(offset: int) -> str:
-    return base64.urlsafe_b64encode(str(offset).encode()).decode()
-
-
-def listing(request: Request, items: list[Any], render: Callable[[Any], Any]) -> JSONResponse:
-    """The `{results, next_cursor, prev_cursor}` envelope over an offset cursor."""
-    size = page_size(request)
-    cursor = request.query_params.get("cursor")
-    try:
-        start = int(base64.urlsafe_b64decode(cursor.encode()).decode()) if cursor else 0
-    except ValueError:
-        raise invalid("cursor", "value_error", "invalid cursor") from None
-    end = start + size
-    return JSONResponse(
-        {
-            "results": [render(item) for item in items[start:end]],
-            "next_cursor": _encode(end) if end < len(items) else None,
-            "prev_cursor": _encode(max(0, start - size)) if start else None,
-        }
-    )
-
-
-def ordered(request: Request, items: list[Any], keys: dict[str, Callable[[Any], Any]]) -> list[Any]:
-    order_by = request.query_params.get("order_by")
-    if order_by and order_by not in keys:
-        raise invalid("order_by", "type_error.enum", f"one of {', '.join(keys)}")
-    direction = request.query_params.get("order_direction", "asc")
-    if direction not in ("asc", "desc"):
-        raise invalid("order_direction", "type_error.enum", "asc or desc")
-    key = keys[order_by or next(iter(keys))]
-    return sorted(items, key=key, reverse=direction == "desc")
 
 
 # -- pages --------------------------------------------------------------------------------
@@ -233,6 +123,10 @@ def page_json(call: Call, page: Page, fields: str | None) -> dict[str, Any]:
         body["actuality"] = {"status": "actual"}
     if "owner" in wanted:
         body["owner"] = user_json(page.author)
+    if "access_policy" in wanted:
+        body["access_policy"] = routes_access.policy_json(call.wiki, page)
+    if "access_lists" in wanted:
+        body["access_lists"] = routes_access.access_lists_json(call.wiki, page)
     return body
 
 
@@ -241,9 +135,7 @@ async def get_page(request: Request) -> Response:
     slug = request.query_params.get("slug")
     if not slug:
         raise invalid("slug", "value_error.missing", "field required")
-    page = call.wiki.page_by_slug(slug)
-    if page is None:
-        raise not_found("page")
+    page = call.page_at(slug)
     return JSONResponse(page_json(call, page, request.query_params.get("fields")))
 
 
@@ -271,16 +163,26 @@ async def create_page(request: Request) -> Response:
     if slug in call.wiki.by_slug:
         raise WikiError(409, "ALREADY_EXISTS", f"Page {slug} already exists")
     now = now_ms()
-    page = call.wiki.add_page(Page(call.wiki.new_id(), slug, title, content, call.user, now, now))
+    page = Page(call.wiki.new_id(), slug, title, content, call.user, now, now)
+    parent = call.wiki.parent_of(page)
+    if parent is not None:
+        call.allowed(parent, "editor")
+    if body.get("access_policy") is not None:
+        page.access.policy = routes_access.policy_from(body["access_policy"])
+    call.wiki.add_page(page)
     reply = page_json(call, page, request.query_params.get("fields") or "content,breadcrumbs")
     return JSONResponse({**reply, "active_revision": None})
 
 
 async def update_page(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     body = await body_of(request)
     page.content = required(body, "content")
+    if body.get("access_policy") is not None:
+        policy = routes_access.policy_from(body["access_policy"])
+        call.allowed(page, "extra_editor")
+        page.access.policy = policy
     if body.get("title"):
         page.title = str(body["title"])
     page.modified_at = now_ms()
@@ -294,7 +196,7 @@ async def patch_page(request: Request) -> Response:
 
 async def append_content(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     body = await body_of(request)
     content = required(body, "content")
     placements = [name for name in ("body", "section", "anchor") if body.get(name)]
@@ -310,9 +212,11 @@ async def append_content(request: Request) -> Response:
 
 async def delete_page(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     recursive = request.query_params.get("recursive", "false").lower() == "true"
     gone = call.wiki.subtree(page) if recursive else [page]
+    for each in gone:
+        call.allowed(each, "editor")
     token = str(uuid.uuid4())
     for each in gone:
         call.wiki.pages.pop(each.id, None)
@@ -343,14 +247,13 @@ async def recover(request: Request) -> Response:
 def _refs(request: Request, root: Page, call: Call) -> Response:
     include_self = request.query_params.get("include_self", "false").lower() == "true"
     pages = [p for p in call.wiki.subtree(root) if include_self or p.id != root.id]
+    pages = call.readable(pages)
     return listing(request, pages, lambda p: {"id": p.id, "slug": p.slug})
 
 
 async def descendants_by_slug(request: Request) -> Response:
     call = Call(request)
-    root = call.wiki.page_by_slug(request.query_params.get("slug") or "")
-    if root is None:
-        raise not_found("page")
+    root = call.page_at(request.query_params.get("slug") or "")
     return _refs(request, root, call)
 
 
@@ -399,7 +302,7 @@ async def download_attachment(request: Request) -> Response:
 
 async def delete_attachment(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     attachment = _attachment(call, page, request.path_params["file_id"])
     page.attachments.remove(attachment)
     return Response(status_code=204)
@@ -477,7 +380,7 @@ async def abort_session(request: Request) -> Response:
 
 async def attach(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     body = await body_of(request)
     ids = required(body, "upload_sessions", list)
     sessions = [_session(call, str(sid)) for sid in ids]
@@ -562,12 +465,10 @@ async def create_grid(request: Request) -> Response:
     title = required(body, "title")
     where = required(body, "page", dict)
     page = (
-        call.page(where["id"])
+        call.page(where["id"], need="editor")
         if where.get("id")
-        else call.wiki.page_by_slug(str(where.get("slug") or ""))
+        else call.page_at(str(where.get("slug") or ""), need="editor")
     )
-    if page is None:
-        raise not_found("page")
     grid = Grid(str(uuid.uuid4()), title, page.id, now_ms())
     page.grids.append(grid)
     call.wiki.grids[grid.id] = grid
@@ -594,7 +495,7 @@ def _advanced(grid: Grid, **extra: Any) -> JSONResponse:
 
 async def update_grid(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     if "default_sort" in body:
@@ -627,7 +528,7 @@ def _cell(column: Column, value: Any) -> Any:
 
 async def add_columns(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     new: list[Column] = []
@@ -651,7 +552,7 @@ async def add_columns(request: Request) -> Response:
 
 async def remove_columns(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     slugs = set(required(body, "column_slugs", list))
@@ -664,7 +565,7 @@ async def remove_columns(request: Request) -> Response:
 
 async def add_rows(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     columns = {c.slug: c for c in grid.columns}
@@ -686,7 +587,7 @@ async def add_rows(request: Request) -> Response:
 
 async def remove_rows(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     ids = set(required(body, "row_ids", list))
@@ -698,7 +599,7 @@ async def remove_rows(request: Request) -> Response:
 
 async def update_cells(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     body = await body_of(request)
     _locked(grid, body)
     columns = {c.slug: c for c in grid.columns}
@@ -714,7 +615,7 @@ async def update_cells(request: Request) -> Response:
 
 async def delete_grid(request: Request) -> Response:
     call = Call(request)
-    grid = call.grid(request.path_params["gid"])
+    grid = call.grid(request.path_params["gid"], need="editor")
     call.page_of(grid).grids.remove(grid)
     del call.wiki.grids[grid.id]
     return Response(status_code=204)
@@ -747,7 +648,7 @@ async def create_comment(request: Request) -> Response:
 
 async def delete_comment(request: Request) -> Response:
     call = Call(request)
-    page = call.page(request.path_params["idx"])
+    page = call.page(request.path_params["idx"], need="editor")
     cid = request.path_params["cid"]
     before = len(page.comments)
     page.comments = [c for c in page.comments if str(c.id) != cid]
@@ -837,7 +738,9 @@ async def _crash(request: Request, error: Exception) -> Response:
 
 def build_wiki_app(world: World, faults: FaultPlan, stats: RequestStats) -> ASGIApp:
     """The wiki ASGI app serving `world`'s orgs, behind the fault and counting middleware."""
-    routes = [Route(ROOT + path, endpoint, methods=[method]) for method, path, endpoint in API]
+    api = (*API, *routes_access.API, *search.API)
+    routes = [Route(ROOT + path, endpoint, methods=[method]) for method, path, endpoint in api]
+    routes.append(Route("/_sandbox/groups", routes_access.list_groups, methods=["GET"]))
     app = Starlette(
         routes=routes,
         exception_handlers={

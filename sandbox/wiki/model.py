@@ -1,6 +1,7 @@
-"""The sandbox wiki's state: per organisation, pages by id and slug, their attachments, grids,
-comments, upload sessions and recovery tokens. Plain objects, mutated by the routes under the
-event loop (one thread), rendered into the wire shapes of the recorded live replies."""
+"""The sandbox wiki's state: per organisation, pages by id and slug, their access (see
+:mod:`sandbox.wiki.access`), attachments, grids, comments, upload sessions, recovery tokens and
+the org's groups. Plain objects, mutated by the routes under the event loop (one thread),
+rendered into the wire shapes of the recorded live replies."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from haul.sandbox.groups import Groups
 from haul.sandbox.timefmt import format_ms
 from haul.sandbox.tracker.model import User
+from haul.sandbox.wiki.access import PageAccess, Policy
 
 PART_MIN = 5 * 1024 * 1024
 PART_MAX = 16 * 1024 * 1024
@@ -169,6 +172,7 @@ class Page:
     attachments: list[Attachment] = field(default_factory=list)
     grids: list[Grid] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
+    access: PageAccess = field(default_factory=PageAccess)
 
 
 @dataclass
@@ -199,6 +203,7 @@ class UploadSession:
 class WikiOrg:
     """One organisation's wiki."""
 
+    groups: Groups
     pages: dict[int, Page] = field(default_factory=dict)
     by_slug: dict[str, int] = field(default_factory=dict)
     sessions: dict[str, UploadSession] = field(default_factory=dict)
@@ -206,15 +211,33 @@ class WikiOrg:
     deleted: dict[str, list[Page]] = field(default_factory=dict)  # recovery token -> pages
     roots: list[str] = field(default_factory=list)  # the seeded trees' roots
     next_id: int = 1
+    next_access_id: int = 100_000  # access ids count apart, so the seeded page ids stay put
 
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id
 
+    def new_access_id(self) -> str:
+        self.next_access_id += 1
+        return str(self.next_access_id)
+
     def add_page(self, page: Page) -> Page:
         self.pages[page.id] = page
         self.by_slug[page.slug] = page.id
+        if not page.access.owner_entry_id:
+            page.access.owner_entry_id = self.new_access_id()
+        if page.access.policy.access_type == "inherited" and self.parent_of(page) is None:
+            page.access.policy = Policy("all_staff", "editor")  # a top-level page cannot inherit
         return page
+
+    def parent_of(self, page: Page) -> Page | None:
+        """The nearest page above `page` by slug, or None for a top-level page."""
+        slug = page.slug.rpartition("/")[0]
+        while slug:
+            if slug in self.by_slug:
+                return self.pages[self.by_slug[slug]]
+            slug = slug.rpartition("/")[0]
+        return None
 
     def page_by_slug(self, slug: str) -> Page | None:
         page_id = self.by_slug.get(slug.strip("/").lower())

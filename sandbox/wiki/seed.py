@@ -6,6 +6,11 @@ other pages of the tree (by absolute slug, and relative: ``./child``, ``child``,
 pages carry attachments (one larger than an upload part at every size), grids of every column
 type and comment threads with replies. Times are spread over years; authors are the org's
 users. Deterministic for a seed.
+
+Beside the random trees, at every size, fixed pages under the first two roots carry access
+restrictions (:data:`RESTRICTED`): an HR space, pages open to one group, a page shut to the
+plain user, pages that stop inheriting. They are drawn from an RNG of their own, after the
+trees, so the trees' pages, ids and bytes are those of a seed without them.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from __future__ import annotations
 import random
 import uuid
 
+from haul.sandbox.groups import groups_of
+from haul.sandbox.tracker.catalog import USER_LOGIN
 from haul.sandbox.tracker.model import Org, User, World
+from haul.sandbox.wiki.access import Entry, Policy
 from haul.sandbox.wiki.model import (
     PART_MIN,
     Attachment,
@@ -32,6 +40,27 @@ ROOTS = ("team/handbook", "team/runbooks", "eng/design", "ops/oncall", "hr/polic
 TOPICS = ("setup", "deploy", "review", "release", "backup", "access", "alerts", "budget", "travel")
 YEAR_MS = 365 * 24 * 3600 * 1000
 START_MS = 1_577_836_800_000  # 2020-01-01
+# slug, owner, access type, entries (holder kind, group name or login, role, inheritance):
+# the plain user reads engineering, engineering/oncall, hr/holidays and shared, none of the rest
+RESTRICTED = (
+    ("team/handbook/hr", "heidi", "custom", (("group", "hr", "editor", "inherited"),)),
+    ("team/handbook/hr/salaries", "judy", "inherited", ()),
+    ("team/handbook/hr/reviews", "olga", "inherited", (("user", "peggy", "editor", "inherited"),)),
+    ("team/handbook/hr/holidays", "heidi", "custom", (("group", "everyone", "reader", "inherited"),)),
+    ("team/handbook/engineering", "bob", "custom", (("group", "engineering", "reader", "inherited"),
+                                                    ("user", "carol", "author", "inherited"))),
+    ("team/handbook/engineering/oncall", "dave", "inherited", ()),
+    ("team/handbook/security", "eve", "custom", (("group", "security", "editor", "inherited"),)),
+    ("team/handbook/security/incidents", "mallory", "inherited", ()),
+    ("team/handbook/offsite", "grace", "custom", (("group", "everyone-else", "reader", "inherited"),)),
+    ("team/runbooks/private-notes", "frank", "custom", (("user", "dave", "reader", "not_inherited"),)),
+    ("team/runbooks/private-notes/draft", "frank", "inherited", ()),
+    ("team/runbooks/shared", "bob", "custom", (("user", USER_LOGIN, "reader", "not_inherited"),
+                                               ("group", "finance", "reader", "inherited"))),
+    ("team/runbooks/shared/details", "bob", "inherited", ()),
+)  # fmt: skip
+# pages of RESTRICTED that also carry a file, a grid and comments
+FURNISHED = ("team/handbook/hr/salaries", "team/handbook/engineering/oncall")
 
 
 def roots_for(size: str) -> list[str]:
@@ -41,9 +70,10 @@ def roots_for(size: str) -> list[str]:
 
 def build_wiki(world: World) -> WikiWorld:
     """Every org's wiki: the source's seeded, the others empty."""
-    orgs = {org_id: WikiOrg() for org_id in world.orgs}
+    orgs = {org_id: WikiOrg(groups_of(org)) for org_id, org in world.orgs.items()}
     source = world.org_by_role("source")
     _seed(orgs[source.id], source, random.Random(f"wiki:{world.seed}"), world.size)
+    _seed_restricted(orgs[source.id], source, random.Random(f"wiki-access:{world.seed}"))
     return WikiWorld(orgs)
 
 
@@ -75,6 +105,39 @@ def _seed(wiki: WikiOrg, org: Org, rng: random.Random, size: str) -> None:
             if rng.random() < 0.5:
                 _comments(wiki, page, users, keys, rng)
     _big_attachments(wiki, users, rng, big)
+
+
+def _seed_restricted(wiki: WikiOrg, org: Org, rng: random.Random) -> None:
+    users = sorted(org.users.values(), key=lambda user: user.uid)
+    keys = sorted(org.issues)[:200] or ["TEST-1"]
+    for slug, owner, access_type, entries in RESTRICTED:
+        author = org.find_user(owner)
+        assert author is not None  # every org has the catalog's people
+        when = START_MS + rng.randrange(5 * YEAR_MS)
+        title = slug.rpartition("/")[2].replace("-", " ").title()
+        content = (
+            f"# {title}\n\nWho reads this page is set in its access.\n\n"
+            "- Up: [the parent page](../).\n"
+        )
+        page = Page(
+            wiki.new_id(), slug, title, content, author, when, when + rng.randrange(YEAR_MS)
+        )
+        page.access.policy = Policy(access_type)
+        wiki.add_page(page)
+        for kind, name, role, inheritance in entries:
+            entry = Entry(wiki.new_access_id(), role, inheritance, when + 1000)
+            if kind == "user":
+                entry.user = org.find_user(name)
+            else:
+                entry.group = wiki.groups.by_name[name]
+            page.access.entries.append(entry)
+        if slug in FURNISHED:
+            page.attachments.append(
+                Attachment(wiki.new_id(), "notes-0.txt", rng.randbytes(2000), "text/plain", author,
+                           when + 2000)
+            )  # fmt: skip
+            _grid(wiki, page, users, keys, rng)
+            _comments(wiki, page, users, keys, rng)
 
 
 def _tree(root: str, count: int, rng: random.Random) -> list[str]:
