@@ -13,9 +13,19 @@ pattern on the request path (no GLOB: every path):
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
 - ``cut_body:RATE``         send the first half of the body under the full Content-Length,
                             then abort the connection (a download broken off mid-stream)
-- ``ratelimit:RPS``         a real limit: a token bucket of RPS requests per second per org
-                            (a fifth of a second of burst); beyond it, 429 with
-                            ``Retry-After: 1`` (not a dice roll: RATE is not used)
+- ``ratelimit:RPS[:reads|:writes][:bare]``
+                            a real limit: a token bucket of RPS requests per second (a fifth
+                            of a second of burst) for each service and each org, of its reads
+                            or its writes only when told; beyond it, 429 with ``Retry-After``
+                            and ``RateLimit-Limit``, ``RateLimit-Remaining: 0`` and
+                            ``RateLimit-Reset`` (whole seconds until a request is let through
+                            again), or ``Retry-After`` alone when ``bare`` (not a dice roll:
+                            RATE is not used)
+
+A read is a GET, HEAD or OPTIONS, or a POST that only asks (a path ending in ``/_search``,
+``/_count``, ``/_findByUnique``, or a scroll's ``/_clear``); anything else is a write. Each
+ratelimit item has buckets of its own, so ``ratelimit:40:reads,ratelimit:10:writes`` limits
+both directions apart.
 
 RATE is a probability in [0, 1]; the dice come from an RNG seeded with the sandbox seed.
 Paths under ``/_sandbox/`` are never faulted nor counted.
@@ -26,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
+import math
 import random
 import re
 import threading
@@ -61,10 +72,27 @@ class Fault:
     jitter_ms: float = 0.0
     retry_after: int = 1
     rps: float = 0.0
+    direction: str | None = None  # "reads" or "writes": the requests a ratelimit counts
+    headers: bool = True  # a ratelimit's 429 says RateLimit-*
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
         return self.glob is None or fnmatch.fnmatchcase(path, self.glob)
+
+    def counts(self, method: str, path: str) -> bool:
+        """Whether a ratelimit counts this request: its path, and its direction if told."""
+        if not self.applies_to(path):
+            return False
+        return self.direction is None or (self.direction == "reads") == is_read(method, path)
+
+
+_QUERIES = ("/_search", "/_count", "/_findByUnique", "/_clear")
+
+
+def is_read(method: str, path: str) -> bool:
+    """GET/HEAD/OPTIONS, or a POST that only asks (see the module docstring)."""
+    method = method.upper()
+    return method in ("GET", "HEAD", "OPTIONS") or (method == "POST" and path.endswith(_QUERIES))
 
 
 def parse_faults(spec: str) -> tuple[Fault, ...]:
@@ -85,13 +113,27 @@ def _parse_item(item: str) -> Fault:
             rate, _, seconds = args.partition(":")
             return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
         if kind == "ratelimit":
-            rps = float(args)
-            if rps <= 0:
-                raise ValueError("requests per second must be positive")
-            return Fault(kind, rps=rps, glob=glob)
+            return _ratelimit(args, glob)
         return Fault(kind, rate=_rate(args), glob=glob)
     except ValueError as error:
         raise ValueError(f"bad fault {item!r}: {error}") from None
+
+
+def _ratelimit(args: str, glob: str | None) -> Fault:
+    rps, *options = args.split(":")
+    if float(rps) <= 0:
+        raise ValueError("requests per second must be positive")
+    unknown = set(options) - {"reads", "writes", "bare"}
+    directions = [option for option in options if option in ("reads", "writes")]
+    if unknown or len(directions) > 1 or len(set(options)) < len(options):
+        raise ValueError("expected ratelimit:RPS[:reads|:writes][:bare]")
+    return Fault(
+        "ratelimit",
+        rps=float(rps),
+        direction=directions[0] if directions else None,
+        headers="bare" not in options,
+        glob=glob,
+    )
 
 
 def _rate(text: str) -> float:
@@ -112,6 +154,7 @@ class Decision:
     delay_s: float = 0.0
     action: str | None = None  # one of the non-latency kinds
     retry_after: int = 1
+    headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429
 
 
 class FaultPlan:
@@ -120,7 +163,7 @@ class FaultPlan:
     def __init__(self, spec: str = "", *, seed: int = 1) -> None:
         self._rng = random.Random(f"faults:{seed}")
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, int], TokenBucket] = {}
+        self._buckets: dict[tuple[str, str, int], TokenBucket] = {}
         self.spec = ""
         self._faults: tuple[Fault, ...] = ()
         self.set(spec)
@@ -132,12 +175,17 @@ class FaultPlan:
             self.spec, self._faults = spec, faults
             self._buckets.clear()
 
-    def decide(self, path: str, org: str = "") -> Decision:
+    def decide(self, path: str, org: str = "", *, method: str = "GET", host: str = "") -> Decision:
+        """What to do with one request to `host` (a service: each has its own port) for
+        `org`: the ratelimits count it in their buckets first, then the dice roll."""
         with self._lock:
+            for index, fault in enumerate(self._faults):  # an item's place names its buckets
+                if fault.kind != "ratelimit" or not fault.counts(method, path):
+                    continue
+                bucket = self._bucket((host, org, index), fault)
+                if not bucket.take():
+                    return _limited(fault, bucket.wait())
             faults = [fault for fault in self._faults if fault.applies_to(path)]
-            for index, fault in enumerate(faults):
-                if fault.kind == "ratelimit" and not self._bucket(org, index, fault).take():
-                    return Decision(0.0, "429", 1)
             delay_ms = sum(
                 f.latency_ms + self._rng.uniform(0, f.jitter_ms)
                 for f in faults
@@ -153,11 +201,23 @@ class FaultPlan:
             delay_ms / 1000, first.kind if first else None, first.retry_after if first else 1
         )
 
-    def _bucket(self, org: str, index: int, fault: Fault) -> TokenBucket:
-        key = (org, index)
+    def _bucket(self, key: tuple[str, str, int], fault: Fault) -> TokenBucket:
         if key not in self._buckets:
             self._buckets[key] = TokenBucket(fault.rps)
         return self._buckets[key]
+
+
+def _limited(fault: Fault, wait: float) -> Decision:
+    """A ratelimit's 429: Retry-After and RateLimit-Reset in whole seconds, rounded up."""
+    seconds = max(1, math.ceil(wait))
+    if not fault.headers:
+        return Decision(0.0, "429", seconds)
+    headers = (
+        (b"ratelimit-limit", f"{fault.rps:g}".encode()),
+        (b"ratelimit-remaining", b"0"),
+        (b"ratelimit-reset", str(seconds).encode()),
+    )
+    return Decision(0.0, "429", seconds, headers)
 
 
 class TokenBucket:
@@ -177,6 +237,10 @@ class TokenBucket:
             return False
         self.tokens -= 1.0
         return True
+
+    def wait(self) -> float:
+        """Seconds until the bucket holds a token again."""
+        return max(0.0, (1.0 - self.tokens) / self.rps)
 
 
 class RequestStats:
@@ -222,7 +286,9 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         self.stats.record(route_name(self.routes(), scope))
-        decision = self.plan.decide(scope["path"], _org_of(scope))
+        decision = self.plan.decide(
+            scope["path"], _org_of(scope), method=scope["method"], host=_host_of(scope)
+        )
         if decision.delay_s:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":
@@ -248,6 +314,13 @@ def _org_of(scope: Scope) -> str:
     return ""
 
 
+def _host_of(scope: Scope) -> str:
+    """The service a request reached: each listens on a port of its own, as each real
+    service is a host of its own with limits of its own."""
+    server = scope.get("server")
+    return f"{server[0]}:{server[1]}" if server else ""
+
+
 async def _discard(message: Message) -> None:
     """Swallow the reply of a request whose connection is about to be dropped."""
 
@@ -259,6 +332,7 @@ async def _refuse(send: Send, decision: Decision) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 429:
         headers.append((b"retry-after", str(decision.retry_after).encode()))
+        headers.extend(decision.headers)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

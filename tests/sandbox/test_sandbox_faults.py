@@ -8,7 +8,7 @@ import httpx
 import pytest
 from conftest import client_for
 
-from haul.sandbox.faults import parse_faults
+from haul.sandbox.faults import FaultPlan, parse_faults
 from haul.sandbox.server import RunningSandbox, start_sandbox
 
 ISSUE = {"queue": "TEST", "summary": "s", "createdAt": "2023-01-01", "createdBy": "alice"}
@@ -131,7 +131,18 @@ def test_stats_count_requests_by_route(fresh: RunningSandbox) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["latency", "boom:1", "429:2", "5xx:-0.1", "drop_after:x", "latency:5+x"]
+    "spec",
+    [
+        "latency",
+        "boom:1",
+        "429:2",
+        "5xx:-0.1",
+        "drop_after:x",
+        "latency:5+x",
+        "ratelimit:0",
+        "ratelimit:5:sideways",
+        "ratelimit:5:reads:writes",
+    ],
 )
 def test_malformed_specs(fresh: RunningSandbox, spec: str) -> None:
     """A malformed spec is a ValueError and leaves the current faults in place."""
@@ -139,3 +150,54 @@ def test_malformed_specs(fresh: RunningSandbox, spec: str) -> None:
     with pytest.raises(ValueError, match="bad fault"):
         fresh.set_faults(spec)
     assert parse_faults("5xx:0.5@*/x, latency:3+1")[1].jitter_ms == 1.0
+
+
+def test_a_ratelimit_counts_each_service_and_each_org_apart() -> None:
+    """ratelimit:RPS keeps a bucket per service (host) and per org: spending one leaves
+    the others whole."""
+    plan = FaultPlan("ratelimit:5")  # a bucket of one request, refilled in 0.2 s
+    assert plan.decide("/v3/myself", "org-1", host="tracker").action is None
+    assert plan.decide("/v3/myself", "org-1", host="tracker").action == "429"
+    assert plan.decide("/v1/pages", "org-1", host="wiki").action is None
+    assert plan.decide("/v3/myself", "org-2", host="tracker").action is None
+
+
+def test_a_ratelimit_may_count_reads_or_writes_only() -> None:
+    """:writes counts what changes the service; a POST search is a read."""
+    plan = FaultPlan("ratelimit:5:writes")
+    for _ in range(5):
+        assert plan.decide("/v3/myself", "o", method="GET").action is None
+        assert plan.decide("/v3/issues/_search", "o", method="POST").action is None
+    assert plan.decide("/v3/issues/_import", "o", method="POST").action is None
+    assert plan.decide("/v3/issues/TEST-1", "o", method="PATCH").action == "429"
+    reads = FaultPlan("ratelimit:5:reads,ratelimit:5:writes")
+    assert reads.decide("/v3/issues/_count", "o", method="POST").action is None
+    assert reads.decide("/v3/issues/_import", "o", method="POST").action is None
+    assert reads.decide("/v3/myself", "o", method="GET").action == "429"
+
+
+def test_a_ratelimit_answers_429_with_retry_after_and_ratelimit_headers(
+    fresh: RunningSandbox,
+) -> None:
+    """Past the limit: 429, Retry-After, RateLimit-Limit/Remaining/Reset and the error
+    envelope; the other org and the other services are not limited; bare drops RateLimit-*."""
+    fresh.set_faults("ratelimit:2")
+    with client_for(fresh, "source") as client:
+        replies = [client.get("/myself") for _ in range(3)]
+        refused = next(reply for reply in replies if reply.status_code == 429)
+        assert refused.json()["statusCode"] == 429
+        assert refused.headers["Retry-After"] == "1"
+        assert refused.headers["RateLimit-Limit"] == "2"
+        assert refused.headers["RateLimit-Remaining"] == "0"
+        assert refused.headers["RateLimit-Reset"] == "1"
+        with client_for(fresh, "target") as other_org:
+            assert other_org.get("/myself").status_code == 200
+        wiki = httpx.get(
+            f"{fresh.info['wiki']}/pages", headers=client.headers, params={"slug": "x"}
+        )
+        assert wiki.status_code != 429
+        fresh.set_faults("ratelimit:2:bare")
+        replies = [client.get("/myself") for _ in range(3)]
+        refused = next(reply for reply in replies if reply.status_code == 429)
+        assert refused.headers["Retry-After"] == "1"
+        assert "RateLimit-Remaining" not in refused.headers
