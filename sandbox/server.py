@@ -121,6 +121,7 @@ def start_sandbox(
     info["orgs"] = {
         "source": world.org_by_role("source").id,
         "target": world.org_by_role("target").id,
+        "empty": world.org_by_role("empty").id,
     }
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}

@@ -8,14 +8,18 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from haul.sandbox.tracker import routes_boards as boards
 from haul.sandbox.tracker import routes_dicts as dicts
 from haul.sandbox.tracker import routes_edits as edits
+from haul.sandbox.tracker import routes_fields as fields
 from haul.sandbox.tracker import routes_imports as imports
 from haul.sandbox.tracker import routes_issues as issues
 from haul.sandbox.tracker import routes_records as records
+from haul.sandbox.tracker import routes_setup as setup
+from haul.sandbox.tracker import routes_structure as structure
 from haul.sandbox.tracker.context import is_admin_token, json_object, world_of
 from haul.sandbox.tracker.errors import ApiError, error_response
 from haul.sandbox.tracker.model import World
@@ -53,10 +57,55 @@ API = (
     ("GET", "/issuetypes", dicts.list_issue_types),
     ("GET", "/priorities", dicts.list_priorities),
     ("GET", "/resolutions", dicts.list_resolutions),
+    *(
+        route
+        for path in ("statuses", "issuetypes", "priorities", "resolutions")
+        for route in (
+            ("POST", f"/{path}", setup.create_endpoint(path)),
+            ("GET", f"/{path}/{{entry_id}}", setup.get_endpoint(path)),
+            ("PATCH", f"/{path}/{{entry_id}}", setup.patch_endpoint(path)),
+        )
+    ),
     ("GET", "/linktypes", dicts.list_link_types),
-    ("GET", "/fields", dicts.list_fields),
+    ("GET", "/fields", fields.list_fields),
+    ("POST", "/fields", fields.create_field),
+    ("GET", "/fields/categories", fields.list_categories),
+    ("POST", "/fields/categories", fields.create_category),
+    ("GET", "/fields/categories/{category_id}", fields.get_category),
+    ("PATCH", "/fields/categories/{category_id}", fields.patch_category),
+    ("GET", "/fields/{field_id}", fields.get_field),
+    ("PATCH", "/fields/{field_id}", fields.patch_field),
+    ("GET", "/localFields/{field_id}", fields.get_local_field_by_id),
     ("GET", "/queues", dicts.list_queues),
+    ("POST", "/queues", setup.create_queue),
     ("GET", "/queues/{queue}", dicts.get_queue),
+    ("GET", "/queues/{queue}/components", structure.list_queue_components),
+    ("GET", "/queues/{queue}/versions", structure.list_queue_versions),
+    ("GET", "/queues/{queue}/localFields", fields.list_local_fields),
+    ("POST", "/queues/{queue}/localFields", fields.create_local_field),
+    ("GET", "/queues/{queue}/localFields/{field_key}", fields.get_local_field),
+    ("PATCH", "/queues/{queue}/localFields/{field_key}", fields.patch_local_field),
+    ("GET", "/components", structure.list_components),
+    ("POST", "/components", structure.create_component),
+    ("GET", "/components/{component_id}", structure.get_component),
+    ("PATCH", "/components/{component_id}", structure.patch_component),
+    ("GET", "/versions", structure.list_versions),
+    ("POST", "/versions", structure.create_version),
+    ("GET", "/versions/{version_id}", structure.get_version),
+    ("PATCH", "/versions/{version_id}", structure.patch_version),
+    ("GET", "/boards", boards.list_boards),
+    ("POST", "/boards", boards.create_board),
+    ("POST", "/liveBoards", boards.create_board),
+    ("GET", "/boards/_paginate", boards.paginate_boards),
+    ("GET", "/boards/{board_id}", boards.get_board),
+    ("PATCH", "/boards/{board_id}", boards.patch_board),
+    ("GET", "/boards/{board_id}/columns", boards.list_columns),
+    ("POST", "/boards/{board_id}/columns", boards.create_column),
+    ("GET", "/boards/{board_id}/columns/{column_id}", boards.get_column),
+    ("PATCH", "/boards/{board_id}/columns/{column_id}", boards.patch_column),
+    ("GET", "/boards/{board_id}/sprints", boards.list_board_sprints),
+    ("POST", "/sprints", boards.create_sprint),
+    ("GET", "/sprints/{sprint_id}", boards.get_sprint),
     ("GET", "/users", dicts.list_users),
     ("GET", "/users/{user}", dicts.get_user),
 )
@@ -151,4 +200,18 @@ def build_tracker_app(world: World, faults: FaultPlan, stats: RequestStats) -> A
     app.state.scrolls = ScrollStore()
     app.state.faults = faults
     app.state.stats = stats
-    return FaultMiddleware(app, faults, stats, lambda: app.routes)
+    return _slash_tolerant(FaultMiddleware(app, faults, stats, lambda: app.routes))
+
+
+def _slash_tolerant(app: ASGIApp) -> ASGIApp:
+    """Serve ``/v3/queues/`` as ``/v3/queues``, as the service does, rather than redirect: the
+    official SDK asks for every collection with the trailing slash."""
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            trimmed = path.rstrip("/") or "/"
+            scope = {**scope, "path": trimmed, "raw_path": trimmed.encode()}
+        await app(scope, receive, send)
+
+    return serve

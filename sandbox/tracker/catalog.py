@@ -62,6 +62,10 @@ RESOLUTIONS = (
     ("invalid", "Invalid", "Некорректный"),
     ("later", "Later", "Отложено"),
 )
+# values an organisation's admins added; a freshly created organisation lacks them
+CUSTOM_STATUSES = (("inReview", "In review", "На ревью", "inProgress"),)
+CUSTOM_ISSUE_TYPES = (("incident", "Incident", "Инцидент"),)
+CUSTOM_RESOLUTIONS = (("cantReproduce", "Can't reproduce", "Не воспроизводится"),)
 LINK_TYPES = {
     lt.id: lt
     for lt in (

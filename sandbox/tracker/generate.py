@@ -2,9 +2,13 @@
 
 The source organisation gets queues, users, dictionaries, issue headers and links, all drawn
 eagerly from one RNG in a fixed order; each issue's sub-records are drawn later, on first
-access, from that issue's own RNG (:mod:`sandbox.tracker.records`).  The target organisation
-has the same queues plus ``NEW``, the same logins and dictionary keys under different numeric
-ids, and no issues.
+access, from that issue's own RNG (:mod:`sandbox.tracker.records`).  Its structure (fields,
+components, versions, boards, sprints: :mod:`sandbox.tracker.seed_structure`) and the issues'
+values for it (:mod:`sandbox.tracker.seed_values`) come from RNGs of their own.  The target
+organisation has the same queues plus ``NEW``, the same logins and dictionary keys under
+different numeric ids, part of the source's structure, and no issues.  The "empty"
+organisation is a freshly created one: the same users, the dictionary values and fields every
+new organisation comes with, no queues, no custom values.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from haul.sandbox.tracker.model import (
     World,
 )
 from haul.sandbox.tracker.records import SLOT, generate_records
+from haul.sandbox.tracker.seed_structure import seed_structure
+from haul.sandbox.tracker.seed_values import IssueValues
 
 HISTORY_END = parse_instant("2025-01-01T00:00:00.000+0000") or 0  # every generated time is before
 HISTORY_START = parse_instant("2022-01-01T00:00:00.000+0000") or 0
@@ -45,19 +51,32 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
         raise ValueError(f"unknown size {size!r}; expected one of {', '.join(catalog.SIZES)}")
     rng = random.Random(f"world:{seed}")
     source_id, target_id = (str(n) for n in rng.sample(range(1_000_000, 9_999_999), 2))
+    empty_id = _third_id(seed, {source_id, target_id})
     issue_count, queue_count = catalog.SIZES[size]
     queue_specs = catalog.QUEUES[:queue_count]
     source = _org(source_id, "source", seed, queue_specs, random.Random(f"source:{seed}"), 0)
     target_specs = (*queue_specs, catalog.EXTRA_TARGET_QUEUE)
     target = _org(target_id, "target", seed, target_specs, random.Random(f"target:{seed}"), 1)
-    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng)
+    empty = _org(empty_id, "empty", seed, (), random.Random(f"empty:{seed}"), 2)
+    for band, org in enumerate((source, target, empty)):
+        seed_structure(org, random.Random(f"structure:{org.role}:{seed}"), band, HISTORY_START)
+    values = (IssueValues(source), random.Random(f"values:{seed}"))
+    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng, values)
     return World(
-        orgs={source.id: source, target.id: target},
+        orgs={source.id: source, target.id: target, empty.id: empty},
         admin_token=admin_token,
         user_token=user_token,
         seed=seed,
         size=size,
     )
+
+
+def _third_id(seed: int, taken: set[str]) -> str:
+    """The empty org's id, from an RNG of its own so the other two ids stay as they were."""
+    rng = random.Random(f"empty-id:{seed}")
+    while (found := str(rng.randrange(1_000_000, 9_999_999))) in taken:
+        pass
+    return found
 
 
 def _org(
@@ -66,6 +85,7 @@ def _org(
     """An org without issues; ``band`` keeps its numeric ids apart from the other org's, so an
     id copied across organisations is always unknown rather than silently another value."""
     users = _users(rng, band)
+    custom = _Custom(role != "empty")
     uids = {user.login: user.uid for user in users.values()}
     queue_ids = rng.sample(range(1 + 100 * band, 100 * (band + 1)), len(queue_specs))
     queues = {
@@ -77,10 +97,10 @@ def _org(
         role=role,
         seed=seed,
         users=users,
-        statuses=_dictionary("statuses", catalog.STATUSES, rng, band),
-        issue_types=_dictionary("issuetypes", catalog.ISSUE_TYPES, rng, band),
-        priorities=_dictionary("priorities", catalog.PRIORITIES, rng, band),
-        resolutions=_dictionary("resolutions", catalog.RESOLUTIONS, rng, band),
+        statuses=_dictionary("statuses", catalog.STATUSES, rng, band, custom.statuses),
+        issue_types=_dictionary("issuetypes", catalog.ISSUE_TYPES, rng, band, custom.types),
+        priorities=_dictionary("priorities", catalog.PRIORITIES, rng, band, ()),
+        resolutions=_dictionary("resolutions", catalog.RESOLUTIONS, rng, band, custom.resolutions),
         link_types=dict(catalog.LINK_TYPES),
         queues=queues,
         counters=Counters(comment=1, worklog=1, link=1, attachment=1, changelog=1, issue=0),
@@ -98,8 +118,22 @@ def _users(rng: random.Random, band: int) -> dict[int, User]:
     return users
 
 
-def _dictionary(path: str, rows: tuple, rng: random.Random, band: int) -> Dictionary:
+class _Custom:
+    """The custom dictionary values an org has (none in a freshly created one)."""
+
+    def __init__(self, present: bool) -> None:
+        self.statuses = catalog.CUSTOM_STATUSES if present else ()
+        self.types = catalog.CUSTOM_ISSUE_TYPES if present else ()
+        self.resolutions = catalog.CUSTOM_RESOLUTIONS if present else ()
+
+
+def _dictionary(path: str, rows: tuple, rng: random.Random, band: int, custom: tuple) -> Dictionary:
+    """System values drawn as always, then custom values on the highest free ids of the band
+    (so adding custom values moved no id and no draw of the system ones)."""
     ids = rng.sample(range(1 + 100 * band, 100 * (band + 1)), len(rows))
+    free = (n for n in range(100 * (band + 1) - 1, 100 * band, -1) if n not in ids)
+    ids += [next(free) for _ in custom]
+    rows = (*rows, *custom)
     entries = [
         Entry(
             id=entry_id,
@@ -114,13 +148,19 @@ def _dictionary(path: str, rows: tuple, rng: random.Random, band: int) -> Dictio
     return Dictionary(path, entries)
 
 
-def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
+def _populate(
+    org: Org,
+    count: int,
+    big_count: int,
+    rng: random.Random,
+    values: tuple[IssueValues, random.Random],
+) -> None:
     """Generate ``count`` issue headers and their links into ``org``."""
     people = [user.uid for user in org.users.values()]
     issues: list[Issue] = []
     for seq in range(count):
         mentions = [issues[rng.randrange(seq)].key] if seq else []
-        issues.append(_issue(org, seq, count, people, mentions, rng))
+        issues.append(_issue(org, seq, count, people, mentions, rng, values))
         org.put_issue(issues[-1])
     for link in _links(issues, people, rng):
         org.add_link(link)
@@ -137,7 +177,13 @@ def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
 
 
 def _issue(
-    org: Org, seq: int, count: int, people: list[int], mentions: list[str], rng: random.Random
+    org: Org,
+    seq: int,
+    count: int,
+    people: list[int],
+    mentions: list[str],
+    rng: random.Random,
+    values: tuple[IssueValues, random.Random],
 ) -> Issue:
     queue = org.queues[rng.choices(list(org.queues), weights=_queue_weights(org))[0]]
     number = queue.next_number
@@ -153,6 +199,7 @@ def _issue(
     status_start = _status_start(rng, status, created, updated, resolved_at)
     comment_count = min(30, int(rng.expovariate(1 / 5)))
     key = f"{queue.key}-{number}"
+    extra, refs = values[0].draw(queue.key, kind, created, updated, values[1])
     return Issue(
         seq=seq,
         id=hashlib.sha256(f"{org.id}:{key}".encode()).hexdigest()[:24],
@@ -178,6 +225,8 @@ def _issue(
         tags=tuple(rng.sample(_TAGS, rng.randrange(0, 4))),
         comment_count=comment_count,
         last_comment_at=rng.randrange(created, updated + 1) if comment_count else None,
+        extra=extra,
+        refs=refs,
         generated=True,
     )
 

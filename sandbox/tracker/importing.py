@@ -5,7 +5,9 @@ Rules (a broken rule is a 422 naming the field unless stated):
   required; ``updatedAt``+``updatedBy`` and ``resolvedAt``+``resolvedBy``+``resolution`` come as
   sets; updatedAt in [createdAt, now]; resolvedAt in [createdAt, updatedAt]; status, type,
   priority and resolution are numeric ids of THIS org; a key must belong to the queue.  An
-  existing key or ``unique`` is a 409.  Unknown keys are ignored.  The issue keeps the given
+  existing key or ``unique`` is a 409.  Components, versions, sprints, user lists and custom
+  fields are checked by :mod:`sandbox.tracker.import_fields`; a key that names no field is a
+  422, a system field it does not take (``aliases``) is ignored.  The issue keeps the given
   times; the queue's counter moves past an imported number.
 - comment, worklog, attachment: their createdAt lies in the issue's [createdAt, updatedAt].
 - link: its createdAt lies in both issues' windows; the other issue missing is a 404; the same
@@ -26,6 +28,7 @@ from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
 from haul.sandbox.tracker.checks import Checks
 from haul.sandbox.tracker.errors import ApiError, invalid, issue_not_found
+from haul.sandbox.tracker.import_fields import issue_refs
 from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
@@ -72,6 +75,7 @@ def import_issue(org: Org, body: dict, now: int) -> Issue:
     description = checks.text("description")
     followers, tags = checks.users("followers"), checks.strings("tags")
     unique, extra = checks.text("unique", limit=1000), _echoed(checks)
+    refs = issue_refs(checks, queue)
     checks.done()
     assert queue is not None and created is not None and creator is not None
     resolved_at, resolver, resolution = resolved or (None, None, None)
@@ -100,6 +104,7 @@ def import_issue(org: Org, body: dict, now: int) -> Issue:
         tags=tags,
         unique=unique,
         extra=extra,
+        refs=refs,
     )
     return _store_issue(org, draft)
 

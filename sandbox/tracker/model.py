@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from haul.sandbox.tracker.blobs import Blob
+from haul.sandbox.tracker.structure import Structure
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,8 @@ class Entry:
     name_ru: str
     order: int
     status_type: str | None = None  # statuses only: new, inProgress, paused, done, cancelled
+    description: str | None = None  # None: derived from the names
+    version: int = 1
 
 
 class Dictionary:
@@ -54,6 +57,21 @@ class Dictionary:
         self.entries = entries
         self.by_key = {entry.key: entry for entry in entries}
         self.by_id = {entry.id: entry for entry in entries}
+
+    def put(self, entry: Entry) -> None:
+        """Add a new value or replace the one with the same id (an edit)."""
+        old = self.by_id.get(entry.id)
+        if old is None:
+            self.entries.append(entry)
+        else:
+            self.entries[self.entries.index(old)] = entry
+            del self.by_key[old.key]
+        self.by_key[entry.key] = entry
+        self.by_id[entry.id] = entry
+
+    def lookup(self, value: object) -> Entry | None:
+        """The entry with numeric id or key ``value``, else None."""
+        return self.lookup_id(value) or (self.by_key.get(value) if isinstance(value, str) else None)
 
     def lookup_id(self, value: object) -> Entry | None:
         """The entry with numeric id ``value`` (an int or a string of digits), else None."""
@@ -112,6 +130,8 @@ class Issue:
     version: int = 1
     unique: str | None = None
     extra: tuple[tuple[str, object], ...] = ()  # echo-only fields: estimates, dates, points
+    # ids rendered as refs on read: components, versions, sprints, users, custom field values
+    refs: tuple[tuple[str, object], ...] = ()
     comment_count: int = 0
     last_comment_at: int | None = None
     generated: bool = False  # sub-records come from the per-issue generator on first access
@@ -148,7 +168,7 @@ class FieldChange:
     """One field of a changelog entry; ``kind`` says how values render (a dictionary path or text)."""
 
     field: str
-    kind: str  # "statuses", "resolutions", "priorities", "issuetypes", "users" or "text"
+    kind: str  # "statuses", "resolutions", "priorities", "issuetypes", "users", "text", "time"
     before: object
     after: object
 
@@ -235,7 +255,7 @@ class Org:
     """One organisation: its users, dictionaries, queues, issues and their records."""
 
     id: str
-    role: str  # "source" or "target": only a label for the sandbox's own output
+    role: str  # "source", "target" or "empty": only a label for the sandbox's own output
     seed: int
     users: dict[int, User]
     statuses: Dictionary
@@ -249,6 +269,7 @@ class Org:
     issues: dict[str, Issue] = field(default_factory=dict)
     links: dict[int, Link] = field(default_factory=dict)
     big_attachment_keys: frozenset[str] = frozenset()
+    structure: Structure = field(default_factory=Structure)
     _records: dict[str, IssueRecords] = field(default_factory=dict)
     _links_by_issue: dict[str, list[int]] = field(default_factory=dict)
     _issue_ids: dict[str, str] = field(default_factory=dict)

@@ -49,7 +49,7 @@ class Selection:
 
     kind: str  # "queue", "keys", "filter", "query" or "all"
     conditions: list[Condition] = field(default_factory=list)
-    order: tuple[str, bool] | None = None  # (field, descending)
+    order: tuple[tuple[str, bool], ...] | None = None  # (field, descending), most significant first
 
     def matches(self, issue: Issue) -> bool:
         return all(condition(issue) for condition in self.conditions)
@@ -61,7 +61,12 @@ def parse_body(body: object) -> Selection:
         body = {}
     if not isinstance(body, dict):
         raise ApiError(400, "The search body must be a JSON object")
-    forms = [name for name in ("queue", "keys", "filter", "query") if body.get(name) is not None]
+    # an empty filter beside a query selects nothing more: exporters send {"filter": {}, "query"}
+    forms = [
+        name
+        for name in ("queue", "keys", "filter", "query")
+        if body.get(name) is not None and not (name == "filter" and body[name] == {})
+    ]
     if len(forms) > 1:
         raise ApiError(400, _ONE_OF)
     selection = Selection(forms[0] if forms else "all")
@@ -82,8 +87,10 @@ def sort_issues(issues: list[Issue], selection: Selection, *, by_update: bool) -
     """Order hits (given in creation order): an explicit order wins; else updatedAt then key
     number (sorted scroll), or creation order as given (plain search, unsorted scroll)."""
     if selection.order is not None:
-        name, descending = selection.order
-        return sorted(issues, key=_sort_key(name), reverse=descending)
+        hits = issues
+        for name, descending in reversed(selection.order):  # stable sorts, least significant first
+            hits = sorted(hits, key=_sort_key(name), reverse=descending)
+        return hits
     if by_update:
         return sorted(issues, key=_sort_key("updated"))
     return issues  # the org keeps issues in creation order already
@@ -145,7 +152,13 @@ def _time_range(attribute: str, name: str, condition: object) -> Condition:
     return _between(attribute, bounds.get("from"), bounds.get("to"))
 
 
-def _parse_order(value: object) -> tuple[str, bool]:
+def _parse_order(value: object) -> tuple[tuple[str, bool], ...]:
+    """``"-updatedAt"`` or a list of such names, the most significant first."""
+    names = value if isinstance(value, list) and value else [value]
+    return tuple(_parse_order_name(name) for name in names)
+
+
+def _parse_order_name(value: object) -> tuple[str, bool]:
     if not isinstance(value, str) or not value.strip():
         raise ApiError(400, "'order' must be a field name such as '+updatedAt' or '-createdAt'")
     text = value.strip()
@@ -164,7 +177,7 @@ def _parse_query(text: object, selection: Selection) -> None:
         name = _SORT_FIELDS.get(sort.group(1).lower())
         if name is None:
             raise ApiError(400, f"Sorting by '{sort.group(1)}' is not supported by the sandbox")
-        selection.order = (name, (sort.group(2) or "asc").lower() == "desc")
+        selection.order = ((name, (sort.group(2) or "asc").lower() == "desc"),)
         text = text[: sort.start()]
     if not text.strip():
         return

@@ -212,11 +212,17 @@ def _workflow(issue: Issue, rng: random.Random) -> list[tuple[int, str, list[Fie
     free_until = min(fixed.values())
     free = iter(_times(rng, len(steps) - len(fixed), issue.created_at, free_until))
     drafts = []
+    started = issue.created_at  # when the status being left began
     for index, (before, after) in enumerate(steps):
-        changes = [FieldChange("status", "statuses", before, after)]
+        when = fixed.get(index) or next(free)
+        changes = [
+            FieldChange("status", "statuses", before, after),
+            FieldChange("statusStartTime", "time", started, when),
+        ]
         if after == "resolved":
             changes.append(FieldChange("resolution", "resolutions", None, issue.resolution))
-        drafts.append((fixed.get(index) or next(free), "IssueWorkflow", changes))
+        drafts.append((when, "IssueWorkflow", changes))
+        started = when
     return drafts
 
 

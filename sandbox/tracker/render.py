@@ -42,6 +42,7 @@ _FIELD_NAMES = {
     "assignee": "Assignee",
     "tags": "Tags",
     "type": "Type",
+    "statusStartTime": "Status start time",
 }
 
 
@@ -107,15 +108,20 @@ def entry_ref(view: View, path: str, key: str | None) -> dict | None:
     }
 
 
-def entry(view: View, path: str, value: Entry) -> dict:
-    """A dictionary value as its list endpoint shows it (shapes differ per dictionary)."""
-    body: dict = {"self": f"{view.base}/{path}/{value.id}", "id": value.id, "version": 1}
+def entry(view: View, path: str, value: Entry, *, single: bool = False) -> dict:
+    """A dictionary value as its list endpoint shows it (shapes differ per dictionary); a
+    ``single`` value (a get, create or edit reply) names a priority in one language."""
+    body: dict = {"self": f"{view.base}/{path}/{value.id}", "id": value.id}
+    body["version"] = value.version
     body["key"] = value.key
-    if path == "priorities":
+    if path == "priorities" and not single:
         body["name"] = {"en": value.name_en, "ru": value.name_ru}
     else:
         body["name"] = value.name_en
-    body["description"] = f"{value.name_en} ({value.name_ru})"
+    description = value.description
+    body["description"] = (
+        f"{value.name_en} ({value.name_ru})" if description is None else description
+    )
     if path != "issuetypes":
         body["order"] = value.order
     if value.status_type is not None:
@@ -215,6 +221,45 @@ def issue(view: View, value: Issue) -> dict:
     }
     body.update({name: item for name, item in optional.items() if item is not None})
     body.update(value.extra)
+    body.update(_refs(view, value))
+    return body
+
+
+_REF_PATHS = {
+    "components": "components",
+    "fixVersions": "versions",
+    "affectedVersions": "versions",
+    "sprint": "sprints",
+}
+_USER_LISTS = ("votedBy", "favoritedBy", "access")
+
+
+def _refs(view: View, value: Issue) -> dict:
+    """Components, versions and sprints as ``{self, id, display}`` lists, user lists as user
+    refs, custom field values under their field ids (a user field as a user ref)."""
+    structure = view.org.structure
+    body: dict = {}
+    for name, raw in value.refs:
+        if name in _REF_PATHS:
+            path = _REF_PATHS[name]
+            objects = {
+                "components": structure.components,
+                "versions": structure.versions,
+                "sprints": structure.sprints,
+            }[path]
+            body[name] = [
+                {"self": f"{view.base}/{path}/{n}", "id": str(n), "display": objects[n].name}
+                for n in raw  # type: ignore[attr-defined]
+                if n in objects
+            ]
+        elif name in _USER_LISTS:
+            body[name] = [user_ref(view, uid) for uid in raw]  # type: ignore[attr-defined]
+        else:
+            field = structure.fields.get(name) or structure.local_fields.get(name)
+            user = field is not None and field.kind == "user" and isinstance(raw, int)
+            body[name] = user_ref(view, raw) if user else raw  # type: ignore[arg-type]
+    if "votedBy" in body:
+        body["votes"] = len(body["votedBy"])
     return body
 
 
@@ -300,6 +345,8 @@ def _change_value(view: View, kind: str, value: object) -> object:
         return user_ref(view, value if isinstance(value, int) else None)
     if kind == "text":
         return value
+    if kind == "time":
+        return format_ms(value) if isinstance(value, int) else None
     return entry_ref(view, kind, str(value))
 
 

@@ -12,21 +12,6 @@ from haul.sandbox.tracker.context import open_call
 from haul.sandbox.tracker.errors import ApiError
 from haul.sandbox.tracker.paging import page_of
 
-# the few system fields a client may look up; (id, display, schema type, readonly)
-_FIELDS = (
-    ("summary", "Summary", "string", False),
-    ("description", "Description", "string", False),
-    ("status", "Status", "status", True),
-    ("type", "Type", "issuetype", False),
-    ("priority", "Priority", "priority", False),
-    ("assignee", "Assignee", "user", False),
-    ("resolution", "Resolution", "resolution", True),
-    ("tags", "Tags", "array", False),
-    ("followers", "Followers", "array", False),
-    ("createdAt", "Created", "date", True),
-    ("updatedAt", "Updated", "date", True),
-)
-
 
 def _dictionary_endpoint(path: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
@@ -55,32 +40,6 @@ async def list_link_types(request: Request) -> Response:
                 "outward": kind.outward,
             }
             for kind in call.org.link_types.values()
-        ]
-    )
-
-
-async def list_fields(request: Request) -> Response:
-    call = open_call(request)
-    base = call.view.base
-    category = {"self": f"{base}/fields/categories/system", "id": "system", "display": "System"}
-    return JSONResponse(
-        [
-            {
-                "self": f"{base}/fields/{field_id}",
-                "id": field_id,
-                "key": field_id,
-                "name": name,
-                "version": 1,
-                "schema": {"type": kind, "required": field_id == "summary"},
-                "readonly": readonly,
-                "options": False,
-                "suggest": False,
-                "queryProvider": {"type": "StandardQueryProvider"},
-                "order": order,
-                "category": category,
-                "type": "standard",
-            }
-            for order, (field_id, name, kind, readonly) in enumerate(_FIELDS, start=1)
         ]
     )
 

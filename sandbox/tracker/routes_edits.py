@@ -14,6 +14,8 @@ from haul.sandbox.tracker import render
 from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.context import json_object, open_call
 from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.importing import runtime_hex_id
+from haul.sandbox.tracker.model import ChangelogEntry, FieldChange
 from haul.sandbox.tracker.routes_issues import find_issue
 
 
@@ -54,8 +56,23 @@ async def execute_transition(request: Request) -> Response:
     status = request.path_params["transition"]
     if status not in call.org.statuses.by_key:
         raise ApiError(400, f"No transition to status {status!r}")
-    moved = replace(issue, status=status, previous_status=issue.status, version=issue.version + 1)
+    now = max(now_ms(), issue.status_start)
+    moved = replace(
+        issue,
+        status=status,
+        previous_status=issue.status,
+        status_start=now,
+        version=issue.version + 1,
+    )
     call.org.put_issue(moved)
+    entry = ChangelogEntry(
+        runtime_hex_id(call.org, "changelog"), "IssueWorkflow", call.user.uid, now
+    )
+    entry.fields += [
+        FieldChange("status", "statuses", issue.status, status),
+        FieldChange("statusStartTime", "time", issue.status_start, now),
+    ]
+    call.org.records(moved).changelog.append(entry)
     return JSONResponse([render.issue(call.view, moved)])
 
 

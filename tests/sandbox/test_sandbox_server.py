@@ -41,5 +41,5 @@ def test_fixed_port_tokens_and_org_ids() -> None:
     with start_sandbox(seed=9, port=port) as second:
         assert second.info["tracker"] == f"http://127.0.0.1:{port}/v3"
         assert second.info["orgs"] == orgs and second.info["tokens"] != tokens
-    assert all(org.isdigit() for org in orgs.values()) and len(set(orgs.values())) == 2
+    assert all(org.isdigit() for org in orgs.values()) and len(set(orgs.values())) == 3
     assert tokens["admin"] != tokens["user"]
