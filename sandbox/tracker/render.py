@@ -7,6 +7,7 @@ request, e.g. ``http://127.0.0.1:8700/v3``) and one model object, and returns a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 from haul.sandbox.timefmt import format_duration, format_ms
@@ -242,11 +243,7 @@ def _refs(view: View, value: Issue) -> dict:
     for name, raw in value.refs:
         if name in _REF_PATHS:
             path = _REF_PATHS[name]
-            objects = {
-                "components": structure.components,
-                "versions": structure.versions,
-                "sprints": structure.sprints,
-            }[path]
+            objects: dict[int, Any] = getattr(structure, path)
             body[name] = [
                 {"self": f"{view.base}/{path}/{n}", "id": str(n), "display": objects[n].name}
                 for n in raw  # type: ignore[attr-defined]

@@ -198,7 +198,7 @@ async def create_sprint(request: Request) -> Response:
     name = checks.text("name", required=True, limit=255)
     board_ref = body.get("board")
     board_ref = board_ref.get("id") if isinstance(board_ref, dict) else board_ref
-    owner = call.org.structure.boards.get(int(board_ref)) if str(board_ref).isdigit() else None
+    owner = call.org.structure.boards.get(int(str(board_ref))) if str(board_ref).isdigit() else None
     if owner is None:
         checks.fail("board", "Required: the id of a board of this organization")
     start, end = (_required_date(checks, n) for n in ("startDate", "endDate"))

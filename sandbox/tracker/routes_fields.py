@@ -172,7 +172,9 @@ async def create_local_field(request: Request) -> Response:
     checks.done()
     structure = call.org.structure
     if any(f.key == key for f in structure.local_fields_of(queue.key)):
-        raise ApiError(409, f"Field {key!r} already exists in {queue.key}", errors={"id": key})
+        raise ApiError(
+            409, f"Field {key!r} already exists in {queue.key}", errors={"id": key or ""}
+        )
     field.key, field.queue = key or "", queue.key
     field.order = field.order or len(structure.local_fields_of(queue.key)) + 1
     structure.local_fields[field.id] = field

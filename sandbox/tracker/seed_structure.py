@@ -11,6 +11,7 @@ components and versions, by name under other ids; no boards and no sprints.  An 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 from haul.sandbox.timefmt import format_ms
@@ -59,8 +60,8 @@ def seed_structure(org: Org, rng: random.Random, band: int, history_start: int) 
     org.structure = structure
     for kind in ("component", "version", "board", "column", "sprint"):
         structure.next_ids[kind] = 1 + band * ID_BAND
-    for category in system_fields.CATEGORIES:
-        structure.categories[category.id] = replace(category)
+    for system in system_fields.CATEGORIES:
+        structure.categories[system.id] = replace(system)
     for field in system_fields.system_fields():
         structure.fields[field.id] = field
     if org.role == "empty":
@@ -103,7 +104,9 @@ def _local_fields(
         structure.local_fields[field.id] = field
 
 
-def _components(structure: Structure, queue: str, lead: int | None, keep) -> None:
+def _components(
+    structure: Structure, queue: str, lead: int | None, keep: Callable[[int], bool]
+) -> None:
     for n, name in enumerate(_COMPONENTS):
         component_id = structure.take("component")
         if keep(n):
@@ -112,7 +115,9 @@ def _components(structure: Structure, queue: str, lead: int | None, keep) -> Non
             structure.components[component_id] = component
 
 
-def _versions(structure: Structure, queue: str, history_start: int, keep) -> None:
+def _versions(
+    structure: Structure, queue: str, history_start: int, keep: Callable[[int], bool]
+) -> None:
     for n, (name, offset) in enumerate(_VERSIONS):
         version_id = structure.take("version")
         if not keep(n):
