@@ -12,8 +12,7 @@ Page access (:mod:`sandbox.wiki.access`, routes in :mod:`sandbox.wiki.routes_acc
 the caller may not read is 403 ``FORBIDDEN`` for it and everything on it, and left out of
 descendants and search (:mod:`sandbox.wiki.search`); writes need ``editor``, a policy change
 ``extra_editor``. Read a page's access with ``fields=access_policy,access_lists``. Sandbox
-only: ``GET /_sandbox/groups`` (at the port's root, any token, the org header) lists the org's
-groups with their ids and members, which the wiki API itself does not serve.
+only, at the port's root: ``GET /_sandbox/groups`` and ``GET /_sandbox/roles?slug=``.
 """
 
 from __future__ import annotations
@@ -741,6 +740,7 @@ def build_wiki_app(world: World, faults: FaultPlan, stats: RequestStats) -> ASGI
     api = (*API, *routes_access.API, *search.API)
     routes = [Route(ROOT + path, endpoint, methods=[method]) for method, path, endpoint in api]
     routes.append(Route("/_sandbox/groups", routes_access.list_groups, methods=["GET"]))
+    routes.append(Route("/_sandbox/roles", routes_access.page_roles, methods=["GET"]))
     app = Starlette(
         routes=routes,
         exception_handlers={

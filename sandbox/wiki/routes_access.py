@@ -14,6 +14,11 @@ that would leave the caller unable to read the page or change its access, with
 ``prevent_selflock=true``, is 409 ``SELF_LOCK`` and changes nothing; changing access needs
 ``extra_editor`` or ``author`` on the page (403 ``FORBIDDEN``); a holder the organisation does
 not have (a group id of another org) is 400; an access id not on this page is 404.
+
+Sandbox only, at the port's root and never faulted nor counted: ``GET /_sandbox/groups`` (any
+token, the org header) lists the org's groups with ids and members, which the wiki API does
+not serve; ``GET /_sandbox/roles?slug=`` (admin token, the org header) gives every user's role
+on a page by login.
 """
 
 from __future__ import annotations
@@ -34,12 +39,22 @@ from haul.sandbox.wiki.access import (
     ROLES,
     Entry,
     Policy,
+    Viewer,
     direct_entries,
     effective_policy,
     inherited_entries,
     locked_out,
+    role_of,
 )
-from haul.sandbox.wiki.context import Call, WikiError, body_of, invalid, listing, not_found
+from haul.sandbox.wiki.context import (
+    Call,
+    WikiError,
+    body_of,
+    forbidden,
+    invalid,
+    listing,
+    not_found,
+)
 from haul.sandbox.wiki.model import Page, WikiOrg, user_json, wiki_time
 
 GROUP_SOURCES = ("dir", "cloud", "com", "staff")
@@ -149,6 +164,21 @@ async def list_groups(request: Request) -> Response:
         return {**group.json(), "members": members}
 
     return listing(request, call.wiki.groups.all, render)
+
+
+async def page_roles(request: Request) -> Response:
+    """Sandbox only, admin token: every user's role on the page at ``slug``, by login, to
+    compare who reads a page in two orgs (the admin's own administrator role is left out)."""
+    call = Call(request)
+    if not call.viewer.admin:
+        raise forbidden("The sandbox control endpoints need the admin token")
+    page = call.page_at(request.query_params.get("slug") or "")
+    roles = {}
+    for user in sorted(call.org.users.values(), key=lambda user: user.login):
+        role = role_of(call.wiki, page, Viewer(user, call.wiki.groups.ids_of(user)))
+        if role is not None:
+            roles[user.login] = role
+    return JSONResponse({"id": page.id, "slug": page.slug, "roles": roles})
 
 
 API = (

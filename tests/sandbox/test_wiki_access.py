@@ -340,3 +340,23 @@ def test_a_third_party_client_as_the_user_is_refused_and_lists_less(
         refs = wiki.pages.get_descendants_by_slug("team/handbook", page_size=100).results
         slugs = {ref.slug for ref in refs}
         assert "team/handbook/hr/holidays" in slugs and not slugs & HIDDEN
+
+
+def roles_on(sandbox: RunningSandbox, org: str, slug: str, token: str = "admin") -> httpx.Response:
+    with wiki_for(sandbox, org, token=token) as client:
+        base = sandbox.info["wiki"].removesuffix("/v1")
+        return client.get(base + "/_sandbox/roles", params={"slug": slug})
+
+
+def test_the_sandbox_tells_every_users_role_on_a_seeded_page(sandbox: RunningSandbox) -> None:
+    """Who reads what, by login: the owners, the group's members, no one else."""
+    salaries = roles_on(sandbox, "source", "team/handbook/hr/salaries").json()["roles"]
+    assert salaries == {"heidi": "author", "judy": "author", "olga": "editor", "peggy": "editor"}
+    details = roles_on(sandbox, "source", "team/runbooks/shared/details").json()["roles"]
+    assert details == {"bob": "author", "peggy": "reader", "rupert": "reader", "sybil": "reader"}
+    offsite = roles_on(sandbox, "source", "team/handbook/offsite").json()["roles"]
+    assert set(offsite) == set(MEMBERS["everyone-else"])
+    for slug, *_ in RESTRICTED:
+        roles = roles_on(sandbox, "source", slug).json()["roles"]
+        assert (USER_LOGIN in roles) == (slug in READABLE), slug
+    assert roles_on(sandbox, "source", "team/handbook", token="user").status_code == 403
