@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +27,9 @@ from haul.pipelines.config_types import (
     Slug,
     SurveyId,
     Template,
+    TimeZoneName,
+    Weekday,
+    WorkHours,
     describe_errors,
     http_url,
 )
@@ -199,12 +203,18 @@ class Tuning(Section):
 
 
 class Export(Section):
-    """Defaults of `haul export` (its options win)."""
+    """Defaults of `haul export` (its options win), and the calendar of its flow model."""
 
     out: Path | None = None
     format: Literal["csv", "parquet", "xlsx"] = "csv"
     keep: int | None = Field(None, gt=0)
     healthcheck_url: str | None = None
+    # the flow model: business seconds count these days and hours, in this zone, whose
+    # days and ISO weeks also bound issue_daily and flow_weekly
+    work_days: tuple[Weekday, ...] = Field(("mon", "tue", "wed", "thu", "fri"), min_length=1)
+    work_hours: WorkHours = "09:00-18:00"
+    timezone: TimeZoneName = "UTC"
+    daily_since: date | None = None  # issue_daily's first day; default 90 days before the export
 
     @field_validator("healthcheck_url")
     @classmethod

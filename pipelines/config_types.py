@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import string
+from datetime import time
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
@@ -79,11 +80,59 @@ def http_url(value: str, suffix: str | None = None) -> str:
     return value
 
 
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # date.weekday() order
+_HOURS = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
+
+
+def _weekday(value: str) -> str:
+    day = value.strip().lower()[:3]
+    if day not in WEEKDAYS:
+        raise ValueError(f"{value!r} is not a day of the week: one of {', '.join(WEEKDAYS)}")
+    return day
+
+
+def _work_hours(value: str) -> str:
+    match = _HOURS.match(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a span of hours, e.g. 09:00-18:00")
+    start, end = work_hours_span(value)
+    if start >= end:
+        raise ValueError(f"{value!r}: the day's work must end after it starts, e.g. 09:00-18:00")
+    return value.strip().replace(" ", "")
+
+
+def work_hours_span(value: str) -> tuple[time, time]:
+    """The start and end of a `HH:MM-HH:MM` span (`24:00` is the end of the day, as midnight)."""
+    match = _HOURS.match(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a span of hours, e.g. 09:00-18:00")
+    hours = [int(part) for part in match.groups()]
+    if hours[2:] == [24, 0]:
+        return time(hours[0], hours[1]), time.max
+    try:
+        return time(hours[0], hours[1]), time(hours[2], hours[3])
+    except ValueError:
+        raise ValueError(f"{value!r} is not a span of hours, e.g. 09:00-18:00") from None
+
+
+def _timezone(value: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{value!r} is not a time zone name, e.g. UTC or Europe/Berlin") from None
+    return value
+
+
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Rate = Annotated[float | Literal["auto"], BeforeValidator(_rate)]
 Slug = Annotated[str, AfterValidator(_slug)]
 SurveyId = Annotated[str, AfterValidator(_survey_id)]
 Template = Annotated[str, AfterValidator(_template)]
+Weekday = Annotated[str, AfterValidator(_weekday)]
+WorkHours = Annotated[str, AfterValidator(_work_hours)]
+TimeZoneName = Annotated[str, AfterValidator(_timezone)]
 
 _WORDING = {
     "missing": "is required",
@@ -98,6 +147,9 @@ _WORDING = {
     "tuple_type": "must be a list",
     "list_type": "must be a list",
     "string_too_short": "must not be empty",
+    "too_short": "must not be empty",
+    "date_parsing": "must be a date, e.g. 2024-05-01",
+    "date_from_datetime_parsing": "must be a date, e.g. 2024-05-01",
 }
 
 

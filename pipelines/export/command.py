@@ -6,12 +6,19 @@ time. `since` keeps the records staged (new or changed) at or after an instant; 
 keeps those staged after the watermark of the previous export in the same folder (the newest
 `staged_at` it saw), so a nightly export after an incremental extract carries only what
 changed. A failed write leaves neither a file nor a folder behind (see `layout`).
+
+Derived tables (the tracker's flow model) are computed as of `model_as_of`: the instant the
+staged data describes (the end of the last extract, or the newest staging), never the
+export's own clock, so exporting the same store twice writes the same bytes. Each table's
+rows also go into the folder's `haul.duckdb` (see `duck`); under `--since` a derived table's
+file keeps the rows of the subjects that moved, while the database keeps the whole model.
 """
 
 from __future__ import annotations
 
-import importlib
+import hashlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -25,13 +32,25 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from haul.connectors.errors import StorageError
-from haul.pipelines.config import Config
+from haul.pipelines.config import Config, Export
 from haul.pipelines.config_types import http_url
-from haul.pipelines.export import layout
+from haul.pipelines.export import duck, layout
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
-from haul.pipelines.export.tables import REGISTRY, ExportContext, Table, flatten, whole_record
+from haul.pipelines.export.tables import (
+    ExportContext,
+    Registry,
+    Table,
+    flatten,
+    flatten_derived,
+    whole_record,
+)
 from haul.pipelines.export.values import parse_timestamp
-from haul.pipelines.export.writers import FORMATS, open_writer
+from haul.pipelines.export.writers import (
+    FORMATS,
+    MonthlyParquetWriter,
+    TableWriter,
+    open_writer,
+)
 from haul.pipelines.progress import Progress
 from haul.pipelines.streams import not_staged
 from haul.state.errors import StoreError, store_errors
@@ -40,6 +59,7 @@ from haul.state.store import StagingStore
 log = structlog.get_logger(__name__)
 
 CHUNK_ROWS = 5_000
+PARTITIONS = ("month",)
 HEALTHCHECK_TIMEOUT_S = 10.0
 EXTRACTING_COMMANDS = ("extract", "run")  # the runs whose staging an export carries
 
@@ -55,6 +75,8 @@ class ExportRequest:
     keep: int | None = None
     healthcheck_url: str | None = None
     chunk_rows: int = CHUNK_ROWS
+    partition: str | None = None  # "month": the large tables' Parquet split by month
+    settings: Export = field(default_factory=Export)  # the config's [export] (the model's)
 
     @classmethod
     def from_options(
@@ -67,6 +89,7 @@ class ExportRequest:
         since: str | None = None,
         keep: int | None = None,
         healthcheck_url: str | None = None,
+        partition: str | None = None,
     ) -> ExportRequest:
         """The options given, else the config's `[export]` defaults; ExportOptionError (exit 2)
         for what cannot be used."""
@@ -85,6 +108,12 @@ class ExportRequest:
                 raise ExportOptionError(f"--healthcheck-url: {exc}") from None
         if since is not None and since != "last":
             since_instant(since)  # refused here, before anything is opened
+        if partition is not None and partition not in PARTITIONS:
+            raise ExportOptionError(
+                f"--partition: {partition!r} is not one of {', '.join(PARTITIONS)}"
+            )
+        if partition is not None and fmt != "parquet":
+            raise ExportOptionError(f"--partition {partition}: only with --format parquet")
         names = tuple(name.strip() for name in (entities or "").split(",") if name.strip())
         return cls(
             out=out.resolve(),
@@ -93,6 +122,8 @@ class ExportRequest:
             since=since,
             keep=keep if keep is not None else (defaults.keep if defaults else None),
             healthcheck_url=url,
+            partition=partition,
+            settings=defaults or Export(),
         )
 
 
@@ -128,18 +159,11 @@ class ExportResult:
         return sum(file.bytes for file in self.files)
 
 
-def load_service_tables() -> None:
-    """Import `haul.pipelines.<service>.export` for every known service: each registers its
-    tables there. A service without one has nothing to export yet."""
-    from haul.pipelines.services import all_services
+def service_tables() -> Registry:
+    """Every service's export tables (`Service.tables`), in one registry."""
+    from haul.pipelines.registry import services
 
-    for service in all_services():
-        name = f"haul.pipelines.{service.name}.export"
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+    return Registry.joined(service.tables for service in services())
 
 
 def run_export(
@@ -157,18 +181,22 @@ def run_export(
         raise ExportOptionError(
             f"nothing staged yet: {path} does not exist (run haul extract first)"
         )
-    load_service_tables()
+    registry = service_tables()
     try:
         with StagingStore.open_readonly(path) as store, store_errors(path), store.snapshot():
-            return _export(store, request, progress, now)
+            return _export(store, registry, request, progress, now)
     except StoreError as exc:
         raise StorageError(str(exc)) from exc
 
 
 def _export(
-    store: StagingStore, request: ExportRequest, progress: Progress, now: datetime
+    store: StagingStore,
+    registry: Registry,
+    request: ExportRequest,
+    progress: Progress,
+    now: datetime,
 ) -> ExportResult:
-    tables = chosen_tables(store, request.entities)
+    tables = chosen_tables(store, registry, request.entities)
     warnings: list[str] = [
         f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
         for entity, why in not_staged(store).items()
@@ -179,12 +207,20 @@ def _export(
             layout.sweep(out)
             since, inclusive = _since_filter(request.since, out, tables, warnings)
             with layout.building(out) as folder:
-                context = ExportContext(store)
-                files = [
-                    write_table(store, table, folder, request, since, inclusive, context, progress)
-                    for table in tables
-                ]
-                manifest = _manifest(store, request, files, since, inclusive, now)
+                as_of = model_as_of(store, now)
+                context = ExportContext(store, as_of=as_of, settings=request.settings)
+                written = WrittenTables()
+                with duck.database(folder / duck.DATABASE) as database:
+                    for table in tables:
+                        written.add(
+                            table,
+                            write_table(table, folder, request, (since, inclusive), context,
+                                        progress, database),
+                        )  # fmt: skip
+                files = written.files
+                manifest = _manifest(store, request, written, since, inclusive, now)
+                manifest["model_as_of"] = as_of.isoformat(timespec="milliseconds")
+                manifest["duckdb"] = _duck_entry(folder / duck.DATABASE, database)
                 layout.write_json(folder / layout.MANIFEST, manifest)
                 final = layout.publish(out, folder, now)
             pruned = layout.prune(out, request.keep) if request.keep else []
@@ -199,10 +235,10 @@ def _export(
     return result
 
 
-def chosen_tables(store: StagingStore, names: Iterable[str]) -> list[Table]:
+def chosen_tables(store: StagingStore, registry: Registry, names: Iterable[str]) -> list[Table]:
     """The tables to write: those `names` choose (table or entity names; all when empty)
     whose entity has staged records. ExportOptionError for a name no table has."""
-    every = REGISTRY.tables_for(store)
+    every = registry.tables_for(store)
     wanted = set(names)
     known = {table.name for table in every} | {table.entity for table in every}
     if unknown := sorted(wanted - known):
@@ -218,53 +254,157 @@ def chosen_tables(store: StagingStore, names: Iterable[str]) -> list[Table]:
     ]
 
 
+@dataclass
+class TableWritten:
+    """What writing one table left: its files, and its rows' digest (any format's)."""
+
+    files: list[ExportedFile]
+    rows: int
+    rows_sha256: str
+
+
+@dataclass
+class WrittenTables:
+    """Every table an export wrote, in order."""
+
+    tables: dict[str, TableWritten] = field(default_factory=dict)
+
+    def add(self, table: Table, written: TableWritten) -> None:
+        """Note what writing `table` left."""
+        self.tables[table.name] = written
+
+    @property
+    def files(self) -> list[ExportedFile]:
+        """Every file, table by table."""
+        return [file for written in self.tables.values() for file in written.files]
+
+
+def model_as_of(store: StagingStore, now: datetime) -> datetime:
+    """The instant the staged data describes: the end of the last extract (or its start,
+    if it never ended) or the newest staging, whichever is later; `now` for an empty store."""
+    run = store.latest_run(*EXTRACTING_COMMANDS) or {}
+    moments = [
+        parse_timestamp(run.get("ended_at") or run.get("started_at")),
+        parse_timestamp(store.newest_staged_at()),
+    ]
+    known = [moment for moment in moments if moment is not None]
+    return max(known) if known else now
+
+
 def write_table(
-    store: StagingStore,
     table: Table,
     folder: Path,
     request: ExportRequest,
-    since: str | None,
-    inclusive: bool,
+    since: tuple[str | None, bool],
     context: ExportContext,
     progress: Progress,
-) -> ExportedFile:
-    """One table into `folder/<table>.<format>`, a chunk at a time, appearing only complete."""
-    staged_from, staged_after = (since, None) if inclusive else (None, since)
+    database: duck.DuckDatabase,
+) -> TableWritten:
+    """One table into `folder` (`<table>.<format>`, or a folder of monthly Parquet files),
+    a chunk at a time, appearing only complete; and into the export's database."""
+    rows, keep, total = table_rows(table, since, context)
+    task = progress.task(f"{table.name} exported", total)
+    in_database = database.table(table)
+    digest, count = hashlib.sha256(), 0
+    with table_files(table, folder, request) as (writer, files):
+        for chunk in chunked(rows, request.chunk_rows):
+            in_database.write(chunk)
+            kept = chunk if keep is None else [row for row in chunk if keep(row)]
+            writer.write(kept)
+            for row in kept:
+                digest.update(repr(row).encode("utf-8"))
+            count += len(kept)
+            progress.advance(task, len(chunk))
+    log.info("table_exported", table=table.name, rows=count)
+    exported = [
+        ExportedFile(
+            path.relative_to(folder).as_posix(),
+            table.name,
+            table.entity,
+            request.format,
+            rows,
+            path.stat().st_size,
+            layout.sha256_of(path),
+        )
+        for path, rows in files.items()
+    ]
+    return TableWritten(exported, count, digest.hexdigest())
+
+
+def table_rows(
+    table: Table, since: tuple[str | None, bool], context: ExportContext
+) -> tuple[Iterator[tuple[Any, ...]], Any, int | None]:
+    """The rows of `table`, which of them its file keeps (None: all), and their number if
+    known. A staged table's rows are read `since` already; a derived table's are all
+    computed (the database holds the whole model) and its file keeps those staged since."""
+    bound, inclusive = since
+    if table.derive is not None:
+        rows = flatten_derived(table, context)
+        moment = parse_timestamp(bound) if bound else None
+        if moment is None:
+            return rows, None, None
+        if inclusive:
+            return rows, lambda row: row[-1] >= moment, None
+        return rows, lambda row: row[-1] > moment, None
+    staged_from, staged_after = (bound, None) if inclusive else (None, bound)
+    store = context.store
     total = None
     if table.items is whole_record:
         total = store.count_changed(
             table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
         )
-    task = progress.task(f"{table.name} exported", total)
+    records = store.iter_records(
+        table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
+    )
+    return flatten(table, records, context), None, total
+
+
+@contextmanager
+def table_files(
+    table: Table, folder: Path, request: ExportRequest
+) -> Iterator[tuple[TableWriter, dict[Path, int]]]:
+    """The writer of `table`'s file (or monthly files), and, once closed, each file written
+    with its rows."""
+    files: dict[Path, int] = {}
+    if request.partition == "month" and table.partition_by is not None:
+        monthly = MonthlyParquetWriter(folder, table, request.chunk_rows)
+        try:
+            yield monthly, files
+        except BaseException:
+            monthly.abort()
+            raise
+        monthly.close()
+        files.update(sorted(monthly.rows.items()))
+        return
     final = folder / f"{table.name}.{request.format}"
-    rows = 0
     with layout.atomic_file(final) as partial:
         writer = open_writer(request.format, partial, table)
+        counting = _Counting(writer)
         try:
-            records = store.iter_records(
-                table.entity,
-                parent=table.parent,
-                staged_from=staged_from,
-                staged_after=staged_after,
-            )
-            for chunk in chunked(flatten(table, records, context), request.chunk_rows):
-                writer.write(chunk)
-                rows += len(chunk)
-                progress.advance(task, len(chunk))
+            yield counting, files
         except BaseException:
             writer.abort()
             raise
         writer.close()
-    log.info("table_exported", table=table.name, rows=rows)
-    return ExportedFile(
-        final.name,
-        table.name,
-        table.entity,
-        request.format,
-        rows,
-        final.stat().st_size,
-        layout.sha256_of(final),
-    )
+    files[final] = counting.rows
+
+
+class _Counting:
+    """A writer that counts the rows it passes on."""
+
+    def __init__(self, writer: TableWriter) -> None:
+        self._writer = writer
+        self.rows = 0
+
+    def write(self, rows: Any) -> None:
+        self._writer.write(rows)
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def abort(self) -> None:
+        self._writer.abort()
 
 
 def chunked(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
@@ -315,11 +455,14 @@ def _since_filter(
 def _manifest(
     store: StagingStore,
     request: ExportRequest,
-    files: list[ExportedFile],
+    written: WrittenTables,
     since: str | None,
     inclusive: bool,
     now: datetime,
 ) -> dict[str, Any]:
+    """What the export holds; `tables` gives each table's rows and their digest, equal
+    between two exports of the same data whatever the format (an XLSX file's own bytes hold
+    the time it was saved)."""
     run = store.latest_run(*EXTRACTING_COMMANDS)
     return {
         "haul_version": haul_version(),
@@ -334,7 +477,23 @@ def _manifest(
         "since": since,
         "since_inclusive": inclusive if since is not None else None,
         "entities": list(request.entities) or None,
-        "files": [asdict(file) for file in files],
+        "partition": request.partition,
+        "files": [asdict(file) for file in written.files],
+        "tables": {
+            name: {"rows": table.rows, "rows_sha256": table.rows_sha256}
+            for name, table in written.tables.items()
+        },
+    }
+
+
+def _duck_entry(path: Path, database: duck.DuckDatabase) -> dict[str, Any]:
+    """The manifest's entry for `haul.duckdb`: its bytes (not the same twice: DuckDB's file
+    carries its own bookkeeping) and each table's rows (the whole model under --since)."""
+    return {
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "sha256": layout.sha256_of(path),
+        "tables": database.row_counts(),
     }
 
 

@@ -2,7 +2,8 @@
 
 A service says how its staged records become flat rows by registering a `Table` per entity
 (or, where the tables depend on what was staged, a family that builds them from the store),
-in `pipelines/<service>/export.py`, which `haul export` imports for every known service:
+in `pipelines/<service>/export.py`, which its service module imports; `haul export` asks each
+service for its tables (`Service.tables`):
 
     register_table(Table("worklogs", "worklog", (
         identifier("id", "worklog id", "id"),
@@ -16,6 +17,11 @@ A column is a name, one of a few types (`ColumnType`), what it means, and a func
 itself, and the `ExportContext` (a small cache of lookups in the store, such as user logins).
 Every table also gets `staged_at`, when haul last staged a change to the record. The writers
 (`writers.py`) know nothing but the types; nobody else knows a table by name.
+
+A *derived* table (`derive=`) is computed from the store rather than read one row per staged
+record: its function streams `Derived` groups of rows, each about one subject (an issue, a
+queue) with the newest `staged_at` of what it was computed from, so `--since` keeps the rows
+of the subjects that moved. `entity` then names what it needs staged (no rows without it).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
+from haul.pipelines.config import Export
 from haul.pipelines.export.values import parse_date, parse_timestamp
 from haul.state.store import StagedRecord, StagingStore
 
@@ -54,8 +61,19 @@ class ExportContext:
     say) stays warm while its children are flattened and is dropped soon after.
     """
 
-    def __init__(self, store: StagingStore, size: int = 256) -> None:
+    def __init__(
+        self,
+        store: StagingStore,
+        size: int = 256,
+        *,
+        as_of: datetime | None = None,
+        settings: Export | None = None,
+    ) -> None:
         self.store = store
+        # what derived tables compute as of (the instant the staged data stands for), and
+        # the config's [export] settings they follow; given, never read from a clock here
+        self.as_of = as_of or datetime.now(UTC)
+        self.settings = settings or Export()
         self._size = size
         self._cache: OrderedDict[Hashable, Any] = OrderedDict()
 
@@ -120,9 +138,24 @@ STAGED_AT = Column(
 
 
 @dataclass(frozen=True)
+class Derived:
+    """Rows a derived table computed about one subject (an issue, a queue); `staged_at` is
+    the newest of the staged records they were computed from."""
+
+    subject: str
+    staged_at: str
+    rows: Iterable[dict[str, Any]]
+
+
+Derive = Callable[[ExportContext], Iterable[Derived]]
+
+
+@dataclass(frozen=True)
 class Table:
     """One exported file: rows of `entity`'s staged records (only those under `parent`, when
-    given), `items(record)` rows per record, each read through `columns`."""
+    given), `items(record)` rows per record, each read through `columns`; or, for a derived
+    table, the rows `derive(context)` computes. `partition_by` names the timestamp or date
+    column `--partition month` splits the table by (the large tables only)."""
 
     name: str
     entity: str
@@ -131,6 +164,8 @@ class Table:
     service: str = ""
     parent: str | None = None
     items: Callable[[StagedRecord], Iterable[dict[str, Any]]] = whole_record
+    derive: Derive | None = None
+    partition_by: str | None = None
     all_columns: tuple[Column, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -138,7 +173,16 @@ class Table:
         names = [column.name for column in columns]
         if duplicated := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"table {self.name}: columns {', '.join(duplicated)} appear twice")
+        if self.partition_by is not None and self.partition_by not in names:
+            raise ValueError(f"table {self.name}: no column {self.partition_by} to partition by")
         object.__setattr__(self, "all_columns", columns)
+
+    @property
+    def origin(self) -> str:
+        """Where its rows come from, in words (for `haul export --describe`)."""
+        if self.derive is not None:
+            return f"derived from staged `{self.entity}`"
+        return f"from staged `{self.entity}`"
 
 
 def flatten(
@@ -152,6 +196,18 @@ def flatten(
     columns = table.all_columns
     for record in records:
         for position, raw in enumerate(table.items(record)):
+            item = Item(raw, record, context, position)
+            yield tuple(_cell(table, column, item) for column in columns)
+
+
+def flatten_derived(table: Table, context: ExportContext) -> Iterator[tuple[Any, ...]]:
+    """The rows of a derived table, typed as `flatten` types them, `staged_at` last."""
+    if table.derive is None:
+        raise ValueError(f"table {table.name} is not derived")
+    columns = table.all_columns
+    for group in table.derive(context):
+        record = StagedRecord(table.name, group.subject, None, None, "", None, {}, group.staged_at)
+        for position, raw in enumerate(group.rows):
             item = Item(raw, record, context, position)
             yield tuple(_cell(table, column, item) for column in columns)
 
@@ -284,6 +340,28 @@ class Registry:
         if clashes := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"export tables built twice under one name: {', '.join(clashes)}")
         return [*self._tables.values(), *built]
+
+    def of_service(self, service: str) -> Registry:
+        """The tables and families registered for one service, as a registry of their own."""
+        mine = Registry()
+        for table in self._tables.values():
+            if table.service == service:
+                mine.add_table(table)
+        for family in self._families.values():
+            if family.service == service:
+                mine._families[family.name] = family
+        return mine
+
+    @classmethod
+    def joined(cls, registries: Iterable[Registry]) -> Registry:
+        """One registry of every table and family of `registries` (a name twice: ValueError)."""
+        every = cls()
+        for registry in registries:
+            for table in registry.tables:
+                every.add_table(table)
+            for family in registry.families:
+                every.add_family(family.name, family.build, doc=family.doc, service=family.service)
+        return every
 
 
 REGISTRY = Registry()

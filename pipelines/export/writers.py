@@ -116,6 +116,15 @@ def arrow_schema(table: Table) -> pa.Schema:
     )
 
 
+def arrow_rows(schema: pa.Schema, rows: Rows) -> pa.Table:
+    """`rows` (tuples in the schema's column order) as an Arrow table of that schema."""
+    columns = [[row[index] for row in rows] for index in range(len(schema))]
+    return pa.Table.from_arrays(
+        [pa.array(data, type=field.type) for data, field in zip(columns, schema, strict=True)],
+        schema=schema,
+    )
+
+
 class ParquetWriter:
     """Parquet with the table's own schema, a row group per chunk."""
 
@@ -123,20 +132,10 @@ class ParquetWriter:
         self._schema = arrow_schema(table)
         path.touch(exist_ok=False)  # like the other formats: never over an existing file
         self._writer = pq.ParquetWriter(path, self._schema)
-        self._width = len(table.all_columns)
 
     def write(self, rows: Rows) -> None:
-        if not rows:
-            return
-        columns = [[row[index] for row in rows] for index in range(self._width)]
-        batch = pa.Table.from_arrays(
-            [
-                pa.array(data, type=field.type)
-                for data, field in zip(columns, self._schema, strict=True)
-            ],
-            schema=self._schema,
-        )
-        self._writer.write_table(batch)
+        if rows:
+            self._writer.write_table(arrow_rows(self._schema, rows))
 
     def close(self) -> None:
         self._writer.close()
@@ -144,6 +143,69 @@ class ParquetWriter:
     def abort(self) -> None:
         with suppress(OSError, pa.ArrowException):  # thrown away: its footer does not matter
             self._writer.close()
+
+
+NO_MONTH = "__HIVE_DEFAULT_PARTITION__"  # Hive's name for an empty partition value
+
+
+def month_of(cell: Any) -> str:
+    """The `YYYY-MM` of a timestamp (in UTC) or date cell; Hive's default name for none."""
+    if isinstance(cell, datetime):
+        cell = cell.astimezone(UTC)
+    return cell.strftime("%Y-%m") if isinstance(cell, date) else NO_MONTH
+
+
+class MonthlyParquetWriter:
+    """Parquet split Hive-style by the month of the table's `partition_by` column:
+    `<folder>/<table>/month=2024-05/part-0.parquet`, every column kept in each file.
+
+    Rows arrive in the table's order, not by month: each month's rows wait in a buffer that
+    is written as a row group when it fills, and the fullest buffers are written early so
+    that at most two chunks of rows wait in all. One file per month is open at a time.
+    """
+
+    def __init__(self, folder: Path, table: Table, chunk_rows: int) -> None:
+        if table.partition_by is None:
+            raise ValueError(f"table {table.name} has no column to partition by")
+        self.root = folder / table.name
+        self.root.mkdir()
+        self._schema = arrow_schema(table)
+        self._column = [column.name for column in table.all_columns].index(table.partition_by)
+        self._chunk = max(1, chunk_rows)
+        self._buffers: dict[str, list[tuple[Any, ...]]] = {}
+        self._waiting = 0
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self.rows: dict[Path, int] = {}
+
+    def write(self, rows: Rows) -> None:
+        for row in rows:
+            self._buffers.setdefault(month_of(row[self._column]), []).append(row)
+        self._waiting += len(rows)
+        for month in [month for month, rows in self._buffers.items() if len(rows) >= self._chunk]:
+            self._flush(month)
+        while self._waiting > 2 * self._chunk:
+            self._flush(max(self._buffers, key=lambda month: len(self._buffers[month])))
+
+    def _flush(self, month: str) -> None:
+        rows = self._buffers.pop(month)
+        self._waiting -= len(rows)
+        path = self.root / f"month={month}" / "part-0.parquet"
+        if month not in self._writers:
+            path.parent.mkdir()
+            self._writers[month] = pq.ParquetWriter(path, self._schema)
+        self._writers[month].write_table(arrow_rows(self._schema, rows))
+        self.rows[path] = self.rows.get(path, 0) + len(rows)
+
+    def close(self) -> None:
+        for month in sorted(self._buffers):
+            self._flush(month)
+        for writer in self._writers.values():
+            writer.close()
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            with suppress(OSError, pa.ArrowException):  # thrown away with its folder
+                writer.close()
 
 
 class XlsxWriter:

@@ -161,7 +161,7 @@ ISSUES = Table("issues", "issue", (
     value("checklist_total", "int", "checklist items", "checklistTotal"),
     value("version", "int", "the issue's version (edits so far)", "version"),
     Column("other_fields", "json", "every other field (local ones too), a JSON object", _other_fields),
-), doc="one row per issue", service=SERVICE)  # fmt: skip
+), doc="one row per issue", service=SERVICE, partition_by="created_at")  # fmt: skip
 
 
 def _attachment_ids(item: Item) -> list[str] | None:
@@ -181,7 +181,7 @@ COMMENTS = Table("comments", "comment", (
     *_created_and_updated("comment"),
     Column("attachment_ids", "json", "its attachments' ids (attachments.comment_id)", _attachment_ids),
     value("version", "int", "the comment's version (edits so far)", "version"),
-), doc="one row per comment", service=SERVICE)  # fmt: skip
+), doc="one row per comment", service=SERVICE, partition_by="created_at")  # fmt: skip
 
 WORKLOGS = Table("worklogs", "worklog", (
     identifier("id", "the worklog's id", "id"),
@@ -232,7 +232,7 @@ CHANGELOG = Table("changelog", "changelog", (
     *person("updated_by", "who did it", "updatedBy"),
     Column("fields_changed", "string", "the fields it changed, comma-separated ids", _changed_fields),
     Column("changes", "json", 'a JSON list of {"field", "from", "to"}, values by key', _changes),
-), doc="one row per changelog entry", service=SERVICE)  # fmt: skip
+), doc="one row per changelog entry", service=SERVICE, partition_by="updated_at")  # fmt: skip
 
 
 def _relationship(item: Item) -> Any:
@@ -363,4 +363,17 @@ TABLES = (
     STATUSES, ISSUE_TYPES, PRIORITIES, RESOLUTIONS, LINK_TYPES, QUEUES, USERS,
 )  # fmt: skip
 for _table in TABLES:
+    register_table(_table)
+
+# The flow model, derived from the issues and their changelog (flow_tables, flow_weekly).
+from haul.pipelines.tracker.flow_tables import (  # noqa: E402  (after the staged tables)
+    CYCLE_TIMES,
+    ISSUE_DAILY,
+    ISSUE_FIELD_HISTORY,
+    STATUS_INTERVALS,
+)
+from haul.pipelines.tracker.flow_weekly import FLOW_WEEKLY  # noqa: E402
+
+FLOW_TABLES = (STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY)
+for _table in FLOW_TABLES:
     register_table(_table)

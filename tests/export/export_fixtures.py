@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from haul.pipelines.export.command import load_service_tables
-from haul.pipelines.export.tables import REGISTRY, Table
+from haul.pipelines.export.command import model_as_of, service_tables
+from haul.pipelines.export.tables import ExportContext, Table
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
@@ -83,18 +84,22 @@ def run_haul(
 
 def tracker_tables() -> dict[str, Table]:
     """The registered tables by name (the tracker's, and any other service's)."""
-    load_service_tables()
-    return {table.name: table for table in REGISTRY.tables}
+    return {table.name: table for table in service_tables().tables}
 
 
 def expected_rows(store_path: Path) -> dict[str, int]:
-    """Table -> the rows it should have: its staged records, or their items (checklists)."""
-    load_service_tables()
+    """Table -> the rows it should have: its staged records, or their items (checklists);
+    a derived table's, what its function computes as of the export's instant."""
+    registry = service_tables()
     expected = {}
     with StagingStore.open_readonly(store_path) as store:
-        for table in REGISTRY.tables_for(store):
-            records = store.iter_records(table.entity, parent=table.parent)
-            rows = sum(len(list(table.items(record))) for record in records)
+        context = ExportContext(store, as_of=model_as_of(store, datetime.now(UTC)))
+        for table in registry.tables_for(store):
+            if table.derive is not None:
+                rows = sum(len(list(group.rows)) for group in table.derive(context))
+            else:
+                records = store.iter_records(table.entity, parent=table.parent)
+                rows = sum(len(list(table.items(record))) for record in records)
             if store.count_records().get(table.entity):
                 expected[table.name] = rows
     return expected

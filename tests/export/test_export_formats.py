@@ -124,7 +124,10 @@ def test_the_manifest_lists_each_file_with_its_rows_bytes_and_hash(
             assert entry["rows"] == expected[entry["table"]]
             assert entry["bytes"] == (folder / name).stat().st_size
             assert entry["sha256"] == sha256_of(folder / name)
-        assert sorted(path.name for path in folder.iterdir()) == sorted([*listed, "manifest.json"])
+        assert manifest["duckdb"]["tables"] == expected
+        assert manifest["duckdb"]["sha256"] == sha256_of(folder / "haul.duckdb")
+        every = [*listed, "haul.duckdb", "manifest.json"]
+        assert sorted(path.name for path in folder.iterdir()) == sorted(every)
 
 
 def test_entities_chooses_tables_by_table_or_entity_name(staged: Staged) -> None:
@@ -137,6 +140,7 @@ def test_entities_chooses_tables_by_table_or_entity_name(staged: Staged) -> None
     folder = only_folder(out)
     assert sorted(path.name for path in folder.iterdir()) == [
         "checklist_items.csv",
+        "haul.duckdb",
         "issues.csv",
         "manifest.json",
     ]
