@@ -18,7 +18,7 @@ def test_serve_prints_one_json_line_and_serves_until_terminated() -> None:
         info = json.loads(read_line(serving, timeout=30))
         assert info["tracker"].startswith("http://127.0.0.1:")
         assert info["tracker"].endswith("/v3")
-        assert set(info["orgs"]) == {"source", "target"}
+        assert set(info["orgs"]) == {"source", "target", "empty"}
         assert info["orgs"]["source"] != info["orgs"]["target"]
         assert set(info["tokens"]) == {"admin", "user"}
 
