@@ -30,8 +30,8 @@ from tracker import HAUL, TOKEN_ENV, compile_haul, sandbox  # bench/tracker.py, 
 
 from haul.pipelines.config import load_config
 from haul.pipelines.engine import plan_ledger
+from haul.pipelines.registry import plans as all_plans
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.services import all_plans
 from haul.state.store import StagingStore
 
 

@@ -1,10 +1,9 @@
 """`haul check`: before a migration, every finding ok, warning or error, each with its fix.
 
-Probes each configured service and org with a read-only call; asks whether the target token may
-use the admin import endpoints (`_findByUnique` with a value nobody uses: the sandbox, like the
-admin import endpoints, refuses it to a non-admin; the real service's docs do not say, so a
-refusal is certain and a pass is likely); checks the target's queues and dictionary keys and the
-user mapping against what is staged; and the staging store's folder and disk.
+Probes each configured service and org with a read-only call, then asks each service for its
+own findings on that side (`Service.checks`: the tracker's target, for instance, asks for
+admin rights and checks the mapping against what is staged); and checks the staging store's
+folder and the disk room the files still to download need.
 """
 
 from __future__ import annotations
@@ -12,38 +11,21 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.services import all_services
+from haul.pipelines.findings import Finding
+from haul.pipelines.registry import services
+from haul.pipelines.services import Service
 from haul.state.store import StagingStore
-
-USER_ENTITIES = ("issue", "comment", "worklog", "attachment", "link", "checklist")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing checked: its level (ok, warning, error), what was found, and the fix."""
-
-    level: str
-    what: str
-    fix: str = ""
-
-
-NOTHING_STAGED = Finding(
-    "warning",
-    "nothing is staged: queues, dictionaries and users are not checked",
-    "run haul extract, then haul check again",
-)
 
 
 async def _probe(
-    service: Any, endpoint: Endpoint, environ: Mapping[str, str], config: Config
+    service: Service, endpoint: Endpoint, environ: Mapping[str, str], config: Config
 ) -> tuple[list[Finding], Any]:
     name = f"{service.name} {endpoint.section} org {endpoint.org}"
     try:
@@ -60,76 +42,22 @@ async def _probe(
     return [Finding("ok", f"{name}: the token is accepted")], client
 
 
-async def _admin(client: Any, name: str) -> Finding:
-    try:
-        await client.find_by_unique("haul-check:no-such-unique")
-    except AuthError:
-        return Finding("error", f"{name}: the token may not use the admin import endpoints",
-                       "use an org administrator's token for the target")  # fmt: skip
-    return Finding("ok", f"{name}: the token may use the admin endpoints (read-only probe)")
-
-
-def _user_refs(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        for item in value:
-            yield from _user_refs(item)
-    elif isinstance(value, dict):
-        if "/users/" in str(value.get("self", "")):
-            yield value
-        for item in value.values():
-            yield from _user_refs(item)
-
-
-async def _mapping(config: Config, client: Any, store: StagingStore) -> list[Finding]:
-    from haul.pipelines.streams import Extractor
-    from haul.pipelines.tracker.service import build_transform
-    from haul.pipelines.tracker.streams import dictionary_streams
-    from haul.pipelines.tracker.transform import TransformError
-
-    if not store.count_records().get("issue"):
-        return [NOTHING_STAGED]
-    await Extractor(store, dictionary_streams(client, prefix="target.")).run()
-    transform = build_transform(store, config)
-    found: list[Finding] = []
-    have = {row.source_id for row in store.iter_records("target.queue")}
-    wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
-    for queue in sorted(wanted - have):
-        found.append(
-            Finding(
-                "error", f"the target has no queue {queue}", "create it, or map the queue elsewhere"
-            )
-        )
-    for kind, keys in transform.dictionaries.missing(
-        r.raw for r in store.iter_records("issue")
-    ).items():
-        found.append(
-            Finding(
-                "error",
-                f"the target lacks {kind} keys: {', '.join(keys)}",
-                "create them in the target",
-            )
-        )
-    if not found:
-        found.append(
-            Finding("ok", "the target has every queue and dictionary key the mapping needs")
-        )
-    refused: set[str] = set()
-    for entity in USER_ENTITIES:
+def _file_bytes_needed(store: StagingStore) -> int:
+    """Bytes of the staged files whose bytes are not in the blob store yet."""
+    entities = {e.staged_as for s in services() for e in s.entities if e.files}
+    needed = 0
+    for entity in sorted(entities):
         for record in store.iter_records(entity):
-            for ref in _user_refs(record.raw):
-                try:
-                    transform.users.login(ref)
-                except TransformError:
-                    refused.add(str(ref.get("display") or ref.get("id")))
-    if refused:
-        found.append(Finding("error", f"users with no target user: {', '.join(sorted(refused))}",
-                             "map them in mapping.users_file or set mapping.default_user"))  # fmt: skip
-    elif transform.users.unmapped:
-        found.append(Finding("warning", "users that fall to the default user: " + ", ".join(sorted(transform.users.unmapped)),
-                             "map them in mapping.users_file if they have target accounts"))  # fmt: skip
-    else:
-        found.append(Finding("ok", "every staged user maps to a target user"))
-    return found
+            if not (record.blob and store.blobs.exists(record.blob)):
+                needed += _size(record.raw.get("size"))
+    return needed
+
+
+def _size(value: Any) -> int:
+    try:
+        return int(float(str(value or 0)))
+    except ValueError:
+        return 0
 
 
 def _storage(config: Config) -> list[Finding]:
@@ -149,55 +77,47 @@ def _storage(config: Config) -> list[Finding]:
     needed = 0
     if config.staging_path.exists():
         with StagingStore.open(config.staging_path) as store:
-            for record in store.iter_records("attachment"):
-                if not (record.blob and store.blobs.exists(record.blob)):
-                    needed += int(record.raw.get("size") or 0)
+            needed = _file_bytes_needed(store)
     free = shutil.disk_usage(folder).free
     if needed > free:
         return [
             Finding(
                 "error",
-                f"attachments need {needed} bytes, the disk has {free} free",
+                f"files to download need {needed} bytes, the disk has {free} free",
                 "free space or move staging.path",
             )
         ]
     return [
         Finding(
             "ok",
-            f"the staging folder is writable; {free // 2**20} MiB free, attachments to download need {needed // 2**20} MiB",
+            f"the staging folder is writable; {free // 2**20} MiB free, files to download need {needed // 2**20} MiB",
         )
     ]
 
 
 async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> list[Finding]:
-    """Every finding, in order: tokens, admin rights, mapping, storage."""
+    """Every finding, in order: storage, then per org and service its token and its own
+    checks (the tracker's target: admin rights and the mapping)."""
     findings = _storage(config)
     clients = []
+    store = StagingStore.open(config.staging_path) if config.staging_path.exists() else None
     try:
-        for endpoint in (config.source, config.target):
+        for side, endpoint in (("source", config.source), ("target", config.target)):
             if endpoint is None:
                 continue
-            for service in all_services():
+            for service in services():
                 if not service.configured(endpoint):
                     continue
                 probed, client = await _probe(service, endpoint, environ, config)
                 findings += probed
                 if client is not None:
                     clients.append(client)
-                # admin rights and the mapping are the tracker's: its `_import` needs them and
-                # its dictionaries are what the mapping maps (the wiki and forms have neither)
-                if client is not None and endpoint is config.target and service.name == "tracker":
-                    findings.append(
-                        await _admin(client, f"{service.name} target org {endpoint.org}")
-                    )
-                    if config.staging_path.exists():
-                        with StagingStore.open(config.staging_path) as store:
-                            findings += await _mapping(config, client, store)
-                    else:
-                        findings.append(NOTHING_STAGED)
+                    findings += await service.checks(config, client, store, side)
     finally:
         for client in clients:
             await client.__aexit__(None, None, None)
+        if store is not None:
+            store.close()
     return findings
 
 

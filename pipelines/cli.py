@@ -21,9 +21,9 @@ from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import configure_logging, current_log_path
 from haul.pipelines.progress import LiveProgress
+from haul.pipelines.registry import services
 from haul.pipelines.report import entity_counts, in_use, print_run
 from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
-from haul.pipelines.services import all_services
 from haul.pipelines.stopping import GracefulStop
 from haul.state.errors import StoreError
 
@@ -149,8 +149,8 @@ def status_command(config_path: Path) -> None:
     from haul.pipelines.status import gather_status, print_status
 
     with open_store(config.staging_path) as store:
-        status = gather_status(store, all_services())
-        counts = entity_counts(store, in_use(store, all_services()))
+        status = gather_status(store, services())
+        counts = entity_counts(store, in_use(store, services()))
     print_status(status, counts, console, title=f"haul status: {config.staging_path.name}")
 
 
@@ -235,6 +235,8 @@ def check_command(config_path: Path) -> None:
 @click.option("--since", help='Only records staged at or after a date or instant; "last": '
               "only those staged since the previous export in --out.")  # fmt: skip
 @click.option("--keep", type=click.IntRange(min=1), help="Keep the newest N dated folders.")
+@click.option("--partition", type=click.Choice(["month"]),
+              help="With --format parquet: the large tables as Hive-style monthly folders.")  # fmt: skip
 @click.option("--healthcheck-url", help="GET this URL after a good export (10 s timeout).")
 @click.option("--describe", is_flag=True, help="Print every table's typed columns; export nothing.")
 def export_command(config_path: Path | None, describe: bool, **options: Any) -> None:
@@ -245,7 +247,6 @@ def export_command(config_path: Path | None, describe: bool, **options: Any) -> 
     from haul.pipelines.export.errors import ExportOptionError
 
     if describe:
-        command.load_service_tables()
         click.echo(describe_markdown(), nl=False)
         return
     if config_path is None:

@@ -7,12 +7,14 @@ problem (`DownloadProblem`), never the run's.
 
 `intact` is the check before a staged blob is used again (a drain that would download it
 anew, the load that sends it): blob files are not fsynced, so after a power cut one can be
-short; only bytes that still hash to their name are used.
+short; only bytes that still hash to their name are used. `staged_or_fetched` is the one way
+every drain decides between the bytes it staged before and a new download.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,12 +23,32 @@ import structlog
 from haul.connectors.errors import BodyMismatch, RecordError
 from haul.connectors.http import Sink
 from haul.state.blobs import BlobStore
+from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
 ATTEMPTS = 3
 # a blob bigger than this is re-hashed in a worker thread, not on the event loop
 HASH_INLINE_LIMIT = 1024 * 1024
+
+
+class HashSink:
+    """A download sink that keeps only the sha256 and the size of what it is given: verify
+    reads a target's bytes back without storing them."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        """Take one chunk."""
+        self._hash.update(data)
+        self.size += len(data)
+        return len(data)
+
+    def hexdigest(self) -> str:
+        """The sha256 of everything written, in hex."""
+        return self._hash.hexdigest()
 
 
 class DownloadProblem(Exception):
@@ -75,3 +97,30 @@ async def intact(blobs: BlobStore, sha256: str | None) -> bool:
     if size <= HASH_INLINE_LIMIT:
         return blobs.intact(sha256)
     return await asyncio.to_thread(blobs.intact, sha256)
+
+
+async def staged_or_fetched(
+    store: StagingStore,
+    entity: str,
+    source_id: str,
+    size: Any,
+    download: Callable[[], Awaitable[str]],
+) -> tuple[str | None, str | None]:
+    """The sha256 of one file's bytes, and None; or None and why they could not be had whole.
+
+    The bytes a staged record of `entity` already holds are used again while it is the same
+    file (the same listed `size`) and they still hash to their name; else `download()` fetches
+    them anew (a `DownloadProblem` is the record's problem, not the drain's).
+    """
+    staged = store.get_record(entity, source_id)
+    if (
+        staged is not None
+        and staged.blob
+        and staged.raw.get("size") == size
+        and await intact(store.blobs, staged.blob)
+    ):
+        return staged.blob, None
+    try:
+        return await download(), None
+    except DownloadProblem as exc:
+        return None, str(exc)

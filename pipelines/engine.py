@@ -6,10 +6,13 @@ the target (the spec's `find`); an ambiguous write (it may have been applied) is
 same way at once. A record the target rejects is `failed` with its reason, and so is every
 record below it ("... was not loaded"), and the run goes on.
 
-The ledger is the plan: each row names the node it loads under. The engine loads trees: a root
-(a row with no parent), then its children in spec order and, among siblings, in `sort_key`
-order (or all at once where the spec allows), depth first. Independent trees load concurrently. Specs of a later `phase` load once the
-trees are through, each after what it `requires`. The engine knows no entity by name.
+The ledger is the plan: each row names the node it loads under. The engine loads in phases,
+lowest first (the organisation objects below 0, the trees at 0, what needs both ends above):
+in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
+or none) then its children in spec order and, among siblings, in `sort_key` order (or all at
+once where the spec allows), depth first. Independent trees load concurrently. A record whose
+parent, or anything it `requires`, is planned but not loaded fails with that reason. The
+engine knows no entity by name.
 """
 
 from __future__ import annotations
@@ -67,20 +70,14 @@ class LoadEngine:
         return plan_ledger(self.store, {spec.name: spec.plan for spec in self.specs})
 
     async def run(self) -> LoadStats:
-        """Reconcile what an interrupted run left in flight, then load every tree and phase."""
+        """Reconcile what an interrupted run left in flight, then load phase after phase."""
         self._parents = self.ledger.parent_entities()  # no children query for a leaf's row
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
-        await for_each(self._roots(), self._load_tree, self.concurrency, self.stop_requested)
-        for phase in sorted({spec.phase for spec in self.specs} - {0}):
-            # pulled page by page as workers take them (the ledger streams while rows move)
-            rows = (
-                row
-                for spec in self.specs
-                if spec.phase == phase
-                for row in self.ledger.iter_rows(status="pending", entity=spec.name)
+        for phase in sorted({spec.phase for spec in self.specs}):
+            await for_each(
+                self._roots(phase), self._load_tree, self.concurrency, self.stop_requested
             )
-            await for_each(rows, self._load_deferred, self.concurrency, self.stop_requested)
         return self.stats
 
     async def reconcile_in_flight(self) -> None:
@@ -103,12 +100,12 @@ class LoadEngine:
 
     # -- which trees to visit -------------------------------------------------------------
 
-    def _roots(self) -> list[Ref]:
-        """The roots of every tree that has a pending row or a changed loaded one."""
+    def _roots(self, phase: int) -> list[Ref]:
+        """The roots of every tree of `phase` that has a pending row or a changed loaded one."""
         roots: dict[Ref, None] = {}
         found: dict[Ref, Ref] = {}
         for spec in self.specs:
-            if spec.phase:
+            if spec.phase != phase:
                 continue
             for row in self.ledger.iter_rows(status="pending", entity=spec.name):
                 roots[self._root_of(row, found)] = None
@@ -117,15 +114,23 @@ class LoadEngine:
                     roots[self._root_of(row, found)] = None
         return sorted(roots, key=lambda ref: (self._order.get(ref.entity, 0), ref.source_id))
 
+    def _phase(self, entity: str) -> int | None:
+        spec = self._specs.get(entity)
+        return None if spec is None else spec.phase
+
     def _root_of(self, row: LedgerRow, found: dict[Ref, Ref]) -> Ref:
-        """Walk up the parents to the topmost planned row, remembering the root of every
-        parent on the way (not of the row itself: rows far outnumber parents, and a cache of
-        every row held about 200 bytes per ledger row, 180 MB on the 100 000-issue org)."""
+        """Walk up the parents of the row's own phase to the topmost planned row, remembering
+        the root of every parent on the way (not of the row itself: rows far outnumber
+        parents, and a cache of every row held about 200 bytes per ledger row, 180 MB on the
+        100 000-issue org). A parent of another phase loaded before: the row is a root."""
         root = Ref(row.entity, row.source_id)
+        phase = self._phase(row.entity)
         parents: list[Ref] = []
         current: LedgerRow | None = row
         while current is not None and current.parent_entity:
             parent = Ref(current.parent_entity, current.parent or "")
+            if self._phase(parent.entity) != phase:
+                break
             if parent in found:
                 root = found[parent]
                 break
@@ -154,6 +159,9 @@ class LoadEngine:
 
     async def _load_node(self, row: LedgerRow, parent_target: str | None) -> None:
         spec = self._specs[row.entity]
+        if (missing := self._unmet(spec, row)) is not None:
+            self._fail_subtree(row, missing)
+            return
         target_id = await self._apply(spec, row, parent_target)
         if target_id is None:
             self._fail_below(row, f"{row.entity} {row.source_id} was not loaded")
@@ -173,34 +181,29 @@ class LoadEngine:
                     await self._load_node(child, target_id)
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
-        """The next level down, deferred phases left out: in spec order, then sibling order."""
+        """The next level down in the row's own phase: in spec order, then sibling order
+        (children of a later phase load as roots of their own phase)."""
         if row.entity not in self._parents:
             return []
+        phase = self._phase(row.entity)
         rows = [
             child
             for child in self.ledger.children(row.entity, row.source_id)
-            if child.entity in self._specs and not self._specs[child.entity].phase
+            if self._phase(child.entity) == phase
         ]
         return sorted(rows, key=lambda child: self._order[child.entity])
 
-    async def _load_deferred(self, row: LedgerRow) -> None:
-        """A later-phase record: its parent and everything it requires must be loaded."""
-        spec = self._specs[row.entity]
-        parent_target = None
-        if row.parent_entity:
-            parent = self.ledger.get(row.parent_entity, row.parent or "")
-            if parent is not None and parent.status != "done":
-                self._fail_pending(row, f"{row.parent_entity} {row.parent} was not loaded")
-                return
-            parent_target = parent.target_id if parent else None
+    def _unmet(self, spec: EntitySpec, row: LedgerRow) -> str | None:
+        """Why the row cannot load yet: a record it `requires` that is planned and not done
+        (requirements load in an earlier phase); None when every one is loaded."""
+        if row.status != "pending" or not spec.has_requirements:
+            return None
         record = self._record(spec, row)
         for ref in spec.requires(record) if record else []:
             needed = self.ledger.get(*ref)
             if needed is not None and needed.status != "done":
-                reason = f"{ref} was not loaded, so the {spec.name} cannot be made"
-                self._fail_pending(row, reason)
-                return
-        await self._apply(spec, row, parent_target)
+                return f"{ref} was not loaded, so the {spec.name} cannot be made"
+        return None
 
     async def _refresh(self, spec: EntitySpec, row: LedgerRow, target_id: str) -> None:
         record = self._record(spec, row)

@@ -1,71 +1,24 @@
 """`haul plan`: what the load would do, per entity, without writing to the target.
 
 Every ledger row is create (one write), skip (the ledger says done, or the target already holds
-it) or conflict (a key taken by something else); the writes are timed at the target's
-configured write budget.
+it) or conflict (a key taken by something else), as each service's planner decides
+(`pipelines.planner`); the writes are timed at the target's configured write budget.
 """
 
 from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.planner import Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
-from haul.pipelines.services import Service
-from haul.pipelines.specs import EntitySpec
-from haul.state.ledger import LedgerRow
-from haul.state.store import StagedRecord, StagingStore
-
-PlannerFactory = Callable[[Config, Any, Any], Awaitable[Any]]
-
-
-def planners() -> dict[str, PlannerFactory]:
-    """Service name -> how to build its own planner; other services get a `SpecPlanner`."""
-    from haul.pipelines.tracker.plan import tracker_planner
-
-    return {"tracker": tracker_planner}
-
-
-@dataclass
-class SpecPlanner:
-    """Decides with the load's own specs: a record whose parent is not loaded will be
-    created; any other is asked of the target with the spec's `find` (reads only)."""
-
-    store: StagingStore
-    specs: dict[str, EntitySpec]
-
-    async def decide(self, row: LedgerRow, record: StagedRecord) -> tuple[str, str]:
-        """create or skip for one pending ledger row, and why."""
-        parent_target = None
-        if row.parent_entity:
-            parent = self.store.ledger.get(row.parent_entity, row.parent or "")
-            if parent is None or parent.status != "done":
-                return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
-            parent_target = parent.target_id
-        spec = self.specs[row.entity]
-        group = spec.claim_group
-        found = await spec.find(
-            record,
-            parent_target,
-            lambda target_id: not self.store.ledger.is_claimed(group, target_id),
-        )
-        return ("skip", f"the target holds it as {found}") if found else ("create", "")
-
-
-async def spec_planner(
-    service: Service, config: Config, client: Any, store: StagingStore
-) -> SpecPlanner:
-    """A planner over the specs the service's load would use (nothing is written)."""
-    parts = await service.target(config, client, store)
-    return SpecPlanner(store, {spec.name: spec for spec in parts.specs})
 
 
 @dataclass
@@ -92,11 +45,9 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
         with open_store(config.staging_path) as store:
             plan_if_staged_since(store, config)
             for service, client in targets:
-                factory = planners().get(service.name)
-                if factory is not None:
-                    planner = await factory(config, client, store)
-                else:
-                    planner = await spec_planner(service, config, client, store)
+                parts = await service.target(config, client, store)
+                specs = {spec.name: spec for spec in parts.specs}
+                planner: Planner = parts.planner or SpecPlanner(store, specs)
                 for entity, spec in planner.specs.items():
                     result.counts.setdefault(entity, {"create": 0, "skip": 0, "conflict": 0})
                     for row in store.ledger.iter_rows(entity=entity):

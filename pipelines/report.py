@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.services import Service, loadable, optional, staged_only
 from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
-
-if TYPE_CHECKING:
-    from haul.pipelines.services import Service
 
 
 @dataclass(frozen=True)
@@ -31,19 +28,19 @@ class EntityCounts:
 def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
     """The services with something staged or planned (all of them when the store is empty)."""
     present = set(store.ledger.counts()) | set(store.count_records())
-    used = [s for s in services if present & {*s.loadable, *s.optional, *s.staged_only}]
+    used = [s for s in services if present & {e.name for e in s.entities}]
     return used or list(services)
 
 
 def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[EntityCounts]:
     """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
     ledger = store.ledger.counts()
-    staged_only = store.count_records()
+    staged = store.count_records()
     left_out = not_staged(store)  # by the config: no row of zeros
     rows = []
     for service in services:
-        optional = [entity for entity in service.optional if entity in ledger]
-        for entity in (*service.loadable, *optional):
+        planned = [entity for entity in optional(service) if entity in ledger]
+        for entity in (*loadable(service), *planned):
             states = ledger.get(entity, {})
             rows.append(
                 EntityCounts(
@@ -54,10 +51,10 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
                 )
             )
-        for entity in service.staged_only:
-            if entity in left_out and not staged_only.get(entity):
+        for entity in staged_only(service):
+            if entity in left_out and not staged.get(entity):
                 continue
-            rows.append(EntityCounts(entity, staged_only.get(entity, 0), 0, 0, 0, loadable=False))
+            rows.append(EntityCounts(entity, staged.get(entity, 0), 0, 0, 0, loadable=False))
     return rows
 
 

@@ -70,8 +70,8 @@ def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
 
 def gather_report(store: StagingStore) -> dict[str, Any]:
     """The report's figures, from the store (the latest run, ledger, problems, verify)."""
+    from haul.pipelines.registry import services
     from haul.pipelines.report import entity_counts, in_use
-    from haul.pipelines.services import all_services
 
     runs = store.recent_runs(1)
     run = runs[0] if runs else {}
@@ -95,7 +95,7 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
                 "failed": row.failed,
                 "pending": row.pending,
             }
-            for row in entity_counts(store, in_use(store, all_services()))
+            for row in entity_counts(store, in_use(store, services()))
             if row.loadable
         ],
         "details": details,

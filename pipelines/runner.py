@@ -21,9 +21,10 @@ from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import LoadEngine, plan_ledger
 from haul.pipelines.progress import Progress
+from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
 from haul.pipelines.run_report import reporting
-from haul.pipelines.services import Service, all_plans, all_services
+from haul.pipelines.services import Service
 from haul.pipelines.streams import Extractor
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
@@ -115,7 +116,7 @@ async def open_clients(
     sides = [
         [
             (service, service.client(endpoint, environ, config.tuning))
-            for service in all_services()
+            for service in services()
             if service.configured(endpoint)
         ]
         if endpoint is not None
@@ -143,7 +144,7 @@ async def extract(
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
-            summary.counts = entity_counts(store, in_use(store, all_services()))
+            summary.counts = entity_counts(store, in_use(store, services()))
             summary.problems = store.problems.count()
             run.counts.update(summary.details)
             return summary
@@ -224,11 +225,11 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
 def plan_if_staged_since(store: StagingStore, config: Config) -> int:
     """Plan the ledger from the staged records, unless nothing was staged (and no plan was
     added or taken away) since the last plan."""
-    plans = all_plans(config)
-    mark = {"staged_at": store.newest_staged_at(), "plans": sorted(plans)}
+    every = plans(config)
+    mark = {"staged_at": store.newest_staged_at(), "plans": sorted(every)}
     if mark["staged_at"] is not None and store.get_checkpoint(PLANNED_AT) == mark:
         return 0
-    planned = plan_ledger(store, plans)
+    planned = plan_ledger(store, every)
     store.set_checkpoint(PLANNED_AT, mark)
     return planned
 

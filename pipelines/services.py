@@ -1,24 +1,64 @@
-"""What a service brings to the runner, and the services haul knows.
+"""What a service brings to haul: the one place a service plugs in.
 
-A service (the tracker; the wiki and forms next) gives the runner a client for an org, the
-streams and drains of its extract, the plans of its ledger rows, and, for a target org, its
-entity specs. The runner composes every configured service the same way; the engine and the
-streams never name one. The registry at the bottom is the one place that lists them.
+A service gives, for one side of the config, a client; for a source org, the streams and
+drains of its extract; for a target org, its entity specs, how `haul plan` decides and how
+`haul verify` reads records back; for `haul check`, its own findings; for `haul export`, its
+tables; and, once, the entity kinds it stages and loads (`Entity`), from which every shared
+module takes its counts. The engine, the runner, plan, verify, check, status, the reports and
+the export iterate services and name none; `pipelines.registry` lists them.
+
+    Service
+      name, entities, tables
+      plans(config)                      ledger entity -> plan
+      configured(endpoint), client(endpoint, environ, tuning)
+      source(config, client, store)  -> SourceParts(streams, drains, details)
+      target(config, client, store)  -> TargetParts(specs, in_target, unmapped_users,
+                                                    planner, verifier)
+      checks(config, client, store, side) -> [Finding]
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.tables import Registry
+from haul.pipelines.findings import Finding
+from haul.pipelines.planner import Planner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
+from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 
 Details = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One kind of record a service stages or loads, declared once beside its other parts.
+
+    `name` is the ledger's (or, for a record never loaded, the staged) entity; `staged` the
+    staged entity its rows load from when that is another (a comment's attachment loads from a
+    staged attachment); `loads` False for what is staged for exports only; `optional` for a
+    ledger entity shown only when something was planned for it (a back-fill); `files` when
+    its staged records carry bytes in the blob store (with their listed `size`);
+    `source_count` the extract detail that holds the source's own count of it.
+    """
+
+    name: str
+    staged: str = ""
+    loads: bool = True
+    optional: bool = False
+    files: bool = False
+    source_count: str = ""
+
+    @property
+    def staged_as(self) -> str:
+        """The staged entity this kind's records are read from."""
+        return self.staged or self.name
 
 
 @dataclass
@@ -32,11 +72,15 @@ class SourceParts:
 
 @dataclass
 class TargetParts:
-    """One service's load into a target org: its specs, and what it reports after."""
+    """One service's load into a target org: its specs, and what plan, verify and the report
+    ask of it. Without a `planner`, `haul plan` decides with the specs' own `find`; without a
+    `verifier`, `haul verify` reports its entities as not compared."""
 
     specs: list[EntitySpec]
     in_target: Callable[[], Awaitable[dict[str, int]]] | None = None  # the target's own counts
     unmapped_users: Callable[[], list[str]] = list
+    planner: Planner | None = None
+    verifier: Verifier | None = None
 
 
 class Client(Protocol):
@@ -50,29 +94,19 @@ class Client(Protocol):
 
 
 class Service(Protocol):
-    """One service as the runner sees it."""
+    """One service as every shared module sees it."""
 
     @property
     def name(self) -> str: ...
 
     @property
-    def loadable(self) -> tuple[str, ...]:
-        """The ledger entities, in report order."""
+    def entities(self) -> tuple[Entity, ...]:
+        """Every kind of record it stages or loads, in report order (siblings' load order)."""
         ...
 
     @property
-    def staged_of(self) -> Mapping[str, str]:
-        """Ledger entities that load from a staged entity of another name."""
-        ...
-
-    @property
-    def optional(self) -> tuple[str, ...]:
-        """Ledger entities shown only when something was planned for them (back-fills)."""
-        ...
-
-    @property
-    def staged_only(self) -> tuple[str, ...]:
-        """Entities staged for exports, never loaded."""
+    def tables(self) -> Registry:
+        """Its export tables."""
         ...
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
@@ -86,6 +120,37 @@ class Service(Protocol):
     async def source(self, config: Config, client: Any, store: StagingStore) -> SourceParts: ...
 
     async def target(self, config: Config, client: Any, store: StagingStore) -> TargetParts: ...
+
+    async def checks(
+        self, config: Config, client: Any, store: StagingStore | None, side: str
+    ) -> list[Finding]:
+        """What `haul check` finds for this service on one side ("source" or "target"), beyond
+        the token probe every service gets; `store` is None before the first extract."""
+        ...
+
+
+def loadable(service: Service) -> tuple[str, ...]:
+    """The ledger entities always shown, in report order."""
+    return tuple(e.name for e in service.entities if e.loads and not e.optional)
+
+
+def optional(service: Service) -> tuple[str, ...]:
+    """Ledger entities shown only when something was planned for them (back-fills)."""
+    return tuple(e.name for e in service.entities if e.loads and e.optional)
+
+
+def staged_only(service: Service) -> tuple[str, ...]:
+    """Entities staged for exports, never loaded."""
+    return tuple(e.name for e in service.entities if not e.loads)
+
+
+def entity_named(services: Iterable[Service], name: str) -> Entity:
+    """The declaration of the entity `name` (an undeclared one: a staged entity of its name)."""
+    for service in services:
+        for entity in service.entities:
+            if entity.name == name:
+                return entity
+    return Entity(name)
 
 
 def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> Details:
@@ -102,21 +167,4 @@ def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning)
         "rate_limit_patience": tuning.rate_limit_patience,
         "outage_patience": tuning.outage_patience,
         "request_timeout": tuning.request_timeout,
-    }
-
-
-def all_services() -> list[Service]:
-    """Every service haul can move, in the order they extract and load."""
-    from haul.pipelines.forms.service import FORMS
-    from haul.pipelines.tracker.service import TRACKER
-    from haul.pipelines.wiki.service import WIKI
-
-    return [FORMS, TRACKER, WIKI]
-
-
-def all_plans(config: Config) -> dict[str, PlanFn]:
-    """Every ledger entity's plan, whichever services this run opened: a back-fill staged by
-    the forms extract is planned for the tracker even when the tracker was not read."""
-    return {
-        name: plan for service in all_services() for name, plan in service.plans(config).items()
     }

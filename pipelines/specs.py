@@ -15,11 +15,23 @@ by name::
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
                               optional
+    fingerprint            -> what tells the record apart in the target, written once: `find`
+                              is `fingerprint.find`, and `haul verify` compares every field of
+                              it (a spec without one brings its service's verifier), optional
 
-A spec whose `phase` is above 0 loads after every tree of the earlier phases is through (links
-wait for both their ends). Siblings load in `sort_key` order, one after another, unless the spec
-says their order does not matter (`siblings_together`: a page's subpages, its attachments). A record that cannot be loaded raises `RecordFailure` (or the
-connectors' `RecordError`) from `send`; the engine records it as failed with that message.
+A `Fingerprint` gives the staged record's fields as the load writes them (`expected`), the
+target container it lives in (`where`: an issue's key, a page's id), that container's records
+as the same fields with their target `id` (`listing`), the fields that identify a record
+(`identity`: find matches on them), and optionally fields verify reads only for the one record
+it compares (`detail`: the sha256 of the bytes, downloaded).
+
+Specs load in phases, lowest first: the organisation objects the trees point to below 0, the
+trees at 0, what needs both its ends above (a link); a phase starts once every tree of the
+earlier ones is through, and `requires` names records of an earlier phase. Siblings load in
+`sort_key` order, one after another, unless the spec says their order does not matter
+(`siblings_together`: a page's subpages, its attachments). A record that cannot be loaded
+raises `RecordFailure` (or the connectors' `RecordError`) from `send`; the engine records it
+as failed with that message.
 """
 
 from __future__ import annotations
@@ -27,8 +39,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from haul.connectors.errors import NotFoundError
 from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
 
@@ -79,6 +92,52 @@ class Planned:
     sort_key: str = ""
 
 
+Fields = dict[str, Any]
+Listing = Callable[[str], Awaitable[list[Fields]]]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What tells one kind of record apart in the target; see the module docstring."""
+
+    expected: Callable[[StagedRecord], Fields]
+    where: Callable[[StagedRecord, str | None], str | None]
+    listing: Listing
+    identity: tuple[str, ...]
+    detail: Callable[[str, Fields], Awaitable[Fields]] | None = None
+
+    async def find(
+        self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
+    ) -> str | None:
+        """The first target record with the same identity that no other ledger row holds."""
+        container = self.where(record, parent)
+        if container is None:
+            return None
+        wanted = self.expected(record)
+        for item in await self.listing(container):
+            same = all(item.get(name) == wanted.get(name) for name in self.identity)
+            if same and unclaimed(str(item["id"])):
+                return str(item["id"])
+        return None
+
+    async def read_back(
+        self, record: StagedRecord, parent: str | None, target_id: str, listing: Listing
+    ) -> Fields | None:
+        """The fields of `expected` as the target record `target_id` holds them (read through
+        `listing`, which may be a cached `self.listing`); None when it is not there."""
+        container = self.where(record, parent)
+        try:
+            items = await listing(container) if container is not None else []
+        except NotFoundError:
+            items = []
+        found = next((item for item in items if str(item["id"]) == target_id), None)
+        if found is None or container is None:
+            return None
+        if self.detail is not None:
+            found = {**found, **await self.detail(container, found)}
+        return {name: found.get(name) for name in self.expected(record)}
+
+
 Sender = Callable[[StagedRecord, str | None], Awaitable[str]]
 Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | None]]
 
@@ -101,6 +160,12 @@ class EntitySpec:
     phase: int = 0
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
+    fingerprint: Fingerprint | None = None
+
+    @property
+    def has_requirements(self) -> bool:
+        """Whether `requires` can name anything (the engine reads the record only then)."""
+        return self.requires is not _no_requirements
 
     @property
     def claim_group(self) -> tuple[str, ...]:

@@ -19,10 +19,9 @@ from typing import Any
 from rich.console import Console
 
 from haul.pipelines.report import render_counts
+from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
-
-SOURCE_COUNTS = {"issue": "source_issue_count"}
 
 
 @dataclass(frozen=True)
@@ -81,11 +80,7 @@ def lock_held(lock_path: Path) -> bool:
     return False
 
 
-def _staged_kind(entity: str) -> str:
-    return "attachment" if entity.endswith("attachment") else entity
-
-
-def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -> Status:
+def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 5) -> Status:
     """The status of `store`: counts by GROUP BY queries, the last `runs` runs."""
     ledger = store.ledger.counts()
     records = store.count_records()
@@ -94,19 +89,20 @@ def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -
     for index, run in enumerate(recent):
         if run["outcome"] is None:
             run["outcome"] = "running" if alive and index == 0 else "interrupted"
-    known = _source_counts(recent)
+    known = _source_counts(recent, services)
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
-        planned[_staged_kind(entity)] = planned.get(_staged_kind(entity), 0) + sum(states.values())
+        kind = entity_named(services, entity).staged_as
+        planned[kind] = planned.get(kind, 0) + sum(states.values())
     status = Status(
         runs=recent,
         problems=store.problems.count(),
         not_staged=not_staged(store),
     )
     for service in services:
-        for entity in service.loadable:
+        for entity in loadable(service):
             states = ledger.get(entity, {})
-            kind = _staged_kind(entity)
+            kind = entity_named(services, entity).staged_as
             owns_kind = entity == kind
             staged = records.get(kind, 0) if owns_kind else sum(states.values())
             status.lines.append(
@@ -123,10 +119,12 @@ def gather_status(store: StagingStore, services: Sequence[Any], runs: int = 5) -
     return status
 
 
-def _source_counts(runs: list[dict[str, Any]]) -> dict[str, int]:
+def _source_counts(runs: list[dict[str, Any]], services: Sequence[Service]) -> dict[str, int]:
+    """Entity -> the source's own count of it, from the newest run that learnt any."""
+    keys = {e.name: e.source_count for s in services for e in s.entities if e.source_count}
     for run in runs:
         counts = run.get("counts") or {}
-        found = {e: counts[k] for e, k in SOURCE_COUNTS.items() if isinstance(counts.get(k), int)}
+        found = {e: counts[k] for e, k in keys.items() if isinstance(counts.get(k), int)}
         if found:
             return found
     return {}

@@ -1,8 +1,9 @@
 """Verify: read the target back and compare it with the staging store, record by record.
 
-For every loaded (ledger `done`) record, a service's verifier gives two fingerprints of the
-mapped fields: the staged record as the load maps it, and the target's record read back by its
-target id. Any field that differs is a `Difference`; a record the target no longer has is one
+For every loaded (ledger `done`) record, two fingerprints of the mapped fields: the staged
+record as the load maps it, and the target's record read back by its target id, from the spec's
+`Fingerprint` (the same fields its `find` matches on) or, for a spec without one, from its
+service's verifier; an entity neither covers is reported as not compared. Any field that differs is a `Difference`; a record the target no longer has is one
 too. Counts per entity: staged, loaded, checked, found in the target, differing.
 """
 
@@ -12,41 +13,24 @@ import csv
 import json
 import os
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from haul.pipelines.config import Config
 from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
+from haul.pipelines.specs import Fields, Fingerprint, Listing
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
 
 MISSING = "(missing in target)"
-
-
-class Verifier(Protocol):
-    """What a service brings to verify: both fingerprints of one loaded record."""
-
-    async def compare(
-        self, row: LedgerRow, record: StagedRecord
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]: ...
-
-
-VerifierFactory = Callable[[Config, Any, StagingStore], Awaitable[Verifier]]
-
-
-def verifiers() -> dict[str, VerifierFactory]:
-    """Service name -> how to build its verifier for a target org."""
-    from haul.pipelines.tracker.verify import tracker_verifier
-    from haul.pipelines.wiki.verify import wiki_verifier
-
-    return {"tracker": tracker_verifier, "wiki": wiki_verifier}
 
 
 @dataclass(frozen=True)
@@ -71,6 +55,7 @@ class EntityVerdict:
     checked: int = 0
     found: int = 0
     differing: int = 0
+    compared: bool = True  # False: no verifier compares this entity yet (said, not skipped)
 
 
 @dataclass
@@ -134,37 +119,81 @@ async def verify(
         with open_store(config.staging_path) as store:
             ledger_counts = store.ledger.counts()
             for service, client in targets:
-                factory = verifiers().get(service.name)
-                if factory is None:  # nothing of this service is loaded (forms)
+                if not service.plans(config):  # nothing of this service loads (forms)
                     continue
-                verifier = await factory(config, client, store)
-                for entity in service.loadable:
+                parts = await service.target(config, client, store)
+                verifier = parts.verifier
+                listings = Listings()
+                for spec in parts.specs:
+                    entity = spec.name
                     if entities and entity not in entities:
                         continue
-                    spec_staged = _staged_entity(service, entity)
                     verdict = EntityVerdict(entity)
                     states = ledger_counts.get(entity, {})
                     verdict.staged, verdict.loaded = sum(states.values()), states.get("done", 0)
+                    result.entities.append(verdict)
+                    by_print = spec.fingerprint is not None
+                    if not by_print and (verifier is None or entity not in verifier.compares):
+                        verdict.compared = False
+                        continue
                     for row in _rows(store, entity, sample, rng):
-                        record = store.get_record(spec_staged, row.source_id)
+                        record = store.get_record(spec.staged, row.source_id)
                         if record is None:
                             continue
-                        expected, found = await verifier.compare(row, record)
+                        if spec.fingerprint is not None:
+                            expected, found = await _by_fingerprint(
+                                store, spec.fingerprint, row, record, listings
+                            )
+                        else:
+                            assert verifier is not None  # checked above
+                            expected, found = await verifier.compare(row, record)
                         found_here = differences(row, expected, found)
                         verdict.checked += 1
                         verdict.found += found is not None
                         verdict.differing += bool(found_here)
                         result.differences.extend(found_here)
-                    result.entities.append(verdict)
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
             write_reports(store)  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
 
 
-def _staged_entity(service: Any, entity: str) -> str:
-    """The staged entity a ledger entity loads from (most load from their own name)."""
-    return str(service.staged_of.get(entity, entity))
+class Listings:
+    """The target listings verify has read, the last few kept: rows come in source-id order,
+    so the siblings of one issue or page ask for its listing once."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[int, str], list[Fields]] = OrderedDict()
+
+    def of(self, fingerprint: Fingerprint) -> Listing:
+        """`fingerprint.listing`, through this cache."""
+
+        async def listing(container: str) -> list[Fields]:
+            key = (id(fingerprint), container)
+            if key not in self._kept:
+                self._kept[key] = await fingerprint.listing(container)
+                if len(self._kept) > self._size:
+                    self._kept.popitem(last=False)
+            return self._kept[key]
+
+        return listing
+
+
+async def _by_fingerprint(
+    store: StagingStore,
+    fingerprint: Fingerprint,
+    row: LedgerRow,
+    record: StagedRecord,
+    listings: Listings,
+) -> tuple[Fields, Fields | None]:
+    parent = (
+        store.ledger.target_id(row.parent_entity, row.parent or "") if row.parent_entity else None
+    )
+    found = await fingerprint.read_back(
+        record, parent, row.target_id or "", listings.of(fingerprint)
+    )
+    return fingerprint.expected(record), found
 
 
 def write_csv(path: Path, found: Sequence[Difference]) -> None:

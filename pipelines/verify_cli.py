@@ -45,10 +45,20 @@ def print_result(result: VerifyResult, console: Console) -> None:
     for column in ("staged", "loaded", "checked", "found", "differing"):
         table.add_column(column, justify="right")
     for v in result.entities:
+        if not v.compared:
+            table.add_row(f"{v.entity} (not compared)", str(v.staged), str(v.loaded), "-", "-", "-")
+            continue
         table.add_row(
             v.entity, *(str(n) for n in (v.staged, v.loaded, v.checked, v.found, v.differing))
         )
     console.print(table)
+    for v in result.entities:
+        if not v.compared and v.loaded:
+            console.print(
+                f"not compared: {v.entity} ({v.loaded} loaded): haul cannot read it back yet",
+                markup=False,
+                highlight=False,
+            )
     for item in result.differences[:SHOWN]:
         console.print(
             f"differs: {item.entity} {item.source_id} (target {item.target_id}) {item.field}: "

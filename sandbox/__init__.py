@@ -1,11 +1,14 @@
-"""A local stand-in for the tracker (later also the wiki and forms) on loopback.
+"""A local stand-in for the tracker, the wiki and forms on loopback.
 
 Start one with :func:`sandbox.server.start_sandbox` (tests, benchmarks) or ``haul sandbox
-serve`` / ``python -m haul.sandbox`` (a rehearsal).  Nothing in ``connectors``, ``state`` or
-``pipelines`` imports this package, and it imports none of them.
+serve`` / ``python -m haul.sandbox`` (a rehearsal).  Of haul's own modules only the CLI's
+``demo`` and ``sandbox`` commands import this package (besides tests and benchmarks), and it
+imports none of them: it is the other side of the wire.
 
 Layout: ``server`` (threads, ports, the JSON line), ``faults`` (fault spec, request counting,
-connection drops), ``timefmt`` (wire times), and ``tracker/``: ``model`` (state), ``catalog``
+connection drops), ``timefmt`` (wire times), ``groups`` (each org's groups), ``wiki/`` (pages,
+access, attachments and upload sessions, grids, comments), ``forms/`` (surveys, answers,
+files, exports) and ``tracker/``: ``model`` (state), ``catalog``
 (shared vocabulary), ``generate`` + ``records`` + ``text`` + ``blobs`` (deterministic orgs),
 ``query`` + ``scroll`` + ``paging`` (search), ``importing`` + ``editing`` + ``checks``
 (writes), ``render`` (JSON shapes), ``routes_*`` + ``app`` (HTTP).

@@ -1,1 +1,2 @@
-"""Forms as a service of the pipeline: surveys and answers extracted, back-filled elsewhere."""
+"""Forms as a service (`service.py`, a source only): surveys, answers and files extracted;
+other services' back-fills read them through `staged`."""

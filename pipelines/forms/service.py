@@ -1,31 +1,41 @@
-"""Forms as a service of the runner: a source only (the service has no import endpoint).
+"""Forms as a service: a source only (the service has no import endpoint).
 
 Stages the surveys under `[scope] surveys` (ids, or "all") with their questions, their
 answers and the answers' files. What `[[backfill]]` rules make of them is loaded by the
-tracker and the wiki (`pipelines.forms.backfill`).
+tracker and the wiki, which read them through `pipelines.forms.staged`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import haul.pipelines.forms.export  # noqa: F401  (its import registers the forms' tables)
 from haul.connectors.forms import FormsClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.findings import Finding
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
-from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
+from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats, Stream
 from haul.state.store import StagingStore
+
+ENTITIES = (
+    Entity("survey", loads=False),
+    Entity("survey_answer", loads=False),
+    Entity("survey_file", loads=False, files=True),
+)
 
 
 class FormsService:
     """Surveys, their questions, answers and files."""
 
     name: str = "forms"
-    staged_of: Mapping[str, str] = {}
-    optional: tuple[str, ...] = ()
-    loadable: tuple[str, ...] = ()
-    staged_only: tuple[str, ...] = ("survey", "survey_answer", "survey_file")
+    entities: tuple[Entity, ...] = ENTITIES
+
+    @property
+    def tables(self) -> Registry:
+        return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         return {}
@@ -60,6 +70,11 @@ class FormsService:
 
     async def target(self, config: Config, client: FormsClient, store: StagingStore) -> TargetParts:
         return TargetParts([])  # nothing loads into forms: back-fills go to the tracker and wiki
+
+    async def checks(
+        self, config: Config, client: FormsClient, store: StagingStore | None, side: str
+    ) -> list[Finding]:
+        return []
 
 
 FORMS = FormsService()

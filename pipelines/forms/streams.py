@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.forms import FormsClient
 from haul.pipelines.config import ConfigError
-from haul.pipelines.downloads import DownloadProblem, download_checked, intact
+from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.forms.answers import answer_values, files_of
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
@@ -97,16 +98,15 @@ class FileDrain:
         rows: list[Row] = []
         for index, item in enumerate(answer.raw.get("files") or []):
             source_id = f"{answer.source_id}/{index}"
-            staged = self.store.get_record("survey_file", source_id)
-            if staged and await intact(self.store.blobs, staged.blob):
-                rows.append({"source_id": source_id, "raw": dict(item), "blob": staged.blob})
-                continue
-            try:
-                rows.append(
-                    {"source_id": source_id, "raw": dict(item), "blob": await self._download(item)}
-                )
-            except DownloadProblem as exc:
-                rows.append({"source_id": source_id, "raw": dict(item), "problem": str(exc)})
+            blob, problem = await staged_or_fetched(
+                self.store,
+                "survey_file",
+                source_id,
+                item.get("size"),
+                partial(self._download, item),
+            )
+            row = {"source_id": source_id, "raw": dict(item)}
+            rows.append({**row, "problem": problem} if problem else {**row, "blob": blob})
         return {"survey_file": rows}
 
     async def _download(self, item: dict[str, Any]) -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import structlog
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.downloads import DownloadProblem, download_checked, intact
+from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -76,19 +77,18 @@ class IssueDrain:
         blobs: dict[str, str] = {}
         problems: dict[str, str] = {}
         for attachment in attachments:
-            staged = self.store.get_record("attachment", f"{key}/{attachment['id']}")
-            if (
-                staged
-                and staged.blob
-                and staged.raw.get("size") == attachment.get("size")
-                and await intact(self.store.blobs, staged.blob)
-            ):
-                blobs[str(attachment["id"])] = staged.blob
-                continue
-            try:
-                blobs[str(attachment["id"])] = await self._download(key, attachment)
-            except DownloadProblem as exc:
-                problems[str(attachment["id"])] = str(exc)
+            name = str(attachment["id"])
+            blob, problem = await staged_or_fetched(
+                self.store,
+                "attachment",
+                f"{key}/{name}",
+                attachment.get("size"),
+                partial(self._download, key, attachment),
+            )
+            if blob is not None:
+                blobs[name] = blob
+            if problem is not None:
+                problems[name] = problem
         return blobs, problems
 
     async def _download(self, key: str, attachment: dict[str, Any]) -> str:

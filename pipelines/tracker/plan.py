@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.config import Config
-from haul.pipelines.plan import SpecPlanner
+from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec
-from haul.pipelines.tracker.service import TRACKER
+from haul.pipelines.tracker.specs import PLANS
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
-
-Decision = tuple[str, str]  # (create | skip | conflict, detail)
 
 
 @dataclass
@@ -35,7 +32,7 @@ class TrackerPlanner:
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
         """create, skip or conflict for one pending ledger row, and why."""
-        if row.entity not in TRACKER.loadable:  # a back-fill: decided like any other spec's
+        if row.entity not in PLANS:  # a back-fill: decided like any other spec's
             return await SpecPlanner(self.store, self.specs).decide(row, record)
         if row.entity == "issue":
             return await self._issue(record.source_id)
@@ -77,15 +74,3 @@ class TrackerPlanner:
                 )
         self._issues[source_key] = decision
         return decision
-
-
-async def tracker_planner(
-    config: Config, client: TrackerClient, store: StagingStore
-) -> TrackerPlanner:
-    """The tracker's planner, over the specs the load itself would use (nothing is written)."""
-    parts = await TRACKER.target(config, client, store)
-    specs = {spec.name: spec for spec in parts.specs}
-    from haul.pipelines.tracker.service import build_transform
-
-    transform = build_transform(store, config)
-    return TrackerPlanner(client, store, specs, transform.unique_prefix, transform.queues.key)

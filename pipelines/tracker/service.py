@@ -1,8 +1,10 @@
-"""The tracker as a service of the runner: its client, extract parts and load parts.
+"""The tracker as a service: its entities, client, extract parts, load parts, checks, tables.
 
-The load needs the target's dictionaries, queues and users: they are staged (under
-`target.`) when the load starts, the transform is built from both orgs' staged dictionaries,
-and the preflight stops before any write if the target lacks a queue or a dictionary key.
+The load needs the target's dictionaries, queues and users: they are staged (under `target.`)
+when the load starts, the transform is built from both orgs' staged dictionaries, and the
+preflight stops before any write if the target lacks a queue or a dictionary key
+(`pipelines.tracker.target`). Back-filled form answers load here as issues
+(`pipelines.tracker.backfill`).
 """
 
 from __future__ import annotations
@@ -13,44 +15,52 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import HaulError
+import haul.pipelines.tracker.export  # noqa: F401  (its import registers the tracker's tables)
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.forms.backfill import TrackerBackfill, check_rules, tracker_plans
-from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
-from haul.pipelines.streams import NOT_STAGED, Extractor, ExtractStats, not_staged
+from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.findings import Finding
+from haul.pipelines.forms.staged import check_rules
+from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
+from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
+from haul.pipelines.tracker.checks import tracker_checks
 from haul.pipelines.tracker.drain import IssueDrain
+from haul.pipelines.tracker.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.plan import TrackerPlanner
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
 from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams
-from haul.pipelines.tracker.transform import (
-    DictionaryMap,
-    MissingDictionaryValues,
-    QueueMap,
-    Transform,
-    UserMap,
-    read_users_csv,
-)
+from haul.pipelines.tracker.target import build_transform, preflight, stage_target, target_uids
+from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
-DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
-
-
-class PreflightError(HaulError):
-    """The load cannot start: the target lacks something the staged data needs."""
+ENTITIES = (
+    Entity("issue", source_count="source_issue_count"),
+    Entity("comment"),
+    Entity("comment_attachment", staged="attachment"),
+    Entity("worklog"),
+    Entity("attachment", files=True),
+    Entity("checklist"),
+    Entity("link"),
+    Entity("backfill_issue", staged="survey_answer", optional=True),
+    Entity("backfill_attachment", staged="survey_file", optional=True),
+    Entity("changelog", loads=False),  # no import endpoint: staged for exports only
+)
 
 
 class TrackerService:
     """The issue tracker: issues and everything hanging off them."""
 
     name: str = "tracker"
-    staged_of: Mapping[str, str] = {"comment_attachment": "attachment"}
-    optional: tuple[str, ...] = ("backfill_issue", "backfill_attachment")
-    loadable: tuple[str, ...] = tuple(PLANS)
-    staged_only: tuple[str, ...] = ("changelog",)  # no import endpoint: staged for exports only
+    entities: tuple[Entity, ...] = ENTITIES
+
+    @property
+    def tables(self) -> Registry:
+        return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         return {**PLANS, **tracker_plans(config)}
@@ -104,10 +114,9 @@ class TrackerService:
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore
     ) -> TargetParts:
-        await Extractor(store, dictionary_streams(client, prefix="target.")).run()
+        await stage_target(client, store)
         transform = build_transform(store, config)
         preflight(store, transform, config)
-        probe = TargetProbe(client, target_uids(store))
         queue_map = transform.queues
         target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
 
@@ -126,55 +135,21 @@ class TrackerService:
             transform.dictionaries.target_ids,
         )
         backfill.preflight()
-        specs = TrackerLoad(client, store, transform, probe).specs() + backfill.specs()
-        return TargetParts(specs, in_target, unmapped)
+        prints = TrackerFingerprints(client, transform, target_uids(store))
+        load = TrackerLoad(client, store, transform, TargetProbe(client), prints)
+        specs = load.specs() + backfill.specs()
+        by_name = {spec.name: spec for spec in specs}
+        planner = TrackerPlanner(client, store, by_name, transform.unique_prefix, queue_map.key)
+        verifier = TrackerVerifier(client, transform, prints)
+        return TargetParts(specs, in_target, unmapped, planner, verifier)
+
+    async def checks(
+        self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
+    ) -> list[Finding]:
+        return await tracker_checks(config, client, store, side)
 
 
 TRACKER = TrackerService()
-
-
-def build_transform(store: StagingStore, config: Config) -> Transform:
-    """The maps the load needs, from the staged dictionaries and users of both orgs."""
-    source_logins = {row.source_id: row.raw["login"] for row in store.iter_records("user")}
-    target_logins = {row.raw["login"] for row in store.iter_records("target.user")}
-    explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
-    source_keys = {
-        kind: {row.source_id: row.raw.get("key", row.source_id) for row in store.iter_records(kind)}
-        for kind in DICTIONARY_KINDS
-    }
-    target_ids = {
-        kind: {
-            row.raw.get("key", row.source_id): row.raw["id"]
-            for row in store.iter_records(f"target.{kind}")
-        }
-        for kind in DICTIONARY_KINDS
-    }
-    return Transform(
-        queues=QueueMap(dict(config.mapping.queues)),
-        users=UserMap(source_logins, target_logins, explicit, config.mapping.default_user),
-        dictionaries=DictionaryMap(source_keys, target_ids),
-        unique_prefix=f"haul:{config.source.org}",
-    )
-
-
-def target_uids(store: StagingStore) -> dict[str, str]:
-    """Target login -> target uid, from the target's staged users."""
-    return {row.raw["login"]: str(row.raw["uid"]) for row in store.iter_records("target.user")}
-
-
-def preflight(store: StagingStore, transform: Transform, config: Config) -> None:
-    """Stop before any write when the target lacks a queue or a dictionary key we need."""
-    target_queues = {row.source_id for row in store.iter_records("target.queue")}
-    wanted = {transform.queues.queue(queue) for queue in config.scope.queues}
-    wanted |= {str(rule.queue) for rule in config.backfill if rule.into == "tracker"}
-    if missing_queues := sorted(wanted - target_queues):
-        raise PreflightError(
-            f"cannot load: the target org has no queue {', '.join(missing_queues)}: create it, "
-            "or map the queue elsewhere"
-        )
-    missing = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
-    if missing:
-        raise MissingDictionaryValues(missing)
 
 
 async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None = None) -> int:

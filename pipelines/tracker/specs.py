@@ -23,6 +23,7 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
+from haul.pipelines.tracker.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
@@ -105,23 +106,30 @@ class TrackerLoad:
     store: StagingStore
     transform: Transform
     probe: TargetProbe
+    prints: TrackerFingerprints
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
+        comment, worklog = self.prints.comment(), self.prints.worklog()
+        attachment, link = self.prints.attachment(), self.prints.link()
         return [
             EntitySpec("issue", "issue", PLANS["issue"], self.send_issue, self.find_issue,
                        refresh=self.refresh_issue),
-            EntitySpec("comment", "comment", PLAN_COMMENTS, self.send_comment, self.find_comment),
+            EntitySpec("comment", "comment", PLAN_COMMENTS, self.send_comment, comment.find,
+                       fingerprint=comment),
             EntitySpec("comment_attachment", "attachment", plan_comment_attachments,
-                       self.send_comment_attachment, self.find_attachment,
-                       claims_with=("attachment",)),
-            EntitySpec("worklog", "worklog", PLAN_WORKLOGS, self.send_worklog, self.find_worklog),
+                       self.send_comment_attachment, attachment.find,
+                       claims_with=("attachment",), fingerprint=attachment),
+            EntitySpec("worklog", "worklog", PLAN_WORKLOGS, self.send_worklog, worklog.find,
+                       fingerprint=worklog),
             EntitySpec("attachment", "attachment", plan_attachments, self.send_attachment,
-                       self.find_attachment, claims_with=("comment_attachment",)),
+                       attachment.find, claims_with=("comment_attachment",),
+                       fingerprint=attachment),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
                        self.find_checklist),
-            EntitySpec("link", "link", plan_links, self.send_link, self.find_link,
-                       requires=lambda r: [Ref("issue", r.raw["object"]["key"])], phase=1),
+            EntitySpec("link", "link", plan_links, self.send_link, link.find,
+                       requires=lambda r: [Ref("issue", r.raw["object"]["key"])], phase=1,
+                       fingerprint=link),
         ]  # fmt: skip
 
     # -- send and find, per entity ----------------------------------------------------------
@@ -155,21 +163,9 @@ class TrackerLoad:
         body = self.transform.comment_body(record.raw)
         return str((await self.client.import_comment(self._key(record), body))["id"])
 
-    async def find_comment(
-        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        body = self.transform.comment_body(record.raw)
-        return await self.probe.comment(self._key(record), body, unclaimed)
-
     async def send_worklog(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.worklog_body(record.raw)
         return str((await self.client.import_worklog(self._key(record), body))[0]["id"])
-
-    async def find_worklog(
-        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        body = self.transform.worklog_body(record.raw)
-        return await self.probe.worklog(self._key(record), body, unclaimed)
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
         upload = await self._upload(record)
@@ -190,12 +186,6 @@ class TrackerLoad:
             "created_by": self.transform.users.login(record.raw.get("createdBy")),
             "source": await staged_bytes(self.store, record, drained="issue"),
         }
-
-    async def find_attachment(
-        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        name, size = record.raw["name"], record.raw.get("size") or 0
-        return await self.probe.attachment(self._key(record), name, size, unclaimed)
 
     def _checklist(self, record: StagedRecord) -> list[dict[str, Any]]:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
@@ -218,9 +208,3 @@ class TrackerLoad:
         except NotFoundError as exc:
             raise LinkEndMissing(record.raw["object"]["key"]) from exc
         return str(reply["id"])
-
-    async def find_link(
-        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        other = self.transform.queues.key(record.raw["object"]["key"])
-        return await self.probe.link(self._key(record), record.raw, other, unclaimed)

@@ -1,1 +1,3 @@
-"""The wiki as a service of the pipeline: page-tree streams, entity specs, link rewriting."""
+"""The wiki as a service (`service.py`): page-tree streams and drain, entity specs with their
+fingerprints, link rewriting, the grid sync, verify, exports, and the back-fill of form answers
+into grids."""

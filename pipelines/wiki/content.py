@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from haul.pipelines.config import Config
+
 # a markdown link target: [text](target "title") or [text](target)
 _LINK = re.compile(r"(\]\()([^)\s]+)")
 _KEY = re.compile(r"\b([A-Z][A-Z0-9]*)-(\d+)\b")
@@ -44,7 +46,14 @@ class SlugMap:
         return self.mapping.get(root, root) + slug[len(root) :]
 
     def target_roots(self) -> list[str]:
+        """Where each configured root lands."""
         return [self.mapping.get(root, root) for root in self.roots]
+
+    @classmethod
+    def of(cls, config: Config) -> SlugMap:
+        """Where each root of `[scope] wiki_roots` lands (`[mapping] wiki_roots`; default: the
+        same slug)."""
+        return cls(tuple(config.scope.wiki_roots), dict(config.mapping.wiki_roots))
 
 
 @dataclass(frozen=True)

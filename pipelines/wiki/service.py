@@ -1,33 +1,50 @@
-"""The wiki as a service of the runner: its client, extract parts and load parts.
+"""The wiki as a service: its entities, client, extract parts, load parts and tables.
 
 Moves the page trees under `[scope] wiki_roots`, each to `[mapping] wiki_roots` (default:
-the same slug), with their attachments, grids and comments.
+the same slug), with their attachments, grids and comments. Back-filled form answers load
+here as the rows of a grid (`pipelines.wiki.backfill`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import haul.pipelines.wiki.export  # noqa: F401  (its import registers the wiki's tables)
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.forms.backfill import GridBackfill, check_rules, grid_plans
-from haul.pipelines.services import Details, SourceParts, TargetParts, core_options
+from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.findings import Finding
+from haul.pipelines.forms.staged import check_rules
+from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats
+from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
 from haul.pipelines.wiki.streams import PageDrain, PageTree
+from haul.pipelines.wiki.verify import WikiVerifier
 from haul.state.store import StagingStore
+
+ENTITIES = (
+    Entity("wiki_page"),
+    Entity("wiki_attachment", files=True),
+    Entity("wiki_grid"),
+    Entity("wiki_grid_rows", staged="wiki_grid"),
+    Entity("wiki_comment"),
+    Entity("backfill_grid", staged="survey", optional=True),
+    Entity("backfill_grid_rows", staged="survey", optional=True),
+)
 
 
 class WikiService:
     """The wiki: page trees and what hangs off their pages."""
 
     name: str = "wiki"
-    staged_of: Mapping[str, str] = {"wiki_grid_rows": "wiki_grid"}
-    optional: tuple[str, ...] = ("backfill_grid", "backfill_grid_rows")
-    loadable: tuple[str, ...] = tuple(PLANS)
-    staged_only: tuple[str, ...] = ()
+    entities: tuple[Entity, ...] = ENTITIES
+
+    @property
+    def tables(self) -> Registry:
+        return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         return {**PLANS, **grid_plans(config)}
@@ -56,7 +73,7 @@ class WikiService:
         return SourceParts(list(trees), [drain], details)
 
     async def target(self, config: Config, client: WikiClient, store: StagingStore) -> TargetParts:
-        slugs = slug_map(config)
+        slugs = SlugMap.of(config)
         rewriter = Rewriter(slugs, dict(config.mapping.queues))
         load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance)
 
@@ -68,12 +85,14 @@ class WikiService:
             return {"wiki_page": pages}
 
         check_rules(config, store, "wiki_grid")
-        return TargetParts(load.specs() + GridBackfill(client, store, config).specs(), in_target)
+        specs = load.specs() + GridBackfill(client, store, config).specs()
+        verifier = WikiVerifier(client, load)
+        return TargetParts(specs, in_target, verifier=verifier)
 
-
-def slug_map(config: Config) -> SlugMap:
-    """Where each configured root lands in the target."""
-    return SlugMap(tuple(config.scope.wiki_roots), dict(config.mapping.wiki_roots))
+    async def checks(
+        self, config: Config, client: WikiClient, store: StagingStore | None, side: str
+    ) -> list[Finding]:
+        return []  # the token probe is all: the wiki has no admin import endpoint to ask about
 
 
 WIKI = WikiService()

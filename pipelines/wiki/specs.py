@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, each_record, staged_bytes
+from haul.pipelines.downloads import HashSink
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Planned,
+    RecordFailure,
+    Ref,
+    each_record,
+    staged_bytes,
+)
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
 from haul.pipelines.wiki.grids import GridSync
 from haul.pipelines.wiki.streams import byte_size
@@ -27,6 +37,10 @@ TEXT_CELLS = ("ticket", "string", "ticket_field")  # cells whose tracker keys ar
 
 def _page_of(record: StagedRecord) -> Ref:
     return Ref("wiki_page", record.parent or "")
+
+
+def _on_page(record: StagedRecord, page: str | None) -> str | None:
+    return page
 
 
 def _created(record: StagedRecord) -> str:
@@ -76,18 +90,80 @@ class WikiLoad:
 
     def specs(self) -> list[EntitySpec]:
         """The wiki's specs, in the order siblings load."""
+        attachment, grid, comment = self.attachment(), self.grid(), self.comment()
         return [
             EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
                        refresh=self.refresh_page, siblings_together=True),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
-                       self.send_attachment, self.find_attachment, siblings_together=True),
-            EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, self.find_grid,
-                       siblings_together=True),
+                       self.send_attachment, attachment.find, siblings_together=True,
+                       fingerprint=attachment),
+            EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, grid.find,
+                       siblings_together=True, fingerprint=grid),
             EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
                        self.find_grid_rows, refresh=self.refresh_grid_rows),
             EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,
-                       self.find_comment),
+                       comment.find, fingerprint=comment),
         ]  # fmt: skip
+
+    # -- what tells a record apart in the target: written once, for find and verify --------
+
+    def attachment(self) -> Fingerprint:
+        """An attachment: its page, name and size; verify adds the sha256 of its bytes."""
+        return Fingerprint(
+            lambda record: {
+                "name": record.raw.get("name"),
+                "size": byte_size(record.raw.get("size")),
+                "sha256": record.blob,
+            },
+            _on_page,
+            self._attachments,
+            ("name", "size"),
+            self._bytes,
+        )
+
+    def grid(self) -> Fingerprint:
+        """A grid: its page and title (its columns and rows are `wiki_grid_rows`')."""
+        return Fingerprint(
+            lambda record: {"title": str(record.raw.get("title") or "")},
+            _on_page,
+            self._grids,
+            ("title",),
+        )
+
+    def comment(self) -> Fingerprint:
+        """A comment: its page, the comment it answers, its text (provenance included)."""
+        return Fingerprint(
+            lambda record: {"body": self.comment_body(record)},
+            lambda record, parent: parent,  # "page", or "page/comment" for a reply
+            self._comments,
+            ("body",),
+        )
+
+    async def _attachments(self, page: str) -> list[Fields]:
+        return [
+            {"id": str(a["id"]), "name": a.get("name"), "size": byte_size(a.get("size"))}
+            async for a in self.client.iter_attachments(int(page))
+        ]
+
+    async def _bytes(self, page: str, found: Fields) -> Fields:
+        sink = HashSink()
+        await self.client.download_attachment(int(page), found["id"], sink)
+        return {"sha256": sink.hexdigest()}
+
+    async def _grids(self, page: str) -> list[Fields]:
+        return [
+            {"id": str(g["id"]), "title": g.get("title")}
+            async for g in self.client.iter_grids(int(page))
+        ]
+
+    async def _comments(self, place: str) -> list[Fields]:
+        """The comments of a page that answer the same comment (none: the top ones)."""
+        page, _, answered = place.partition("/")
+        return [
+            {"id": f"{page}/{c['id']}", "body": c.get("body")}
+            async for c in self.client.iter_comments(int(page))
+            if str(c.get("parent_id") or "") == answered
+        ]
 
     # -- what the target should hold ------------------------------------------------------
 
@@ -146,18 +222,6 @@ class WikiLoad:
         attached = await self.client.upload(int(page), file_name=str(record.raw["name"]), path=path)
         return str(attached["id"])
 
-    async def find_attachment(
-        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        if page is None:
-            return None
-        name, size = record.raw["name"], byte_size(record.raw.get("size"))
-        async for attachment in self.client.iter_attachments(int(page)):
-            same_size = size is None or byte_size(attachment.get("size")) in (size, None)
-            if attachment["name"] == name and same_size and unclaimed(str(attachment["id"])):
-                return str(attachment["id"])
-        return None
-
     # -- grids ----------------------------------------------------------------------------
 
     async def send_grid(self, record: StagedRecord, page: str | None) -> str:
@@ -165,17 +229,6 @@ class WikiLoad:
             raise RecordFailure(f"the page of grid {record.source_id} is not loaded")
         grid = await self.client.create_grid(int(page), str(record.raw.get("title") or ""))
         return str(grid["id"])
-
-    async def find_grid(
-        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        if page is None:
-            return None
-        title = str(record.raw.get("title") or "")
-        async for grid in self.client.iter_grids(int(page)):
-            if grid.get("title") == title and unclaimed(str(grid["id"])):
-                return str(grid["id"])
-        return None
 
     async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> str:
         if grid is None:
@@ -201,23 +254,6 @@ class WikiLoad:
             page_id, self.comment_body(record), parent_id=parent_id
         )
         return f"{page_id}/{reply['id']}"
-
-    async def find_comment(
-        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        if parent is None:
-            return None
-        page_id, parent_id = self._comment_place(record, parent)
-        body = self.comment_body(record)
-        async for comment in self.client.iter_comments(page_id):
-            target_id = f"{page_id}/{comment['id']}"
-            if (
-                comment.get("body") == body
-                and (comment.get("parent_id") or None) == parent_id
-                and unclaimed(target_id)
-            ):
-                return target_id
-        return None
 
     def _comment_place(self, record: StagedRecord, parent: str | None) -> tuple[int, int | None]:
         """The target page id and the target comment it answers (None: a top comment)."""

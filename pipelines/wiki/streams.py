@@ -22,7 +22,7 @@ import structlog
 from haul.connectors.errors import NotFoundError, RecordError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import ConfigError
-from haul.pipelines.downloads import DownloadProblem, download_checked, intact
+from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -166,17 +166,15 @@ class PageDrain:
 
     async def _attachment_row(self, slug: str, page_id: int, attachment: dict[str, Any]) -> Row:
         source_id = f"{slug}/{attachment['id']}"
-        staged = self.store.get_record("wiki_attachment", source_id)
-        if (
-            staged is not None
-            and staged.raw.get("size") == attachment.get("size")
-            and await intact(self.store.blobs, staged.blob)
-        ):
-            return {"source_id": source_id, "raw": attachment, "blob": staged.blob}
-        try:
-            blob = await self._download(page_id, attachment)
-        except DownloadProblem as exc:
-            return {"source_id": source_id, "raw": attachment, "problem": str(exc)}
+        blob, problem = await staged_or_fetched(
+            self.store,
+            "wiki_attachment",
+            source_id,
+            attachment.get("size"),
+            lambda: self._download(page_id, attachment),
+        )
+        if problem is not None:
+            return {"source_id": source_id, "raw": attachment, "problem": problem}
         return {"source_id": source_id, "raw": attachment, "blob": blob}
 
     async def _download(self, page_id: int, attachment: dict[str, Any]) -> str:

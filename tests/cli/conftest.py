@@ -12,5 +12,6 @@ import pytest
 def sandbox() -> Iterator[Any]:
     """A tiny seeded source org and an empty target org, served on loopback in this process."""
     from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=5) as running:
         yield running

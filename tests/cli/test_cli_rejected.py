@@ -92,6 +92,7 @@ class RejectedRun:
 def rejected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RejectedRun]:
     """A tiny org migrated with its rarest user mapped to a login the target lacks."""
     from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         queues = source_queues(info)

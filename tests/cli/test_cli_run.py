@@ -40,6 +40,7 @@ class Migration:
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migration]:
     """Every queue of a tiny source org migrated by one `haul run`."""
     from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         directory = tmp_path_factory.mktemp("run")

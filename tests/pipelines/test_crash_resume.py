@@ -155,6 +155,7 @@ def baseline(tmp_path: Path, start: Callable[..., Any]) -> tuple[dict[str, Any],
 def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, faults: str) -> None:
     """SIGKILL five times in extract and five in load, resume: the target is as if never killed."""
     from haul.sandbox import server as sandbox_server
+
     (tmp_path / "baseline").mkdir()
     (tmp_path / "crashed").mkdir()
     source, expected = baseline(tmp_path, sandbox_server.start_sandbox)

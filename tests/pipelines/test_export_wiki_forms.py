@@ -26,6 +26,7 @@ HAUL = str(Path(sys.executable).parent / "haul")
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from haul.sandbox import server as sandbox_server
+
     directory = tmp_path_factory.mktemp("export-wiki-forms")
     with sandbox_server.start_sandbox(size="tiny", seed=17) as sandbox:
         info = sandbox.info

@@ -17,9 +17,9 @@ from haul.connectors.forms import FormsClient
 from haul.connectors.tracker import TrackerClient
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import ConfigError, load_config
-from haul.pipelines.forms.backfill import tracker_time
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.tracker.backfill import tracker_time
 
 PAGE = "team/runbooks"
 
@@ -27,6 +27,7 @@ PAGE = "team/runbooks"
 @pytest.fixture(scope="module")
 def sandbox() -> Any:
     from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=11) as running:
         yield running
 

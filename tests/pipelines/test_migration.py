@@ -12,9 +12,9 @@ from org_snapshot import org_snapshot
 
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.registry import services
 from haul.pipelines.report import entity_counts
 from haul.pipelines.runner import extract, load, run_all
-from haul.pipelines.services import all_services
 from haul.pipelines.status import gather_status
 from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagedRecord, StagingStore
@@ -230,8 +230,8 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
         assert store.count_records().get("changelog", 0) == 0
         assert store.get_checkpoint(NOT_STAGED) == {"changelog": reason}
         # the counts table has no row of zeros for it; `haul status` says why instead
-        assert "changelog" not in {row.entity for row in entity_counts(store, all_services())}
-        assert gather_status(store, all_services()).not_staged == {"changelog": reason}
+        assert "changelog" not in {row.entity for row in entity_counts(store, services())}
+        assert gather_status(store, services()).not_staged == {"changelog": reason}
     exported = run_export(skip, ExportRequest(out=tmp_path / "exports"))
     assert exported.warnings == [
         f"changelog: not staged by the last extract ({reason}), so its table is absent or stale"
@@ -246,7 +246,7 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
         with_changelog = {row.parent for row in store.iter_records("changelog")}
         assert len(with_changelog) == issues
         assert store.get_checkpoint(NOT_STAGED) == {}
-        counted = {row.entity: row.staged for row in entity_counts(store, all_services())}
+        counted = {row.entity: row.staged for row in entity_counts(store, services())}
         assert counted["changelog"] == store.count_records()["changelog"]
     third = await extract(want, environ=environ(info))
     assert third.details["issues_drained"] == 0

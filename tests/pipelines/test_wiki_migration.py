@@ -25,6 +25,7 @@ TEXT_CELLS = ("ticket", "string", "ticket_field")
 @pytest.fixture(scope="module")
 def sandbox() -> Any:
     from haul.sandbox import server as sandbox_server
+
     with sandbox_server.start_sandbox(size="tiny", seed=7) as running:
         yield running
 

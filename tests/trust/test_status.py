@@ -19,7 +19,7 @@ from trust_fixtures import (
     write_config,
 )
 
-from haul.pipelines.services import all_services
+from haul.pipelines.registry import services
 from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 
@@ -73,7 +73,7 @@ def test_status_answers_in_under_a_second_on_100k_issues(tmp_path: Path) -> None
             {"entity": e, "source_id": s, "payload_hash": h} for e, s, _, _, h, *_ in rows
         )
         started = time.perf_counter()
-        status = gather_status(store, all_services())
+        status = gather_status(store, services())
         took = time.perf_counter() - started
     print(f"gather_status on 100000 issues + 300000 comments: {took:.3f} s")
     assert status.lines[0].staged == 100_000 and status.lines[1].pending == 300_000

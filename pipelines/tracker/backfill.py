@@ -1,15 +1,11 @@
-"""Back-fill: a survey's staged answers become tracker issues, or the rows of a wiki grid.
+"""Back-fill into the tracker: each answer of a rule's survey becomes one issue.
 
-Each `[[backfill]]` rule names a survey and where its answers go. Into the tracker, every
-answer is one issue made through `_import` with the answer's time as `createdAt` and a
-`unique` derived from the survey and answer ids, so the ledger finds it again after a crash
-or a dropped reply and a rerun never makes a second one; the answer's files become the
-issue's attachments. Into a wiki grid, the survey's answers are one grid on the named page:
-one column per question (typed after it), one row per answer in answer order, kept in step by
-the same repeatable sync the wiki's own grids use.
-
-The tracker and the wiki services add these specs to their own when a rule names them; the
-rules are checked against the staged surveys before any write (`check_rules`).
+Every answer is one issue made through `_import` with the answer's time as `createdAt` and a
+`unique` derived from the survey and answer ids, so the ledger finds it again after a crash or
+a dropped reply and a rerun never makes a second one; the answer's files become the issue's
+attachments. The rules are checked against the staged surveys before any write
+(`check_rules`), and every dictionary value the answers give against the target's keys
+(`TrackerBackfill.preflight`). Forms is read only through its staged records.
 """
 
 from __future__ import annotations
@@ -20,70 +16,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Backfill, Config, ConfigError
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.forms.answers import (
-    default_description,
-    grid_cell,
-    grid_column,
-    render,
-    unknown_slugs,
-)
+from haul.pipelines.forms.answers import default_description, render
+from haul.pipelines.forms.staged import answer_order, answers_of, rules
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
-from haul.pipelines.wiki.content import SlugMap
-from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
 
 DICTIONARY_FIELDS = {"priority": "priority", "type": "issuetype"}
 Unclaimed = Callable[[str], bool]
-
-
-def rules(config: Config, into: str) -> list[tuple[int, Backfill]]:
-    """The rules of one kind, with their index in the file (for error key paths)."""
-    return [(index, rule) for index, rule in enumerate(config.backfill) if rule.into == into]
-
-
-def check_rules(config: Config, store: StagingStore, into: str) -> None:
-    """Every rule's survey is staged and every template names only its question slugs."""
-    problems: list[tuple[str, str]] = []
-    for index, rule in rules(config, into):
-        survey = store.get_record("survey", rule.survey)
-        if survey is None:
-            problems.append(
-                (
-                    f"backfill[{index}].survey",
-                    f"{rule.survey} is not staged: add it to scope.surveys",
-                )
-            )
-            continue
-        slugs = [str(q.get("slug") or q.get("id")) for q in survey.raw.get("questions") or []]
-        templates = {
-            "summary": rule.summary,
-            "description": rule.description,
-            "created_by": rule.created_by,
-            **{f"fields.{name}": template for name, template in rule.fields.items()},
-        }
-        for key, template in templates.items():
-            unknown = unknown_slugs([template], slugs)
-            if unknown:
-                problems.append(
-                    (
-                        f"backfill[{index}].{key}",
-                        f"{', '.join('{' + u + '}' for u in unknown)} is not a question of survey "
-                        f"{rule.survey}; its slugs: {', '.join(slugs)}",
-                    )
-                )
-    if problems:
-        raise ConfigError(*problems[0], more=problems[1:])
-
-
-def _answers(store: StagingStore, survey: str) -> Iterator[StagedRecord]:
-    return store.iter_records("survey_answer", parent=survey)
-
-
-def _answer_order(record: StagedRecord) -> str:
-    return f"{int(record.raw['id']):020d}"
 
 
 def tracker_plans(config: Config) -> dict[str, PlanFn]:
@@ -94,8 +35,8 @@ def tracker_plans(config: Config) -> dict[str, PlanFn]:
 
     def issues(store: StagingStore) -> Iterator[Planned]:
         for survey in surveys:
-            for record in _answers(store, survey):
-                yield Planned(record, None, _answer_order(record))
+            for record in answers_of(store, survey):
+                yield Planned(record, None, answer_order(record))
 
     def files(store: StagingStore) -> Iterator[Planned]:
         wanted = set(surveys)
@@ -104,34 +45,6 @@ def tracker_plans(config: Config) -> dict[str, PlanFn]:
                 yield Planned(record, Ref("backfill_issue", record.parent or ""), record.source_id)
 
     return {"backfill_issue": issues, "backfill_attachment": files}
-
-
-def grid_plans(config: Config) -> dict[str, PlanFn]:
-    """One grid per grid rule's survey, made, then filled. A grid whose page is a page the
-    same run migrates loads under that page, so the page is there first."""
-    pages = {rule.survey: str(rule.page) for _, rule in rules(config, "wiki_grid")}
-    if not pages:
-        return {}
-    slugs = SlugMap(tuple(config.scope.wiki_roots), dict(config.mapping.wiki_roots))
-
-    def grids(store: StagingStore) -> Iterator[Planned]:
-        migrated = {
-            slugs.target(record.source_id): record.source_id
-            for record in store.iter_records("wiki_page")
-        }
-        for survey, page in pages.items():
-            record = store.get_record("survey", survey)
-            if record is not None:
-                source_page = migrated.get(page)
-                yield Planned(record, Ref("wiki_page", source_page) if source_page else None)
-
-    def filled(store: StagingStore) -> Iterator[Planned]:
-        for survey in pages:
-            record = store.get_record("survey", survey)
-            if record is not None:
-                yield Planned(record, Ref("backfill_grid", survey))
-
-    return {"backfill_grid": grids, "backfill_grid_rows": filled}
 
 
 def tracker_time(value: Any) -> str:
@@ -216,7 +129,7 @@ class TrackerBackfill:
                 known = self.dictionaries.get(kind, {})
                 given = {
                     render(template, a.raw.get("values") or {})
-                    for a in _answers(self.store, rule.survey)
+                    for a in answers_of(self.store, rule.survey)
                 }
                 mapped = {rule.values.get(name, {}).get(value, value) for value in given if value}
                 missing = sorted(value for value in mapped if value not in known)
@@ -285,83 +198,3 @@ class TrackerBackfill:
             if named and same_size and unclaimed(str(attachment["id"])):
                 return str(attachment["id"])
         return None
-
-
-@dataclass
-class GridBackfill:
-    """A survey's answers as the rows of a grid on a wiki page of the target."""
-
-    client: WikiClient
-    store: StagingStore
-    config: Config
-
-    def __post_init__(self) -> None:
-        self.rules = {rule.survey: rule for _, rule in rules(self.config, "wiki_grid")}
-        self.sync = GridSync(self.client)
-
-    def specs(self) -> list[EntitySpec]:
-        plans = grid_plans(self.config)
-        if not plans:
-            return []
-        return [
-            EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,
-                       self.find_grid),
-            EntitySpec("backfill_grid_rows", "survey", plans["backfill_grid_rows"],
-                       self.send_rows, self.find_rows, refresh=self.refresh_rows),
-        ]  # fmt: skip
-
-    def source_grid(self, survey: StagedRecord) -> dict[str, Any]:
-        """The grid the survey's answers make: an answer id and time, then one column per
-        question; one row per answer, oldest first."""
-        columns = [
-            {"slug": "answer_id", "title": "Answer", "type": "number", "required": False},
-            {"slug": "answered_at", "title": "Answered at", "type": "string", "required": False},
-            *[grid_column(question) for question in survey.raw.get("questions") or []],
-        ]
-        answers = sorted(_answers(self.store, survey.source_id), key=_answer_order)
-        rows = []
-        for answer in answers:
-            values = answer.raw.get("values") or {}
-            cells = [answer.raw["id"], str(answer.raw.get("created") or "")]
-            cells += [grid_cell(column, values.get(column["slug"])) for column in columns[2:]]
-            rows.append({"row": cells})
-        return {"structure": {"columns": columns}, "rows": rows}
-
-    async def _page_id(self, survey: StagedRecord) -> int:
-        slug = str(self.rules[survey.source_id].page)
-        page = await self.client.find_page(slug, fields=None)
-        if page is None:
-            raise RecordFailure(f"wiki page {slug} does not exist in the target: create it first")
-        return int(page["id"])
-
-    async def send_grid(self, record: StagedRecord, page: str | None) -> str:
-        title = str(self.rules[record.source_id].title)
-        page_id = int(page) if page else await self._page_id(record)
-        grid = await self.client.create_grid(page_id, title)
-        return str(grid["id"])
-
-    async def find_grid(
-        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        title = str(self.rules[record.source_id].title)
-        page_id = int(page) if page else await self._page_id(record)
-        async for grid in self.client.iter_grids(page_id):
-            if grid.get("title") == title and unclaimed(str(grid["id"])):
-                return str(grid["id"])
-        return None
-
-    async def send_rows(self, record: StagedRecord, grid: str | None) -> str:
-        if grid is None:
-            raise RecordFailure(f"the grid of survey {record.source_id} was not made")
-        await self.sync.sync(self.source_grid(record), grid)
-        return grid
-
-    async def find_rows(
-        self, record: StagedRecord, grid: str | None, unclaimed: Unclaimed
-    ) -> str | None:
-        if grid is None or not await self.sync.matches(self.source_grid(record), grid):
-            return None
-        return grid
-
-    async def refresh_rows(self, record: StagedRecord, grid: str) -> None:
-        await self.sync.sync(self.source_grid(record), grid)

@@ -1,0 +1,51 @@
+"""How `haul plan` decides one ledger row, with reads only: the contract and the default.
+
+A `Planner` answers create, skip or conflict for a pending row (and why). The default,
+`SpecPlanner`, decides with the load's own specs: a record whose parent is not loaded will be
+created; any other is asked of the target with the spec's `find`. A service whose records can
+conflict with what others made in the target (a key taken) brings a planner of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from haul.pipelines.specs import EntitySpec
+from haul.state.ledger import LedgerRow
+from haul.state.store import StagedRecord, StagingStore
+
+Decision = tuple[str, str]  # (create | skip | conflict, detail)
+
+
+class Planner(Protocol):
+    """Decides each pending ledger row of its specs, without writing to the target."""
+
+    specs: dict[str, EntitySpec]
+
+    async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision: ...
+
+
+@dataclass
+class SpecPlanner:
+    """Decides with the load's own specs (see the module docstring)."""
+
+    store: StagingStore
+    specs: dict[str, EntitySpec]
+
+    async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
+        """create or skip for one pending ledger row, and why."""
+        parent_target = None
+        if row.parent_entity:
+            parent = self.store.ledger.get(row.parent_entity, row.parent or "")
+            if parent is None or parent.status != "done":
+                return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
+            parent_target = parent.target_id
+        spec = self.specs[row.entity]
+        group = spec.claim_group
+        found = await spec.find(
+            record,
+            parent_target,
+            lambda target_id: not self.store.ledger.is_claimed(group, target_id),
+        )
+        return ("skip", f"the target holds it as {found}") if found else ("create", "")

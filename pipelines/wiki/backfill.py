@@ -1,0 +1,133 @@
+"""Back-fill into the wiki: a survey's answers as the rows of a grid on a target page.
+
+One column per question (typed after it), one row per answer in answer order, kept in step by
+the same repeatable sync the wiki's own grids use. A grid whose page the same run migrates
+loads under that page, so the page is there first. Forms is read only through its staged
+records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.config import Config
+from haul.pipelines.engine import PlanFn
+from haul.pipelines.forms.answers import grid_cell, grid_column
+from haul.pipelines.forms.staged import answer_order, answers_of, rules
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.pipelines.wiki.content import SlugMap
+from haul.pipelines.wiki.grids import GridSync
+from haul.state.store import StagedRecord, StagingStore
+
+Unclaimed = Callable[[str], bool]
+
+
+def grid_plans(config: Config) -> dict[str, PlanFn]:
+    """One grid per grid rule's survey, made, then filled. A grid whose page is a page the
+    same run migrates loads under that page, so the page is there first."""
+    pages = {rule.survey: str(rule.page) for _, rule in rules(config, "wiki_grid")}
+    if not pages:
+        return {}
+    slugs = SlugMap.of(config)
+
+    def grids(store: StagingStore) -> Iterator[Planned]:
+        migrated = {
+            slugs.target(record.source_id): record.source_id
+            for record in store.iter_records("wiki_page")
+        }
+        for survey, page in pages.items():
+            record = store.get_record("survey", survey)
+            if record is not None:
+                source_page = migrated.get(page)
+                yield Planned(record, Ref("wiki_page", source_page) if source_page else None)
+
+    def filled(store: StagingStore) -> Iterator[Planned]:
+        for survey in pages:
+            record = store.get_record("survey", survey)
+            if record is not None:
+                yield Planned(record, Ref("backfill_grid", survey))
+
+    return {"backfill_grid": grids, "backfill_grid_rows": filled}
+
+
+@dataclass
+class GridBackfill:
+    """A survey's answers as the rows of a grid on a wiki page of the target."""
+
+    client: WikiClient
+    store: StagingStore
+    config: Config
+
+    def __post_init__(self) -> None:
+        self.rules = {rule.survey: rule for _, rule in rules(self.config, "wiki_grid")}
+        self.sync = GridSync(self.client)
+
+    def specs(self) -> list[EntitySpec]:
+        plans = grid_plans(self.config)
+        if not plans:
+            return []
+        return [
+            EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,
+                       self.find_grid),
+            EntitySpec("backfill_grid_rows", "survey", plans["backfill_grid_rows"],
+                       self.send_rows, self.find_rows, refresh=self.refresh_rows),
+        ]  # fmt: skip
+
+    def source_grid(self, survey: StagedRecord) -> dict[str, Any]:
+        """The grid the survey's answers make: an answer id and time, then one column per
+        question; one row per answer, oldest first."""
+        columns = [
+            {"slug": "answer_id", "title": "Answer", "type": "number", "required": False},
+            {"slug": "answered_at", "title": "Answered at", "type": "string", "required": False},
+            *[grid_column(question) for question in survey.raw.get("questions") or []],
+        ]
+        answers = sorted(answers_of(self.store, survey.source_id), key=answer_order)
+        rows = []
+        for answer in answers:
+            values = answer.raw.get("values") or {}
+            cells = [answer.raw["id"], str(answer.raw.get("created") or "")]
+            cells += [grid_cell(column, values.get(column["slug"])) for column in columns[2:]]
+            rows.append({"row": cells})
+        return {"structure": {"columns": columns}, "rows": rows}
+
+    async def _page_id(self, survey: StagedRecord) -> int:
+        slug = str(self.rules[survey.source_id].page)
+        page = await self.client.find_page(slug, fields=None)
+        if page is None:
+            raise RecordFailure(f"wiki page {slug} does not exist in the target: create it first")
+        return int(page["id"])
+
+    async def send_grid(self, record: StagedRecord, page: str | None) -> str:
+        title = str(self.rules[record.source_id].title)
+        page_id = int(page) if page else await self._page_id(record)
+        grid = await self.client.create_grid(page_id, title)
+        return str(grid["id"])
+
+    async def find_grid(
+        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        title = str(self.rules[record.source_id].title)
+        page_id = int(page) if page else await self._page_id(record)
+        async for grid in self.client.iter_grids(page_id):
+            if grid.get("title") == title and unclaimed(str(grid["id"])):
+                return str(grid["id"])
+        return None
+
+    async def send_rows(self, record: StagedRecord, grid: str | None) -> str:
+        if grid is None:
+            raise RecordFailure(f"the grid of survey {record.source_id} was not made")
+        await self.sync.sync(self.source_grid(record), grid)
+        return grid
+
+    async def find_rows(
+        self, record: StagedRecord, grid: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        if grid is None or not await self.sync.matches(self.source_grid(record), grid):
+            return None
+        return grid
+
+    async def refresh_rows(self, record: StagedRecord, grid: str) -> None:
+        await self.sync.sync(self.source_grid(record), grid)
