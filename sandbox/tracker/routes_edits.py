@@ -50,13 +50,15 @@ async def delete_worklog(request: Request) -> Response:
 
 
 async def execute_transition(request: Request) -> Response:
-    """POST /issues/{key}/transitions/{status}/_execute: move the issue to that status key."""
+    """POST /issues/{key}/transitions/{status}/_execute: move the issue to that status key,
+    logged as an IssueWorkflow change of status and statusStartTime."""
     call = open_call(request)
     issue = find_issue(call, request.path_params["key"])
     status = request.path_params["transition"]
     if status not in call.org.statuses.by_key:
         raise ApiError(400, f"No transition to status {status!r}")
     now = max(now_ms(), issue.status_start)
+    history = call.org.records(issue).changelog  # a generated issue's walks to its old status
     moved = replace(
         issue,
         status=status,
@@ -72,7 +74,7 @@ async def execute_transition(request: Request) -> Response:
         FieldChange("status", "statuses", issue.status, status),
         FieldChange("statusStartTime", "time", issue.status_start, now),
     ]
-    call.org.records(moved).changelog.append(entry)
+    history.append(entry)
     return JSONResponse([render.issue(call.view, moved)])
 
 

@@ -281,6 +281,24 @@ class TestExporterGaps:
             moved["statusStartTime"]["to"] == target.get(f"/issues/{key}").json()["statusStartTime"]
         )
 
+    def test_a_transition_of_a_seeded_issue_follows_its_generated_history(
+        self, small: RunningSandbox
+    ) -> None:
+        """The generated history still walks to the old status; the move is logged once."""
+        with client_for(small, "source") as client:
+            hits = client.post("/issues/_search", json={"filter": {"status": "needInfo"}})
+            issue = hits.json()[-1]
+            client.post(f"/issues/{issue['key']}/transitions/inProgress/_execute")
+            changes = client.get(f"/issues/{issue['key']}/changelog").json()
+        workflow = [c for c in changes if c["type"] == "IssueWorkflow"]
+        statuses = [
+            next(f["to"]["key"] for f in c["fields"] if f["field"]["id"] == "status")
+            for c in workflow
+        ]
+        assert statuses[-2:] == ["needInfo", "inProgress"]
+        moved = {f["field"]["id"]: f for f in workflow[-1]["fields"]}
+        assert moved["statusStartTime"]["from"] == issue["statusStartTime"]
+
     @pytest.mark.parametrize("path", ["/v3/queues/", "/v2/queues/", "/v3/fields/", "/v2/boards/"])
     def test_a_trailing_slash_is_served_not_redirected(
         self, source: httpx.Client, path: str
