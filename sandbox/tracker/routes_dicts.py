@@ -51,6 +51,8 @@ async def list_queues(request: Request) -> Response:
 
 
 async def get_queue(request: Request) -> Response:
+    """A queue with its issue types, workflows and resolutions; ``expand`` (``components``,
+    ``versions`` or ``all``) adds refs to its components and versions."""
     call = open_call(request)
     wanted = request.path_params["queue"]
     queue = call.org.queues.get(wanted) or next(
@@ -58,7 +60,17 @@ async def get_queue(request: Request) -> Response:
     )
     if queue is None:
         raise ApiError(404, "Queue does not exist.", errors={"queue": wanted})
-    return JSONResponse(render.queue(call.view, queue, full=True))
+    body = render.queue(call.view, queue, full=True)
+    expand = set(request.query_params.get("expand", "").split(","))
+    structure = call.org.structure
+    for name, objects in (("components", structure.components), ("versions", structure.versions)):
+        if expand & {name, "all"}:
+            body[name] = [
+                {"self": f"{call.view.base}/{name}/{o.id}", "id": str(o.id), "display": o.name}
+                for o in objects.values()
+                if o.queue == queue.key
+            ]
+    return JSONResponse(body)
 
 
 async def list_users(request: Request) -> Response:

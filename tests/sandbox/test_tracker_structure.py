@@ -78,6 +78,14 @@ class TestComponentsAndVersions:
         stale = raw.patch(path, params={"version": 1}, json={"description": "again"})
         assert stale.status_code == 409 and stale.json()["statusCode"] == 409
 
+    def test_a_queue_expands_its_components_and_versions(self, raw: httpx.Client) -> None:
+        plain = raw.get("/queues/TEST").json()
+        assert "components" not in plain and "versions" not in plain
+        expanded = raw.get("/queues/TEST", params={"expand": "all"}).json()
+        listed = raw.get("/queues/TEST/components").json()
+        assert {c["id"] for c in expanded["components"]} == {str(c["id"]) for c in listed}
+        assert raw.get("/queues/TEST", params={"expand": "versions"}).json()["versions"]
+
     def test_versions_per_queue_create_and_edit(self, sdk: Any, raw: httpx.Client) -> None:
         versions = list(sdk.queues["DEV"].versions)
         assert versions and all(v.queue.key == "DEV" for v in versions)
