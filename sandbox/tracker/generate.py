@@ -3,8 +3,9 @@
 The source organisation gets queues, users, dictionaries, issue headers and links, all drawn
 eagerly from one RNG in a fixed order; each issue's sub-records are drawn later, on first
 access, from that issue's own RNG (:mod:`sandbox.tracker.records`).  Its structure (fields,
-components, versions, boards, sprints: :mod:`sandbox.tracker.seed_structure`) and the issues'
-values for it (:mod:`sandbox.tracker.seed_values`) come from RNGs of their own.  The target
+components, versions, boards, sprints: :mod:`sandbox.tracker.seed_structure`) comes from an RNG
+of its own, and each issue's values for it (:mod:`sandbox.tracker.seed_values`) are drawn on
+first access from the issue's own RNG, like its sub-records.  The target
 organisation has the same queues plus ``NEW``, the same logins and dictionary keys under
 different numeric ids, part of the source's structure, and no issues.  The "empty"
 organisation is a freshly created one: the same users, the dictionary values and fields every
@@ -60,8 +61,8 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
     empty = _org(empty_id, "empty", seed, (), random.Random(f"empty:{seed}"), 2)
     for band, org in enumerate((source, target, empty)):
         seed_structure(org, random.Random(f"structure:{org.role}:{seed}"), band, HISTORY_START)
-    values = (IssueValues(source), random.Random(f"values:{seed}"))
-    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng, values)
+    source.values_factory = IssueValues(source).for_issue
+    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng)
     return World(
         orgs={source.id: source, target.id: target, empty.id: empty},
         admin_token=admin_token,
@@ -148,19 +149,13 @@ def _dictionary(path: str, rows: tuple, rng: random.Random, band: int, custom: t
     return Dictionary(path, entries)
 
 
-def _populate(
-    org: Org,
-    count: int,
-    big_count: int,
-    rng: random.Random,
-    values: tuple[IssueValues, random.Random],
-) -> None:
+def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
     """Generate ``count`` issue headers and their links into ``org``."""
     people = [user.uid for user in org.users.values()]
     issues: list[Issue] = []
     for seq in range(count):
         mentions = [issues[rng.randrange(seq)].key] if seq else []
-        issues.append(_issue(org, seq, count, people, mentions, rng, values))
+        issues.append(_issue(org, seq, count, people, mentions, rng))
         org.put_issue(issues[-1])
     for link in _links(issues, people, rng):
         org.add_link(link)
@@ -177,13 +172,7 @@ def _populate(
 
 
 def _issue(
-    org: Org,
-    seq: int,
-    count: int,
-    people: list[int],
-    mentions: list[str],
-    rng: random.Random,
-    values: tuple[IssueValues, random.Random],
+    org: Org, seq: int, count: int, people: list[int], mentions: list[str], rng: random.Random
 ) -> Issue:
     queue = org.queues[rng.choices(list(org.queues), weights=_queue_weights(org))[0]]
     number = queue.next_number
@@ -199,7 +188,6 @@ def _issue(
     status_start = _status_start(rng, status, created, updated, resolved_at)
     comment_count = min(30, int(rng.expovariate(1 / 5)))
     key = f"{queue.key}-{number}"
-    extra, refs = values[0].draw(queue.key, kind, created, updated, values[1])
     return Issue(
         seq=seq,
         id=hashlib.sha256(f"{org.id}:{key}".encode()).hexdigest()[:24],
@@ -225,8 +213,6 @@ def _issue(
         tags=tuple(rng.sample(_TAGS, rng.randrange(0, 4))),
         comment_count=comment_count,
         last_comment_at=rng.randrange(created, updated + 1) if comment_count else None,
-        extra=extra,
-        refs=refs,
         generated=True,
     )
 

@@ -4,8 +4,9 @@ An issue header (:class:`Issue`) is immutable: every change replaces the header 
 ``Org.issues``.  A scroll therefore snapshots a search by keeping references to the headers
 it matched; later edits create new headers and leave the snapshot untouched.
 
-Sub-records (comments, worklogs, changelog, attachments, checklist) of a generated issue are
-produced on first access (see :mod:`sandbox.tracker.records`), so a 100 000-issue organisation
+Sub-records (comments, worklogs, changelog, attachments, checklist) of a generated issue, and
+its structure values (components, versions, sprints, custom fields, estimates), are produced on
+first access (see :mod:`sandbox.tracker.records`), so a 100 000-issue organisation
 is cheap to build.  Links are stored once, from the side that created them.
 """
 
@@ -248,6 +249,8 @@ class Counters:
 
 
 RecordsFactory = Callable[["Org", Issue], IssueRecords]
+Pairs = tuple[tuple[str, object], ...]
+ValuesFactory = Callable[[Issue], tuple[Pairs, Pairs]]
 
 
 @dataclass
@@ -270,7 +273,9 @@ class Org:
     links: dict[int, Link] = field(default_factory=dict)
     big_attachment_keys: frozenset[str] = frozenset()
     structure: Structure = field(default_factory=Structure)
+    values_factory: ValuesFactory | None = None  # a generated issue's (extra, refs)
     _records: dict[str, IssueRecords] = field(default_factory=dict)
+    _values: dict[str, tuple[Pairs, Pairs]] = field(default_factory=dict)
     _links_by_issue: dict[str, list[int]] = field(default_factory=dict)
     _issue_ids: dict[str, str] = field(default_factory=dict)
     _uniques: dict[str, str] = field(default_factory=dict)
@@ -320,6 +325,15 @@ class Org:
         if found is None:
             found = self.records_factory(self, issue) if issue.generated else IssueRecords()
             self._records[issue.key] = found
+        return found
+
+    def values(self, issue: Issue) -> tuple[Pairs, Pairs]:
+        """``(extra, refs)`` of an issue; a generated issue's are drawn on first access."""
+        if not issue.generated or self.values_factory is None:
+            return issue.extra, issue.refs
+        found = self._values.get(issue.key)
+        if found is None:
+            found = self._values[issue.key] = self.values_factory(issue)
         return found
 
     # -- links ------------------------------------------------------------------------------

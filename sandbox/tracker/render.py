@@ -221,8 +221,9 @@ def issue(view: View, value: Issue) -> dict:
         "unique": value.unique,
     }
     body.update({name: item for name, item in optional.items() if item is not None})
-    body.update(value.extra)
-    body.update(_refs(view, value))
+    extra, refs = view.org.values(value)
+    body.update(extra)
+    body.update(_refs(view, refs))
     return body
 
 
@@ -235,12 +236,12 @@ _REF_PATHS = {
 _USER_LISTS = ("votedBy", "favoritedBy", "access")
 
 
-def _refs(view: View, value: Issue) -> dict:
+def _refs(view: View, refs: tuple[tuple[str, object], ...]) -> dict:
     """Components, versions and sprints as ``{self, id, display}`` lists, user lists as user
     refs, custom field values under their field ids (a user field as a user ref)."""
     structure = view.org.structure
     body: dict = {}
-    for name, raw in value.refs:
+    for name, raw in refs:
         if name in _REF_PATHS:
             path = _REF_PATHS[name]
             objects: dict[int, Any] = getattr(structure, path)

@@ -1,8 +1,9 @@
 """The structure-related values of generated issues: components, versions, sprints, custom
 field values, planning dates, estimates, story points, votes, favourites and access lists.
 
-Drawn from an RNG of their own, after the issue's other fields, so seeding them leaves every
-value drawn before them as it was.  A realistic share of issues carries each; most carry few.
+Drawn on first access from the issue's own RNG (seed and key), so they cost nothing at start-up
+and leave every value drawn for the headers as it was.  A realistic share of issues carries
+each; most carry few.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import random
 from bisect import bisect_right
 
 from haul.sandbox.timefmt import format_duration, format_ms, parse_instant
-from haul.sandbox.tracker.model import Org
+from haul.sandbox.tracker.model import Issue, Org
 from haul.sandbox.tracker.structure import Field
 
 HOUR = 3_600_000
@@ -26,6 +27,7 @@ class IssueValues:
     """Draws the values for issues of one organisation (indexes its structure once)."""
 
     def __init__(self, org: Org) -> None:
+        self.seed = org.seed
         structure = org.structure
         self.people = sorted(org.users)
         self.components: dict[str, list[int]] = {}
@@ -44,6 +46,11 @@ class IssueValues:
         self.local: dict[str, list[Field]] = {}
         for local in structure.local_fields.values():
             self.local.setdefault(local.queue or "", []).append(local)
+
+    def for_issue(self, issue: Issue) -> tuple[Pairs, Pairs]:
+        """The values of a generated issue, from its own RNG (so in any order of first reads)."""
+        rng = random.Random(f"values:{self.seed}:{issue.key}")
+        return self.draw(issue.queue, issue.type, issue.created_at, issue.updated_at, rng)
 
     def draw(
         self, queue: str, kind: str, created: int, updated: int, rng: random.Random
