@@ -6,20 +6,22 @@ so concurrent callers never burst past it).
 The adaptive budget tells a rate limit from noise. A busy service refuses a thin share of
 requests at any rate; a limit refuses a share that grows as the rate passes it, and often
 says so. So a 429 is a **limit** when it carries ``RateLimit-Remaining: 0``, or when the
-429s among the last replies (up to ``WINDOW``, since the rate was last cut) are more than
-random refusals of ``NOISE`` would give but once in a thousand windows (3 of 10, 4 of 20,
-6 of 40, 8 of 100); any other 429 is **noise**: its request is retried (see ``retrying``)
-and the rate stays. Then:
+429s among the replies since the rate was last cut (the last ``WINDOW`` of them, or of the
+last ``WINDOW_SECONDS`` when more) are more than random refusals of ``NOISE`` (3%) would
+give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 429 is
+**noise**: its request is retried (see ``retrying``) and the rate stays. Then:
 
 - before any limit: a slow start, +50% a second;
 - a limit met while the rate rises: the limit is there. The last good rate becomes what
   the service let through lately (replies but 429s per second of sending), and the rate
   falls to ``DECREASE`` of it;
 - a limit met again while the rate falls (the refusals did not stop when it did): a storm,
-  not the rate. Cut again, keep the last good rate from before it;
+  not the rate. Cut again; what was learned before it holds;
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
-  not minutes, after a storm); from there, probing, +0.5% of it a second, the last good
-  rate rising with it, until the limit is met again (or forever, when it has moved up).
+  not minutes, after a storm); from there, probing: back towards the rate that met the
+  limit (at most 10% past the last good rate), ``APPROACH`` of the gap a second, slowing
+  as it nears, and on past it by 0.5% of the last good rate a second, which rises with
+  it, until a limit is met again.
 
 The rate only grows while it is what holds the caller back, never above ``ceiling``, and
 falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
@@ -31,7 +33,6 @@ nothing is sent until the reset. Every change of rate is logged (``rate_changed`
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,14 +46,18 @@ AUTO_START = 50.0  # requests per second before anything is known of the service
 SLOW_START_GROWTH = 0.5  # of the rate, per second of use, until the first limit
 RECOVERY_GROWTH = 2.0  # times per second, back up to the last good rate
 RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of it
-PROBE_GROWTH = 0.005  # of the last good rate per second, above it: where is the limit now?
+BEYOND_GOOD = 1.1  # the rate that met a limit is returned to up to this much past the good
+APPROACH = 0.15  # of the gap to the rate that met the limit, closed per second
+PROBE_GROWTH = 0.005  # of the last good rate per second, at least: where is the limit now?
 DECREASE = 0.8
 COOL_DOWN = 1.0  # seconds during which further 429s do not cut again
 FLOOR = 1.0
-NOISE = 0.02  # the share of 429s a busy service may answer at random, at any rate
+NOISE = 0.03  # the share of 429s a busy service may answer at random, at any rate
 SIGNIFICANCE = 0.001  # how unlikely under NOISE a share of 429s must be to mean a limit
-WINDOW = 100  # replies the share is judged over (at most)
-MEASURED_OVER = 2.0  # seconds of replies that say what the service let through
+WINDOW = 100  # replies the share is judged over, at least (fewer since the last cut)
+WINDOW_SECONDS = 2.0  # and those of the last seconds, when more
+MAX_WINDOW = 2000
+MEASURED_OVER = 4.0  # seconds of replies that say what the service let through
 
 
 @dataclass
@@ -85,31 +90,36 @@ def is_beyond_noise(refused: int, replies: int, noise: float = NOISE) -> bool:
     give, but once in 1/SIGNIFICANCE windows: the binomial tail P(X >= refused)."""
     if refused <= 0:
         return False
-    kept = sum(
-        math.comb(replies, k) * noise**k * (1 - noise) ** (replies - k) for k in range(refused)
-    )
-    return 1.0 - kept < SIGNIFICANCE
+    term = (1 - noise) ** replies  # P(X = 0), then P(X = k) from P(X = k - 1)
+    below = 0.0
+    for k in range(refused):
+        below += term
+        term *= (replies - k) / (k + 1) * noise / (1 - noise)
+    return 1.0 - below < SIGNIFICANCE
 
 
 class RefusalWindow:
-    """The last WINDOW replies, 429 or not, since the rate last fell."""
+    """The replies since the rate was last cut, 429 or not: the last WINDOW of them, or
+    those of the last WINDOW_SECONDS when more (a fast sender judges on more replies)."""
 
     def __init__(self) -> None:
-        self._refused: deque[bool] = deque(maxlen=WINDOW)
+        self._replies: deque[tuple[float, bool]] = deque()
         self.refused = 0
 
-    def add(self, refused: bool) -> None:
-        if len(self._refused) == WINDOW and self._refused[0]:
-            self.refused -= 1
-        self._refused.append(refused)
+    def add(self, now: float, refused: bool) -> None:
+        self._replies.append((now, refused))
         self.refused += refused
+        while len(self._replies) > WINDOW and (
+            self._replies[0][0] < now - WINDOW_SECONDS or len(self._replies) > MAX_WINDOW
+        ):
+            self.refused -= self._replies.popleft()[1]
 
     @property
     def replies(self) -> int:
-        return len(self._refused)
+        return len(self._replies)
 
     def clear(self) -> None:
-        self._refused.clear()
+        self._replies.clear()
         self.refused = 0
 
 
@@ -125,10 +135,10 @@ class AdaptiveBudget:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     history: list[tuple[float, float]] = field(default_factory=list)
     good: float | None = None  # the last good rate: None until a limit was first met
-    _good_before: float | None = None  # the last good rate before the latest limit met
+    _met_at: float = 0.0  # the rate that last met the limit, rising
     _next_slot: float = 0.0
     _paused_until: float = 0.0
-    _pause_began: float = 0.0
+    _pauses: deque[list[float]] = field(default_factory=deque)  # [began, ends] of each lately
     _last_cut: float = float("-inf")
     _rising: bool = True  # the rate grew since it was last cut
     _waited_since: float | None = None
@@ -163,19 +173,31 @@ class AdaptiveBudget:
             _number(headers, "RateLimit-Reset"),
         )
         spent = remaining is not None and remaining <= 0
-        if spent and reset is not None and now + reset > self._paused_until:
-            if now >= self._paused_until:
-                self._pause_began = now
-            self._paused_until = now + reset
-        if status != 429:
-            self._window.add(False)
-            self._answered.append(now)
-            while self._answered[0] < now - MEASURED_OVER:
+        if status == 429:
+            self._judge(now, spent)
+        else:
+            self._window.add(now, False)
+            if now >= self._paused_until:  # those sent before a pause say nothing of it
+                self._answered.append(now)
+            while self._answered and self._answered[0] < now - MEASURED_OVER:
                 self._answered.popleft()
             if status < 400 and self._waited_since is not None:
                 self._grow(now)
-            return
-        self._window.add(True)
+        if spent and reset is not None and now + reset > self._paused_until:
+            self._pause(now, now + reset)
+
+    def _pause(self, now: float, until: float) -> None:
+        if self._pauses and now < self._paused_until:
+            self._pauses[-1][1] = until  # the same pause, longer
+        else:
+            self._pauses.append([now, until])
+        while self._pauses[0][1] < now - MEASURED_OVER:
+            self._pauses.popleft()
+        self._paused_until = until
+
+    def _judge(self, now: float, spent: bool) -> None:
+        """A 429: a limit (said so, or a share past noise) or noise, let be."""
+        self._window.add(now, True)
         if spent:
             self._limit_met(now, evidence="RateLimit-Remaining: 0")
         elif is_beyond_noise(self._window.refused, self._window.replies):
@@ -187,13 +209,12 @@ class AdaptiveBudget:
         self._last_cut = now
         self._window.clear()
         if self._rising:  # the limit is where the rate rose to: learn it
-            self._good_before, self.good = self.good, self._let_through(now)
+            self.good = self._let_through(now)
+            # the rate that met it, but a slow start's overshoot is no place to return to
+            self._met_at = min(self.rate, self.good * BEYOND_GOOD)
             self._rising = False
             self._change(max(FLOOR, DECREASE * self.good), "limit_met", evidence)
-        else:
-            # refused while the rate falls: a storm, not the rate, so the rate before it
-            # was good (a limit further down is met again, rising, on the way back up)
-            self.good = max(self.good or 0.0, self._good_before or 0.0) or None
+        else:  # refused while the rate falls: a storm, not the rate; the rate before it holds
             self._change(max(FLOOR, DECREASE * self.rate), "still_limited", evidence)
 
     def _let_through(self, now: float) -> float:
@@ -202,7 +223,7 @@ class AdaptiveBudget:
         while self._answered and self._answered[0] < now - MEASURED_OVER:
             self._answered.popleft()  # a storm may have answered nothing lately
         since = max(now - MEASURED_OVER, self._first_reply or now)
-        paused = max(0.0, min(self._paused_until, now) - max(self._pause_began, since))
+        paused = sum(max(0.0, min(end, now) - max(began, since)) for began, end in self._pauses)
         span = now - since - paused
         measured = len(self._answered) / span if span > 0 else self.rate
         return min(self.rate, max(measured, self.rate / 2))
@@ -213,8 +234,9 @@ class AdaptiveBudget:
             target, reason = self.rate + SLOW_START_GROWTH, "slow_start"
         elif self.rate < RETURN_TO * self.good:
             target, reason = self.rate * RECOVERY_GROWTH ** (1 / self.rate), "recovering"
-        else:
-            target, reason = self.rate + PROBE_GROWTH * self.good / self.rate, "probing"
+        else:  # back towards the rate that met the limit, slowing as it nears; then past it
+            step = max(APPROACH * (self._met_at - self.rate), PROBE_GROWTH * self.good)
+            target, reason = self.rate + step / self.rate, "probing"
         if self.ceiling is not None:
             target = min(target, self.ceiling)
         if target <= self.rate:

@@ -134,12 +134,13 @@ async def test_auto_does_not_grow_when_the_caller_is_the_bound() -> None:
 
 
 def test_a_thin_share_of_429s_is_noise_and_a_thick_one_a_limit() -> None:
-    """What random refusals of 2% would give but once in a thousand windows is a limit."""
+    """What random refusals of 3% would give but once in a thousand windows is a limit."""
     assert not is_beyond_noise(2, 100)
     assert not is_beyond_noise(1, 5)
-    assert not is_beyond_noise(7, 100)
-    assert is_beyond_noise(8, 100)
-    assert is_beyond_noise(3, 10)
+    assert not is_beyond_noise(9, 100)
+    assert is_beyond_noise(10, 100)
+    assert is_beyond_noise(4, 10)
+    assert not is_beyond_noise(25, 600) and is_beyond_noise(33, 600)
 
 
 async def test_noise_at_a_steady_rate_keeps_the_rate() -> None:
@@ -159,7 +160,7 @@ async def test_noise_at_a_steady_rate_keeps_the_rate() -> None:
 @pytest.mark.parametrize("headers", [True, False], ids=["RateLimit headers", "bare 429s"])
 async def test_a_real_limit_settles_just_under_it(headers: bool) -> None:
     """A token bucket of 40/s: once found (the first minute), the next uses most of it and
-    is seldom refused, whether or not the 429s say RateLimit-Remaining: 0."""
+    is seldom refused; bare 429s are seen later (a share past noise), so more often."""
     clock = Clock()
     budget = auto(clock)
     limit = RateLimit(clock, 40.0, headers=headers)
@@ -167,8 +168,8 @@ async def test_a_real_limit_settles_just_under_it(headers: bool) -> None:
     start = clock()
     run = await drive(budget, clock, 60.0, limit)
     assert run.answered_per_second(start, clock()) >= 0.85 * 40.0
-    assert run.refused_share(start, clock()) <= (0.01 if headers else 0.03)
-    assert max(rate for _, rate in run.rates) <= 1.1 * 40.0
+    assert run.refused_share(start, clock()) <= (0.01 if headers else 0.06)
+    assert max(rate for _, rate in run.rates) <= (1.1 if headers else 1.15) * 40.0
 
 
 async def test_a_limit_under_noise_is_still_found() -> None:
