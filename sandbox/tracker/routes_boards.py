@@ -85,6 +85,17 @@ async def patch_board(request: Request) -> Response:
     return JSONResponse(shapes.board(call.view, found))
 
 
+async def delete_board(request: Request) -> Response:
+    """DELETE /boards/{id}: 200 with no body; its sprints go with it."""
+    call = open_call(request, admin=True)
+    structure = call.org.structure
+    found = _board(call, request)
+    del structure.boards[found.id]
+    for sprint_id in [s.id for s in structure.sprints.values() if s.board == found.id]:
+        del structure.sprints[sprint_id]
+    return Response(status_code=200)
+
+
 def _touch(board: Board) -> None:
     board.version += 1
     board.updated_at = max(now_ms(), board.updated_at)
@@ -146,6 +157,15 @@ async def patch_column(request: Request) -> Response:
     found.limit = limit if "limit" in body else found.limit
     _touch(owner)
     return JSONResponse(shapes.column(call.view, owner, found))
+
+
+async def delete_column(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    owner, found = _column(call, request)
+    check_version(request, owner.version)
+    owner.columns.remove(found)
+    _touch(owner)
+    return Response(status_code=200)
 
 
 def _statuses(call: Call, checks: Checks, *, required: bool) -> list[str]:

@@ -1,4 +1,5 @@
-"""Components and queue versions: list (all, or per queue), get, create, edit under a lock.
+"""Components and queue versions: list (all, or per queue), get, create, edit under a lock,
+delete (200, no body; an issue's ref to a deleted one is no longer rendered).
 
 A component's name is unique within its queue, and so is a version's: a second one is a 409.
 """
@@ -121,6 +122,13 @@ async def patch_component(request: Request) -> Response:
     return JSONResponse(shapes.component(call.view, found))
 
 
+async def delete_component(request: Request) -> Response:
+    """DELETE /components/{id}: 200 with no body."""
+    call = open_call(request, admin=True)
+    del call.org.structure.components[_component(call, request).id]
+    return Response(status_code=200)
+
+
 def _flag(checks: Checks, name: str) -> bool | None:
     value = checks.body.get(name)
     if value is not None and not isinstance(value, bool):
@@ -199,6 +207,12 @@ async def patch_version(request: Request) -> Response:
     found.archived = found.archived if archived is None else archived
     found.version += 1
     return JSONResponse(shapes.version(call.view, found))
+
+
+async def delete_version(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    del call.org.structure.versions[_version(call, request).id]
+    return Response(status_code=200)
 
 
 def _date(checks: Checks, name: str) -> str | None:

@@ -143,6 +143,24 @@ class TestBoardsAndSprints:
         assert raw.get(f"/boards/{board['id']}").json()["version"] == board["version"] + 1
         assert raw.post("/boards/", json={"name": "Other"}).status_code == 201
 
+    def test_boards_columns_components_and_versions_are_deleted(self, raw: httpx.Client) -> None:
+        """A delete answers 200; the object is gone (404), a board's sprints with it."""
+        board = raw.post("/boards/", json={"name": "Short-lived"}).json()
+        column = raw.post(
+            f"/boards/{board['id']}/columns", json={"name": "C", "statuses": ["open"]}
+        ).json()
+        column_path = f"/boards/{board['id']}/columns/{column['id']}"
+        assert raw.delete(column_path).status_code == 200
+        assert raw.get(column_path).status_code == 404
+        sprint = {"name": "S", "board": board["id"], "startDate": "2025-01-06"}
+        sprint_id = raw.post("/sprints", json={**sprint, "endDate": "2025-01-17"}).json()["id"]
+        assert raw.delete(f"/boards/{board['id']}").status_code == 200
+        assert raw.get(f"/sprints/{sprint_id}").status_code == 404
+        for path, body in (("components", {"name": "Gone"}), ("versions", {"name": "0.0"})):
+            made = raw.post(f"/{path}", json={**body, "queue": "TEST"}).json()
+            assert raw.delete(f"/{path}/{made['id']}").status_code == 200
+            assert raw.get(f"/{path}/{made['id']}").status_code == 404
+
     def test_a_sprint_is_created_on_a_board(self, sdk: Any, raw: httpx.Client) -> None:
         board = next(iter(sdk.boards.get_all()))
         made = sdk.sprints.create(
