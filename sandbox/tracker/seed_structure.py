@@ -66,14 +66,8 @@ def seed_structure(org: Org, rng: random.Random, band: int, history_start: int) 
         structure.fields[field.id] = field
     if org.role == "empty":
         return
-    categories = _categories(structure, rng)
-    first = len(structure.fields) + 1
-    for order, (key, en, ru, kind, options, category) in enumerate(_GLOBAL_FIELDS, first):
-        structure.fields[key] = Field(key, key, en, ru, categories[category], kind, order)
-        structure.fields[key].options = options
-    queues = list(org.queues) if org.role == "source" else list(org.queues)[:1]
-    for queue in queues:
-        _local_fields(structure, queue, categories, rng)
+    _custom_fields(org, structure, rng)
+    # the target has every other component and version of the source's, by name
     keep = (lambda n: True) if org.role == "source" else (lambda n: n % 2 == 0)
     lead = org.find_user("alice")
     for queue in org.queues:
@@ -83,6 +77,19 @@ def seed_structure(org: Org, rng: random.Random, band: int, history_start: int) 
         creator = lead.uid if lead else next(iter(org.users))
         for queue in list(org.queues)[:BOARD_QUEUES]:
             _board(org, structure, queue, creator, history_start)
+
+
+def _custom_fields(org: Org, structure: Structure, rng: random.Random) -> None:
+    """The global custom fields (same keys in source and target), and local fields: on every
+    queue of the source, on the first queue of the target."""
+    categories = _categories(structure, rng)
+    first = len(structure.fields) + 1
+    for order, (key, en, ru, kind, options, category) in enumerate(_GLOBAL_FIELDS, first):
+        field = Field(key, key, en, ru, categories[category], kind, order, options=options)
+        structure.fields[key] = field
+    queues = list(org.queues) if org.role == "source" else list(org.queues)[:1]
+    for queue in queues:
+        _local_fields(structure, queue, categories, rng)
 
 
 def _categories(structure: Structure, rng: random.Random) -> dict[str, str]:
@@ -99,9 +106,10 @@ def _local_fields(
 ) -> None:
     prefix = f"{rng.getrandbits(96):024x}"
     for order, (key, en, ru, kind, options, category) in enumerate(_LOCAL_FIELDS, start=1):
-        field = Field(f"{prefix}--{key}", key, en, ru, categories[category], kind, order)
-        field.options, field.queue = options, queue
-        structure.local_fields[field.id] = field
+        field_id = f"{prefix}--{key}"
+        structure.local_fields[field_id] = Field(
+            field_id, key, en, ru, categories[category], kind, order, options=options, queue=queue
+        )
 
 
 def _components(
