@@ -14,7 +14,8 @@ from typing import Any
 from haul.sandbox.timefmt import parse_instant
 from haul.sandbox.tracker.checks import Checks
 from haul.sandbox.tracker.errors import ApiError, invalid
-from haul.sandbox.tracker.importing import runtime_hex_id
+from haul.sandbox.tracker.import_fields import STRUCTURE_FIELDS, issue_refs
+from haul.sandbox.tracker.importing import echoed, runtime_hex_id
 from haul.sandbox.tracker.model import (
     ChangelogEntry,
     ChecklistItem,
@@ -23,13 +24,16 @@ from haul.sandbox.tracker.model import (
     FieldChange,
     Issue,
     Org,
+    Pairs,
 )
 
 _TEXT_FIELDS = ("summary", "description")
 
 
 def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Issue:
-    """PATCH: any subset of summary, description, tags, assignee, followers, type, priority."""
+    """PATCH: any subset of summary, description, tags, assignee, followers, type, priority,
+    the structure fields (components, versions, sprint, dates, estimates, story points, user
+    lists) and custom fields; other keys are ignored."""
     if "status" in body:
         raise invalid({"status": "Status cannot be changed by update; execute a transition"})
     checks = Checks(org, body)
@@ -54,8 +58,11 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
         if name in body:
             changes[name] = _dictionary_key(checks, name, dictionary, body[name])
             history.append(FieldChange(name, dictionary.path, getattr(issue, name), changes[name]))
+    values = _structure_values(org, issue, checks)
     checks.done()
     org.records(issue)  # generate sub-records from the original header before it changes
+    if values is not None:
+        org.set_values(issue, *values)
     updated = replace(
         issue,
         **changes,
@@ -70,6 +77,27 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
     entry.fields.extend(history)
     org.records(updated).changelog.append(entry)
     return updated
+
+
+def _structure_values(org: Org, issue: Issue, checks: Checks) -> tuple[Pairs, Pairs] | None:
+    """The issue's (extra, refs) with the structure fields and custom fields the body sends
+    replaced (null clears one); None when it sends none.  Checked as an import checks them."""
+    names: dict[str, str] = {}  # body key -> the key its value is kept under
+    for name in checks.body:
+        field = org.structure.custom_field(issue.queue, name)
+        if name in STRUCTURE_FIELDS or field is not None:
+            names[name] = field.id if field is not None else name
+    if not names:
+        return None
+    given = Checks(org, {name: checks.body[name] for name in names})
+    given.errors = checks.errors  # one 422 for the whole edit
+    new_extra, new_refs = echoed(given), issue_refs(given, org.queues.get(issue.queue))
+    extra, refs = org.values(issue)
+    sent = set(names.values())
+    return (
+        tuple((k, v) for k, v in extra if k not in sent) + new_extra,
+        tuple((k, v) for k, v in refs if k not in sent) + new_refs,
+    )
 
 
 def _tags(checks: Checks, current: tuple[str, ...], value: object) -> tuple[str, ...]:

@@ -57,12 +57,21 @@ IMPORT_FIELDS = frozenset(
         "storyPoints",
     ]
 )
+# what an edit may change besides custom fields (an import takes these too)
+STRUCTURE_FIELDS = frozenset(
+    (
+        *("components", "fixVersions", "affectedVersions", "sprint"),
+        *("votedBy", "favoritedBy", "access", "deadline", "start", "end"),
+        *("originalEstimation", "estimation", "spent", "storyPoints"),
+    )
+)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 Pairs = tuple[tuple[str, object], ...]
 
 
-def issue_refs(checks: Checks, queue: Queue | None) -> Pairs:
-    """The structure values of an import body, each bad one failed in ``checks``."""
+def issue_refs(checks: Checks, queue: Queue | None, *, strict: bool = True) -> Pairs:
+    """The structure values of an import body, each bad one failed in ``checks``; with
+    ``strict=False`` (an edit) a key that names no field is ignored, not failed."""
     structure = checks.org.structure
     queue_key = queue.key if queue else None
     found: list[tuple[str, object]] = []
@@ -84,7 +93,8 @@ def issue_refs(checks: Checks, queue: Queue | None) -> Pairs:
             continue
         field = structure.custom_field(queue_key, name)
         if field is None:
-            checks.fail(name, f"Field {name!r} does not exist in this organization or queue")
+            if strict:
+                checks.fail(name, f"Field {name!r} does not exist in this organization or queue")
             continue
         checked = _value(checks, field, name, value)
         if checked is not None:

@@ -74,7 +74,7 @@ def import_issue(org: Org, body: dict, now: int) -> Issue:
     assignee = checks.user("assignee")
     description = checks.text("description")
     followers, tags = checks.users("followers"), checks.strings("tags")
-    unique, extra = checks.text("unique", limit=1000), _echoed(checks)
+    unique, extra = checks.text("unique", limit=1000), echoed(checks)
     refs = issue_refs(checks, queue)
     checks.done()
     assert queue is not None and created is not None and creator is not None
@@ -134,7 +134,7 @@ _ESTIMATES = ("originalEstimation", "estimation", "spent")
 _DATES = ("deadline", "start", "end")
 
 
-def _echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
+def echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
     """Estimates (milliseconds, echoed as ISO-8601 durations), dates and story points."""
     found: list[tuple[str, object]] = []
     for name in _ESTIMATES:

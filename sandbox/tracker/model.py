@@ -328,13 +328,18 @@ class Org:
         return found
 
     def values(self, issue: Issue) -> tuple[Pairs, Pairs]:
-        """``(extra, refs)`` of an issue; a generated issue's are drawn on first access."""
-        if not issue.generated or self.values_factory is None:
-            return issue.extra, issue.refs
+        """``(extra, refs)`` of an issue: as edited, else a generated issue's drawn on first
+        access, else its header's."""
         found = self._values.get(issue.key)
         if found is None:
+            if not issue.generated or self.values_factory is None:
+                return issue.extra, issue.refs
             found = self._values[issue.key] = self.values_factory(issue)
         return found
+
+    def set_values(self, issue: Issue, extra: Pairs, refs: Pairs) -> None:
+        """Replace an issue's ``(extra, refs)`` (an edit)."""
+        self._values[issue.key] = (extra, refs)
 
     # -- links ------------------------------------------------------------------------------
     def add_link(self, link: Link) -> None:

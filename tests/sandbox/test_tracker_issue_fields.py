@@ -218,6 +218,31 @@ class TestImport:
         reply = _import(target, components=[other["id"]])
         assert reply.status_code == 422 and "components" in reply.json()["errors"]
 
+    def test_an_edit_replaces_or_clears_structure_values(self, source: httpx.Client) -> None:
+        """PATCH changes only what it sends: a list replaces, null clears, others stay."""
+        issues = _all_issues(source)
+        issue = next(i for i in issues if "components" in i and "fixVersions" in i)
+        queue = issue["queue"]["key"]
+        other = [c for c in source.get(f"/queues/{queue}/components").json()][-1]
+        body = {
+            "components": [other["id"]],
+            "fixVersions": None,
+            "storyPoints": 8,
+            "severity": "S1",
+        }
+        edited = source.patch(f"/issues/{issue['key']}", json=body)
+        assert edited.status_code == 200
+        read = source.get(f"/issues/{issue['key']}").json()
+        assert [c["id"] for c in read["components"]] == [str(other["id"])]
+        assert "fixVersions" not in read and read["storyPoints"] == 8.0
+        assert read["severity"] == "S1" and read["version"] == issue["version"] + 1
+        kept = {
+            k for k in issue if k not in body and k not in ("version", "updatedAt", "updatedBy")
+        }
+        assert all(read[k] == issue[k] for k in kept if k not in ("spent",))
+        bad = source.patch(f"/issues/{issue['key']}", json={"components": [999_999]})
+        assert bad.status_code == 422 and "components" in bad.json()["errors"]
+
     def test_the_official_sdk_imports_with_components(self, small: RunningSandbox) -> None:
         info = small.info
         sdk = TrackerClient(
