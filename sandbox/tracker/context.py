@@ -16,7 +16,7 @@ from starlette.requests import Request
 from haul.sandbox.tracker import catalog
 from haul.sandbox.tracker.errors import ApiError
 from haul.sandbox.tracker.model import Org, User, World
-from haul.sandbox.tracker.render import View
+from haul.sandbox.tracker.render_refs import View
 from haul.sandbox.tracker.scroll import ScrollStore
 
 

@@ -2,12 +2,12 @@
 
 Each function takes a :class:`View` (the organisation plus the absolute API base of this
 request, e.g. ``http://127.0.0.1:8700/v3``) and one model object, and returns a plain dict.
+The references they are made of live in :mod:`sandbox.tracker.render_refs` (and are named
+here too), the organisation's structure in :mod:`sandbox.tracker.render_structure`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
 from haul.sandbox.timefmt import format_duration, format_ms
@@ -16,15 +16,21 @@ from haul.sandbox.tracker.model import (
     ChangelogEntry,
     ChecklistItem,
     Comment,
-    Dictionary,
     Entry,
     FieldChange,
     Issue,
     Link,
-    Org,
     Queue,
     User,
     Worklog,
+)
+from haul.sandbox.tracker.render_refs import (
+    View,
+    entry_ref,
+    issue_ref,
+    queue_ref,
+    structure_values,
+    user_ref,
 )
 
 _STATUS_TYPES = {
@@ -45,33 +51,6 @@ _FIELD_NAMES = {
     "type": "Type",
     "statusStartTime": "Status start time",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    org: Org
-    base: str  # absolute API base of the request, ending in /v3 or /v2
-
-    def dictionary(self, path: str) -> Dictionary:
-        return {
-            "statuses": self.org.statuses,
-            "issuetypes": self.org.issue_types,
-            "priorities": self.org.priorities,
-            "resolutions": self.org.resolutions,
-        }[path]
-
-
-def user_ref(view: View, uid: int | None) -> dict | None:
-    user = view.org.users.get(uid) if uid is not None else None
-    if user is None:
-        return None
-    return {
-        "self": f"{view.base}/users/{user.uid}",
-        "id": str(user.uid),
-        "display": user.display,
-        "cloudUid": user.cloud_uid,
-        "passportUid": user.uid,
-    }
 
 
 def user(view: View, person: User) -> dict:
@@ -97,18 +76,6 @@ def user(view: View, person: User) -> dict:
     }
 
 
-def entry_ref(view: View, path: str, key: str | None) -> dict | None:
-    entry = view.dictionary(path).by_key.get(key) if key else None
-    if entry is None:
-        return None
-    return {
-        "self": f"{view.base}/{path}/{entry.id}",
-        "id": str(entry.id),
-        "key": entry.key,
-        "display": entry.name_en,
-    }
-
-
 def entry(view: View, path: str, value: Entry, *, single: bool = False) -> dict:
     """A dictionary value as its list endpoint shows it (shapes differ per dictionary); a
     ``single`` value (a get, create or edit reply) names a priority in one language."""
@@ -128,16 +95,6 @@ def entry(view: View, path: str, value: Entry, *, single: bool = False) -> dict:
     if value.status_type is not None:
         body["type"] = value.status_type
     return body
-
-
-def queue_ref(view: View, key: str) -> dict:
-    queue = view.org.queues[key]
-    return {
-        "self": f"{view.base}/queues/{queue.key}",
-        "id": str(queue.id),
-        "key": queue.key,
-        "display": queue.name,
-    }
 
 
 def queue(view: View, value: Queue, *, full: bool = False) -> dict:
@@ -170,15 +127,6 @@ def queue(view: View, value: Queue, *, full: bool = False) -> dict:
         ]
         body["workflows"] = {workflow["id"]: statuses}
     return body
-
-
-def issue_ref(view: View, value: Issue) -> dict:
-    return {
-        "self": f"{view.base}/issues/{value.key}",
-        "id": value.id,
-        "key": value.key,
-        "display": value.summary,
-    }
 
 
 def issue(view: View, value: Issue) -> dict:
@@ -223,41 +171,7 @@ def issue(view: View, value: Issue) -> dict:
     body.update({name: item for name, item in optional.items() if item is not None})
     extra, refs = view.org.values(value)
     body.update(extra)
-    body.update(_refs(view, refs))
-    return body
-
-
-_REF_PATHS = {
-    "components": "components",
-    "fixVersions": "versions",
-    "affectedVersions": "versions",
-    "sprint": "sprints",
-}
-_USER_LISTS = ("votedBy", "favoritedBy", "access")
-
-
-def _refs(view: View, refs: tuple[tuple[str, object], ...]) -> dict:
-    """Components, versions and sprints as ``{self, id, display}`` lists, user lists as user
-    refs, custom field values under their field ids (a user field as a user ref)."""
-    structure = view.org.structure
-    body: dict = {}
-    for name, raw in refs:
-        if name in _REF_PATHS:
-            path = _REF_PATHS[name]
-            objects: dict[int, Any] = getattr(structure, path)
-            body[name] = [
-                {"self": f"{view.base}/{path}/{n}", "id": str(n), "display": objects[n].name}
-                for n in raw  # type: ignore[attr-defined]
-                if n in objects
-            ]
-        elif name in _USER_LISTS:
-            body[name] = [user_ref(view, uid) for uid in raw]  # type: ignore[attr-defined]
-        else:
-            field = structure.fields.get(name) or structure.local_fields.get(name)
-            user = field is not None and field.kind == "user" and isinstance(raw, int)
-            body[name] = user_ref(view, raw) if user else raw  # type: ignore[arg-type]
-    if "votedBy" in body:
-        body["votes"] = len(body["votedBy"])
+    body.update(structure_values(view, refs))
     return body
 
 

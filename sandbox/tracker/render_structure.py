@@ -4,7 +4,7 @@ components, queue versions, boards, columns, sprints, fields, local fields, fiel
 from __future__ import annotations
 
 from haul.sandbox.timefmt import format_ms
-from haul.sandbox.tracker.render import View, entry_ref, queue_ref, user_ref
+from haul.sandbox.tracker.render_refs import View, entry_ref, queue_ref, user_ref
 from haul.sandbox.tracker.structure import (
     FIELD_TYPES,
     Board,
