@@ -1,10 +1,17 @@
-"""The wiki's API (v1): pages, descendants, attachments and upload sessions, grids, comments.
+"""The wiki's API (v1): pages, descendants, page access, attachments and upload sessions,
+grids, comments.
 
 Listings use the ``{results, next_cursor, prev_cursor}`` envelope and come out as async
 generators of plain dicts. Creating a page, a comment, an upload session or a grid is not
 idempotent: an uncertain outcome raises AmbiguousWriteError and is never repeated here (the
 load engine reconciles it). Replacing a page's content, sending an upload part again and
 updating cells are repeatable, so they are retried like reads.
+
+Page access: a page read with ``fields=access_policy,access_lists`` carries its policy and
+its entries (direct, inherited); a grant is not idempotent (a repeated one is 409
+``ALREADY_EXISTS``, ConflictError), changing or revoking an entry is. The wiki API lists no
+groups: `groups()` asks the sandbox's own ``/_sandbox/groups`` and answers None where the
+service does not serve it.
 
 Grid writes carry the grid's ``revision`` (an optimistic lock); a stale one is answered
 409, which arrives here as ConflictError: read the grid and go on from its revision.
@@ -14,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -26,6 +33,7 @@ from haul.connectors.pagination import NextCursorPaginator, paginate
 Record = dict[str, Any]
 
 PAGE_FIELDS = "content,attributes"
+ACCESS_FIELDS = "access_policy,access_lists"
 MAX_PAGE_SIZE = 100  # descendants, attachments, comments and grids all cap page_size here
 MIN_PART_SIZE = 5 * 1024 * 1024  # every part but the last is 5 to 16 MiB
 MAX_PART_SIZE = 16 * 1024 * 1024
@@ -92,16 +100,31 @@ class WikiClient(ServiceClient):
         params = {"fields": fields} if fields else None
         return await self.core.get_json(f"/pages/{_segment(page_id)}", params=params)
 
-    async def create_page(self, *, slug: str, title: str, content: str) -> Record:
-        """Create a page (not idempotent: a dropped reply is AmbiguousWriteError)."""
-        body = {"slug": slug, "title": title, "content": content}
+    async def create_page(
+        self, *, slug: str, title: str, content: str, access_policy: Record | None = None
+    ) -> Record:
+        """Create a page (not idempotent: a dropped reply is AmbiguousWriteError), with its
+        access policy (``{access_type, all_staff_role?}``) when given, in the same write."""
+        body: Record = {"slug": slug, "title": title, "content": content}
+        if access_policy is not None:
+            body["access_policy"] = access_policy
         return await self.core.post_json("/pages", json=body)
 
-    async def replace_page(self, page_id: int, *, content: str, title: str | None = None) -> Record:
-        """Replace a page's content (and title): the whole body, so it is repeatable."""
+    async def replace_page(
+        self,
+        page_id: int,
+        *,
+        content: str,
+        title: str | None = None,
+        access_policy: Record | None = None,
+    ) -> Record:
+        """Replace a page's content (and title, and access policy): the whole body, so it is
+        repeatable. The service takes a policy only with the content."""
         body: Record = {"content": content}
         if title is not None:
             body["title"] = title
+        if access_policy is not None:
+            body["access_policy"] = access_policy
         return await self.core.post_json(f"/pages/{_segment(page_id)}", json=body, repeatable=True)
 
     async def append_content(
@@ -123,6 +146,49 @@ class WikiClient(ServiceClient):
         """Yield ``{id, slug}`` of a page and every page under it."""
         params = {"slug": slug, "include_self": _flag(include_self), "page_size": page_size}
         return self._listing("/pages/descendants", params)
+
+    # -- page access -------------------------------------------------------------------
+
+    async def get_access(self, page_id: int) -> Record:
+        """A page's content, access policy and access lists (``direct`` with the owner's entry,
+        ``inherited``), by numeric id."""
+        return await self.get_page_by_id(page_id, fields=f"content,{ACCESS_FIELDS}")
+
+    async def grant_access(
+        self, page_id: int, holder: Record, *, role: str, inheritance: str = "inherited"
+    ) -> Record:
+        """Give a holder (``{"user": {"uid"}}`` or ``{"group": {"src", "id"}}``) a role on a
+        page; the reply is the new entry. Not idempotent: a repeated grant is ConflictError."""
+        body = {**holder, "role": role, "inheritance": inheritance}
+        return await self.core.post_json(f"/pages/{_segment(page_id)}/access", json=body)
+
+    async def change_access(
+        self, page_id: int, access_id: str, *, role: str, inheritance: str
+    ) -> Record:
+        """Set one entry's role and inheritance (repeatable); refused rather than lock us out."""
+        path = f"/pages/{_segment(page_id)}/access/{_segment(access_id)}"
+        body = {"role": role, "inheritance": inheritance}
+        return await self.core.post_json(
+            path, json=body, params={"prevent_selflock": "true"}, repeatable=True
+        )
+
+    async def revoke_access(self, page_id: int, access_id: str) -> None:
+        """Revoke one entry; an entry already gone is not an error (so it is repeatable)."""
+        path = f"/pages/{_segment(page_id)}/access/{_segment(access_id)}"
+        with suppress(NotFoundError):  # revoked already, by an attempt whose reply was lost
+            await self.core.request(
+                "DELETE", path, params={"prevent_selflock": "true"}, repeatable=True
+            )
+
+    async def groups(self) -> list[Record] | None:
+        """The org's groups (``{id, name, members: [{uid, cloud_uid, username}]}``) from the
+        sandbox's ``/_sandbox/groups``; None where the service does not serve that route (the
+        wiki API itself lists no groups)."""
+        url = self.core.base_url.removesuffix("/v1") + "/_sandbox/groups"
+        try:
+            return [group async for group in self._listing(url, {})]
+        except NotFoundError:
+            return None
 
     # -- attachments and uploads -------------------------------------------------------
 

@@ -151,6 +151,9 @@ class Remapping(Section):
     )
     users_file: Path | None = Field(None, description="CSV of source login,target login rows.")
     default_user: str | None = Field(None, description="Target login for unmapped users.")
+    groups_file: Path | None = Field(
+        None, description="CSV of source group,target group rows (wiki page access)."
+    )
     wiki_roots: dict[Slug, Slug] = Field(default_factory=dict, description="Source -> target slug.")
     wiki_provenance: str = Field(DEFAULT_PROVENANCE, description="Provenance line ('' for none).")
 
@@ -347,9 +350,11 @@ def _check_sides(config: Config) -> None:
 
 def _resolved(config: Config, base: Path) -> Config:
     """Relative paths joined to the config's folder; each side told its name."""
-    users = config.mapping.users_file
+    users, groups = config.mapping.users_file, config.mapping.groups_file
     if users is not None and not (base / users).is_file():
         raise ConfigError("mapping.users_file", f"{base / users} does not exist")
+    if groups is not None and not (base / groups).is_file():
+        raise ConfigError("mapping.groups_file", f"{base / groups} does not exist")
     export = config.export
     if export is not None and export.out is not None:
         export = export.model_copy(update={"out": (base / export.out).resolve()})
@@ -360,7 +365,10 @@ def _resolved(config: Config, base: Path) -> Config:
             if config.target
             else None,
             "mapping": config.mapping.model_copy(
-                update={"users_file": (base / users) if users is not None else None}
+                update={
+                    "users_file": (base / users) if users is not None else None,
+                    "groups_file": (base / groups) if groups is not None else None,
+                }
             ),
             "staging": Staging(path=(base / config.staging.path).resolve()),
             "export": export,

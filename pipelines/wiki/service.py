@@ -1,7 +1,8 @@
 """The wiki as a service: its entities, client, extract parts, load parts and tables.
 
 Moves the page trees under `[scope] wiki_roots`, each to `[mapping] wiki_roots` (default:
-the same slug), with their attachments, grids and comments. Back-filled form answers load
+the same slug), with their access (users and groups mapped, failing closed), attachments,
+grids and comments. Back-filled form answers load
 here as the rows of a grid (`pipelines.wiki.backfill`).
 """
 
@@ -14,10 +15,12 @@ from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import REGISTRY, Registry
-from haul.pipelines.findings import Finding
+from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats
+from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
+from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
@@ -27,6 +30,7 @@ from haul.state.store import StagingStore
 
 ENTITIES = (
     Entity("wiki_page"),
+    Entity("wiki_page_access", staged="wiki_page"),
     Entity("wiki_attachment", files=True),
     Entity("wiki_grid"),
     Entity("wiki_grid_rows", staged="wiki_grid"),
@@ -75,7 +79,8 @@ class WikiService:
     async def target(self, config: Config, client: WikiClient, store: StagingStore) -> TargetParts:
         slugs = SlugMap.of(config)
         rewriter = Rewriter(slugs, dict(config.mapping.queues))
-        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance)
+        access = await page_access(config, client, store)
+        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance, access)
 
         async def in_target() -> dict[str, int]:
             pages = 0
@@ -87,12 +92,28 @@ class WikiService:
         check_rules(config, store, "wiki_grid")
         specs = load.specs() + GridBackfill(client, store, config).specs()
         verifier = WikiVerifier(client, load)
-        return TargetParts(specs, in_target, verifier=verifier)
+        planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access)
+        return TargetParts(
+            specs, in_target, unmapped_users=access.unmapped, planner=planner, verifier=verifier
+        )
 
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        return []  # the token probe is all: the wiki has no admin import endpoint to ask about
+        """On the target: the page access the staged pages need, holder by holder."""
+        if side != "target" or not config.scope.wiki_roots:
+            return []
+        if store is None:
+            return [nothing_staged("the wiki's page access")]
+        return access_findings(store, await page_access(config, client, store))
+
+
+async def page_access(config: Config, client: WikiClient, store: StagingStore) -> PageAccess:
+    """Page access against the target org: its holders, the mapping files, and which staged
+    pages are roots (their parent stays behind, so they take what they inherit as their own)."""
+    holders = await holder_map(client, store, config.mapping.users_file, config.mapping.groups_file)
+    staged = store.source_ids("wiki_page")
+    return PageAccess(client, holders, lambda record: record.parent not in staged)
 
 
 WIKI = WikiService()

@@ -1,7 +1,12 @@
-"""The wiki's entity specs: pages, their attachments, grids (made, then filled) and comments.
+"""The wiki's entity specs: pages, their access, attachments, grids (made, then filled) and
+comments.
 
-A page loads after the page it hangs under; the pages under it (together), its attachments
-(together), grids (together) and comments (in thread order) follow. Each is found again in the target by what identifies it there: a
+A page loads after the page it hangs under; its access (`wiki_page_access`) right after it,
+then the pages under it (together), its attachments (together), grids (together) and comments
+(in thread order). A page that only its entries read is made restricted and empty, and its
+access row grants the entries and then writes the content (`pipelines.wiki.access_sync`), so
+no one the source refused reads it at any instant; the access row is found again by comparing
+the target page's access and content with what they should be. Each is found again in the target by what identifies it there: a
 page by its target slug, an attachment by (page, name, size), a grid by (page, title), a
 grid's content by comparing columns and rows, a comment by (page, text, parent). A grid is
 two ledger rows: `wiki_grid` makes it, `wiki_grid_rows` fills it, so a crash halfway through
@@ -26,6 +31,8 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
+from haul.pipelines.wiki.access import Access
+from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
 from haul.pipelines.wiki.grids import GridSync
 from haul.pipelines.wiki.streams import byte_size
@@ -55,6 +62,12 @@ def plan_pages(store: StagingStore) -> Iterator[Planned]:
         yield Planned(record, parent, record.source_id)
 
 
+def plan_access(store: StagingStore) -> Iterator[Planned]:
+    """Every page's access, under its page (before the pages under it: spec order)."""
+    for record in store.iter_records("wiki_page"):
+        yield Planned(record, Ref("wiki_page", record.source_id))
+
+
 def plan_comments(store: StagingStore) -> Iterator[Planned]:
     """A reply loads under the comment it answers (after it); others under their page."""
     staged = store.source_ids("wiki_comment")
@@ -69,6 +82,7 @@ PLAN_GRIDS = each_record("wiki_grid", parent=_page_of, sort_key=_created)
 PLAN_GRID_ROWS = each_record("wiki_grid", parent=lambda record: Ref("wiki_grid", record.source_id))
 PLANS = {
     "wiki_page": plan_pages,
+    "wiki_page_access": plan_access,
     "wiki_attachment": PLAN_ATTACHMENTS,
     "wiki_grid": PLAN_GRIDS,
     "wiki_grid_rows": PLAN_GRID_ROWS,
@@ -84,6 +98,7 @@ class WikiLoad:
     store: StagingStore
     rewriter: Rewriter
     provenance: str
+    access: PageAccess
 
     def __post_init__(self) -> None:
         self.grids = GridSync(self.client, self._cell)
@@ -91,7 +106,9 @@ class WikiLoad:
     def specs(self) -> list[EntitySpec]:
         """The wiki's specs, in the order siblings load."""
         attachment, grid, comment = self.attachment(), self.grid(), self.comment()
-        return [
+        return [  # a page's access first among what loads under it
+            EntitySpec("wiki_page_access", "wiki_page", plan_access, self.send_access,
+                       self.find_access, refresh=self.refresh_access),
             EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
                        refresh=self.refresh_page, siblings_together=True),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
@@ -191,11 +208,17 @@ class WikiLoad:
 
     # -- pages ----------------------------------------------------------------------------
 
+    def page_title(self, record: StagedRecord) -> str:
+        return str(record.raw.get("title") or record.source_id)
+
     async def send_page(self, record: StagedRecord, parent: str | None) -> str:
+        """Make the page with its policy; one that only its entries read, with no content."""
+        access = self.access.wanted(record)
         page = await self.client.create_page(
             slug=self.target_slug(record.source_id),
-            title=str(record.raw.get("title") or record.source_id),
-            content=self.page_content(record),
+            title=self.page_title(record),
+            content="" if access.restricted else self.page_content(record),
+            access_policy=access.policy(),
         )
         return str(page["id"])
 
@@ -206,12 +229,45 @@ class WikiLoad:
         return str(page["id"]) if page else None
 
     async def refresh_page(self, record: StagedRecord, target_id: str) -> None:
-        """A page changed at the source since it was loaded: replace its content."""
-        await self.client.replace_page(
-            int(target_id),
-            content=self.page_content(record),
-            title=str(record.raw.get("title") or record.source_id),
-        )
+        """A page changed at the source since it was loaded: its access (narrowed first),
+        then its content."""
+        await self._sync(record, int(target_id))
+
+    # -- access -----------------------------------------------------------------------------
+
+    async def send_access(self, record: StagedRecord, page: str | None) -> str:
+        """Grant the page's entries, then write its content; a page with a holder that maps to
+        no one is left restricted to its owner and the migrating admin, and fails."""
+        if page is None:
+            raise RecordFailure(f"page {record.source_id} is not loaded")
+        access = await self._sync(record, int(page))
+        if access.unmapped:
+            raise RecordFailure(
+                f"page {record.source_id}: {', '.join(access.unmapped)} maps to no target holder"
+                " (mapping.users_file, mapping.groups_file): the page is restricted to its owner"
+                " and the migrating admin; map them, then haul load --retry-failed"
+            )
+        return page
+
+    async def find_access(
+        self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        """The page, when its access, content and title are what they should be."""
+        if page is None:
+            return None
+        reply = await self.client.get_access(int(page))
+        access = self.access.wanted(record)
+        content, title = self.page_content(record), self.page_title(record)
+        return page if self.access.settled(reply, access, content=content, title=title) else None
+
+    async def refresh_access(self, record: StagedRecord, target_id: str) -> None:
+        await self.send_access(record, target_id)
+
+    async def _sync(self, record: StagedRecord, page_id: int) -> Access:
+        access = self.access.wanted(record)
+        content, title = self.page_content(record), self.page_title(record)
+        await self.access.sync(page_id, access, content=content, title=title)
+        return access
 
     # -- attachments ----------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
 """The wiki's extract: each root's page tree as a stream, each page's children as a drain.
 
 `PageTree` lists a root's descendants (ids and slugs, a hundred a request) and reads each
-page with its content and attributes, a batch at a time; a batch is staged with a checkpoint
+page with its content, attributes, owner and access (policy and entries), a batch at a time; a batch is staged with a checkpoint
 naming its last slug, so a killed run resumes after it. Every later run reads every page
 again (the listing says nothing of changes), but only a page whose version moved is drained
 again: its version is its `modified_at` and its comment count, so a new comment counts too.
+A change of access alone changes the staged page (not its version): the load brings the
+target's access up to date, and no drain runs.
 
 `PageDrain` fetches a page's attachments (bytes into the blob store, checked against the
 listed size), grids (structure and rows) and comments.
@@ -20,7 +22,7 @@ from typing import Any
 import structlog
 
 from haul.connectors.errors import NotFoundError, RecordError
-from haul.connectors.wiki import WikiClient
+from haul.connectors.wiki import ACCESS_FIELDS, WikiClient
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
@@ -29,6 +31,7 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 BATCH = 50
+STAGED_FIELDS = f"content,attributes,owner,{ACCESS_FIELDS}"
 
 
 def page_version(page: dict[str, Any]) -> str:
@@ -123,7 +126,7 @@ class PageTree:
 
     async def _read(self, slug: str) -> dict[str, Any] | str:
         try:
-            return await self.client.get_page(slug)
+            return await self.client.get_page(slug, fields=STAGED_FIELDS)
         except RecordError as exc:  # this page's problem, not the run's
             return f"page {slug!r} could not be read: {exc}"
 

@@ -2,8 +2,10 @@
 
 Attachments, grids (their title) and comments are compared through their fingerprints
 (`WikiLoad.attachment`, `.grid`, `.comment`: the same fields their `find` matches on). This
-verifier covers the two that have none: a page (found by its target slug, compared on its slug,
-title and content with links rewritten and the provenance line) and a grid's columns and rows.
+verifier covers the three that have none: a page (found by its target slug, compared on its
+slug, title and content with links rewritten and the provenance line), a page's access (its
+policy and entries after mapping, and who reads it with inheritance resolved: a page someone
+opened wider by hand in the target differs) and a grid's columns and rows.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import ClassVar
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.verifying import Fields
+from haul.pipelines.wiki.access import current, readers
 from haul.pipelines.wiki.grids import columns_of, rows_of
 from haul.pipelines.wiki.specs import WikiLoad
 from haul.state.ledger import LedgerRow
@@ -27,11 +30,16 @@ class WikiVerifier:
     client: WikiClient
     load: WikiLoad
 
-    compares: ClassVar[frozenset[str]] = frozenset(("wiki_page", "wiki_grid_rows"))
+    compares: ClassVar[frozenset[str]] = frozenset(
+        ("wiki_page", "wiki_page_access", "wiki_grid_rows")
+    )
 
     async def compare(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
         """(what the load wrote, what the target holds now, or None when it is gone)."""
-        compare = self._wiki_page if row.entity == "wiki_page" else self._wiki_grid_rows
+        compare = {
+            "wiki_page": self._wiki_page,
+            "wiki_page_access": self._wiki_page_access,
+        }.get(row.entity, self._wiki_grid_rows)
         try:
             return await compare(row, record)
         except NotFoundError:
@@ -47,6 +55,20 @@ class WikiVerifier:
         }
         page = await self.client.get_page_by_id(int(row.target_id or 0))
         return expected, {key: page.get(key) for key in expected}
+
+    async def _wiki_page_access(
+        self, row: LedgerRow, record: StagedRecord
+    ) -> tuple[Fields, Fields | None]:
+        access = self.load.access
+        holders = access.holders
+        expected = {
+            **access.wanted(record).described(),
+            "readers": readers(record.raw, holders),
+        }
+        page = await self.client.get_access(int(row.target_id or 0))
+        now, _ = current(page, holders)
+        found = {**now.described(), "readers": readers(page, None, me=holders.directory.me)}
+        return expected, found
 
     async def _wiki_grid_rows(
         self, row: LedgerRow, record: StagedRecord

@@ -24,7 +24,14 @@ from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
 TRACKER = ("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link")
-WIKI = ("wiki_page", "wiki_attachment", "wiki_grid", "wiki_grid_rows", "wiki_comment")
+WIKI = (
+    "wiki_page",
+    "wiki_page_access",
+    "wiki_attachment",
+    "wiki_grid",
+    "wiki_grid_rows",
+    "wiki_comment",
+)
 SPECS = TRACKER + WIKI
 # a second copy of one of these is a second record in the target (an issue's key is unique,
 # a checklist is one record per issue, a link between the same two issues is one link, a page
