@@ -27,7 +27,7 @@ from haul.pipelines.export.tables import ColumnType, Table
 from haul.pipelines.export.writers import Rows, arrow_rows, arrow_schema
 
 DATABASE = "haul.duckdb"
-MEMORY_LIMIT = "256MB"
+MEMORY_LIMIT = "32MB"
 DUCK_TYPES: dict[ColumnType, str] = {
     "string": "VARCHAR",
     "int": "BIGINT",

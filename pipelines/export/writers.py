@@ -16,16 +16,19 @@ never the whole table: memory stays at one chunk whatever the size of the store.
 from __future__ import annotations
 
 import csv
+import shutil
 from collections.abc import Sequence
 from contextlib import suppress
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
+from zipfile import ZIP_DEFLATED, ZipFile, ZipInfo
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from openpyxl import Workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from openpyxl.writer.excel import ExcelWriter
 
 from haul.pipelines.export.tables import ColumnType, Table
 
@@ -236,10 +239,37 @@ class XlsxWriter:
             self._filled += 1
 
     def close(self) -> None:
-        self._book.save(self._path)
+        # openpyxl's own save stamps the workbook and each zip entry with the time: without
+        # them, the same rows make the same bytes
+        self._book.properties.created = self._book.properties.modified = SteadyZip.MOMENT
+        ExcelWriter(self._book, SteadyZip(self._path, "w", ZIP_DEFLATED, allowZip64=True)).save()
 
     def abort(self) -> None:
         """Nothing is open: openpyxl removes its sheets' temporary files when haul exits."""
+
+
+class SteadyZip(ZipFile):
+    """A zip file whose entries carry one fixed time and mode, whenever they were written."""
+
+    WHEN = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry holds
+    MOMENT = datetime(*WHEN)  # the workbook's own created and modified properties
+
+    def _entry(self, name: str) -> ZipInfo:
+        info = ZipInfo(name, date_time=self.WHEN)
+        info.compress_type = self.compression
+        info.external_attr = 0o600 << 16
+        return info
+
+    def writestr(self, zinfo_or_arcname: Any, data: Any, *args: Any, **kwargs: Any) -> None:
+        """As ZipFile's, the entry's time and mode fixed."""
+        if not isinstance(zinfo_or_arcname, ZipInfo):
+            zinfo_or_arcname = self._entry(zinfo_or_arcname)
+        super().writestr(zinfo_or_arcname, data, *args, **kwargs)
+
+    def write(self, filename: Any, arcname: Any = None, *args: Any, **kwargs: Any) -> None:
+        """A file's bytes as an entry (streamed), its time and mode fixed."""
+        with open(filename, "rb") as source, self.open(self._entry(str(arcname)), "w") as entry:
+            shutil.copyfileobj(source, entry, 1 << 20)
 
 
 def sheet_title(name: str) -> str:

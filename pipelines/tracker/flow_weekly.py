@@ -21,9 +21,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
-from typing import Any
-
-import pandas as pd  # type: ignore[import-untyped]  # no stubs installed
+from typing import TYPE_CHECKING, Any
 
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
@@ -35,6 +33,9 @@ from haul.pipelines.tracker.flow_tables import (
     _statuses,
     issue_histories,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs installed
 
 PERCENTILES = (0.5, 0.85, 0.95)
 NO_WEEK = -1
@@ -94,6 +95,8 @@ class WeeklyFacts:
 
     def frame(self, last_week: date) -> pd.DataFrame:
         """One row per queue and week from the queue's first arrival to `last_week`."""
+        import pandas as pd  # only here: every haul command imports this module
+
         issues = pd.DataFrame({
             "queue": pd.Series(self.queue, dtype="int64"),
             "arrived": pd.Series(self.arrived, dtype="int64"),
@@ -160,7 +163,7 @@ def _row(queue: str, week: Any) -> dict[str, Any]:
 
 
 def _number(data: Any) -> float | None:
-    return None if pd.isna(data) else float(data)
+    return None if data != data else float(data)  # NaN: no cycle time that week
 
 
 FLOW_WEEKLY = Table("flow_weekly", "changelog", (
