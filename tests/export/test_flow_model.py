@@ -211,3 +211,53 @@ def test_work_hours_that_are_not_a_span_are_refused(hours: str) -> None:
 
     with pytest.raises(ValidationError):
         TypeAdapter(WorkHours).validate_python(hours)
+
+
+BASE_CONFIG = {
+    "source": {"tracker_url": "https://t.example/v3", "org_id": "1", "token_env": "T"},
+    "scope": {"queues": ["TEST"]},
+    "staging": {"path": "haul.db"},
+}
+
+
+def export_section(**keys: Any) -> Any:
+    from pathlib import Path
+
+    from haul.pipelines.config import parse_config
+
+    return parse_config({**BASE_CONFIG, "export": keys}, base_dir=Path(".")).export
+
+
+def test_the_model_calendar_defaults_to_office_hours_in_utc() -> None:
+    """work_days Monday to Friday, work_hours 09:00-18:00, timezone UTC, daily_since unset
+    (90 days before the export)."""
+    section = export_section()
+    assert section.work_days == ("mon", "tue", "wed", "thu", "fri")
+    assert (section.work_hours, section.timezone, section.daily_since) == (
+        "09:00-18:00",
+        "UTC",
+        None,
+    )
+    chosen = export_section(
+        work_days=["Sunday", "mon"], work_hours="08:30-17:00", timezone="Asia/Tokyo",
+        daily_since="2024-01-01",
+    )  # fmt: skip
+    assert chosen.work_days == ("sun", "mon") and chosen.daily_since == date(2024, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("keys", "named"),
+    [
+        ({"work_days": ["someday"]}, "export.work_days[0]"),
+        ({"work_hours": "18:00-09:00"}, "export.work_hours"),
+        ({"timezone": "Mars/Olympus"}, "export.timezone"),
+        ({"daily_since": "yesterday"}, "export.daily_since"),
+        ({"work_hour": "09:00-18:00"}, "export.work_hour"),
+    ],
+)
+def test_a_bad_calendar_key_is_refused_by_its_name(keys: dict[str, Any], named: str) -> None:
+    """Each problem names its key; an unknown key too."""
+    from haul.pipelines.config import ConfigError
+
+    with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        export_section(**keys)
