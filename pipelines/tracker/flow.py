@@ -92,9 +92,11 @@ class WorkCalendar:
         if end <= start:
             return 0
         total = timedelta(0)
-        day, last = self.local_day(start), self.local_day(end)
+        first, last = self.local_day(start), self.local_day(end)
+        day = first
         while day <= last:
-            if day.weekday() == 0 and (weeks := (last - day).days // 7 - 1) > 0:
+            # whole weeks strictly between the first and the last day: a week's hours each
+            if day > first and day.weekday() == 0 and (weeks := (last - day).days // 7) > 0:
                 total += weeks * self._week()
                 day += timedelta(weeks=weeks)
                 continue

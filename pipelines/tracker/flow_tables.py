@@ -99,7 +99,8 @@ def issue_histories(context: ExportContext) -> Iterator[IssueHistory]:
         yield IssueHistory(issue, changes, staged_at)
 
 
-def _statuses(context: ExportContext) -> dict[str, StatusInfo]:
+def statuses_of(context: ExportContext) -> dict[str, StatusInfo]:
+    """The staged status dictionary, read once per export."""
     return context.memo("tracker.statuses", staged_statuses)
 
 
@@ -121,7 +122,7 @@ QUEUE_KEY = value("queue_key", "string", "the issue's queue (now): key", "queue_
 
 def derive_intervals(context: ExportContext) -> Iterator[Derived]:
     """status_intervals: each issue's statuses, contiguous from its creation to the as-of."""
-    flow, statuses = FlowSettings.of(context), _statuses(context)
+    flow, statuses = FlowSettings.of(context), statuses_of(context)
     for history in issue_histories(context):
         intervals = status_intervals(
             history.issue.raw, history.changes, statuses, flow.now, flow.calendar
@@ -196,7 +197,7 @@ ISSUE_FIELD_HISTORY = Table("issue_field_history", "changelog", (
 
 def derive_daily(context: ExportContext) -> Iterator[Derived]:
     """issue_daily: each open issue's state at the end of each day since daily_since."""
-    flow, statuses = FlowSettings.of(context), _statuses(context)
+    flow, statuses = FlowSettings.of(context), statuses_of(context)
     logins = context.memo("tracker.logins", staged_logins)
     for history in issue_histories(context):
         raw = history.issue.raw
@@ -235,7 +236,7 @@ ISSUE_DAILY = Table("issue_daily", "changelog", (
 
 def derive_cycle_times(context: ExportContext) -> Iterator[Derived]:
     """cycle_times: one row per issue."""
-    flow, statuses = FlowSettings.of(context), _statuses(context)
+    flow, statuses = FlowSettings.of(context), statuses_of(context)
     for history in issue_histories(context):
         raw = history.issue.raw
         intervals = status_intervals(raw, history.changes, statuses, flow.now, flow.calendar)

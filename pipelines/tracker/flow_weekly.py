@@ -30,8 +30,8 @@ from haul.pipelines.tracker.flow_tables import (
     QUEUE_KEY,
     SERVICE,
     FlowSettings,
-    _statuses,
     issue_histories,
+    statuses_of,
 )
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _percentile_name(quantile: float) -> str:
 
 def derive_flow_weekly(context: ExportContext) -> Iterator[Derived]:
     """flow_weekly's rows, a group per queue (its staged_at: its newest issue's)."""
-    flow, statuses = FlowSettings.of(context), _statuses(context)
+    flow, statuses = FlowSettings.of(context), statuses_of(context)
     facts = WeeklyFacts()
     for history in issue_histories(context):
         intervals = status_intervals(

@@ -116,6 +116,9 @@ def test_business_seconds_follow_the_time_zone_and_skip_weekends() -> None:
     saturday = datetime(2024, 1, 20, 0, tzinfo=UTC)
     assert berlin.business_seconds(saturday, saturday + timedelta(days=2)) == 0
     assert UTC_CALENDAR.business_seconds(monday, monday + timedelta(weeks=5)) == 5 * 45 * 3600
+    late_monday = datetime(2024, 1, 15, 10, tzinfo=UTC)  # its first hour is not counted
+    later = late_monday + timedelta(weeks=3, hours=2)
+    assert UTC_CALENDAR.business_seconds(late_monday, later) == (3 * 45 + 2) * 3600
 
 
 def test_a_status_start_time_dates_the_change() -> None:
