@@ -137,6 +137,14 @@ STAGED_AT = Column(
 )
 
 
+DERIVED_STAGED_AT = Column(
+    "staged_at",
+    "timestamp",
+    "the newest staged_at of the records the row was computed from (UTC): what --since compares",
+    lambda item: item.record.staged_at,
+)
+
+
 @dataclass(frozen=True)
 class Derived:
     """Rows a derived table computed about one subject (an issue, a queue); `staged_at` is
@@ -169,7 +177,7 @@ class Table:
     all_columns: tuple[Column, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        columns = (*self.columns, STAGED_AT)
+        columns = (*self.columns, STAGED_AT if self.derive is None else DERIVED_STAGED_AT)
         names = [column.name for column in columns]
         if duplicated := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"table {self.name}: columns {', '.join(duplicated)} appear twice")

@@ -27,7 +27,6 @@ from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
 from haul.pipelines.tracker.flow import Interval, WorkCalendar, cycle_time, status_intervals
 from haul.pipelines.tracker.flow_tables import (
-    QUEUE_KEY,
     SERVICE,
     FlowSettings,
     issue_histories,
@@ -167,7 +166,7 @@ def _number(data: Any) -> float | None:
 
 
 FLOW_WEEKLY = Table("flow_weekly", "changelog", (
-    QUEUE_KEY,
+    value("queue_key", "string", "the queue: key (an issue counts in its queue now)", "queue_key"),
     value("week", "string", "the ISO week (2024-W05), in [export] timezone", "week"),
     value("week_start", "date", "its Monday", "week_start"),
     value("arrivals", "int", "issues created that week", "arrivals"),
