@@ -1,0 +1,222 @@
+"""Wiki page access end to end on the sandbox, over sockets: after `haul run` the plain user
+reads in the target exactly the pages it read in the source and the admin reads them all;
+every page's readers by login are the source's; `haul verify` compares access and flags a page
+opened wider by hand; a holder that maps to no one leaves its page restricted to its owner and
+the migrating admin, named by check, plan and the report; and while the load runs, slowed down,
+the plain user never reads a page the source refused it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+from haul_fixtures import TOKEN_ENV, environ
+
+from haul.pipelines.check import run_check
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.plan import make_plan
+from haul.pipelines.runner import extract, load, run_all
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.verify import verify
+from haul.sandbox.tracker.catalog import ADMIN_LOGIN
+
+MOVED = {"team/handbook": "archive/handbook"}  # a root lands elsewhere: it takes its access along
+
+
+def write(directory: Path, info: dict[str, Any], **mapping: str) -> Config:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("users_file", "groups_file"):
+        if name in mapping:
+            (directory / f"{name}.csv").write_text(mapping[name], encoding="utf-8")
+            mapping[name] = f"{name}.csv"
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+        queues=[],
+        services=("wiki",),
+        wiki_mapping=MOVED,
+        mapping_extra={"default_user": ADMIN_LOGIN, **mapping},
+    )
+    return load_config(write_sandbox_config(directory, info, options))
+
+
+def target_slug(slug: str) -> str:
+    for root, moved in MOVED.items():
+        if slug == root or slug.startswith(root + "/"):
+            return moved + slug[len(root) :]
+    return slug
+
+
+def wiki(info: dict[str, Any], org: str, token: str = "admin") -> httpx.Client:
+    headers = {"Authorization": f"OAuth {info['tokens'][token]}", "X-Org-Id": info["orgs"][org]}
+    return httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
+
+
+def readable(info: dict[str, Any], org: str, token: str) -> set[str]:
+    """The slugs (source slugs) `token` lists under the migrated roots of `org`."""
+    found = set()
+    with wiki(info, org, token) as client:
+        for root in info["wiki_roots"]["source"]:
+            where = root if org == "source" else target_slug(root)
+            cursor = None
+            while True:
+                params = {"slug": where, "include_self": "true", "page_size": 100}
+                reply = client.get("/pages/descendants", params={**params, "cursor": cursor or ""})
+                if reply.status_code in (403, 404):
+                    break
+                body = reply.json()
+                for ref in body["results"]:
+                    found.add(root + str(ref["slug"])[len(where) :])
+                cursor = body.get("next_cursor")
+                if not cursor:
+                    break
+    return found
+
+
+def roles(info: dict[str, Any], org: str, slug: str) -> dict[str, str]:
+    """Every user's role on a page by login, the admin's own account left out (it owns every
+    page it makes in the target)."""
+    with wiki(info, org) as client:
+        reply = client.get(
+            info["wiki"].removesuffix("/v1") + "/_sandbox/roles", params={"slug": slug}
+        )
+        assert reply.status_code == 200, reply.text
+        found = dict(reply.json()["roles"])
+    found.pop(ADMIN_LOGIN, None)
+    return found
+
+
+def page_id(info: dict[str, Any], org: str, slug: str) -> int:
+    with wiki(info, org) as client:
+        return int(client.get("/pages", params={"slug": slug}).json()["id"])
+
+
+def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opened_by_hand(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    info = sandbox.info
+    config = write(tmp_path, info)
+    summary = asyncio.run(run_all(config, environ=environ(info)))
+    assert summary.complete, summary
+    counts = {row.entity: row for row in summary.counts}
+    assert counts["wiki_page_access"].loaded == counts["wiki_page"].staged > 0
+
+    everything = readable(info, "source", "admin")
+    alice = readable(info, "source", "user")
+    assert {"team/handbook/engineering", "team/runbooks/shared"} <= alice
+    assert "team/handbook/hr" not in alice and "team/handbook/offsite" not in alice
+    assert readable(info, "target", "user") == alice  # none more, none fewer
+    assert readable(info, "target", "admin") == everything
+    for slug in sorted(everything):
+        assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
+
+    verified = asyncio.run(verify(config, environ=environ(info)))
+    assert verified.ok, verified.differences[:5]
+    access = next(v for v in verified.entities if v.entity == "wiki_page_access")
+    assert access.checked == access.found == access.loaded > 0
+
+    hr = page_id(info, "target", "archive/handbook/hr")
+    with wiki(info, "target") as client:  # someone opens the HR space by hand
+        reply = client.post(f"/pages/{hr}/access", json={"user": {"uid": alice_uid(info)},
+                                                        "role": "reader"})  # fmt: skip
+        assert reply.status_code == 200, reply.text
+    widened = asyncio.run(verify(config, environ=environ(info)))
+    flagged = {(d.source_id, d.field) for d in widened.differences}
+    assert ("team/handbook/hr", "entries") in flagged and ("team/handbook/hr", "readers") in flagged
+    assert {d.entity for d in widened.differences} == {"wiki_page_access"}
+    below = {source_id for source_id, field in flagged if field == "readers"}
+    assert below >= {"team/handbook/hr/salaries", "team/handbook/hr/reviews"}  # inherited
+
+
+def alice_uid(info: dict[str, Any]) -> str:
+    with wiki(info, "target", "user") as client:
+        return str(client.get("/me").json()["identity"]["uid"])
+
+
+def test_a_holder_mapped_to_no_one_leaves_its_page_restricted_and_named(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """`hr` maps to a group the target lacks, `peggy` to a login it lacks: their pages end
+    restricted to their (mapped) owner and the migrating admin; check, plan, the run and its
+    report name page and holder; the pages under them read no wider than at the source."""
+    info = sandbox.info
+    config = write(tmp_path, info, groups_file="source group,target group\nhr,people-ops\n",
+                   users_file="peggy,peggy.parker\n")  # fmt: skip
+    asyncio.run(extract(config, environ=environ(info)))
+    checked = [f.what for f in asyncio.run(run_check(config, environ(info)))]
+    assert any("group hr maps to no target holder" in line and "team/handbook/hr" in line
+               for line in checked), checked  # fmt: skip
+    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    conflicts = {source_id: detail for entity, source_id, detail in plan.conflicts
+                 if entity == "wiki_page_access"}  # fmt: skip
+    assert "group hr" in conflicts["team/handbook/hr"]
+    assert "user peggy" in conflicts["team/handbook/hr/reviews"]
+
+    summary = asyncio.run(load(config, environ=environ(info)))
+    assert not summary.complete
+    assert any(
+        "team/handbook/hr:" in line and "group hr" in line for line in summary.unmapped_users
+    )
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    reasons = [
+        f["reason"] for f in report["failures_by_reason"] if f["entity"] == "wiki_page_access"
+    ]
+    assert any("team/handbook/hr:" in r and "group hr" in r for r in reasons), reasons
+    assert any("team/handbook/hr/reviews:" in r and "user peggy" in r for r in reasons), reasons
+    assert any("team/handbook/hr" in line for line in report["unmapped_users"])
+
+    assert roles(info, "target", "archive/handbook/hr") == {"heidi": "author"}
+    # restricted means its own entries only: no longer what hr's entries give from above
+    assert roles(info, "target", "archive/handbook/hr/reviews") == {"olga": "author"}
+    for slug in ("team/handbook/hr/salaries", "team/handbook/hr/holidays"):
+        source, target = roles(info, "source", slug), roles(info, "target", target_slug(slug))
+        assert set(target) <= set(source), slug  # narrower, never wider
+    assert "team/handbook/hr" not in readable(info, "target", "user")
+    with wiki(info, "target") as client:  # restricted, and whole: its content is there
+        content = client.get("/pages", params={"slug": "archive/handbook/hr", "fields": "content"})
+        assert "Who reads this page" in content.json()["content"]
+
+
+def test_no_instant_of_the_load_shows_the_plain_user_a_page_the_source_refused_it(
+    tmp_path: Path,
+) -> None:
+    """The load runs slowly (every page write and access change waits); meanwhile the plain
+    user asks for each page it could not read at the source, again and again: never a 200."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        config = write(tmp_path, info)
+        asyncio.run(extract(config, environ=environ(info)))
+        hidden = readable(info, "source", "admin") - readable(info, "source", "user")
+        assert len(hidden) >= 8
+        sandbox.set_faults("latency:25@/v1/pages/*")  # /pages?slug= (the poll) is not slowed
+        seen: dict[str, set[int]] = {}
+        done = threading.Event()
+        poller = threading.Thread(target=poll, args=(info, sorted(hidden), seen, done))
+        poller.start()
+        try:
+            summary = asyncio.run(load(config, environ=environ(info)))
+        finally:
+            done.set()
+            poller.join()
+        sandbox.set_faults("")
+        assert summary.complete, summary
+        statuses = {status for codes in seen.values() for status in codes}
+        assert 200 not in statuses, {slug: codes for slug, codes in seen.items() if 200 in codes}
+        assert 403 in statuses and 404 in statuses  # polled before and after the pages existed
+        assert readable(info, "target", "user") == readable(info, "source", "user")
+
+
+def poll(info: dict[str, Any], slugs: list[str], seen: dict[str, set[int]], done: Any) -> None:
+    """Ask for each page as the plain user until `done`; record every status by slug."""
+    with wiki(info, "target", "user") as client:
+        while not done.is_set():
+            for slug in slugs:
+                params = {"slug": target_slug(slug), "fields": "content"}
+                reply = client.get("/pages", params=params)
+                seen.setdefault(slug, set()).add(reply.status_code)
