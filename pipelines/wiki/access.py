@@ -58,7 +58,7 @@ def read_groups_csv(path: Path) -> dict[str, str]:
                         f"config error: mapping.groups_file: {path}:{number}: expected "
                         f"'source group,target group', got {','.join(row)!r}"
                     )
-                if number == 1 and cells[0].lower() in ("source", "source_group", "group"):
+                if number == 1 and cells[0].lower() in ("source", "source group", "source_group"):
                     continue
                 mapping[cells[0]] = cells[1]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
