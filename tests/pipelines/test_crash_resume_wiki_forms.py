@@ -3,7 +3,9 @@ instants, resumed, with 5% of requests dropped after the service applied them; t
 as an uninterrupted run's: every page, attachment, grid and comment once, one issue per answer.
 
 Two sandboxes with the same seed serve identical source orgs; the first is migrated in one
-run, the second through the kills and drops. Their targets are read back and compared.
+run, the second through the kills and drops. Their targets are read back and compared, with
+who reads each page (by login): the restricted pages of `team/runbooks` come through as the
+source has them however the load was cut.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from haul_fixtures import TOKEN_ENV
 from test_crash_resume import finish, haul
 from test_forms_backfill import client, write_config
+from test_wiki_access import roles
 from wiki_snapshot import wiki_snapshot
 
 from haul.state.store import StagingStore
@@ -71,7 +74,11 @@ def target_of(info: dict[str, Any]) -> dict[str, Any]:
                 issues.append((issue["unique"], issue["summary"], issue["createdAt"], len(files)))
             return {"wiki": await wiki_snapshot(wiki, roots), "issues": sorted(issues)}
 
-    return asyncio.run(read())
+    snapshot = asyncio.run(read())
+    snapshot["readers"] = {
+        key: roles(info, "target", key) for key in snapshot["wiki"]
+    }  # the root keeps its slug: keys are target slugs
+    return snapshot
 
 
 def test_kills_and_dropped_replies_leave_the_target_as_one_clean_run(tmp_path: Path) -> None:
@@ -86,6 +93,8 @@ def test_kills_and_dropped_replies_leave_the_target_as_one_clean_run(tmp_path: P
         finish(write_config(tmp_path / "clean", clean.info), "run", env)
         expected = target_of(clean.info)
         assert expected["issues"] and expected["wiki"]
+        for slug in ("team/runbooks/private-notes", "team/runbooks/shared/details"):
+            assert expected["readers"][slug] == roles(clean.info, "source", slug), slug
 
         config = write_config(tmp_path / "crashed", crashed.info)
         env = {**os.environ, TOKEN_ENV: crashed.info["tokens"]["admin"]}

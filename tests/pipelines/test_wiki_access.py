@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 from haul_fixtures import TOKEN_ENV, environ
+from test_crash_resume import finish, haul
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -23,6 +27,7 @@ from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
 from haul.sandbox.tracker.catalog import ADMIN_LOGIN
+from haul.state.store import StagingStore
 
 MOVED = {"team/handbook": "archive/handbook"}  # a root lands elsewhere: it takes its access along
 
@@ -210,6 +215,62 @@ def test_no_instant_of_the_load_shows_the_plain_user_a_page_the_source_refused_i
         assert 200 not in statuses, {slug: codes for slug, codes in seen.items() if 200 in codes}
         assert 403 in statuses and 404 in statuses  # polled before and after the pages existed
         assert readable(info, "target", "user") == readable(info, "source", "user")
+
+
+def test_a_load_killed_mid_access_resumes_to_the_sources_access_with_no_exposure(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """`haul load` SIGKILLed twice, each time while a restricted page's access row is in flight
+    (grants slowed), then run to the end: every page's readers are the source's, verify passes,
+    and the plain user, polling all along, never read a page the source refused it."""
+    info = sandbox.info
+    config = write(tmp_path, info)
+    asyncio.run(extract(config, environ=environ(info)))
+    hidden = readable(info, "source", "admin") - readable(info, "source", "user")
+    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+    toml = tmp_path / "haul.toml"
+    sandbox.set_faults("latency:40@/v1/pages/*/access")
+    seen: dict[str, set[int]] = {}
+    done = threading.Event()
+    poller = threading.Thread(target=poll, args=(info, sorted(hidden), seen, done))
+    poller.start()
+    kills = 0
+    try:
+        restricted = set(hidden)
+        for _ in range(2):
+            kills += kill_with_access_in_flight(toml, config.staging_path, env, restricted)
+        sandbox.set_faults("")
+        finish(toml, "load", env)
+    finally:
+        done.set()
+        poller.join()
+    assert kills == 2, restricted
+    assert 200 not in {status for codes in seen.values() for status in codes}
+    for slug in sorted(readable(info, "source", "admin")):
+        assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
+    verified = asyncio.run(verify(config, environ=environ(info)))
+    assert verified.ok, verified.differences[:5]
+
+
+def kill_with_access_in_flight(
+    config: Path, db: Path, env: dict[str, str], pages: set[str]
+) -> bool:
+    """Start `haul load`; SIGKILL it as soon as the access row of one of `pages` is in flight
+    (that page is then taken out of `pages`)."""
+    process = haul(config, "load", env=env)
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        with StagingStore.open(db) as store:
+            rows = store.ledger.iter_rows(status="in_flight", entity="wiki_page_access")
+            caught = next((row.source_id for row in rows if row.source_id in pages), None)
+        if caught and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.communicate()
+            pages.discard(caught)
+            return True
+        time.sleep(0.005)
+    process.communicate(timeout=120)
+    return False
 
 
 def poll(info: dict[str, Any], slugs: list[str], seen: dict[str, set[int]], done: Any) -> None:
