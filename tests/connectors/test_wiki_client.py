@@ -215,3 +215,58 @@ async def test_grid_writes_carry_the_revision_and_a_stale_one_is_a_conflict(make
         assert (revision, added) == ("3", [{"id": "r1"}])
         with pytest.raises(ConflictError, match="stale revision"):
             await client.add_rows("g1", "1", [{"name": "y"}])
+
+
+async def test_a_page_is_made_with_its_policy_and_its_access_read_grant_change_revoke(make_core):
+    """The policy rides on the create; a grant names one holder; change and revoke one entry
+    ask not to lock us out; a grant repeated is a conflict; an entry already gone is fine."""
+    grants = []
+
+    def grant(request: httpx.Request) -> httpx.Response:
+        grants.append(json.loads(request.content))
+        if len(grants) > 1:
+            return httpx.Response(409, json={"error_code": "ALREADY_EXISTS", "message": ["had"]})
+        return httpx.Response(200, json={"id": "a1", **grants[-1]})
+
+    wiki = Wiki(
+        {
+            "POST /pages": lambda request: httpx.Response(200, json={"id": 7, "slug": "a"}),
+            "GET /pages/7": httpx.Response(200, json={"id": 7, "access_policy": {}}),
+            "POST /pages/7/access": grant,
+            "POST /pages/7/access/a1": httpx.Response(200, json={"id": "a1", "role": "editor"}),
+            "DELETE /pages/7/access/a1": httpx.Response(204),
+        }
+    )
+    group = {"group": {"src": "dir", "id": "11"}}
+    async with client_for(make_core, wiki) as client:
+        policy = {"access_type": "custom"}
+        await client.create_page(slug="a", title="A", content="", access_policy=policy)
+        await client.get_access(7)
+        await client.grant_access(7, group, role="reader")
+        with pytest.raises(ConflictError):
+            await client.grant_access(7, group, role="reader")
+        await client.change_access(7, "a1", role="editor", inheritance="not_inherited")
+        await client.revoke_access(7, "a1")
+        await client.revoke_access(7, "gone")  # 404: revoked by an attempt whose reply was lost
+    assert json.loads(wiki.sent("POST /pages")[0].content)["access_policy"] == policy
+    fields = wiki.sent("GET /pages/7")[0].url.params["fields"]
+    assert fields == "content,access_policy,access_lists"
+    assert grants[0] == {**group, "role": "reader", "inheritance": "inherited"}
+    change = wiki.sent("POST /pages/7/access/a1")[0]
+    assert change.url.params["prevent_selflock"] == "true"
+    assert json.loads(change.content) == {"role": "editor", "inheritance": "not_inherited"}
+    assert wiki.sent("DELETE /pages/7/access/a1")[0].url.params["prevent_selflock"] == "true"
+
+
+async def test_groups_come_from_the_sandbox_route_or_are_unknown(make_core):
+    """`groups()` reads ``/_sandbox/groups`` beside the API root; a 404 there is None."""
+    listed = {"results": [{"id": "5", "name": "hr", "members": []}], "next_cursor": None}
+
+    def groups(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/_sandbox/groups"
+        return httpx.Response(200, json=listed)
+
+    async with WikiClient(make_core(groups, service="wiki", base_url=WIKI)) as client:
+        assert await client.groups() == listed["results"]
+    async with client_for(make_core, Wiki({})) as client:
+        assert await client.groups() is None
