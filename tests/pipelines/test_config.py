@@ -64,6 +64,10 @@ def test_valid_config_resolves_paths_relative_to_the_file(tmp_path: Path) -> Non
             lambda t: t.replace('default_user = "robot"', 'users_file = "missing.csv"'),
             "mapping.users_file",
         ),
+        (
+            lambda t: t.replace('default_user = "robot"', 'groups_file = "missing.csv"'),
+            "mapping.groups_file",
+        ),
     ],
 )
 def test_each_mistake_names_its_key(tmp_path: Path, change, key: str) -> None:
@@ -71,6 +75,14 @@ def test_each_mistake_names_its_key(tmp_path: Path, change, key: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, change(VALID)))
     assert caught.value.key == key
+
+
+def test_the_groups_file_is_relative_to_the_configs_folder(tmp_path: Path) -> None:
+    """`[mapping] groups_file` (wiki page access) resolves beside the config, like users_file."""
+    (tmp_path / "groups.csv").write_text("hr,people-ops\n", encoding="utf-8")
+    text = VALID.replace('default_user = "robot"', 'groups_file = "groups.csv"')
+    config = load_config(write(tmp_path, text))
+    assert config.mapping.groups_file == tmp_path.resolve() / "groups.csv"
 
 
 def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
