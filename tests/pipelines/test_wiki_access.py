@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from haul_fixtures import TOKEN_ENV, environ
+from haul_fixtures import TOKEN_ENV, environ, writes, written_since
 from test_crash_resume import finish, haul
 
 from haul.pipelines.check import run_check
@@ -137,8 +137,31 @@ def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opene
     assert below >= {"team/handbook/hr/salaries", "team/handbook/hr/reviews"}  # inherited
 
 
-def alice_uid(info: dict[str, Any]) -> str:
-    with wiki(info, "target", "user") as client:
+def test_a_later_run_carries_a_change_of_access_at_the_source_and_only_that(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The source opens `hr` to the plain user: the next run grants it in the target (one
+    write), and the pages under hr that inherit read the same as at the source again."""
+    info = sandbox.info
+    config = write(tmp_path, info)
+    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    hr = page_id(info, "source", "team/handbook/hr")
+    with wiki(info, "source") as client:
+        body = {"user": {"uid": alice_uid(info, "source")}, "role": "reader"}
+        reply = client.post(f"/pages/{hr}/access", json=body)
+        assert reply.status_code == 200, reply.text
+    before = writes(sandbox.stats())
+    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert written_since(before, writes(sandbox.stats())) == {"POST /v1/pages/{idx:int}/access": 1}
+    for slug in ("team/handbook/hr", "team/handbook/hr/salaries", "team/handbook/hr/holidays"):
+        assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
+    assert "team/handbook/hr/salaries" in readable(info, "target", "user")
+    assert asyncio.run(verify(config, environ=environ(info))).ok
+
+
+def alice_uid(info: dict[str, Any], org: str = "target") -> str:
+    """The plain user's uid in `org` (uids differ between orgs)."""
+    with wiki(info, org, "user") as client:
         return str(client.get("/me").json()["identity"]["uid"])
 
 
