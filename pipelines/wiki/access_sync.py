@@ -18,7 +18,7 @@ tracker staged from the same target org (`target.user`), when the config moves t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,11 @@ async def holder_map(
 
 @dataclass
 class PageAccess:
-    """Page access against one target org; `narrowed` names every page that failed closed."""
+    """Page access against one target org."""
 
     client: WikiClient
     holders: HolderMap
     roots: Any  # Callable[[StagedRecord], bool]: the page's parent stays behind
-    narrowed: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def wanted(self, record: StagedRecord) -> Access:
         """The page's target access; a page staged without it cannot be made safely."""
@@ -77,18 +76,7 @@ class PageAccess:
             raise RecordFailure(
                 f"page {record.source_id} was staged without its access: run haul extract"
             )
-        access = wanted(record.raw, self.holders, root=self.roots(record))
-        if access.unmapped:
-            self.narrowed[record.source_id] = access.unmapped
-        return access
-
-    def unmapped(self) -> list[str]:
-        """For the report: each page that failed closed, with the holders that did it."""
-        return [
-            f"wiki page {slug}: {', '.join(holders)} (no target holder: restricted to its owner"
-            " and the migrating admin)"
-            for slug, holders in sorted(self.narrowed.items())
-        ]
+        return wanted(record.raw, self.holders, root=self.roots(record))
 
     async def sync(self, page_id: int, access: Access, *, content: str, title: str) -> None:
         """Bring the page to `access`, then to `content` and `title`; see the module docstring."""

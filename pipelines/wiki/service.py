@@ -93,9 +93,7 @@ class WikiService:
         specs = load.specs() + GridBackfill(client, store, config).specs()
         verifier = WikiVerifier(client, load)
         planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access)
-        return TargetParts(
-            specs, in_target, unmapped_users=access.unmapped, planner=planner, verifier=verifier
-        )
+        return TargetParts(specs, in_target, planner=planner, verifier=verifier)
 
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
