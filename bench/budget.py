@@ -1,0 +1,233 @@
+"""Benchmark: the "auto" rate budget against a real rate limit and against a busy service.
+
+Each run starts its own sandbox process (`python -m haul.sandbox`, so the server does not share
+this interpreter) with `--latency-ms` of latency, and prints a table; no assertions.
+
+(a) A real limit, `ratelimit:40` (40 requests per second per org per service, 429 with
+    Retry-After and RateLimit-* headers; `--bare` leaves the headers out): a tight read loop
+    of `myself` through haul's TrackerClient (16 tasks; its first `--seconds`, from a cold
+    start, then the next), and `haul extract` of the org. "used" is answered requests per second over the limit; "refused" the share of
+    requests answered 429 (the loop: the sandbox's count less the answers; the extract: the
+    429s its log retried).
+(b) A busy service: a tight write loop of issue `_import`s through haul's TrackerClient, and
+    `haul load` of the extracted org, each with 2% of imports answered 429 at random
+    (`429:0.02@*/_import`) against the same on a fresh sandbox without. The ratio of the two
+    throughputs is the figure; both are measured in the same run. The loop runs again with
+    no budget to speak of (a fixed one above what it can send): each 429 still holds its
+    request for Retry-After (1 s), a cost no budget removes, so that ratio is the ceiling
+    of the auto budget's. The loop's figures are its settled part (after `--seconds`).
+
+    .venv/bin/python bench/budget.py [--size small] [--latency-ms 20] [--seconds 15] [--bare]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.state.store import StagingStore
+
+HAUL = str(Path(sys.executable).parent / "haul")
+TOKEN_ENV = "HAUL_BENCH_TOKEN"
+LIMIT = 40
+NOISE = "429:0.02@*/_import"
+WORKERS = 16
+ISSUE = {"queue": "TEST", "summary": "bench", "createdAt": "2023-01-01", "createdBy": "alice"}
+
+
+@dataclass
+class Figures:
+    name: str
+    seconds: float
+    answered: int  # requests answered other than 429 (the loops), records (haul)
+    sent: int  # requests the sandbox saw
+    refused: int  # of them answered 429
+
+    @property
+    def per_second(self) -> float:
+        return self.answered / self.seconds
+
+
+@contextmanager
+def sandbox(size: str, latency_ms: float, faults: str) -> Iterator[dict[str, Any]]:
+    command = [sys.executable, "-m", "haul.sandbox", "--size", size, "--seed", "1"]
+    command += ["--latency-ms", str(latency_ms), "--faults", faults]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield json.loads(process.stdout.readline())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def served(info: dict[str, Any]) -> int:
+    base = info["tracker"].rsplit("/v3", 1)[0]
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}"}
+    reply = httpx.get(f"{base}/_sandbox/stats", headers=headers)
+    reply.raise_for_status()
+    return int(reply.json()["requests"])
+
+
+async def loop(
+    info: dict[str, Any], name: str, seconds: float, *, write: bool, **options: Any
+) -> list[Figures]:
+    """`WORKERS` tasks reading `myself` (or importing issues into the target) for `seconds`,
+    twice over: the first run (the budget finding its rate), then the next (settled)."""
+    org = "target" if write else "source"
+    tracker = TrackerClient.connect(
+        base_url=info["tracker"], token=info["tokens"]["admin"], org_id=info["orgs"][org], **options
+    )
+    figures = []
+    async with tracker:
+        for part in ("first", "next"):
+            before, started = served(info), time.monotonic()
+            answered = await tasks_for(tracker, seconds, write=write)
+            took, sent = time.monotonic() - started, served(info) - before
+            label = f"{name}, {part} {seconds:g} s"
+            figures.append(Figures(label, took, answered, sent, sent - answered))
+    return figures
+
+
+async def tasks_for(tracker: TrackerClient, seconds: float, *, write: bool) -> int:
+    """Requests answered to `WORKERS` tasks sending one after another for `seconds`."""
+    answered, started = 0, time.monotonic()
+
+    async def worker() -> None:
+        nonlocal answered
+        while time.monotonic() - started < seconds:
+            await (tracker.import_issue(dict(ISSUE)) if write else tracker.myself())
+            answered += 1
+
+    await asyncio.gather(*(worker() for _ in range(WORKERS)))
+    return answered
+
+
+def write_config(directory: Path, info: dict[str, Any]) -> Path:
+    return write_sandbox_config(directory, info, SandboxConfig(source_token_env=TOKEN_ENV))
+
+
+def haul(command: str, config: Path, info: dict[str, Any], name: str) -> Figures:
+    """Run `haul COMMAND`; records staged (extract) or loaded (load) and the 429s retried."""
+    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+    log = config.parent / "haul.log"
+    lines_before = _lines(log)
+    before, started = served(info), time.monotonic()
+    result = subprocess.run(
+        [HAUL, command, "--config", str(config)],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,  # a warning for each 429 retried: the log has them
+    )
+    took = time.monotonic() - started
+    if result.returncode not in (0, 3):
+        raise SystemExit(f"haul {command} failed with status {result.returncode}")
+    with StagingStore.open(config.parent / "haul.db") as store:
+        if command == "extract":
+            records = sum(n for entity, n in store.count_records().items() if "." not in entity)
+        else:
+            records = sum(s.get("done", 0) for s in store.ledger.counts().values())
+    refused = sum(
+        1
+        for line in _read(log)[lines_before:]
+        if '"http_retry"' in line and json.loads(line).get("reason") == 429
+    )
+    return Figures(name, took, records, served(info) - before, refused)
+
+
+def _read(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def _lines(path: Path) -> int:
+    return len(_read(path))
+
+
+def limit_figures(args: argparse.Namespace) -> list[Figures]:
+    limit = f"ratelimit:{LIMIT}" + (":bare" if args.bare else "")
+    with sandbox(args.size, args.latency_ms, limit) as info:
+        figures = asyncio.run(loop(info, "read loop", args.seconds, write=False))
+        workdir = Path(tempfile.mkdtemp(prefix="haul-bench-budget-"))
+        try:
+            figures.append(haul("extract", write_config(workdir, info), info, "haul extract"))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return figures
+
+
+def noise_figures(args: argparse.Namespace, faults: str, label: str) -> list[Figures]:
+    """The import loop with the "auto" budget and with a fixed one far above what the loop
+    can send (what no budget at all would do, the 429s' Retry-After waits still waited),
+    then `haul load` (each on a sandbox of its own: an empty target)."""
+    figures = []
+    for budget, options in (("auto", {}), ("no budget", {"write_rate": 100_000})):
+        with sandbox(args.size, args.latency_ms, faults) as info:
+            name = f"import loop, {budget}, {label}"
+            figures += asyncio.run(loop(info, name, args.seconds, write=True, **options))[1:]
+    with sandbox(args.size, args.latency_ms, faults) as info:
+        workdir = Path(tempfile.mkdtemp(prefix="haul-bench-budget-"))
+        try:
+            config = write_config(workdir, info)
+            haul("extract", config, info, "extract")
+            figures.append(haul("load", config, info, f"haul load, {label}"))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="small", help="the sandbox org (haul extract and load)")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=15.0, help="of each tight loop's part")
+    parser.add_argument("--bare", action="store_true", help="429s without RateLimit-* headers")
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))  # errors only
+
+    limited = limit_figures(args)
+    clean = noise_figures(args, "", "no 429s")
+    noisy = noise_figures(args, NOISE, "2% 429s")
+
+    print(
+        f"\n(a) a real limit of {LIMIT} req/s per org "
+        f"({'bare 429s' if args.bare else 'RateLimit-* headers'}); "
+        f"{args.size} org, {args.latency_ms:g} ms latency"
+    )
+    print(f"{'run':<42}{'seconds':>9}{'requests':>10}{'429s':>8}{'used':>8}{'refused':>9}")
+    for row in limited:
+        let_through = (row.sent - row.refused) / row.seconds
+        print(
+            f"{row.name:<42}{row.seconds:>9.1f}{row.sent:>10}{row.refused:>8}"
+            f"{let_through / LIMIT:>8.0%}{row.refused / max(1, row.sent):>9.1%}"
+        )
+    print("\n(b) 2% of imports answered 429 at random, against none")
+    print(f"{'run':<42}{'seconds':>9}{'done':>8}{'per s':>8}{'429s':>7}{'ratio':>8}")
+    for without, with_noise in zip(clean, noisy, strict=True):
+        for row in (without, with_noise):
+            ratio = row.per_second / without.per_second
+            print(
+                f"{row.name:<42}{row.seconds:>9.1f}{row.answered:>8}{row.per_second:>8.1f}"
+                f"{row.refused:>7}{ratio:>8.0%}"
+            )
+
+
+if __name__ == "__main__":
+    main()
