@@ -170,7 +170,8 @@ def test_a_holder_mapped_to_no_one_leaves_its_page_restricted_and_named(
 ) -> None:
     """`hr` maps to a group the target lacks, `peggy` to a login it lacks: their pages end
     restricted to their (mapped) owner and the migrating admin; check, plan, the run and its
-    report name page and holder; the pages under them read no wider than at the source."""
+    report name page and holder; the pages under them read no wider than at the source. Once
+    the mapping is fixed, `haul load --retry-failed` gives them the source's access."""
     info = sandbox.info
     config = write(tmp_path, info, groups_file="source group,target group\nhr,people-ops\n",
                    users_file="peggy,peggy.parker\n")  # fmt: skip
@@ -206,6 +207,13 @@ def test_a_holder_mapped_to_no_one_leaves_its_page_restricted_and_named(
     with wiki(info, "target") as client:  # restricted, and whole: its content is there
         content = client.get("/pages", params={"slug": "archive/handbook/hr", "fields": "content"})
         assert "Who reads this page" in content.json()["content"]
+
+    (tmp_path / "groups_file.csv").write_text("", encoding="utf-8")  # the fix: hr by its name
+    (tmp_path / "users_file.csv").write_text("", encoding="utf-8")
+    fixed = asyncio.run(load(config, environ=environ(info), retry_failed=True))
+    assert fixed.complete, fixed
+    for slug in ("team/handbook/hr", "team/handbook/hr/reviews", "team/handbook/hr/salaries"):
+        assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
 
 
 def test_no_instant_of_the_load_shows_the_plain_user_a_page_the_source_refused_it(
