@@ -238,8 +238,8 @@ def wanted(raw: Record, holders: HolderMap, *, root: bool) -> Access:
     role = policy.get("all_staff_role") if access_type == "all_staff" else None
     unmapped = sorted({source_label(entry) for entry in entries if holders.map(entry) is None})
     if unmapped:
-        owner = [entry for entry in entries[:1] if _is_owner(entry, raw)]
-        grants = _grants(owner, holders)
+        owner = [entry for entry in lists.get("direct") or [] if _is_owner(entry, raw)]
+        grants = _grants(owner[:1], holders)
         return Access("custom", None, grants, tuple(unmapped))
     return Access(access_type, role, _grants(entries, holders))
 
