@@ -17,7 +17,7 @@ tracker staged from the same target org (`target.user`), when the config moves t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ from haul.pipelines.tracker.transform import read_users_csv
 from haul.pipelines.wiki.access import (
     Access,
     Directory,
+    Grant,
+    Holder,
     HolderMap,
     current,
     read_groups_csv,
@@ -51,7 +53,7 @@ async def holder_map(
     users_file: Path | None,
     groups_file: Path | None,
 ) -> HolderMap:
-    """The target's holders (three reads at most) and the mapping files."""
+    """The target's holders (two reads: `/me` and the group list) and the mapping files."""
     users = {str(r.raw["login"]): str(r.raw["uid"]) for r in store.iter_records(TARGET_USERS)
              if r.raw.get("login") and r.raw.get("uid")}  # fmt: skip
     directory = Directory.of(await client.me(), await client.groups(), users)
@@ -68,7 +70,7 @@ class PageAccess:
 
     client: WikiClient
     holders: HolderMap
-    roots: Any  # Callable[[StagedRecord], bool]: the page's parent stays behind
+    roots: Callable[[StagedRecord], bool]  # whether the page's parent stays behind
 
     def wanted(self, record: StagedRecord) -> Access:
         """The page's target access; a page staged without it cannot be made safely."""
@@ -126,5 +128,5 @@ class PageAccess:
             )
 
 
-def _missing(grants: Iterable[Any], held: set[Any]) -> list[Any]:
+def _missing(grants: Iterable[Grant], held: set[Holder]) -> list[Grant]:
     return [grant for grant in grants if grant.holder not in held]
