@@ -1,10 +1,12 @@
-"""Benchmark: peak memory (RSS) of `haul export` in each format as the org grows.
+"""Benchmark: peak memory (RSS) and time of `haul export` in each format as the org grows,
+and of the flow model alone (its five derived tables, Parquet and haul.duckdb).
 
 Each size gets its own sandbox process (`haul sandbox serve`) and staging folder, extracted
 once; then `haul export` runs as a child process per format, and its peak RSS is read from
 the kernel's accounting of that child alone (`os.wait4`, the child's own `getrusage`). The
-export streams a chunk of rows at a time, so its peak should barely move with the org's
-size. The medium org takes a while to extract: opt in with `--medium`.
+export streams a chunk of rows at a time, and the model an issue at a time, so its peak
+should barely move with the org's size. The medium org takes a while to extract: opt in with
+`--medium`.
 
     .venv/bin/python bench/export_memory.py [--medium] [--formats csv,parquet,xlsx]
 """
@@ -24,6 +26,7 @@ from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
+MODEL = "status_intervals,issue_field_history,issue_daily,cycle_times,flow_weekly"
 
 
 def peak_mb(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -57,11 +60,13 @@ def measure(size: str, formats: list[str]) -> list[tuple[str, str, int, float, f
         subprocess.run([HAUL, "extract", "--config", str(config)], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         rows = []
-        for fmt in formats:
-            out = work / f"exports-{fmt}"
-            command = [HAUL, "export", "--config", str(config), "--format", fmt, "--out", str(out)]
+        runs = [(fmt, ["--format", fmt]) for fmt in formats]
+        runs.append(("model", ["--format", "parquet", "--entities", MODEL]))
+        for name, options in runs:
+            out = work / f"exports-{name}"
+            command = [HAUL, "export", "--config", str(config), *options, "--out", str(out)]
             mb, seconds, status = peak_mb(command, env)
-            rows.append((size, fmt, _rows_written(out), mb, seconds, status))
+            rows.append((size, name, _rows_written(out), mb, seconds, status))
         return rows
     finally:
         serve.terminate()
