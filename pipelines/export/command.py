@@ -17,7 +17,7 @@ file keeps the rows of the subjects that moved, while the database keeps the who
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -60,6 +60,7 @@ log = structlog.get_logger(__name__)
 
 CHUNK_ROWS = 5_000
 PARTITIONS = ("month",)
+Row = tuple[Any, ...]
 HEALTHCHECK_TIMEOUT_S = 10.0
 EXTRACTING_COMMANDS = ("extract", "run")  # the runs whose staging an export carries
 
@@ -333,7 +334,7 @@ def write_table(
 
 def table_rows(
     table: Table, since: tuple[str | None, bool], context: ExportContext
-) -> tuple[Iterator[tuple[Any, ...]], Any, int | None]:
+) -> tuple[Iterator[Row], Callable[[Row], bool] | None, int | None]:
     """The rows of `table`, which of them its file keeps (None: all), and their number if
     known. A staged table's rows are read `since` already; a derived table's are all
     computed (the database holds the whole model) and its file keeps those staged since."""
