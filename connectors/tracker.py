@@ -223,6 +223,10 @@ class TrackerClient(ServiceClient):
         """The link types (``id``, ``inward``, ``outward``)."""
         return await self.core.get_json("/linktypes")
 
+    async def list_dictionary(self, path: str) -> list[Record]:
+        """One dictionary by its path: statuses, issuetypes, priorities or resolutions."""
+        return await self._list(f"/{_segment(path)}", path)
+
     async def list_fields(self) -> list[Record]:
         """The org's global fields."""
         return await self.core.get_json("/fields")
@@ -240,6 +244,77 @@ class TrackerClient(ServiceClient):
         """Yield every user (the reply is ``{"users": [...], "hasNext": bool}``)."""
         paginator = PageNumberPaginator(per_page=per_page, records_key="users")
         return self._records("/users", paginator)
+
+    # -- the organisation's structure (admin writes are not idempotent) ----------------
+
+    async def list_queue_components(self, queue: str) -> list[Record]:
+        """A queue's components (name, description, lead, assignAuto)."""
+        return await self._list(f"/queues/{_segment(queue)}/components", "components")
+
+    async def list_queue_versions(self, queue: str) -> list[Record]:
+        """A queue's versions (name, description, startDate, dueDate, released, archived)."""
+        return await self._list(f"/queues/{_segment(queue)}/versions", "versions")
+
+    async def list_local_fields(self, queue: str) -> list[Record]:
+        """A queue's local fields (their ``key`` is the one issues of the queue use)."""
+        return await self._list(f"/queues/{_segment(queue)}/localFields", "local fields")
+
+    async def list_field_categories(self) -> list[Record]:
+        """The org's field categories."""
+        return await self._list("/fields/categories", "field categories")
+
+    async def list_boards(self) -> list[Record]:
+        """The org's boards."""
+        return await self._list("/boards", "boards")
+
+    async def list_board_columns(self, board: str | int) -> list[Record]:
+        """A board's columns, each with its statuses."""
+        return await self._list(f"/boards/{_segment(board)}/columns", "board columns")
+
+    async def list_board_sprints(self, board: str | int) -> list[Record]:
+        """A board's sprints."""
+        return await self._list(f"/boards/{_segment(board)}/sprints", "sprints")
+
+    async def create_dictionary_value(self, kind: str, body: Record) -> Record:
+        """POST /statuses, /issuetypes, /priorities or /resolutions (key, name, order; a
+        status's type)."""
+        return await self.core.post_json(f"/{_segment(kind)}", json=body)
+
+    async def create_queue(self, body: Record) -> Record:
+        """POST /queues (key, name, lead, defaultType, defaultPriority, issueTypesConfig)."""
+        return await self.core.post_json("/queues", json=body)
+
+    async def create_component(self, body: Record) -> Record:
+        """POST /components (name, queue, description, lead, assignAuto)."""
+        return await self.core.post_json("/components", json=body)
+
+    async def create_version(self, body: Record) -> Record:
+        """POST /versions (queue, name, description, startDate, dueDate)."""
+        return await self.core.post_json("/versions", json=body)
+
+    async def create_field_category(self, body: Record) -> Record:
+        """POST /fields/categories (name, order, description)."""
+        return await self.core.post_json("/fields/categories", json=body)
+
+    async def create_field(self, body: Record) -> Record:
+        """POST /fields: a global field (id, name, category, type, optionsProvider)."""
+        return await self.core.post_json("/fields", json=body)
+
+    async def create_local_field(self, queue: str, body: Record) -> Record:
+        """POST /queues/{queue}/localFields (id, name, category, type, optionsProvider)."""
+        return await self.core.post_json(f"/queues/{_segment(queue)}/localFields", json=body)
+
+    async def create_board(self, body: Record) -> Record:
+        """POST /boards (name, defaultQueue, useRanking)."""
+        return await self.core.post_json("/boards", json=body)
+
+    async def create_board_column(self, board: str | int, body: Record) -> Record:
+        """POST /boards/{id}/columns (name, statuses by key)."""
+        return await self.core.post_json(f"/boards/{_segment(board)}/columns", json=body)
+
+    async def create_sprint(self, body: Record) -> Record:
+        """POST /sprints (name, board, startDate, endDate, status)."""
+        return await self.core.post_json("/sprints", json=body)
 
     # -- admin imports (not idempotent) ------------------------------------------------
 

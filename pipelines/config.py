@@ -156,6 +156,16 @@ class Remapping(Section):
     )
     wiki_roots: dict[Slug, Slug] = Field(default_factory=dict, description="Source -> target slug.")
     wiki_provenance: str = Field(DEFAULT_PROVENANCE, description="Provenance line ('' for none).")
+    fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="Source custom field key -> the target key its values go to (default: same).",
+    )
+    create_missing: bool = Field(
+        True,
+        description="Create the queues, dictionary values, fields, components, versions, "
+        "boards and sprints the issues need and the target lacks (false: haul check lists "
+        "them as errors and nothing is created).",
+    )
 
 
 class Backfill(Section):

@@ -235,6 +235,8 @@ class LoadEngine:
             return self._fail(
                 row, RecordFailure(f"{row.entity} {row.source_id} is no longer staged")
             )
+        if spec.find_first and (found := await self._find(spec, record, parent_target)):
+            return self._done(row, found)  # the target has it already: reused, not sent
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)
             try:

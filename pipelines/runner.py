@@ -262,6 +262,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     for part in parts:
         if part.in_target is not None:
             in_target.update(await part.in_target())
+    details["not_carried"] = {key: n for part in parts for key, n in part.not_carried().items()}
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
     details.update(_traffic(targets, "target"))
     log.info("load_finished", **details)

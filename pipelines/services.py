@@ -81,6 +81,8 @@ class TargetParts:
     unmapped_users: Callable[[], list[str]] = list
     planner: Planner | None = None
     verifier: Verifier | None = None
+    # values the load left out of a record it still loaded: "field: reason" -> how many
+    not_carried: Callable[[], dict[str, int]] = dict
 
 
 class Client(Protocol):

@@ -15,6 +15,8 @@ by name::
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
                               optional
+    find_first             -> look for the record in the target before sending it at all (the
+                              organisation objects: reuse a component or field that is there)
     fingerprint            -> what tells the record apart in the target, written once: `find`
                               is `fingerprint.find`, and `haul verify` compares every field of
                               it (a spec without one brings its service's verifier), optional
@@ -161,6 +163,7 @@ class EntitySpec:
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
     fingerprint: Fingerprint | None = None
+    find_first: bool = False  # look in the target before the first send (reuse what is there)
 
     @property
     def has_requirements(self) -> bool:

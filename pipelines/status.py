@@ -45,6 +45,7 @@ class Status:
     runs: list[dict[str, Any]] = field(default_factory=list)
     problems: int = 0
     not_staged: dict[str, str] = field(default_factory=dict)  # entity -> the setting that says so
+    not_carried: dict[str, int] = field(default_factory=dict)  # "field: reason" -> values left out
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -98,6 +99,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         runs=recent,
         problems=store.problems.count(),
         not_staged=not_staged(store),
+        not_carried=_not_carried(recent),
     )
     for service in services:
         for entity in loadable(service):
@@ -117,6 +119,14 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
                 )
             )
     return status
+
+
+def _not_carried(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """What the newest load (or run) left out of records it loaded."""
+    for run in runs:
+        if run["command"] in ("load", "run") and run.get("counts"):
+            return dict(run["counts"].get("not_carried") or {})
+    return {}
 
 
 def _source_counts(runs: list[dict[str, Any]], services: Sequence[Service]) -> dict[str, int]:
@@ -141,6 +151,10 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
     for entity, why in status.not_staged.items():
         say(console, f"{entity} not staged by the last extract: {why}")
+    for what, count in status.not_carried.items():
+        say(
+            console, f"not carried by the last load (the record loaded without it): {what}: {count}"
+        )
     for run in status.runs:
         say(
             console,

@@ -26,6 +26,7 @@ from haul.pipelines.tracker.transform import TransformError
 from haul.state.store import StagingStore
 
 USER_ENTITIES = ("issue", "comment", "worklog", "attachment", "link", "checklist")
+EVERY_KEY = Finding("ok", "the target has every queue and dictionary key the mapping needs")
 
 
 async def tracker_checks(
@@ -63,24 +64,30 @@ def _user_refs(value: Any) -> Iterator[dict[str, Any]]:
 async def _mapping(config: Config, client: TrackerClient, store: StagingStore) -> list[Finding]:
     await stage_target(client, store)
     transform = build_transform(store, config)
-    found = [
-        Finding("error", f"the target has no queue {queue}", "create it, or map the queue elsewhere")
-        for queue in missing_queues(store, wanted_queues(transform, config))
+    lacking = [
+        f"queue {queue}" for queue in missing_queues(store, wanted_queues(transform, config))
     ]
-    for kind, keys in transform.dictionaries.missing(
-        r.raw for r in store.iter_records("issue")
-    ).items():
-        found.append(
+    lacking += [
+        f"{kind} keys {', '.join(keys)}"
+        for kind, keys in transform.dictionaries.missing(
+            r.raw for r in store.iter_records("issue")
+        ).items()
+    ]
+    if config.mapping.create_missing:
+        found = [
+            Finding("ok", f"the target lacks {what}: the load creates it first") for what in lacking
+        ]
+    else:
+        found = [
             Finding(
                 "error",
-                f"the target lacks {kind} keys: {', '.join(keys)}",
-                "create them in the target",
+                f"the target lacks {what} and [mapping] create_missing is false",
+                "create it in the target, map it elsewhere, or set create_missing = true",
             )
-        )
+            for what in lacking
+        ]
     if not found:
-        found.append(
-            Finding("ok", "the target has every queue and dictionary key the mapping needs")
-        )
+        found.append(EVERY_KEY)
     return found + _users(transform, store)
 
 

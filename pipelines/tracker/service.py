@@ -28,10 +28,11 @@ from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
 from haul.pipelines.tracker.checks import tracker_checks
 from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad, structure_map
 from haul.pipelines.tracker.plan import TrackerPlanner
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
-from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams
+from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams, structure_streams
 from haul.pipelines.tracker.target import build_transform, preflight, stage_target, target_uids
 from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
@@ -39,6 +40,19 @@ from haul.state.store import StagingStore
 log = structlog.get_logger(__name__)
 
 ENTITIES = (
+    Entity("status"),
+    Entity("issuetype"),
+    Entity("priority"),
+    Entity("resolution"),
+    Entity("queue"),
+    Entity("field_category"),
+    Entity("field"),
+    Entity("local_field"),
+    Entity("component"),
+    Entity("version"),
+    Entity("board"),
+    Entity("board_column"),
+    Entity("sprint"),
     Entity("issue", source_count="source_issue_count"),
     Entity("comment"),
     Entity("comment_attachment", staged="attachment"),
@@ -63,7 +77,7 @@ class TrackerService:
         return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
-        return {**PLANS, **tracker_plans(config)}
+        return {**ORG_PLANS, **PLANS, **tracker_plans(config)}
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -109,7 +123,8 @@ class TrackerService:
                 "scroll_restarts": sum(scroll.restarts for scroll in scrolls),
             }
 
-        return SourceParts([*dictionary_streams(client), *scrolls], [drain], details)
+        streams = [*dictionary_streams(client), *structure_streams(client, config.scope.queues)]
+        return SourceParts([*streams, *scrolls], [drain], details)
 
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore
@@ -117,6 +132,7 @@ class TrackerService:
         await stage_target(client, store)
         transform = build_transform(store, config)
         preflight(store, transform, config)
+        transform.structure = structure_map(store, config)
         queue_map = transform.queues
         target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
 
@@ -137,11 +153,17 @@ class TrackerService:
         backfill.preflight()
         prints = TrackerFingerprints(client, transform, target_uids(store))
         load = TrackerLoad(client, store, transform, TargetProbe(client), prints)
-        specs = load.specs() + backfill.specs()
+        organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
+        specs = organisation.specs() + load.specs() + backfill.specs()
         by_name = {spec.name: spec for spec in specs}
         planner = TrackerPlanner(client, store, by_name, transform.unique_prefix, queue_map.key)
         verifier = TrackerVerifier(client, transform, prints)
-        return TargetParts(specs, in_target, unmapped, planner, verifier)
+
+        def not_carried() -> dict[str, int]:
+            dropped = transform.structure.dropped if transform.structure else {}
+            return {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
+
+        return TargetParts(specs, in_target, unmapped, planner, verifier, not_carried)
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str

@@ -7,7 +7,7 @@ from the watermark, not from the beginning. The issue drain is in `drain`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -60,6 +60,63 @@ def dictionary_streams(client: TrackerClient, prefix: str = "") -> list[ListStre
         ListStream(prefix + "linktype", client.list_link_types),
         ListStream(prefix + "queue", queues, id_key="key"),
         ListStream(prefix + "user", users, id_key="uid"),
+    ]
+
+
+@dataclass
+class RowsStream:
+    """Rows built whole by `fetch` (source id, parent, raw), staged as one page."""
+
+    entity: str
+    fetch: Callable[[], Awaitable[list[dict[str, Any]]]]
+    checkpoint: str | None = None
+
+    async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+        yield Page(await self.fetch())
+
+
+def structure_streams(
+    client: TrackerClient, queues: Sequence[str]
+) -> list[ListStream | RowsStream]:
+    """The source org's structure the issues of `queues` point to: fields and their
+    categories, the queues' local fields, components and versions, boards with their columns
+    and sprints."""
+
+    async def per_queue(
+        listing: Callable[[str], Awaitable[list[dict[str, Any]]]],
+    ) -> list[dict[str, Any]]:
+        rows = []
+        for queue in queues:
+            for item in await listing(queue):
+                source_id = f"{queue}/{item['key']}" if "key" in item else str(item["id"])
+                rows.append({"source_id": source_id, "parent": queue, "raw": item})
+        return rows
+
+    async def columns() -> list[dict[str, Any]]:
+        rows = []
+        for board in await client.list_boards():
+            for position, column in enumerate(await client.list_board_columns(board["id"])):
+                raw = {**column, "position": position}
+                source_id = f"{board['id']}/{column['id']}"
+                rows.append({"source_id": source_id, "parent": str(board["id"]), "raw": raw})
+        return rows
+
+    async def sprints() -> list[dict[str, Any]]:
+        return [
+            {"source_id": str(sprint["id"]), "parent": str(board["id"]), "raw": sprint}
+            for board in await client.list_boards()
+            for sprint in await client.list_board_sprints(board["id"])
+        ]
+
+    return [
+        ListStream("field_category", client.list_field_categories),
+        ListStream("field", client.list_fields),
+        RowsStream("local_field", lambda: per_queue(client.list_local_fields)),
+        RowsStream("component", lambda: per_queue(client.list_queue_components)),
+        RowsStream("version", lambda: per_queue(client.list_queue_versions)),
+        ListStream("board", client.list_boards),
+        RowsStream("board_column", columns),
+        RowsStream("sprint", sprints),
     ]
 
 

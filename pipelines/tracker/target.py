@@ -55,9 +55,15 @@ def build_transform(store: StagingStore, config: Config) -> Transform:
     return Transform(
         queues=QueueMap(dict(config.mapping.queues)),
         users=UserMap(source_logins, target_logins, explicit, config.mapping.default_user),
-        dictionaries=DictionaryMap(source_keys, target_ids),
+        dictionaries=DictionaryMap(source_keys, target_ids, made=lambda k, i: loaded(store, k, i)),
         unique_prefix=f"haul:{config.source.org}",
     )
+
+
+def loaded(store: StagingStore, entity: str, source_id: str) -> str | None:
+    """The target id of an organisation object this migration loaded (done), else None."""
+    row = store.ledger.get(entity, source_id)
+    return row.target_id if row is not None and row.status == "done" else None
 
 
 def target_uids(store: StagingStore) -> dict[str, str]:
@@ -78,7 +84,10 @@ def wanted_queues(transform: Transform, config: Config) -> set[str]:
 
 
 def preflight(store: StagingStore, transform: Transform, config: Config) -> None:
-    """Stop before any write when the target lacks a queue or a dictionary key we need."""
+    """Stop before any write when the target lacks a queue or a dictionary key we need and
+    `[mapping] create_missing` is false (by default the load makes them first)."""
+    if config.mapping.create_missing:
+        return
     if missing := missing_queues(store, wanted_queues(transform, config)):
         raise PreflightError(
             f"cannot load: the target org has no queue {', '.join(missing)}: create it, "

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from haul.connectors.errors import HaulError
+from haul.pipelines.export.values import parse_duration_seconds
 from haul.pipelines.specs import RecordFailure
 
 KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
@@ -160,6 +162,8 @@ class DictionaryMap:
 
     source_keys: dict[str, dict[str, str]]  # kind -> source id -> key
     target_ids: dict[str, dict[str, Any]]  # kind -> key -> target id
+    # (kind, source id) -> the target id of a value the load made (the ledger's), else None
+    made: Callable[[str, str], str | None] = lambda kind, source_id: None
 
     def key_of(self, kind: str, ref: dict[str, Any]) -> str:
         key = ref.get("key") or self.source_keys.get(kind, {}).get(str(ref.get("id")))
@@ -169,10 +173,12 @@ class DictionaryMap:
 
     def target_id(self, kind: str, ref: dict[str, Any]) -> Any:
         key = self.key_of(kind, ref)
-        try:
+        if key in self.target_ids.get(kind, {}):
             return self.target_ids[kind][key]
-        except KeyError:
-            raise TransformError(f"the target org has no {kind} with key {key!r}") from None
+        made = self.made(kind, str(ref.get("id")))
+        if made is None:
+            raise TransformError(f"the target org has no {kind} with key {key!r}")
+        return made
 
     def missing(self, issues: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
         """Keys the staged issues use that the target lacks, by dictionary kind."""
@@ -187,6 +193,70 @@ class DictionaryMap:
         return {kind: sorted(keys) for kind, keys in missing.items()}
 
 
+STRUCTURE_REFS = {  # issue field -> the organisation object its ids name
+    "components": "component",
+    "fixVersions": "version",
+    "affectedVersions": "version",
+    "sprint": "sprint",
+}
+PLAIN_FIELDS = ("deadline", "start", "end", "storyPoints")
+ESTIMATES = ("originalEstimation", "estimation", "spent")  # ISO-8601 read, milliseconds sent
+USER_LISTS = ("votedBy", "favoritedBy", "access")
+
+
+@dataclass
+class StructureMap:
+    """What an issue points to in the organisation's structure, mapped to the target.
+
+    `target_id(entity, source id)` is the target id of a loaded organisation object (the
+    ledger's), None when it did not load; `custom_fields` the source's global custom field
+    keys, `local_fields` each queue's local field keys, `renamed` the user's own
+    `[mapping] fields`. A value that cannot be carried is left out of the body and counted in
+    `dropped` by (field, reason): the issue still loads.
+    """
+
+    target_id: Callable[[str, str], str | None]
+    custom_fields: set[str] = field(default_factory=set)
+    local_fields: dict[str, set[str]] = field(default_factory=dict)
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def ids(self, name: str, refs: list[Any]) -> list[str]:
+        """The target ids of an issue's `name` references (components, versions, sprints)."""
+        entity = STRUCTURE_REFS[name]
+        found = []
+        for ref in refs:
+            source = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
+            target = self.target_id(entity, source)
+            if target is None:
+                self.dropped[name, f"{entity} not in the target"] += 1
+            else:
+                found.append(target)
+        return found
+
+    def custom_key(self, queue: str, key: str, *, loaded: bool = False) -> str | None:
+        """The target key of a custom field an issue carries under `key`, else None; with
+        `loaded`, only of a field the target has (else the value is counted as dropped)."""
+        if key in self.custom_fields:
+            entity, source = "field", key
+        elif (bare := key.rpartition("--")[2]) in self.local_fields.get(queue, set()):
+            entity, source = "local_field", f"{queue}/{bare}"
+        else:
+            return None
+        if loaded and self.target_id(entity, source) is None:
+            self.dropped[f"field:{source.rpartition('/')[2]}", f"{entity} not in the target"] += 1
+            return None
+        return self.renamed.get(source.rpartition("/")[2], source.rpartition("/")[2])
+
+
+def milliseconds(value: Any) -> int | None:
+    """An estimate as the import takes it: an ISO-8601 duration (or a number of ms) in ms."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    seconds = parse_duration_seconds(value)
+    return None if seconds is None else seconds * 1000
+
+
 @dataclass
 class Transform:
     """Everything needed to build target bodies from source records."""
@@ -195,6 +265,7 @@ class Transform:
     users: UserMap
     dictionaries: DictionaryMap
     unique_prefix: str
+    structure: StructureMap | None = None
 
     def issue_body(self, issue: dict[str, Any]) -> dict[str, Any]:
         key = issue["key"]
@@ -225,7 +296,44 @@ class Transform:
             body["assignee"] = self.users.login(issue["assignee"])
         if issue.get("followers"):
             body["followers"] = [self.users.login(ref) for ref in issue["followers"]]
+        if self.structure is not None:
+            body.update(self._carried(issue, body["queue"]))
         return body
+
+    def _carried(self, issue: dict[str, Any], queue: str) -> dict[str, Any]:
+        """The fields beyond the core ones: structure ids, planning dates, estimates, story
+        points, people lists, mail lists and custom field values."""
+        structure = self.structure
+        assert structure is not None
+        carried: dict[str, Any] = {}
+        for name in STRUCTURE_REFS:
+            if issue.get(name):
+                ids = structure.ids(name, list(issue[name]))
+                if ids:
+                    carried[name] = ids
+        for name in PLAIN_FIELDS:
+            if issue.get(name) is not None:
+                carried[name] = issue[name]
+        for name in ESTIMATES:
+            if issue.get(name) is not None:
+                ms = milliseconds(issue[name])
+                if ms is None:
+                    structure.dropped[name, "not a duration"] += 1
+                else:
+                    carried[name] = ms
+        for name in USER_LISTS:
+            if issue.get(name):
+                carried[name] = [self.users.login(ref) for ref in issue[name]]
+        if issue.get("followingMaillists"):
+            carried["followingMaillists"] = [_mail(item) for item in issue["followingMaillists"]]
+        source_queue = _queue_key(issue)
+        for key, value in issue.items():
+            if value is None:
+                continue
+            target_key = structure.custom_key(source_queue, key, loaded=True)
+            if target_key is not None:
+                carried[target_key] = self.users.login(value) if _is_user(value) else value
+        return carried
 
     def issue_update_body(self, issue: dict[str, Any]) -> dict[str, Any]:
         """The fields an ordinary edit may change (status needs a workflow transition)."""
@@ -287,6 +395,16 @@ class Transform:
         if item.get("deadline"):
             body["deadline"] = item["deadline"]
         return body
+
+
+def _is_user(value: Any) -> bool:
+    return isinstance(value, dict) and "/users/" in str(value.get("self", ""))
+
+
+def _mail(item: Any) -> str:
+    if isinstance(item, dict):
+        return str(item.get("email") or item.get("id") or item.get("display"))
+    return str(item)
 
 
 def _queue_key(issue: dict[str, Any]) -> str:

@@ -11,11 +11,18 @@ uids, dictionary values as target ids, times as instants.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints, instant, ref_id
-from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.transform import (
+    ESTIMATES,
+    PLAIN_FIELDS,
+    STRUCTURE_REFS,
+    USER_LISTS,
+    Transform,
+    milliseconds,
+)
 from haul.pipelines.verifying import Fields
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
@@ -35,10 +42,14 @@ class TrackerVerifier:
         """(expected, found) for one done ledger row; found is None when the target lacks it."""
         if row.entity == "checklist":
             return self._checklist(record), await self._target_checklist(record)
-        return self._issue(record), await self._target_issue(row)
+        expected = self._issue(record)
+        return expected, await self._target_issue(row, expected)
 
     def _issue(self, record: StagedRecord) -> Fields:
         body = self.transform.issue_body(record.raw)
+        return self._core(body) | self._carried(record.raw)
+
+    def _core(self, body: Fields) -> Fields:
         return {
             "summary": body["summary"],
             "description": body.get("description"),
@@ -51,10 +62,54 @@ class TrackerVerifier:
             "assignee": self.prints.uid(body.get("assignee")),
         }
 
-    async def _target_issue(self, row: LedgerRow) -> Fields | None:
+    def _carried(self, raw: Fields) -> Fields:
+        """The fields beyond the core, as people read them: structure by name, estimates in
+        milliseconds, people as target uids, custom fields by their target key."""
+        fields: Fields = {name: _names(raw.get(name)) for name in STRUCTURE_REFS}
+        fields |= {name: raw.get(name) for name in PLAIN_FIELDS}
+        fields |= {name: milliseconds(raw.get(name)) for name in ESTIMATES if raw.get(name)}
+        fields |= {
+            name: sorted(
+                str(self.prints.uid(self.transform.users.login(ref))) for ref in raw.get(name) or []
+            )
+            for name in (*USER_LISTS, "followers")
+        }
+        structure = self.transform.structure
+        if structure is not None:
+            queue = str((raw.get("queue") or {}).get("key") or "")
+            for key, value in raw.items():
+                target_key = structure.custom_key(queue, key)
+                if target_key is not None and value is not None:
+                    fields[f"field:{target_key}"] = self._value(value)
+        return fields
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, dict) and "/users/" in str(value.get("self", "")):
+            return self.prints.uid(self.transform.users.login(value))
+        return value
+
+    def _target_carried(self, found: Fields, expected: Fields) -> Fields:
+        fields: Fields = {name: _names(found.get(name)) for name in STRUCTURE_REFS}
+        fields |= {name: found.get(name) for name in PLAIN_FIELDS}
+        fields |= {name: milliseconds(found.get(name)) for name in ESTIMATES if name in expected}
+        fields |= {
+            name: sorted(str(ref_id(ref)) for ref in found.get(name) or [])
+            for name in (*USER_LISTS, "followers")
+        }
+        for name in expected:
+            if name.startswith("field:"):
+                key = name.removeprefix("field:")
+                value = _local(found, key)
+                fields[name] = ref_id(value) if isinstance(value, dict) else value
+        return fields
+
+    async def _target_issue(self, row: LedgerRow, expected: Fields) -> Fields | None:
         found = await self.client.find_issue(row.target_id or "")
         if found is None:
             return None
+        return self._target_core(found) | self._target_carried(found, expected)
+
+    def _target_core(self, found: Fields) -> Fields:
         return {
             "summary": found.get("summary"),
             "description": found.get("description"),
@@ -77,3 +132,15 @@ class TrackerVerifier:
         wanted = len(record.raw["items"])
         listed = [[item.get("text"), bool(item.get("checked"))] for item in items]
         return {"items": listed[-wanted:] if wanted else []}
+
+
+def _names(refs: Any) -> list[str]:
+    """The display names of a list of references (components, versions, sprints), sorted."""
+    return sorted(str(ref.get("display")) for ref in refs or [] if isinstance(ref, dict))
+
+
+def _local(issue: Fields, key: str) -> Any:
+    """A custom field's value on an issue: under its key, or a local field's `<id>--<key>`."""
+    if key in issue:
+        return issue[key]
+    return next((v for k, v in issue.items() if k.rpartition("--")[2] == key and "--" in k), None)

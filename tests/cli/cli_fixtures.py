@@ -109,17 +109,20 @@ def write_config(
     users_file: Path | None = None,
     default_user: str | None = None,
     source_url: str | None = None,
+    create_missing: bool | None = None,
 ) -> Path:
     """Write haul.toml in `directory` for the sandbox described by `info` (its JSON line).
 
     Tokens are named, never written: SOURCE_TOKEN_ENV and TARGET_TOKEN_ENV hold them. The
     staging database is staging/haul.db under `directory`, so its log is staging/haul.log.
     """
-    extra: dict[str, str] = {}
+    extra: dict[str, Any] = {}
     if users_file is not None:
         extra["users_file"] = users_file.name
     if default_user is not None:
         extra["default_user"] = default_user
+    if create_missing is not None:
+        extra["create_missing"] = create_missing
     options = SandboxConfig(
         source_token_env=SOURCE_TOKEN_ENV,
         target_token_env=TARGET_TOKEN_ENV,

@@ -116,3 +116,22 @@ async def _issue(
         ),
         "checklist": [(item["text"], bool(item.get("checked"))) for item in checklist],
     }
+
+
+async def org_structure(client: TrackerClient, queues: list[str]) -> dict[str, Any]:
+    """The organisation objects, by name, as sorted lists: one made twice shows twice."""
+    found: dict[str, list[Any]] = {"components": [], "versions": [], "local_fields": []}
+    for queue in queues:
+        found["components"] += [c["name"] for c in await client.list_queue_components(queue)]
+        found["versions"] += [v["name"] for v in await client.list_queue_versions(queue)]
+        found["local_fields"] += [f["key"] for f in await client.list_local_fields(queue)]
+    boards = await client.list_boards()
+    found["boards"] = [b["name"] for b in boards]
+    found["columns"], found["sprints"] = [], []
+    for board in boards:
+        columns = await client.list_board_columns(board["id"])
+        found["columns"] += [(board["name"], c["name"]) for c in columns]
+        found["sprints"] += [s["name"] for s in await client.list_board_sprints(board["id"])]
+    found["fields"] = [f["id"] for f in await client.list_fields() if f.get("type") == "global"]
+    found["categories"] = [str(c["name"]) for c in await client.list_field_categories()]
+    return {kind: sorted(names) for kind, names in found.items()}

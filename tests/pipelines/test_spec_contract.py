@@ -23,7 +23,14 @@ from haul.pipelines.specs import EntitySpec, Ref
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
-TRACKER = ("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link")
+ORGANISATION = (
+    "status", "issuetype", "priority", "resolution", "queue", "field_category", "field",
+    "local_field", "component", "version", "board", "board_column", "sprint",
+)  # fmt: skip
+TRACKER = (
+    *ORGANISATION,
+    *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link"),
+)
 WIKI = (
     "wiki_page",
     "wiki_page_access",
@@ -67,6 +74,9 @@ class Target:
         )
         for needed in spec.requires(record):
             await self.ensure(needed)
+        if spec.find_first and (found := await spec.find(record, parent, lambda c: True)):
+            self.store.ledger.done(row.entity, row.source_id, found)
+            return found  # the target had it: the engine reuses it the same way
         self.store.ledger.begin(row.entity, row.source_id)
         target_id = await spec.send(record, parent)
         self.store.ledger.done(row.entity, row.source_id, target_id)
@@ -113,6 +123,18 @@ async def test_send_then_find_names_the_same_target_record(target: Target, entit
     row = target.pending(entity)
     target_id = await target.send(row)
     assert await target.find(row, lambda candidate: True) == target_id
+
+
+@pytest.mark.parametrize("entity", ORGANISATION)
+async def test_an_organisation_object_the_target_has_is_found_before_any_send(
+    target: Target, entity: str
+) -> None:
+    """The organisation objects are looked for first (`find_first`): one the target has is
+    found, not made again; one it lacks is made once and found again."""
+    assert target.specs[entity].find_first
+    row = target.pending(entity)
+    first = await target.send(row)
+    assert await target.find(row, lambda candidate: True) == first
 
 
 @pytest.mark.parametrize("entity", DUPLICABLE)

@@ -46,21 +46,31 @@ def test_check_names_a_rejected_token_and_a_non_admin_one(sandbox: Any, tmp_path
     assert "the token may not use the admin import endpoints" in user.stdout
 
 
-def test_check_finds_a_queue_the_target_lacks(sandbox: Any, tmp_path: Path) -> None:
+def test_check_says_the_load_creates_a_queue_the_target_lacks(sandbox: Any, tmp_path: Path) -> None:
+    """By default (`create_missing`) a queue the target lacks is made first: check says so
+    and passes; with `create_missing = false` it is an error naming the setting."""
     info = sandbox.info
-    config = write_config(
-        tmp_path, info, queues=source_queues(info), queue_mapping={"TEST": "NOPE"}
-    )
     env = tokens_env(info["tokens"]["admin"])
-    assert run_haul("extract", "--config", config, env=env).returncode == 0
-
-    done = run_haul("check", "--config", config, env=env)
-
-    assert done.returncode == 1
-    assert (
-        "error   the target has no queue NOPE (fix: create it, or map the queue elsewhere)"
-        in done.stdout
-    )
+    for allowed, folder in ((True, tmp_path / "creates"), (False, tmp_path / "refuses")):
+        folder.mkdir()
+        config = write_config(
+            folder,
+            info,
+            queues=source_queues(info),
+            queue_mapping={"TEST": "NOPE"},
+            create_missing=None if allowed else False,
+        )
+        assert run_haul("extract", "--config", config, env=env).returncode == 0
+        done = run_haul("check", "--config", config, env=env)
+        if allowed:
+            assert done.returncode == 0, done.stdout
+            assert "ok      the target lacks queue NOPE: the load creates it first" in done.stdout
+        else:
+            assert done.returncode == 1
+            assert (
+                "error   the target lacks queue NOPE and [mapping] create_missing is false (fix: "
+                "create it in the target, map it elsewhere, or set create_missing = true)"
+            ) in done.stdout
 
 
 def test_check_probes_the_wiki_and_forms_too(sandbox: Any, tmp_path: Path) -> None:

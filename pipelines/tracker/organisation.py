@@ -1,0 +1,520 @@
+"""The organisation objects the issues point to: found in the target, or made, before any issue.
+
+Field categories, global custom fields, queue-local fields, components, versions, boards with
+their columns, and sprints are ledger entities of their own, loaded in phases below the issues'
+(a category before the fields in it, a field before the queues' issues carry it, a board before
+its columns and sprints). Each is first looked for in the target by what identifies it there (a
+category, component, version, board, column or sprint by name, in its queue or board; a field
+by key) and reused when there, else created; the ledger keeps its target id either way, and the
+issues' bodies map ids through it (`StructureMap`). The fingerprint that finds an object is the
+one `haul verify` compares it by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Planned,
+    RecordFailure,
+    Ref,
+    Sender,
+)
+from haul.pipelines.tracker.target import loaded
+from haul.pipelines.tracker.transform import STRUCTURE_REFS, StructureMap, Transform
+from haul.state.store import StagedRecord, StagingStore
+
+ORG = "org"  # the container of what is org-wide (dictionaries, queues, fields, boards)
+# dictionary values first, then queues and field categories, then fields; the rest at -1
+PHASES = {"queue": -4, "field_category": -4, "field": -3}
+DICTIONARIES = {  # ledger entity -> (the issue field that names it, its path in the API)
+    "status": ("status", "statuses"),
+    "issuetype": ("type", "issuetypes"),
+    "priority": ("priority", "priorities"),
+    "resolution": ("resolution", "resolutions"),
+}
+
+
+def _name(value: Any) -> str:
+    """A name that may come localised (`{"en": ..., "ru": ...}`) as one string."""
+    if isinstance(value, dict):
+        return str(value.get("en") or next(iter(value.values()), ""))
+    return str(value or "")
+
+
+def _ids(issue: dict[str, Any], field: str) -> list[str]:
+    return [str(ref["id"]) for ref in issue.get(field) or [] if isinstance(ref, dict)]
+
+
+def _used(store: StagingStore, entity: str) -> set[str]:
+    """The ids of `entity` the staged issues point to."""
+    fields = [field for field, named in STRUCTURE_REFS.items() if named == entity]
+    return {
+        ref
+        for issue in store.iter_records("issue")
+        for field in fields
+        for ref in _ids(issue.raw, field)
+    }
+
+
+def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
+    """The values of a dictionary the staged issues (and the queues' defaults) use."""
+    field = DICTIONARIES[entity][0]
+    default = {"issuetype": "defaultType", "priority": "defaultPriority"}.get(entity)
+
+    def plan(store: StagingStore) -> Iterator[Planned]:
+        used = {
+            str(i.raw[field]["id"])
+            for i in store.iter_records("issue")
+            if isinstance(i.raw.get(field), dict)
+        }
+        if default is not None:
+            used |= {
+                str(q.raw[default]["id"])
+                for q in store.iter_records("queue")
+                if isinstance(q.raw.get(default), dict)
+            }
+        for record in store.iter_records(entity):
+            if record.source_id in used:
+                yield Planned(record, None, record.source_id)
+
+    return plan
+
+
+def plan_queues(store: StagingStore) -> Iterator[Planned]:
+    """The queues the staged issues are in."""
+    used = {str(i.raw.get("key", "")).rpartition("-")[0] for i in store.iter_records("issue")}
+    for record in store.iter_records("queue"):
+        if record.source_id in used:
+            yield Planned(record, None, record.source_id)
+
+
+def custom_field_keys(store: StagingStore) -> set[str]:
+    """The keys of the source's global custom fields."""
+    return {r.source_id for r in store.iter_records("field") if r.raw.get("type") == "global"}
+
+
+def plan_categories(store: StagingStore) -> Iterator[Planned]:
+    """The categories the custom fields (global and local) are in."""
+    used = {
+        str((record.raw.get("category") or {}).get("id"))
+        for entity in ("field", "local_field")
+        for record in store.iter_records(entity)
+        if entity == "local_field" or record.raw.get("type") == "global"
+    }
+    for record in store.iter_records("field_category"):
+        if record.source_id in used:
+            yield Planned(record)
+
+
+def plan_fields(store: StagingStore) -> Iterator[Planned]:
+    """Every global custom field of the source (system fields exist everywhere)."""
+    for record in store.iter_records("field"):
+        if record.raw.get("type") == "global":
+            yield Planned(record, None, record.source_id)
+
+
+def plan_each(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
+    """Every staged record of `entity`, a root of its own."""
+
+    def plan(store: StagingStore) -> Iterator[Planned]:
+        for record in store.iter_records(entity):
+            yield Planned(record, None, record.source_id)
+
+    return plan
+
+
+def plan_sprints(store: StagingStore) -> Iterator[Planned]:
+    """The sprints the staged issues are in, each under its board."""
+    used = _used(store, "sprint")
+    for record in store.iter_records("sprint"):
+        if record.source_id in used:
+            board = str((record.raw.get("board") or {}).get("id"))
+            yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
+
+
+def plan_boards(store: StagingStore) -> Iterator[Planned]:
+    """The boards of those sprints, and the boards of the queues in scope."""
+    sprints = _used(store, "sprint")
+    wanted = {
+        str((record.raw.get("board") or {}).get("id"))
+        for record in store.iter_records("sprint")
+        if record.source_id in sprints
+    }
+    queues = {record.source_id for record in store.iter_records("queue")}
+    for record in store.iter_records("board"):
+        queue = (record.raw.get("filter") or {}).get("queue")
+        if record.source_id in wanted or (queue is not None and queue in queues):
+            yield Planned(record, None, record.source_id)
+
+
+def plan_columns(store: StagingStore) -> Iterator[Planned]:
+    """Every column of a staged board, in the board's order, under it."""
+    for record in store.iter_records("board_column"):
+        yield Planned(
+            record, Ref("board", record.parent or ""), f"{record.raw.get('position', 0):06d}"
+        )
+
+
+ORG_PLANS = {
+    **{entity: plan_dictionary(entity) for entity in DICTIONARIES},
+    "queue": plan_queues,
+    "field_category": plan_categories,
+    "field": plan_fields,
+    "local_field": plan_each("local_field"),
+    "component": plan_each("component"),
+    "version": plan_each("version"),
+    "board": plan_boards,
+    "board_column": plan_columns,
+    "sprint": plan_sprints,
+}
+
+
+def structure_map(store: StagingStore, config: Config) -> StructureMap:
+    """How the issues' structure references map to the target: through the ledger's target ids
+    of the organisation objects (done rows only), the custom fields by key."""
+
+    local: dict[str, set[str]] = {}
+    for record in store.iter_records("local_field"):
+        local.setdefault(record.parent or "", set()).add(str(record.raw.get("key")))
+    return StructureMap(
+        partial(loaded, store), custom_field_keys(store), local, dict(config.mapping.fields)
+    )
+
+
+@dataclass
+class OrganisationLoad:
+    """The specs of the organisation objects for one target org."""
+
+    client: TrackerClient
+    store: StagingStore
+    transform: Transform
+    create_missing: bool = True
+
+    def specs(self) -> list[EntitySpec]:
+        """Every organisation object's spec, in the order siblings load."""
+        made = [
+            *(
+                (kind, self._dictionary_print(kind), self._send_value(kind))
+                for kind in DICTIONARIES
+            ),
+            ("queue", self._queue_key_print(), self.send_queue),
+            ("field_category", self._category_print(), self.send_category),
+            ("field", self._field_print(), self.send_field),
+            ("local_field", self._local_field_print(), self.send_local_field),
+            (
+                "component",
+                self._queue_print(self.client.list_queue_components),
+                self.send_component,
+            ),
+            ("version", self._queue_print(self.client.list_queue_versions), self.send_version),
+            ("board", self._board_print(), self.send_board),
+            ("board_column", self._column_print(), self.send_column),
+            ("sprint", self._sprint_print(), self.send_sprint),
+        ]
+        specs = [
+            EntitySpec(name, name, ORG_PLANS[name], self._if_allowed(name, send), printed.find,
+                       phase=PHASES.get(name, -5 if name in DICTIONARIES else -1),
+                       fingerprint=printed, find_first=True)
+            for name, printed, send in made
+        ]  # fmt: skip
+        needs_category = ("field", "local_field")
+        return [
+            replace(spec, requires=_category_of) if spec.name in needs_category else spec
+            for spec in specs
+        ]
+
+    def _if_allowed(self, entity: str, send: Sender) -> Sender:
+        """`send`, unless `[mapping] create_missing = false`: then what the target lacks fails
+        its record (haul check lists it first) and nothing is made."""
+        if self.create_missing:
+            return send
+
+        async def refuse(record: StagedRecord, parent: str | None) -> str:
+            raise RecordFailure(
+                f"the target has no {entity} {record.source_id} and [mapping] create_missing "
+                "is false: create it in the target, or allow haul to"
+            )
+
+        return refuse
+
+    # -- dictionary values and queues -----------------------------------------------------
+
+    def _dictionary_print(self, kind: str) -> Fingerprint:
+        path = DICTIONARIES[kind][1]
+
+        async def listing(container: str) -> list[Fields]:
+            values = await self.client.list_dictionary(path)
+            return [{"id": str(v["id"]), "key": v.get("key")} for v in values]
+
+        return Fingerprint(lambda record: {"key": record.raw.get("key")}, _org, listing, ("key",))
+
+    def _send_value(self, kind: str) -> Sender:
+        path = DICTIONARIES[kind][1]
+
+        async def send(record: StagedRecord, parent: str | None) -> str:
+            raw = record.raw
+            body: dict[str, Any] = {
+                "key": raw["key"],
+                "name": _name(raw.get("name") or raw.get("display")) or raw["key"],
+            }
+            for name in ("order", "description"):
+                if raw.get(name) not in (None, ""):
+                    body[name] = raw[name]
+            if kind == "status":
+                body["type"] = raw.get("type") or "new"
+            return str((await self.client.create_dictionary_value(path, body))["id"])
+
+        return send
+
+    def _queue_key_print(self) -> Fingerprint:
+        async def listing(container: str) -> list[Fields]:
+            return [{"id": str(q["key"]), "key": q["key"]} async for q in self.client.iter_queues()]
+
+        return Fingerprint(
+            lambda record: {"key": self.transform.queues.queue(record.source_id)},
+            _org,
+            listing,
+            ("key",),
+        )
+
+    async def send_queue(self, record: StagedRecord, parent: str | None) -> str:
+        raw = record.raw
+        body: dict[str, Any] = {
+            "key": self.transform.queues.queue(record.source_id),
+            "name": raw.get("name") or record.source_id,
+            "lead": self.transform.users.login(raw.get("lead")),
+        }
+        for name in ("defaultType", "defaultPriority"):
+            if isinstance(raw.get(name), dict):
+                body[name] = {"key": raw[name].get("key")}
+        if raw.get("description"):
+            body["description"] = raw["description"]
+        return str((await self.client.create_queue(body))["key"])
+
+    def target_of(self, entity: str, source_id: str) -> str:
+        """The target id of an organisation object loaded before; RecordFailure if it is not."""
+        target = self.store.ledger.target_id(entity, source_id)
+        if target is None:
+            raise RecordFailure(f"{entity} {source_id} was not loaded")
+        return target
+
+    def _queue(self, record: StagedRecord) -> str:
+        queue = record.raw.get("queue")
+        key = queue.get("key") if isinstance(queue, dict) else queue
+        return self.transform.queues.queue(str(key or (record.parent or "")))
+
+    # -- field categories and fields ------------------------------------------------------
+
+    def _category_print(self) -> Fingerprint:
+        async def listing(container: str) -> list[Fields]:
+            found = await self.client.list_field_categories()
+            return [{"id": str(c["id"]), "name": _name(c.get("name"))} for c in found]
+
+        return Fingerprint(
+            lambda record: {"name": _name(record.raw.get("name"))}, _org, listing, ("name",)
+        )
+
+    async def send_category(self, record: StagedRecord, parent: str | None) -> str:
+        raw = record.raw
+        body = {"name": raw.get("name"), "order": raw.get("order") or 0}
+        if raw.get("description"):
+            body["description"] = raw["description"]
+        return str((await self.client.create_field_category(body))["id"])
+
+    def _field_body(self, record: StagedRecord) -> dict[str, Any]:
+        raw = record.raw
+        category = str((raw.get("category") or {}).get("id") or "")
+        body: dict[str, Any] = {
+            "id": raw.get("key") or raw.get("id"),
+            "name": raw.get("name"),
+            "category": self.target_of("field_category", category),
+            "type": raw.get("fieldType"),
+        }
+        for name in ("description", "readonly", "optionsProvider", "order"):
+            if raw.get(name) not in (None, ""):
+                body[name] = raw[name]
+        return body
+
+    def _field_fields(self, item: dict[str, Any]) -> Fields:
+        return {
+            "id": str(item["id"]),
+            "key": item.get("key") or item.get("id"),
+            "type": item.get("fieldType"),
+        }
+
+    def _field_print(self) -> Fingerprint:
+        async def listing(container: str) -> list[Fields]:
+            return [
+                self._field_fields(f)
+                for f in await self.client.list_fields()
+                if f.get("type") == "global"
+            ]
+
+        return Fingerprint(
+            lambda record: {
+                "key": record.raw.get("key") or record.source_id,
+                "type": record.raw.get("fieldType"),
+            },
+            _org,
+            listing,
+            ("key",),
+        )
+
+    async def send_field(self, record: StagedRecord, parent: str | None) -> str:
+        return str((await self.client.create_field(self._field_body(record)))["id"])
+
+    def _local_field_print(self) -> Fingerprint:
+        async def listing(queue: str) -> list[Fields]:
+            return [
+                {"id": str(f["id"]), "key": f.get("key"), "type": f.get("fieldType")}
+                for f in await self.client.list_local_fields(queue)
+            ]
+
+        return Fingerprint(
+            lambda record: {"key": record.raw.get("key"), "type": record.raw.get("fieldType")},
+            lambda record, parent: self._queue(record),
+            listing,
+            ("key",),
+        )
+
+    async def send_local_field(self, record: StagedRecord, parent: str | None) -> str:
+        body = self._field_body(record)
+        body["id"] = record.raw.get("key")
+        reply = await self.client.create_local_field(self._queue(record), body)
+        return str(reply["id"])
+
+    # -- components and versions (per queue) ----------------------------------------------
+
+    def _queue_print(self, listed: Callable[[str], Awaitable[list[dict[str, Any]]]]) -> Fingerprint:
+        async def listing(queue: str) -> list[Fields]:
+            return [
+                {"id": str(item["id"]), "name": item.get("name")} for item in await listed(queue)
+            ]
+
+        return Fingerprint(
+            lambda record: {"name": record.raw.get("name")},
+            lambda record, parent: self._queue(record),
+            listing,
+            ("name",),
+        )
+
+    async def send_component(self, record: StagedRecord, parent: str | None) -> str:
+        raw = record.raw
+        body: dict[str, Any] = {"name": raw["name"], "queue": self._queue(record)}
+        for name in ("description", "assignAuto"):
+            if raw.get(name) not in (None, ""):
+                body[name] = raw[name]
+        if raw.get("lead"):
+            body["lead"] = self.transform.users.login(raw["lead"])
+        return str((await self.client.create_component(body))["id"])
+
+    async def send_version(self, record: StagedRecord, parent: str | None) -> str:
+        raw = record.raw
+        body: dict[str, Any] = {"name": raw["name"], "queue": self._queue(record)}
+        for name in ("description", "startDate", "dueDate"):
+            if raw.get(name):
+                body[name] = raw[name]
+        return str((await self.client.create_version(body))["id"])
+
+    # -- boards, their columns and sprints ------------------------------------------------
+
+    def _board_print(self) -> Fingerprint:
+        async def listing(container: str) -> list[Fields]:
+            return [
+                {"id": str(b["id"]), "name": b.get("name")} for b in await self.client.list_boards()
+            ]
+
+        return Fingerprint(
+            lambda record: {"name": record.raw.get("name")}, _org, listing, ("name",)
+        )
+
+    async def send_board(self, record: StagedRecord, parent: str | None) -> str:
+        raw = record.raw
+        body: dict[str, Any] = {"name": raw["name"], "useRanking": bool(raw.get("useRanking"))}
+        queue = (raw.get("filter") or {}).get("queue")
+        if queue:
+            body["defaultQueue"] = self.transform.queues.queue(str(queue))
+        return str((await self.client.create_board(body))["id"])
+
+    def _column_print(self) -> Fingerprint:
+        async def listing(board: str) -> list[Fields]:
+            return [
+                {"id": str(c["id"]), "name": c.get("name"), "statuses": _status_keys(c)}
+                for c in await self.client.list_board_columns(board)
+            ]
+
+        return Fingerprint(
+            lambda record: {"name": record.raw.get("name"), "statuses": _status_keys(record.raw)},
+            _under_parent,
+            listing,
+            ("name",),
+        )
+
+    async def send_column(self, record: StagedRecord, board: str | None) -> str:
+        if board is None:
+            raise RecordFailure(f"the board of column {record.source_id} is not loaded")
+        body = {"name": record.raw["name"], "statuses": _status_keys(record.raw)}
+        return str((await self.client.create_board_column(board, body))["id"])
+
+    def _sprint_print(self) -> Fingerprint:
+        async def listing(board: str) -> list[Fields]:
+            return [
+                {
+                    "id": str(s["id"]),
+                    "name": s.get("name"),
+                    "startDate": s.get("startDate"),
+                    "endDate": s.get("endDate"),
+                }
+                for s in await self.client.list_board_sprints(board)
+            ]
+
+        return Fingerprint(
+            lambda record: {
+                "name": record.raw.get("name"),
+                "startDate": record.raw.get("startDate"),
+                "endDate": record.raw.get("endDate"),
+            },
+            _under_parent,
+            listing,
+            ("name",),
+        )
+
+    async def send_sprint(self, record: StagedRecord, board: str | None) -> str:
+        if board is None:
+            raise RecordFailure(f"the board of sprint {record.source_id} is not loaded")
+        raw = record.raw
+        body = {
+            "name": raw["name"],
+            "board": board,
+            "startDate": raw.get("startDate"),
+            "endDate": raw.get("endDate"),
+            "status": raw.get("status") or "draft",
+        }
+        return str((await self.client.create_sprint(body))["id"])
+
+
+def _category_of(record: StagedRecord) -> list[Ref]:
+    """A field needs its category in the target first."""
+    category = (record.raw.get("category") or {}).get("id")
+    return [Ref("field_category", str(category))] if category else []
+
+
+def _org(record: StagedRecord, parent: str | None) -> str:
+    return ORG
+
+
+def _under_parent(record: StagedRecord, parent: str | None) -> str | None:
+    return parent
+
+
+def _status_keys(column: dict[str, Any]) -> list[str]:
+    return sorted(str(s.get("key")) for s in column.get("statuses") or [] if isinstance(s, dict))
