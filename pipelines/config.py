@@ -235,6 +235,17 @@ class Export(Section):
         return None if value is None else http_url(value)
 
 
+class Sync(Section):
+    """How a later run keeps the target in step with changes at the source."""
+
+    deletions: Literal["report", "mirror"] = Field(
+        "report",
+        description='What a record deleted at the source does to the target: "report" (the '
+        'default) lists it in haul status and the report; "mirror" deletes it in the target '
+        "too, recorded in the ledger.",
+    )
+
+
 class Config(Section):
     """The whole file."""
 
@@ -246,6 +257,7 @@ class Config(Section):
     tuning: Tuning = Tuning()
     backfill: tuple[Backfill, ...] = ()
     export: Export | None = None
+    sync: Sync = Sync()
 
     @property
     def staging_path(self) -> Path:
