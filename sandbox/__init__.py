@@ -8,10 +8,12 @@ imports none of them: it is the other side of the wire.
 Layout: ``server`` (threads, ports, the JSON line), ``faults`` (fault spec, request counting,
 connection drops), ``timefmt`` (wire times), ``groups`` (each org's groups), ``wiki/`` (pages,
 access, attachments and upload sessions, grids, comments), ``forms/`` (surveys, answers,
-files, exports) and ``tracker/``: ``model`` (state), ``catalog``
-(shared vocabulary), ``generate`` + ``records`` + ``text`` + ``blobs`` (deterministic orgs),
-``query`` + ``scroll`` + ``paging`` (search), ``importing`` + ``editing`` + ``checks``
-(writes), ``render`` (JSON shapes), ``routes_*`` + ``app`` (HTTP).
+files, exports) and ``tracker/``: ``model`` (state), ``structure`` + ``system_fields``
+(components, versions, boards, sprints, fields), ``catalog`` (shared vocabulary),
+``generate`` + ``records`` + ``text`` + ``blobs`` + ``seed_structure`` + ``seed_values``
+(deterministic orgs: source, target and a fresh "empty" one), ``query`` + ``scroll`` +
+``paging`` (search), ``importing`` + ``import_fields`` + ``editing`` + ``checks`` +
+``locking`` (writes), ``render*`` (JSON shapes), ``routes_*`` + ``app`` (HTTP).
 
 Behaviour the live service leaves open, as chosen here:
 - a missing or unknown organisation header is 401, like a bad token;
@@ -23,5 +25,10 @@ Behaviour the live service leaves open, as chosen here:
 - a worklog import's createdAt must lie in the issue's window, like comments and files;
 - adding checklist items is an edit: it bumps the issue's updatedAt (imports never do);
 - dictionary ids, queue ids and uids of the two orgs never overlap, so an id copied from
-  the source instead of mapped by key is always a 422 in the target.
+  the source instead of mapped by key is always a 422 in the target;
+- a queue-local field's value is keyed by the field's id ``<hex>--<key>``; ``_import`` also
+  takes the bare key; a key in ``_import`` that names no field is a 422 (system fields such
+  as ``aliases`` are accepted and ignored);
+- ``If-Match`` on board columns is optional; a stale one is 412, a stale ``?version=`` 409;
+- a page of the wiki the caller may not read is 403 ``FORBIDDEN`` for it and everything on it.
 """
