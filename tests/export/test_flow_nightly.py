@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import signal
 import subprocess
@@ -184,7 +183,7 @@ def test_an_export_killed_anywhere_leaves_no_partial_folder(staged: Staged) -> N
         child = start_and_wait_for_its_folder(staged, out)
         time.sleep(chance.uniform(0, took / 2))
         killed_midway += child.poll() is None
-        os.kill(child.pid, signal.SIGKILL)
+        child.send_signal(signal.SIGKILL)  # nothing if it has already ended
         child.wait(30)
         for name in dated(out):
             assert whole_folder(out / name), (seed, name)
