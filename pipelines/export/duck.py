@@ -48,6 +48,21 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def column_names(names: list[str]) -> list[str]:
+    """`names` made distinct as DuckDB compares them (regardless of case): a later `Name`
+    beside `name` becomes `Name_2` (a survey's or a grid's columns are the users' slugs)."""
+    seen: set[str] = set()
+    distinct = []
+    for name in names:
+        chosen, count = name, 1
+        while chosen.lower() in seen:
+            count += 1
+            chosen = f"{name}_{count}"
+        seen.add(chosen.lower())
+        distinct.append(chosen)
+    return distinct
+
+
 class DuckTable:
     """Appends one table's rows to the database, a chunk at a time."""
 
@@ -56,15 +71,15 @@ class DuckTable:
         self._name = quoted(table.name)
         self._schema = arrow_schema(table)
         self.rows = 0
+        names = column_names([column.name for column in table.all_columns])
         columns = ", ".join(
-            f"{quoted(column.name)} {DUCK_TYPES[column.type]}" for column in table.all_columns
+            f"{quoted(name)} {DUCK_TYPES[column.type]}"
+            for name, column in zip(names, table.all_columns, strict=True)
         )
         db.execute(f"CREATE TABLE {self._name} ({columns})")
         db.execute(f"COMMENT ON TABLE {self._name} IS {_literal(table.doc)}")
-        for column in table.all_columns:
-            db.execute(
-                f"COMMENT ON COLUMN {self._name}.{quoted(column.name)} IS {_literal(column.doc)}"
-            )
+        for name, column in zip(names, table.all_columns, strict=True):
+            db.execute(f"COMMENT ON COLUMN {self._name}.{quoted(name)} IS {_literal(column.doc)}")
 
     def write(self, rows: Rows) -> None:
         """Append `rows` (tuples in the table's column order)."""

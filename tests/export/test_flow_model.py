@@ -264,3 +264,19 @@ def test_a_bad_calendar_key_is_refused_by_its_name(keys: dict[str, Any], named: 
 
     with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace("]", r"\]")):
         export_section(**keys)
+
+
+def test_duckdb_columns_that_differ_only_in_case_stay_apart(tmp_path: Any) -> None:
+    """DuckDB compares names regardless of case: a table with `Name` and `name` columns (a
+    survey's slugs) still gets its database table, the second column renamed."""
+    import duckdb
+
+    from haul.pipelines.export.duck import database
+    from haul.pipelines.export.tables import Column, Table
+
+    columns = tuple(Column(name, "string", name, lambda item: None) for name in ("name", "Name"))
+    table = Table("survey_x", "survey_answer", columns)
+    with database(tmp_path / "haul.duckdb") as db:
+        db.table(table).write([("a", "b", None)])
+    with duckdb.connect(str(tmp_path / "haul.duckdb"), read_only=True) as check:
+        assert check.execute("SELECT name, Name_2 FROM survey_x").fetchall() == [("a", "b")]
