@@ -15,7 +15,6 @@ from typing import Any
 
 import structlog
 
-import haul.pipelines.tracker.export  # noqa: F401  (its import registers the tracker's tables)
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
@@ -24,6 +23,7 @@ from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
+from haul.pipelines.tracker import export, export_structure
 from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
 from haul.pipelines.tracker.checks import tracker_checks
 from haul.pipelines.tracker.drain import IssueDrain
@@ -38,6 +38,7 @@ from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
+TABLE_MODULES = (export, export_structure)  # imported for the tables they register
 
 ENTITIES = (
     Entity("status"),

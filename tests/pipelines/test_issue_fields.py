@@ -138,3 +138,31 @@ async def test_a_migration_into_an_empty_org_makes_what_the_issues_need(
     assert set(queues) <= {q.key for q in empty.queues.get_all()}
     again = await run_all(config, environ=environ(info))
     assert again.details["loaded"] == 0
+
+
+async def test_the_export_has_the_structure_and_a_typed_column_per_custom_field(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Components, versions, boards, columns, sprints and fields have tables of their own, and
+    `issue_custom_fields` holds each custom field's values in a column of its type."""
+    import pyarrow.parquet as pq
+
+    from haul.pipelines.export.command import ExportRequest, run_export
+    from haul.pipelines.runner import extract
+
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info), mapping={}))
+    await extract(config, environ=environ(info))
+    result = run_export(config, ExportRequest(out=tmp_path / "exports", format="parquet"))
+    rows = {file.table: file.rows for file in result.files}
+    for table in ("components", "versions", "boards", "board_columns", "sprints", "fields"):
+        assert rows.get(table, 0) > 0, table
+    custom = pq.read_table(result.folder / "issue_custom_fields.parquet")
+    types = {field.name: str(field.type) for field in custom.schema}
+    assert types["ticketCount"] == "int64" and types["businessValue"] == "double"
+    assert types["reviewDate"] == "date32[day]" and types["reviewer"] == "string"
+    assert "environment" in types  # a queue-local field, by its bare key
+    values = custom.to_pydict()
+    source = sdk_client(info, "source")
+    for key, count in zip(values["issue_key"], values["ticketCount"], strict=True):
+        assert count == source.issues[key]._value.get("ticketCount"), key
