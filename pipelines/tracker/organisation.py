@@ -185,9 +185,19 @@ def structure_map(store: StagingStore, config: Config) -> StructureMap:
     local: dict[str, set[str]] = {}
     for record in store.iter_records("local_field"):
         local.setdefault(record.parent or "", set()).add(str(record.raw.get("key")))
-    return StructureMap(
-        partial(loaded, store), custom_field_keys(store), local, dict(config.mapping.fields)
-    )
+    renamed = dict(config.mapping.fields)
+    target_types = {
+        record.source_id: str(record.raw.get("fieldType"))
+        for record in store.iter_records("target.field")
+    }
+    clashes = {  # source key -> the type of the target field of its key, where they differ
+        record.source_id: target_types[target]
+        for record in store.iter_records("field")
+        if record.raw.get("type") == "global"
+        and (target := renamed.get(record.source_id, record.source_id)) in target_types
+        and target_types[target] != record.raw.get("fieldType")
+    }
+    return StructureMap(partial(loaded, store), custom_field_keys(store), local, renamed, clashes)
 
 
 @dataclass

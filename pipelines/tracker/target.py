@@ -13,7 +13,7 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.streams import Extractor
-from haul.pipelines.tracker.streams import dictionary_streams
+from haul.pipelines.tracker.streams import ListStream, dictionary_streams
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     MissingDictionaryValues,
@@ -32,8 +32,9 @@ class PreflightError(HaulError):
 
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:
-    """Stage the target org's dictionaries, queues and users under `target.`."""
-    await Extractor(store, dictionary_streams(client, prefix="target.")).run()
+    """Stage the target org's dictionaries, queues, users and fields under `target.`."""
+    fields = ListStream("target.field", client.list_fields)
+    await Extractor(store, [*dictionary_streams(client, prefix="target."), fields]).run()
 
 
 def build_transform(store: StagingStore, config: Config) -> Transform:

@@ -211,14 +211,16 @@ class StructureMap:
     `target_id(entity, source id)` is the target id of a loaded organisation object (the
     ledger's), None when it did not load; `custom_fields` the source's global custom field
     keys, `local_fields` each queue's local field keys, `renamed` the user's own
-    `[mapping] fields`. A value that cannot be carried is left out of the body and counted in
-    `dropped` by (field, reason): the issue still loads.
+    `[mapping] fields`, `clashes` the global fields whose target key names a target field of
+    another type (source key -> that type). A value that cannot be carried is left out of
+    the body and counted in `dropped` by (field, reason): the issue still loads.
     """
 
     target_id: Callable[[str, str], str | None]
     custom_fields: set[str] = field(default_factory=set)
     local_fields: dict[str, set[str]] = field(default_factory=dict)
     renamed: Mapping[str, str] = field(default_factory=dict)
+    clashes: Mapping[str, str] = field(default_factory=dict)
     dropped: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def ids(self, name: str, refs: list[Any]) -> list[str]:
@@ -243,10 +245,16 @@ class StructureMap:
             entity, source = "local_field", f"{queue}/{bare}"
         else:
             return None
+        bare = source.rpartition("/")[2]
+        target_key = self.renamed.get(bare, bare)
         if loaded and self.target_id(entity, source) is None:
-            self.dropped[f"field:{source.rpartition('/')[2]}", f"{entity} not in the target"] += 1
+            self.dropped[f"field:{bare}", f"{entity} not in the target"] += 1
             return None
-        return self.renamed.get(source.rpartition("/")[2], source.rpartition("/")[2])
+        if loaded and entity == "field" and bare in self.clashes:
+            kind = self.clashes[bare].rpartition(".")[2]
+            self.dropped[f"field:{bare}", f"the target's field of that key is a {kind}"] += 1
+            return None
+        return target_key
 
 
 def milliseconds(value: Any) -> int | None:

@@ -166,3 +166,30 @@ async def test_the_export_has_the_structure_and_a_typed_column_per_custom_field(
     source = sdk_client(info, "source")
     for key, count in zip(values["issue_key"], values["ticketCount"], strict=True):
         assert count == source.issues[key]._value.get("ticketCount"), key
+
+
+async def test_a_value_the_target_field_cannot_hold_is_counted_and_its_issue_loads(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """`[mapping] fields` sends the integer `ticketCount` into the target's string field
+    `customerName`: every issue still loads, each value left out is counted per field and
+    reason, `haul status` says so, and verify sees the loss."""
+    from haul.pipelines.registry import services
+    from haul.pipelines.runner import open_store
+    from haul.pipelines.status import gather_status
+
+    info = sandbox.info
+    extra = '\n[mapping.fields]\nticketCount = "customerName"\n'
+    path = write_config(tmp_path, info, queues=source_queues(info), mapping={})
+    text = path.read_text(encoding="utf-8").replace("[staging]", extra.strip() + "\n\n[staging]")
+    path.write_text(text, encoding="utf-8")
+    config = load_config(path)
+    summary = await run_all(config, environ=environ(info))
+    assert summary.failed == 0
+    reason = "field:ticketCount: the target's field of that key is a StringFieldType"
+    dropped = summary.details["not_carried"]
+    assert list(dropped) == [reason] and dropped[reason] > 0
+    with open_store(config.staging_path) as store:
+        assert gather_status(store, services()).not_carried == dropped
+    result = await verify(config, environ=environ(info), entities=["issue"])
+    assert {d.field for d in result.differences} == {"field:customerName"}
