@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.tracker import routes_boards as boards
+from haul.sandbox.tracker import routes_changes as changes
 from haul.sandbox.tracker import routes_dicts as dicts
 from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_fields as fields
@@ -33,15 +34,28 @@ API = (
     ("POST", "/issues/_import", imports.import_issue),
     ("POST", "/issues/_findByUnique", issues.find_by_unique),
     ("POST", "/system/search/scroll/_clear", issues.clear_scroll),
+    # what a person changes on an issue (routes_changes): every one moves updatedAt
+    ("POST", "/issues", changes.create_issue),
+    ("POST", "/issues/{key}/_move", changes.move_issue),
+    ("GET", "/issues/{key}/transitions", changes.list_transitions),
+    ("GET", "/issues/{key}/transitions/{transition}", changes.get_transition),
+    ("POST", "/issues/{key}/transitions/{transition}/_execute", changes.execute_transition),
+    ("PATCH", "/issues/{key}/comments/{comment_id}", changes.patch_comment),
+    ("DELETE", "/issues/{key}/comments/{comment_id}", changes.delete_comment),
+    ("POST", "/issues/{key}/worklog", changes.create_worklog),
+    ("GET", "/issues/{key}/worklog/{worklog_id}", changes.get_worklog),
+    ("PATCH", "/issues/{key}/worklog/{worklog_id}", changes.patch_worklog),
+    ("DELETE", "/issues/{key}/worklog/{worklog_id}", changes.delete_worklog),
+    ("POST", "/issues/{key}/links", changes.create_link),
+    ("DELETE", "/issues/{key}/links/{link_id}", changes.delete_link),
+    ("POST", "/issues/{key}/attachments", changes.create_attachment),
+    ("DELETE", "/issues/{key}/attachments/{attachment_id}", changes.delete_attachment),
     ("GET", "/issues/{key}", issues.get_issue),
     ("PATCH", "/issues/{key}", issues.patch_issue),
     ("POST", "/issues/{key}/comments/_import", imports.import_comment),
     ("POST", "/issues/{key}/comments/{comment_id}/attachments/_import", imports.import_attachment),
     ("GET", "/issues/{key}/comments", records.list_comments),
     ("POST", "/issues/{key}/comments", records.create_comment),
-    ("PATCH", "/issues/{key}/comments/{comment_id}", edits.patch_comment),
-    ("DELETE", "/issues/{key}/worklog/{worklog_id}", edits.delete_worklog),
-    ("POST", "/issues/{key}/transitions/{transition}/_execute", edits.execute_transition),
     ("POST", "/issues/{key}/worklogs/_import", imports.import_worklog),
     ("GET", "/issues/{key}/worklog", records.list_worklog),
     ("GET", "/issues/{key}/changelog", records.list_changelog),
@@ -159,6 +173,7 @@ def _routes() -> list[Route]:
         Route("/_sandbox/faults", get_faults, methods=["GET"]),
         Route("/_sandbox/faults", put_faults, methods=["PUT"]),
         Route("/_sandbox/stats", get_stats, methods=["GET"]),
+        Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),
         Route(
             "/_sandbox/attachments/{key}/{attachment_id}",
             edits.replace_attachment_bytes,

@@ -136,6 +136,7 @@ class Issue:
     comment_count: int = 0
     last_comment_at: int | None = None
     generated: bool = False  # sub-records come from the per-issue generator on first access
+    aliases: tuple[str, ...] = ()  # keys it had in other queues before it was moved
 
 
 @dataclass(slots=True)
@@ -280,6 +281,7 @@ class Org:
     _issue_ids: dict[str, str] = field(default_factory=dict)
     _uniques: dict[str, str] = field(default_factory=dict)
     _logins: dict[str, int] = field(default_factory=dict)
+    _moved: dict[str, str] = field(default_factory=dict)  # an old key -> the issue's key now
 
     def __post_init__(self) -> None:
         self._logins = {user.login: user.uid for user in self.users.values()}
@@ -301,8 +303,9 @@ class Org:
 
     # -- issues -----------------------------------------------------------------------------
     def find_issue(self, key_or_id: str) -> Issue | None:
-        """An issue by key or by its 24-hex id."""
+        """An issue by key, by a key it had before it was moved, or by its 24-hex id."""
         key = key_or_id if key_or_id in self.issues else self._issue_ids.get(key_or_id)
+        key = key or self._moved.get(key_or_id)
         return self.issues.get(key) if key else None
 
     def find_unique(self, unique: str) -> Issue | None:
@@ -313,6 +316,29 @@ class Org:
         """Add a new issue or replace the header of an existing one (same key)."""
         self.issues[issue.key] = issue
         self._index_issue(issue)
+
+    def rekey_issue(self, old: Issue, new: Issue) -> None:
+        """Store `new` in place of `old` under another key (a move): its records, values and
+        links go with it, and the old key keeps finding it."""
+        self.records(old)
+        self._values[old.key] = self.values(old)
+        del self.issues[old.key]
+        self._records[new.key] = self._records.pop(old.key)
+        self._values[new.key] = self._values.pop(old.key)
+        for link_id in self._links_by_issue.pop(old.key, []):
+            link = self.links[link_id]
+            source = new.key if link.source == old.key else link.source
+            target = new.key if link.target == old.key else link.target
+            self.links[link_id] = Link(
+                link.id, link.type, source, target, link.direction, link.created_by,
+                link.created_at,
+            )  # fmt: skip
+            self._links_by_issue.setdefault(new.key, []).append(link_id)
+        for alias, key in self._moved.items():
+            if key == old.key:
+                self._moved[alias] = new.key
+        self._moved[old.key] = new.key
+        self.put_issue(new)
 
     def _index_issue(self, issue: Issue) -> None:
         self._issue_ids[issue.id] = issue.key
@@ -349,6 +375,11 @@ class Org:
     def _index_link(self, link: Link) -> None:
         self._links_by_issue.setdefault(link.source, []).append(link.id)
         self._links_by_issue.setdefault(link.target, []).append(link.id)
+
+    def remove_link(self, link: Link) -> None:
+        del self.links[link.id]
+        for key in (link.source, link.target):
+            self._links_by_issue[key].remove(link.id)
 
     def links_of(self, key: str) -> list[Link]:
         """Every link touching the issue, in id order."""

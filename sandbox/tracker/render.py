@@ -167,6 +167,7 @@ def issue(view: View, value: Issue) -> dict:
         "followers": [user_ref(view, uid) for uid in value.followers] or None,
         "tags": list(value.tags) or None,
         "unique": value.unique,
+        "aliases": list(value.aliases) or None,
     }
     body.update({name: item for name, item in optional.items() if item is not None})
     extra, refs = view.org.values(value)
