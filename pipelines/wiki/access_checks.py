@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from haul.pipelines.findings import Finding
+from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.wiki.access import staged_with_access
@@ -39,6 +39,8 @@ def restricted_pages(store: StagingStore, access: PageAccess) -> tuple[dict[str,
 
 def access_findings(store: StagingStore, access: PageAccess) -> list[Finding]:
     """`haul check`'s findings on the target: the holders that map to no one, and the gaps."""
+    if not store.count_records().get("wiki_page"):
+        return [nothing_staged("the wiki's page access")]
     by_holder, unknown = restricted_pages(store, access)
     findings = []
     if not access.holders.directory.lists_groups:
