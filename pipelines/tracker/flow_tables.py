@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import structlog
+
 from haul.pipelines.export.columns import display_text, timestamp, value
 from haul.pipelines.export.tables import Column, Derived, ExportContext, Table
+from haul.pipelines.export.values import parse_timestamp
 from haul.pipelines.tracker.flow import (
     Change,
     StatusInfo,
@@ -30,6 +33,8 @@ from haul.pipelines.tracker.flow import (
     status_intervals,
 )
 from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
 
 SERVICE = "tracker"
 DAILY_DAYS = 90  # issue_daily's default reach before the export day
@@ -89,10 +94,14 @@ def staged_logins(store: StagingStore) -> dict[str, str]:
 
 
 def issue_histories(context: ExportContext) -> Iterator[IssueHistory]:
-    """Every staged issue with its changelog, one at a time, in (queue, key) order."""
+    """Every staged issue with its changelog, one at a time, in (queue, key) order (an issue
+    without a readable creation time is left out, and logged)."""
     store = context.store
     logins = context.memo("tracker.logins", staged_logins)
     for issue in store.iter_records("issue"):
+        if parse_timestamp(issue.raw.get("createdAt")) is None:  # nothing to measure from
+            log.warning("flow_issue_skipped", issue=issue.source_id, reason="no createdAt")
+            continue
         entries = list(store.iter_records("changelog", parent=issue.source_id))
         staged_at = max([issue.staged_at, *(entry.staged_at for entry in entries)])
         changes = changes_of((entry.raw for entry in entries), logins.get)

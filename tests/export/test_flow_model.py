@@ -280,3 +280,31 @@ def test_duckdb_columns_that_differ_only_in_case_stay_apart(tmp_path: Any) -> No
         db.table(table).write([("a", "b", None)])
     with duckdb.connect(str(tmp_path / "haul.duckdb"), read_only=True) as check:
         assert check.execute("SELECT name, Name_2 FROM survey_x").fetchall() == [("a", "b")]
+
+
+def test_the_tables_stream_each_issue_with_its_own_changelog(tmp_path: Any) -> None:
+    """Through a real store: each issue meets only its changelog, an issue without a
+    creation time is left out, and a row's staged_at is the newest of its issue's records."""
+    from haul.pipelines.export.tables import ExportContext
+    from haul.pipelines.tracker.flow_tables import derive_intervals
+    from haul.state.store import StagingStore
+
+    times = iter(["2024-02-01T00:00:00.000+00:00", "2024-02-02T00:00:00.000+00:00"])
+    with StagingStore.open(tmp_path / "haul.db", clock=lambda: next(times)) as store:
+        store.upsert_records(
+            "issue",
+            [
+                {"source_id": "TEST-1", "parent": "TEST", "raw": ISSUE},
+                {"source_id": "TEST-2", "parent": "TEST", "raw": {"key": "TEST-2"}},
+            ],
+        )
+        store.upsert_records(
+            "changelog",
+            [{"source_id": f"TEST-1/{e['id']}", "parent": "TEST-1", "raw": e} for e in ENTRIES],
+        )
+        context = ExportContext(store, as_of=NOW)
+        groups = list(derive_intervals(context))
+    assert [group.subject for group in groups] == ["TEST-1"]
+    assert groups[0].staged_at == "2024-02-02T00:00:00.000+00:00"
+    rows = list(groups[0].rows)
+    assert [row["status"]["key"] for row in rows] == ["open", "inProgress", "resolved"]
