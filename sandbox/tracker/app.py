@@ -18,6 +18,7 @@ from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_fields as fields
 from haul.sandbox.tracker import routes_imports as imports
 from haul.sandbox.tracker import routes_issues as issues
+from haul.sandbox.tracker import routes_planning as planning
 from haul.sandbox.tracker import routes_records as records
 from haul.sandbox.tracker import routes_setup as setup
 from haul.sandbox.tracker import routes_structure as structure
@@ -126,6 +127,7 @@ API = (
     ("GET", "/sprints/{sprint_id}", boards.get_sprint),
     ("GET", "/users", dicts.list_users),
     ("GET", "/users/{user}", dicts.get_user),
+    *planning.API,  # the planning layer: entities, filters, dashboards, remote links, ...
 )
 VERSIONS = ("/v3", "/v2")
 

@@ -31,6 +31,7 @@ from haul.sandbox.tracker.model import (
     World,
 )
 from haul.sandbox.tracker.records import SLOT, generate_records
+from haul.sandbox.tracker.seed_planning import seed_planning
 from haul.sandbox.tracker.seed_structure import seed_structure
 from haul.sandbox.tracker.seed_values import IssueValues
 
@@ -63,6 +64,7 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
         seed_structure(org, random.Random(f"structure:{org.role}:{seed}"), band, HISTORY_START)
     source.values_factory = IssueValues(source).for_issue
     _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng)
+    seed_planning(source)  # drawn on first access: projects, goals, filters, ...
     return World(
         orgs={source.id: source, target.id: target, empty.id: empty},
         admin_token=admin_token,
