@@ -230,7 +230,8 @@ def check_command(config_path: Path) -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "xlsx"]),
               help="Default: [export] format, else csv.")  # fmt: skip
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="The folder that receives a dated folder per run. Default: [export] out.")  # fmt: skip
+              help="The folder that receives a dated folder per run. Default: [export] out, "
+              "else exports beside the config.")  # fmt: skip
 @click.option("--entities", help="Comma-separated tables or staged entities (default: all).")
 @click.option("--since", help='Only records staged at or after a date or instant; "last": '
               "only those staged since the previous export in --out.")  # fmt: skip

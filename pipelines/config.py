@@ -17,7 +17,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.config_types import (
@@ -258,6 +266,12 @@ class Config(Section):
     backfill: tuple[Backfill, ...] = ()
     export: Export | None = None
     sync: Sync = Sync()
+    _folder: Path = PrivateAttr(default_factory=Path.cwd)  # the config file's folder
+
+    @property
+    def folder(self) -> Path:
+        """The folder of the config file: relative paths and default outputs sit there."""
+        return self._folder
 
     @property
     def staging_path(self) -> Path:
@@ -316,7 +330,9 @@ def parse_config(data: dict[str, Any], *, base_dir: Path) -> Config:
         problems = describe_errors(exc, Config)
         raise ConfigError(*problems[0], more=problems[1:]) from None
     _check_sides(config)
-    return _resolved(config, base_dir.resolve())
+    resolved = _resolved(config, base_dir.resolve())
+    resolved._folder = base_dir.resolve()
+    return resolved
 
 
 # What each part of the scope needs on each side: (scope key, service, URL key, sides).

@@ -24,7 +24,7 @@ import structlog
 from haul.pipelines.config import Config
 from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
-from haul.pipelines.specs import Fields, Fingerprint, Listing
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
@@ -124,6 +124,7 @@ async def verify(
                 parts = await service.target(config, client, store)
                 verifier = parts.verifier
                 listings = Listings()
+                places = Places()
                 for spec in parts.specs:
                     entity = spec.name
                     if entities and entity not in entities:
@@ -144,6 +145,7 @@ async def verify(
                             expected, found = await _by_fingerprint(
                                 store, spec.fingerprint, row, record, listings
                             )
+                            places.add(store, spec, row, record)
                         else:
                             assert verifier is not None  # checked above
                             expected, found = await verifier.compare(row, record)
@@ -152,10 +154,70 @@ async def verify(
                         verdict.found += found is not None
                         verdict.differing += bool(found_here)
                         result.differences.extend(found_here)
+                result.differences += await places.extras(
+                    store, listings, every_parent=sample is None
+                )
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
             write_reports(store)  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
+
+
+EXTRA = "(not in the source)"
+
+
+@dataclass
+class Places:
+    """Where verified records live in the target (an issue, a page), per fingerprint, so that
+    what else is there can be told: a record under a migrated parent that no ledger row holds
+    was added by hand, or made twice. Where a record's place is its parent's target id (an
+    issue's comments, a page's attachments), every loaded parent of that kind is a place, with
+    or without migrated children."""
+
+    seen: dict[int, tuple[Fingerprint, str, set[str], set[str]]] = field(default_factory=dict)
+    parents: dict[int, set[str]] = field(default_factory=dict)  # parent entities that are places
+
+    def add(
+        self, store: StagingStore, spec: EntitySpec, row: LedgerRow, record: StagedRecord
+    ) -> None:
+        """Note the place of one verified record (only under a parent the load made: the
+        organisation objects it reuses were there before)."""
+        fingerprint = spec.fingerprint
+        if fingerprint is None or spec.find_first or not row.parent_entity:
+            return
+        parent = store.ledger.target_id(row.parent_entity, row.parent or "")
+        place = fingerprint.where(record, parent)
+        if place is None:
+            return
+        _, _, places, claims = self.seen.setdefault(
+            id(fingerprint), (fingerprint, spec.name, set(), set())
+        )
+        places.add(place)
+        claims.update(spec.claim_group)
+        if place == parent:
+            self.parents.setdefault(id(fingerprint), set()).add(row.parent_entity)
+
+    async def extras(
+        self, store: StagingStore, listings: Listings, *, every_parent: bool = True
+    ) -> list[Difference]:
+        """A difference for each target record at a noted place that no done row holds."""
+        found = []
+        for key, (fingerprint, entity, places, claims) in self.seen.items():
+            if every_parent:
+                for parent in self.parents.get(key, set()):
+                    places |= {
+                        row.target_id
+                        for row in store.ledger.iter_rows(status="done", entity=parent)
+                        if row.target_id
+                    }
+            for place in sorted(places):
+                for item in await listings.of(fingerprint)(place):
+                    target_id = str(item["id"])
+                    if not store.ledger.is_claimed(claims, target_id):
+                        where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
+                        shown = _show({k: item.get(k) for k in fingerprint.identity})
+                        found.append(Difference(entity, "", where, "extra record", EXTRA, shown))
+        return found
 
 
 class Listings:

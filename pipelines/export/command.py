@@ -95,9 +95,7 @@ class ExportRequest:
         """The options given, else the config's `[export]` defaults; ExportOptionError (exit 2)
         for what cannot be used."""
         defaults = config.export
-        out = out or (defaults.out if defaults else None)
-        if out is None:
-            raise ExportOptionError("--out: give the folder to export into (or [export] out)")
+        out = out or (defaults.out if defaults else None) or config.folder / "exports"
         fmt = fmt or (defaults.format if defaults else "csv")
         if fmt not in FORMATS:
             raise ExportOptionError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")

@@ -27,6 +27,8 @@ from haul.pipelines.verifying import Fields
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
+KEYED = {"status": "status", "type": "issuetype", "priority": "priority"}  # field -> dictionary
+
 
 @dataclass
 class TrackerVerifier:
@@ -47,7 +49,7 @@ class TrackerVerifier:
 
     def _issue(self, record: StagedRecord) -> Fields:
         body = self.transform.issue_body(record.raw)
-        return self._core(body) | self._carried(record.raw)
+        return self._core(body) | self._keys(record.raw) | self._carried(record.raw)
 
     def _core(self, body: Fields) -> Fields:
         return {
@@ -55,11 +57,16 @@ class TrackerVerifier:
             "description": body.get("description"),
             "createdAt": instant(body["createdAt"]),
             "createdBy": self.prints.uid(body["createdBy"]),
-            "status": ref_id(body.get("status")),
-            "type": ref_id(body.get("type")),
-            "priority": ref_id(body.get("priority")),
             "tags": sorted(body.get("tags") or []),
             "assignee": self.prints.uid(body.get("assignee")),
+        }
+
+    def _keys(self, raw: Fields) -> Fields:
+        """The status, type and priority by key, as people name them (ids differ by org)."""
+        dictionaries = self.transform.dictionaries
+        return {
+            name: dictionaries.key_of(kind, raw[name]) if isinstance(raw.get(name), dict) else None
+            for name, kind in KEYED.items()
         }
 
     def _carried(self, raw: Fields) -> Fields:
@@ -115,9 +122,7 @@ class TrackerVerifier:
             "description": found.get("description"),
             "createdAt": instant(found.get("createdAt")),
             "createdBy": ref_id(found.get("createdBy")),
-            "status": ref_id(found.get("status")),
-            "type": ref_id(found.get("type")),
-            "priority": ref_id(found.get("priority")),
+            **{name: (found.get(name) or {}).get("key") for name in KEYED},
             "tags": sorted(found.get("tags") or []),
             "assignee": ref_id(found.get("assignee")),
         }

@@ -71,7 +71,7 @@ class GridBackfill:
             return []
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,
-                       self.find_grid),
+                       self.find_grid, claims_with=("wiki_grid",)),
             EntitySpec("backfill_grid_rows", "survey", plans["backfill_grid_rows"],
                        self.send_rows, self.find_rows, refresh=self.refresh_rows),
         ]  # fmt: skip

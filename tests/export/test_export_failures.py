@@ -55,7 +55,6 @@ def test_a_write_that_fails_leaves_no_partial_file_and_no_folder(staged: Staged)
         (["--format", "xml"], "Invalid value for '--format'"),
         (["--since", "yesterday"], "haul: --since: 'yesterday' is not a date"),
         (["--entities", "issue,tickets"], "haul: --entities: no table or entity tickets"),
-        (["--no-out"], "haul: --out: give the folder to export into"),
         (["--no-config"], "haul: --config: give the haul TOML file"),
         (["--no-store"], "haul: nothing staged yet: "),
     ],
@@ -69,9 +68,7 @@ def test_bad_options_exit_2_with_one_line(staged: Staged, options: list[str], sa
         "--out",
         staged.directory / "bad",
     ]
-    if options == ["--no-out"]:
-        args = args[:3]
-    elif options == ["--no-config"]:
+    if options == ["--no-config"]:
         args = ["export", "--out", staged.directory / "bad"]
     elif options == ["--no-store"]:
         moved = staged.directory / "elsewhere.toml"
@@ -155,3 +152,10 @@ def test_an_unreachable_health_check_is_a_warning(staged: Staged) -> None:
     assert "haul: warning: the health check ping to 127.0.0.1 failed" in done.stderr
     assert "secret-uuid" not in done.stderr
     assert (only_folder(staged.directory / "hc-down") / "users.csv").is_file()
+
+
+def test_without_out_the_export_goes_beside_the_config(staged: Staged) -> None:
+    """No `--out` and no `[export] out`: the dated folder lands in `exports` beside the config."""
+    done = staged.haul("export", "--config", staged.config)
+    assert done.returncode == 0, done.stderr
+    assert (staged.config.parent / "exports" / "latest").exists()
