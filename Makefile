@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/export_memory.py
 	$(BIN)/python bench/wiki.py
 	$(BIN)/python bench/plan.py
+	$(BIN)/python bench/budget.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
