@@ -8,13 +8,21 @@ Two edit routes, as the spec has them:
   verb but grant and revoke is a 400.
 ``holders`` is ``{"users": [login or uid], "groups": [id], "roles": [role]}``; an unknown user,
 group or role is a 422.  ``permissionSources`` on read are the entity's parents, nearest first.
+
+Who may do what: an entity open to the organisation (``teamAccess`` false, the default) is
+read and written by everyone; a team-only one (``teamAccess`` true) by the holders of READ,
+WRITE or GRANT only (a user directly, through a group, or through a role: AUTHOR the author,
+OWNER the lead, MEMBER a participant, CLIENT a client, FOLLOWER a follower), on it or on a
+parent it inherits from (its permissionSources); editing permissions, or ``teamAccess``, needs
+GRANT.  The admin token passes everywhere.  Others get a 403, and a search
+leaves out what they may not read.
 """
 
 from __future__ import annotations
 
 from haul.sandbox.groups import groups_of
 from haul.sandbox.tracker.errors import ApiError, invalid
-from haul.sandbox.tracker.model import Org
+from haul.sandbox.tracker.model import Org, User
 from haul.sandbox.tracker.planning import LEVELS, ROLES, Entity, Holders, Planning
 
 VERBS = ("grant", "revoke")
@@ -94,6 +102,34 @@ def _holders(org: Org, where: str, value: object) -> tuple[Holders, dict[str, st
 def _list(value: dict, name: str) -> list:
     items = value.get(name) or []
     return items if isinstance(items, list) else [items]
+
+
+def may(org: Org, planning: Planning, entity: Entity, user: User, level: str) -> bool:
+    """Whether ``user`` (not the admin) holds ``level`` on ``entity``: on it, or on one of
+    the parents it inherits permissions from."""
+    if not entity.team_access and level != "GRANT":
+        return True
+    groups = groups_of(org).ids_of(user)
+    return any(
+        _holds(source, user, groups, level)
+        for source in (entity, *permission_sources(planning, entity))
+    )
+
+
+def _holds(entity: Entity, user: User, groups: frozenset[str], level: str) -> bool:
+    holders = entity.acl.get(level, Holders())
+    roles = {
+        "AUTHOR": user.uid == entity.author,
+        "OWNER": user.uid == entity.lead,
+        "MEMBER": user.uid in entity.team,
+        "CLIENT": user.uid in entity.clients,
+        "FOLLOWER": user.uid in entity.followers,
+    }
+    return (
+        user.uid in holders.users
+        or bool(holders.groups & groups)
+        or any(roles[role] for role in holders.roles if role in roles)
+    )
 
 
 def permission_sources(planning: Planning, entity: Entity) -> list[Entity]:

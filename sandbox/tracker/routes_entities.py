@@ -44,12 +44,15 @@ def entity_type(request: Request) -> str:
     return kind
 
 
-def find_entity(call: Call, request: Request) -> tuple[Planning, Entity]:
+def find_entity(call: Call, request: Request, need: str = "READ") -> tuple[Planning, Entity]:
+    """The entity of the path; 404 if there is none, 403 if the caller lacks ``need``."""
     planning = planning_of(call.org)
     wanted = request.path_params["entity_id"]
     found = planning.find_entity(entity_type(request), wanted)
     if found is None:
         raise ApiError(404, "Entity does not exist.", errors={"entity": wanted})
+    if not call.admin and not access.may(call.org, planning, found, call.user, need):
+        raise ApiError(403, f"You have no {need} access to this entity")
     return planning, found
 
 
@@ -97,16 +100,17 @@ async def get_entity(request: Request) -> Response:
 
 async def patch_entity(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
-    check_version(request, found.version)
     body = await json_object(request)
+    opening = "teamAccess" in rules.envelope(body)  # who may see it at all: a GRANT matter
+    planning, found = find_entity(call, request, "GRANT" if opening else "WRITE")
+    check_version(request, found.version)
     rules.update_entity(call.org, planning, found, body, call.user.uid, now_ms())
     return JSONResponse(render(call, request, planning, found))
 
 
 async def delete_entity(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     rules.delete_entity(planning, found)
     return Response(status_code=200)
 
@@ -123,7 +127,11 @@ async def search_entities(request: Request) -> Response:
     body = await json_body(request, default={}) or {}
     if not isinstance(body, dict):
         raise ApiError(400, "The search body must be a JSON object or null")
-    found = [e for e in planning.entities.values() if e.type == kind and _matches(call, e, body)]
+    found = [
+        e
+        for e in planning.entities.values()
+        if e.type == kind and _matches(call, e, body) and _readable(call, e)
+    ]
     order = body.get("orderBy") or "createdAt"
     key = _ORDERS.get(order)
     if key is None:
@@ -148,6 +156,10 @@ _ORDERS: dict[str, Callable[[Entity], Any]] = {
     "summary": lambda e: (e.summary, e.id),
     "shortId": lambda e: e.short_id,
 }
+
+
+def _readable(call: Call, value: Entity) -> bool:
+    return call.admin or access.may(call.org, planning_of(call.org), value, call.user, "READ")
 
 
 def _matches(call: Call, value: Entity, body: dict) -> bool:
@@ -189,7 +201,7 @@ async def get_permissions(request: Request) -> Response:
 async def patch_permissions(request: Request) -> Response:
     """PATCH .../permissions {grant, revoke}; ``permissionSources`` in the body is a 400."""
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "GRANT")
     edit = access.permissions_edit(await json_object(request))
     _edit_access(call, planning, found, edit)
     return JSONResponse(shapes.permissions(call.view, planning, found, extended=False))
@@ -204,7 +216,7 @@ async def get_extended_permissions(request: Request) -> Response:
 async def patch_extended_permissions(request: Request) -> Response:
     """PATCH .../extendedPermissions {acl: {grant, revoke}}; any other verb is a 400."""
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "GRANT")
     edit = access.extended_edit(await json_object(request))
     _edit_access(call, planning, found, edit)
     return JSONResponse(shapes.permissions(call.view, planning, found, extended=True))
@@ -267,7 +279,7 @@ async def relative_comments(request: Request) -> Response:
 async def create_comment(request: Request) -> Response:
     """POST .../comments {text, summonees}: 201 with the comment."""
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     body = await json_object(request)
     checks = Checks(call.org, body)
     text = checks.text("text", required=True)
@@ -293,7 +305,7 @@ async def get_comment(request: Request) -> Response:
 
 async def patch_comment(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     comment = _comment(request, found)
     check_version(request, comment.version)
     checks = Checks(call.org, await json_object(request))
@@ -309,7 +321,7 @@ async def patch_comment(request: Request) -> Response:
 
 async def delete_comment(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     comment = _comment(request, found)
     found.comments.remove(comment)
     change = Change("comment", f"- {comment.id}")

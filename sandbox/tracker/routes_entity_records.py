@@ -48,7 +48,7 @@ def _items(body: object) -> list[dict]:
 
 async def add_checklist_items(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     items = _items(await json_body(request, default=[]))
     drafts = [_checked_item(call.org, item, required=True) for item in items]
     for draft in drafts:
@@ -61,7 +61,7 @@ async def add_checklist_items(request: Request) -> Response:
 
 async def edit_checklist_items(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     by_id = {item.id: item for item in found.checklist}
     for item in _items(await json_body(request, default=[])):
         target = by_id.get(str(item.get("id")))
@@ -95,7 +95,7 @@ def _checked_item(org: Org, item: dict, *, required: bool) -> EntityChecklistIte
 
 async def clear_checklist(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     found.checklist.clear()
     change = Change("checklistItems", "cleared")
     rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
@@ -112,7 +112,7 @@ def _item(request: Request, found: Entity) -> EntityChecklistItem:
 
 async def delete_checklist_item(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     found.checklist.remove(_item(request, found))
     change = Change("checklistItems", "-1")
     rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
@@ -122,7 +122,7 @@ async def delete_checklist_item(request: Request) -> Response:
 async def move_checklist_item(request: Request) -> Response:
     """POST .../checklistItems/{id}/_move {before}: before that item, or last without it."""
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     item = _item(request, found)
     before = (await json_object(request)).get("before")
     found.checklist.remove(item)
@@ -176,7 +176,7 @@ async def upload_temporary(request: Request) -> Response:
 
 async def attach_file(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     wanted = request.path_params["file_id"]
     stored = planning.temp_files.pop(wanted, None)
     if stored is None:
@@ -209,7 +209,7 @@ async def get_attachment(request: Request) -> Response:
 
 async def delete_attachment(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     stored = _attachment(request, found)
     found.attachments.remove(stored)
     change = Change("attachments", f"- {stored.name}")
@@ -243,7 +243,7 @@ async def list_links(request: Request) -> Response:
 
 async def create_link(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     spec = await json_object(request)
     link = rules.add_link(call.org, planning, found, spec, call.user.uid, now_ms())
     return JSONResponse(shapes.link(call.view, planning, link, found.id), status_code=201)
@@ -251,7 +251,7 @@ async def create_link(request: Request) -> Response:
 
 async def delete_link(request: Request) -> Response:
     call = open_call(request)
-    planning, found = find_entity(call, request)
+    planning, found = find_entity(call, request, "WRITE")
     right = request.query_params.get("right")
     if not right:
         raise ApiError(400, "Name the other end: ?right=<entity id or issue key>")

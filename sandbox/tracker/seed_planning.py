@@ -7,10 +7,10 @@ nothing.  What the source holds:
 
 - portfolios: ``Platform`` with ``Customer experience`` under it;
 - projects: one per queue, each under a portfolio (one also in a second portfolio), linked to
-  some of its queue's issues, with comments, a checklist, sometimes a file, one shared with a
-  group and a person; one project depends on another;
+  some of its queue's issues, with comments, a checklist, sometimes a file; the first is
+  team-only, shared with the engineering group and a person; one project depends on another;
 - goals: two top goals, each with sub-goals (one two levels deep), projects working towards
-  them;
+  them; the second led by the security group and team-only (others neither see nor edit it);
 - saved filters naming queues; a dashboard with a cycle-time widget over the first filter's
   query; two autoactions on the first queue, with run logs over issues the query matches;
 - remote links on about one issue in six, drawn per issue on the first read of its list.
@@ -124,7 +124,7 @@ def _projects(
     if len(projects) > 1:
         spec = {"relationship": "depends on", "entity": projects[0].id}
         rules.add_link(org, planning, projects[1], spec, people[0], END - 50 * DAY)
-    _share(org, planning, projects[0])
+    _share(org, projects[0], "engineering", "frank")
     return projects
 
 
@@ -158,11 +158,14 @@ def _project_records(
         project.attachments.append(stored)
 
 
-def _share(org: Org, planning: Planning, project: Entity) -> None:
-    group = groups_of(org).by_name["engineering"]
-    reader = org.find_user("frank")
-    users = [reader.uid] if reader else []
-    apply_edit(org, project, {"grant": {"READ": {"groups": [group.id], "users": users}}})
+def _share(org: Org, project: Entity, group: str, reader: str | None = None) -> None:
+    """Make the entity team-only, readable by ``group`` (and ``reader``) beside its team."""
+    holders: dict[str, list] = {"groups": [groups_of(org).by_name[group].id]}
+    user = org.find_user(reader) if reader else None
+    if user is not None:
+        holders["users"] = [user.uid]
+    project.team_access = True
+    apply_edit(org, project, {"grant": {"READ": holders}})
 
 
 def _goals(
@@ -171,7 +174,12 @@ def _goals(
     for n, (summary, subgoals) in enumerate(_GOALS):
         at = START + (n + 1) * 30 * DAY
         status = {"entityStatus": "according_to_plan", "lead": rng.choice(people)}
-        top = _entity(org, planning, "goal", {"summary": summary, **status}, people[0], at)
+        author = people[0]
+        if n == 1:  # a goal the security group leads, hidden from everyone else
+            status["lead"], author = _uid(org, "eve"), _uid(org, "trent")
+        top = _entity(org, planning, "goal", {"summary": summary, **status}, author, at)
+        if n == 1:
+            _share(org, top, "security")
         parent = top
         for depth, name in enumerate(subgoals):
             fields = {"summary": name, "parent": (top if depth == 0 else parent).id}
@@ -179,6 +187,12 @@ def _goals(
         for project in projects[n :: len(_GOALS)]:
             spec = {"relationship": "works towards", "entity": top.id}
             rules.add_link(org, planning, project, spec, rng.choice(people), at + 2 * DAY)
+
+
+def _uid(org: Org, login: str) -> int:
+    user = org.find_user(login)
+    assert user is not None  # every org has the catalog's people
+    return user.uid
 
 
 def _filters_and_dashboard(

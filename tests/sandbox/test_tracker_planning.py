@@ -59,6 +59,13 @@ def raw(running: RunningSandbox) -> Iterator[httpx.Client]:
         yield client
 
 
+@pytest.fixture(scope="module")
+def alice(running: RunningSandbox) -> Iterator[httpx.Client]:
+    """The user token, acting as alice (a member of the engineering group)."""
+    with client_for(running, "source", token="user") as client:
+        yield client
+
+
 def values(found: dict) -> list[Any]:
     return list(found["values"])
 
@@ -307,6 +314,63 @@ class TestEntityErrors:
         stale = raw.patch(path, params={"version": 1}, json={"fields": {"summary": "B"}})
         assert stale.status_code == 409
         assert raw.get(f"{path}/comments/999").status_code == 404
+
+
+class TestEntityAccess:
+    """Team-only entities (teamAccess) open to the holders of a level only; the admin token
+    passes everywhere; the user token acts as alice (in the engineering group)."""
+
+    def test_a_seeded_team_only_goal_is_hidden_from_others(
+        self, raw: httpx.Client, alice: httpx.Client
+    ) -> None:
+        everything = raw.post("/entities/goal/_search", params={"fields": "teamAccess"}).json()
+        hidden = [g for g in everything["values"] if g["fields"]["teamAccess"]]
+        assert len(hidden) == 1
+        seen = alice.post("/entities/goal/_search").json()
+        assert seen["hits"] == everything["hits"] - 1
+        assert alice.get(f"/entities/goal/{hidden[0]['id']}").status_code == 403
+        assert alice.get(f"/entities/goal/{hidden[0]['id']}/comments").status_code == 403
+
+    def test_a_group_grant_opens_reading_not_writing(
+        self, raw: httpx.Client, alice: httpx.Client
+    ) -> None:
+        made = raw.post(
+            "/entities/project", json={"fields": {"summary": "Quiet", "teamAccess": True}}
+        )
+        path = f"/entities/project/{made.json()['id']}"
+        assert alice.get(path).status_code == 403
+        seeded = raw.post("/entities/project/_search", params={"fields": "teamAccess"}).json()
+        shared = next(p for p in seeded["values"] if p["fields"]["teamAccess"])
+        acl = raw.get(f"/entities/project/{shared['id']}/permissions").json()["acl"]  # group ids
+        group_id = next(g["id"] for g in acl["READ"]["groups"] if g["display"] == "engineering")
+        raw.patch(f"{path}/permissions", json={"grant": {"READ": {"groups": [group_id]}}})
+        assert alice.get(path).status_code == 200
+        edit = alice.patch(path, json={"fields": {"description": "mine now"}})
+        assert edit.status_code == 403
+        raw.patch(f"{path}/permissions", json={"grant": {"WRITE": {"users": ["alice"]}}})
+        assert alice.patch(path, json={"fields": {"description": "ok"}}).status_code == 200
+        opened = alice.patch(path, json={"fields": {"teamAccess": False}})
+        assert opened.status_code == 403  # who may see it at all is a GRANT matter
+        denied = alice.patch(f"{path}/permissions", json={"grant": {"READ": {"users": ["bob"]}}})
+        assert denied.status_code == 403
+
+    def test_access_is_inherited_from_parents(self, raw: httpx.Client, alice: httpx.Client) -> None:
+        parent = raw.post(
+            "/entities/portfolio", json={"fields": {"summary": "Parent", "teamAccess": True}}
+        ).json()
+        child = raw.post(
+            "/entities/project",
+            json={"fields": {"summary": "Child", "teamAccess": True, "parent": parent["id"]}},
+        ).json()
+        child_path = f"/entities/project/{child['id']}"
+        assert alice.get(child_path).status_code == 403
+        raw.patch(
+            f"/entities/portfolio/{parent['id']}/permissions",
+            json={"grant": {"READ": {"users": ["alice"]}}},
+        )
+        assert alice.get(child_path).status_code == 200
+        sources = raw.get(f"{child_path}/permissions").json()["permissionSources"]
+        assert [source["id"] for source in sources] == [parent["id"]]
 
 
 class TestFiltersDashboardsRemoteLinksAutoactions:
