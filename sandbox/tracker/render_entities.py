@@ -8,6 +8,7 @@ fields}``; ``fields`` holds ``summary`` always and the other keys the ``fields``
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from urllib.parse import quote
 
 from haul.sandbox.groups import groups_of
@@ -156,6 +157,7 @@ def checklist_item(view: View, value: EntityChecklistItem) -> dict:
     body: dict = {
         "id": value.id,
         "text": value.text,
+        "textHtml": f"<p>{escape(value.text)}</p>",
         "checked": value.checked,
         "checklistItemType": "standard",
     }

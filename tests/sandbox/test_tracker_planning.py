@@ -211,6 +211,7 @@ class TestEntities:
         project.checklist_items.delete_item(items[1]["id"])
         after = sdk.project.get(project.id, fields="checklistItems").fields["checklistItems"]
         assert [(i["text"], i["checked"]) for i in after] == [("three", False), ("one", True)]
+        assert_like_recording("checklists/list", 200, after)
         project.checklist_items.delete()
         assert sdk.project.get(project.id, fields="checklistItems").fields["checklistItems"] == []
 
@@ -223,6 +224,10 @@ class TestEntities:
         project.attachments.attach(temporary.id)
         listed = list(project.attachments.get_all())
         assert [a.name for a in listed] == ["plan.txt"]
+        one = raw.get(f"/entities/project/{project.id}/attachments/{temporary.id}")
+        assert_like_recording("attachments/get", one.status_code, one.json())
+        upload = raw.post("/attachments/", params={"filename": "x.csv"}, files={"f": b"a,b"})
+        assert_like_recording("attachments/upload_temp", upload.status_code, upload.json())
         assert raw.get(listed[0].content).content == b"the plan"
         again = raw.post(f"/entities/project/{project.id}/attachments/{temporary.id}")
         assert again.status_code == 404  # a temporary file attaches once
