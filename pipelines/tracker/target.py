@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.streams import ListStream, dictionary_streams
 from haul.pipelines.tracker.transform import (
@@ -20,7 +21,6 @@ from haul.pipelines.tracker.transform import (
     QueueMap,
     Transform,
     UserMap,
-    read_users_csv,
 )
 from haul.state.store import StagingStore
 

@@ -7,12 +7,10 @@ values (status, type, priority, resolution) mapped by key to the target's numeri
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from haul.connectors.errors import HaulError
@@ -87,40 +85,6 @@ class QueueMap:
             ),
             text,
         )
-
-
-class UsersFileError(HaulError):
-    """The users mapping file cannot be read; the message names the file and line (exit 2)."""
-
-    exit_code = 2
-
-
-def read_users_csv(path: Path) -> dict[str, str]:
-    """Read `source login,target login` rows; a header row naming the columns is allowed."""
-    try:
-        return _users_from(path)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UsersFileError(
-            f"config error: mapping.users_file: cannot read {path}: {exc}"
-        ) from exc
-
-
-def _users_from(path: Path) -> dict[str, str]:
-    mapping: dict[str, str] = {}
-    with path.open(newline="", encoding="utf-8") as handle:
-        for number, row in enumerate(csv.reader(handle, strict=True), start=1):
-            cells = [cell.strip() for cell in row]
-            if not cells or not any(cells) or cells[0].startswith("#"):
-                continue
-            if len(cells) < 2 or not cells[0] or not cells[1]:
-                raise UsersFileError(
-                    f"config error: mapping.users_file: {path}:{number}: expected "
-                    f"'source login,target login', got {','.join(row)!r}"
-                )
-            if number == 1 and cells[0].lower() in ("source", "source_login", "login"):
-                continue
-            mapping[cells[0]] = cells[1]
-    return mapping
 
 
 @dataclass

@@ -24,48 +24,13 @@ above). `wanted` turns that into the page's target `Access`:
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from haul.connectors.errors import HaulError
 
 ROLES = ("reader", "editor", "extra_editor", "author")  # weakest first
 ALL_STAFF = "all staff"
 Record = dict[str, Any]
-
-
-class GroupsFileError(HaulError):
-    """The groups mapping file cannot be read; the message names the file and line (exit 2)."""
-
-    exit_code = 2
-
-
-def read_groups_csv(path: Path) -> dict[str, str]:
-    """Read `source group,target group` rows (a group by name, or by id); a header row naming
-    the columns is allowed, ``#`` starts a comment."""
-    mapping: dict[str, str] = {}
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            for number, row in enumerate(csv.reader(handle, strict=True), start=1):
-                cells = [cell.strip() for cell in row]
-                if not cells or not any(cells) or cells[0].startswith("#"):
-                    continue
-                if len(cells) < 2 or not cells[0] or not cells[1]:
-                    raise GroupsFileError(
-                        f"config error: mapping.groups_file: {path}:{number}: expected "
-                        f"'source group,target group', got {','.join(row)!r}"
-                    )
-                if number == 1 and cells[0].lower() in ("source", "source group", "source_group"):
-                    continue
-                mapping[cells[0]] = cells[1]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise GroupsFileError(
-            f"config error: mapping.groups_file: cannot read {path}: {exc}"
-        ) from exc
-    return mapping
 
 
 @dataclass(frozen=True, order=True)

@@ -26,8 +26,8 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError
 from haul.connectors.wiki import WikiClient
+from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.specs import RecordFailure
-from haul.pipelines.tracker.transform import read_users_csv
 from haul.pipelines.wiki.access import (
     Access,
     Directory,

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     QueueMap,
     Transform,
     TransformError,
     UserMap,
-    read_users_csv,
 )
 
 

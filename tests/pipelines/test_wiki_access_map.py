@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.mapping_files import MappingFileError, read_groups_csv
 from haul.pipelines.wiki.access import (
     ALL_STAFF,
     Directory,
     Grant,
-    GroupsFileError,
     Holder,
     HolderMap,
     current,
-    read_groups_csv,
     readers,
     wanted,
 )
@@ -146,5 +145,5 @@ def test_the_groups_file_reads_like_the_users_file(tmp_path: Path) -> None:
     path.write_text("source group,target group\n# a comment\nhr,people\n\nsec,dir:55\n", "utf-8")
     assert read_groups_csv(path) == {"hr": "people", "sec": "dir:55"}
     path.write_text("hr\n", "utf-8")
-    with pytest.raises(GroupsFileError, match=r"groups\.csv:1: expected"):
+    with pytest.raises(MappingFileError, match=r"groups\.csv:1: expected"):
         read_groups_csv(path)
