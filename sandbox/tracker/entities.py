@@ -103,7 +103,7 @@ def create_entity(
         author=created_by,
         status=STATUSES[kind][0],
     )
-    _apply(org, planning, entity, {k: v for k, v in fields.items() if k != "summary"})
+    _apply(org, planning, entity, fields)
     planning.entities[entity.id] = entity
     record(planning, entity, "Entity created", by, at, (Change("summary", summary or ""),))
     return entity
@@ -139,20 +139,19 @@ def import_entity(org: Org, planning: Planning, kind: str, body: dict, now: int)
 def update_entity(
     org: Org, planning: Planning, entity: Entity, body: dict, by: int, at: int
 ) -> None:
-    """Apply a PATCH body: ``fields``, an optional ``comment`` and ``links`` to add."""
+    """Apply a PATCH body: ``fields``, an optional ``comment`` and ``links`` to add; all of it
+    is checked before anything changes."""
     fields = envelope(body)
+    specs = _link_specs(body)
+    for spec in specs:
+        check_link(org, planning, entity, spec)
     before = _snapshot(entity)
-    if "summary" in fields:
-        checks = Checks(org, fields)
-        summary = checks.text("summary", required=True, limit=255)
-        checks.done()
-        entity.summary = summary or entity.summary
-    _apply(org, planning, entity, {k: v for k, v in fields.items() if k != "summary"})
+    _apply(org, planning, entity, fields)
     changes = tuple(
         Change(name, f"{old} → {new}")
         for name, (old, new) in _diff(before, _snapshot(entity)).items()
     )
-    for spec in _link_specs(body):
+    for spec in specs:
         add_link(org, planning, entity, spec, by, at)
     if isinstance(body.get("comment"), str) and body["comment"].strip():
         add_comment(planning, entity, body["comment"], (), by, at)
@@ -173,6 +172,8 @@ def _apply(org: Org, planning: Planning, entity: Entity, fields: dict) -> None:
     for name in unknown:
         checks.fail(name, "Unknown entity field")
     values: dict[str, object] = {}
+    if "summary" in fields:
+        values["summary"] = checks.text("summary", required=True, limit=255)
     if "description" in fields:
         values["description"] = checks.text("description") or None
     for name in ("lead", "author"):
@@ -342,12 +343,10 @@ def add_comment(
     return comment
 
 
-def add_link(
-    org: Org, planning: Planning, entity: Entity, spec: dict, by: int, at: int
-) -> EntityLink:
-    """A link from ``entity`` to another entity (``entity``) or to an issue (``issue``)."""
+def check_link(org: Org, planning: Planning, entity: Entity, spec: dict) -> tuple[str, str, bool]:
+    """(relationship, other end, whether it is an issue) of a link spec; 422/404 if wrong."""
     relationship = spec.get("relationship")
-    if relationship not in RELATIONSHIPS:
+    if not isinstance(relationship, str) or relationship not in RELATIONSHIPS:
         message = f"Must be one of: {', '.join(RELATIONSHIPS)}"
         raise ApiError(422, message, errors={"relationship": message})
     target, to_issue = _link_target(org, planning, spec)
@@ -356,6 +355,14 @@ def add_link(
     for link in planning.links_of(entity.id):
         if {link.source, link.target} == {entity.id, target}:
             raise ApiError(422, "These two are already linked", errors={"entity": target})
+    return relationship, target, to_issue
+
+
+def add_link(
+    org: Org, planning: Planning, entity: Entity, spec: dict, by: int, at: int
+) -> EntityLink:
+    """A link from ``entity`` to another entity (``entity``) or to an issue (``issue``)."""
+    relationship, target, to_issue = check_link(org, planning, entity, spec)
     link = EntityLink(planning.take("link"), entity.id, relationship, target, to_issue, by, at)
     planning.links[link.id] = link
     touch(planning, entity, "Link added", by, at, (Change("links", f"{relationship} {target}"),))

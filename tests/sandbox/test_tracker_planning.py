@@ -320,6 +320,19 @@ class TestEntityErrors:
         assert stale.status_code == 409
         assert raw.get(f"{path}/comments/999").status_code == 404
 
+    def test_a_refused_patch_changes_nothing(self, raw: httpx.Client) -> None:
+        created = raw.post("/entities/goal", json={"fields": {"summary": "Whole"}}).json()
+        path = f"/entities/goal/{created['id']}"
+        body = {
+            "fields": {"summary": "Half"},
+            "links": [{"relationship": "relates", "entity": "x"}],
+        }
+        assert raw.patch(path, json=body).status_code == 404
+        bad_status = {"fields": {"summary": "Half", "entityStatus": "launched"}}
+        assert raw.patch(path, json=bad_status).status_code == 422  # a project's, not a goal's
+        after = raw.get(path).json()
+        assert (after["fields"]["summary"], after["version"]) == ("Whole", 1)
+
 
 class TestEntityAccess:
     """Team-only entities (teamAccess) open to the holders of a level only; the admin token
