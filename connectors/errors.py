@@ -14,6 +14,8 @@ connectors, has its own small tree (`haul.state.errors`) that the runner transla
     │   │                             server's own message and the response (if any)
     │   ├── TransientError            the service kept failing (5xx, connection errors) past
     │   │   │                         the outage patience: the same command resumes
+    │   │   ├── UnreachableError      no connection before the service answered once in this
+    │   │   │                         command: a wrong host or port, or a service down
     │   │   └── RateLimitedError      exit 4: 429s past the rate-limit patience, or a
     │   │                             Retry-After longer than what is left of it
     │   ├── RecordError               give up on this record, carry on with the others (4xx)
@@ -96,6 +98,11 @@ class HaulHTTPError(HaulError):
 
 class TransientError(HaulHTTPError):
     """The service is overloaded or unreachable; the same call may succeed later."""
+
+
+class UnreachableError(TransientError):
+    """No connection to a service that has not answered once in this command: not an outage
+    to wait out (a wrong host or port, a service down, a firewall), so it fails in seconds."""
 
 
 class RateLimitedError(TransientError):

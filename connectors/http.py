@@ -4,11 +4,18 @@ One ``HttpCore`` per service and org: it sets the auth and org headers, joins pa
 the versioned base URL, spends separate read and write rate budgets, retries what is safe
 to retry (see ``retrying``), and turns every failure into one error of ``errors``.
 A write that may have reached the server is never repeated: it raises AmbiguousWriteError.
+
+First contact: until a service has answered once in this command (any reply, even an error
+status), a failure to connect is not an outage to wait out but most likely a wrong host or
+port: it is tried for a few seconds only (`FIRST_CONTACT_PATIENCE`, with a short connect
+timeout), then raises UnreachableError naming the service and URL. `outage_patience`
+applies once the service has answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,6 +41,7 @@ from haul.connectors.errors import (
     RateLimitedError,
     RedirectError,
     TransientError,
+    UnreachableError,
     describe_error_body,
     error_class_for_status,
 )
@@ -64,6 +72,12 @@ class Sink(Protocol):
 # what can break a body off once it has started: the transport's errors, and our deadline
 BODY_ERRORS: tuple[type[Exception], ...] = (*AFTER_SEND_ERRORS, TimeoutError)
 
+
+# before a service's first reply: how long connection failures are tried, and how long one
+# connection may take (a host that drops packets would otherwise hold the first call 30 s)
+FIRST_CONTACT_PATIENCE = 5.0
+FIRST_CONTACT_CONNECT_TIMEOUT = 10.0
+FIRST_CONTACT_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.ConnectTimeout)
 
 MAX_REDIRECTS = 10
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -121,6 +135,7 @@ class HttpCore:
         self.requests_sent = 0
         self.retries = 0
         self.rate_limit_wait = 0.0  # seconds requests waited on 429s
+        self.answered = False  # any reply in this command: see "First contact" above
         self._token = token
         self._max_attempts = max_attempts
         self._max_backoff = max_backoff
@@ -148,6 +163,10 @@ class HttpCore:
             }
         )
         self._timeouts = httpx.Timeout(timeout).as_dict()
+        self._first_timeouts = {
+            **self._timeouts,
+            "connect": min(timeout, FIRST_CONTACT_CONNECT_TIMEOUT),
+        }
         # Requests go straight to the transport, not through httpx.AsyncClient: its cookie
         # jar, auth flow and URL merging cost more CPU per request than aiohttp's whole
         # exchange (bench/http_overhead.py). Redirects are followed here (see _send).
@@ -227,7 +246,7 @@ class HttpCore:
             json=json,
             files=files,
             content=content,
-            extensions={"timeout": self._timeouts},
+            extensions={"timeout": self._timeouts if self.answered else self._first_timeouts},
         )
 
     async def _send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
@@ -390,11 +409,16 @@ class HttpCore:
             return await once()
         except Exception as exc:  # the retry policy below judges it
             first: Exception | None = exc
+        first_contact = not self.answered and isinstance(first, FIRST_CONTACT_ERRORS)
+        patience = self._patience
+        if first_contact:
+            outage = min(patience.outage, FIRST_CONTACT_PATIENCE)
+            patience = dataclasses.replace(patience, outage=outage)
         controller = retrying(
             repeatable=repeatable,
             max_attempts=self._max_attempts,
             max_backoff=self._max_backoff,
-            patience=self._patience,
+            patience=patience,
             sleep=self._sleep,
             before_sleep=lambda state: self._log_retry(request, state),
         )
@@ -409,6 +433,11 @@ class HttpCore:
             raise self._gave_up(request, exc.response, controller.statistics) from None
         except RetryableBadReply as exc:
             raise self._bad_reply(request, exc) from None
+        except FIRST_CONTACT_ERRORS as exc:
+            if first_contact and not self.answered:
+                raise self._unreachable(request, exc) from exc
+            note = self._waited(controller.statistics) + "; run the same command to resume"
+            raise self._transport_error(TransientError, request, exc, note) from exc
         except (*CONNECT_STAGE_ERRORS, *AFTER_SEND_ERRORS) as exc:
             note = self._waited(controller.statistics) + "; run the same command to resume"
             raise self._transport_error(TransientError, request, exc, note) from exc
@@ -416,6 +445,19 @@ class HttpCore:
             # an unsupported scheme, a malformed request, a redirect loop: a bug or bad config
             raise self._transport_error(FatalError, request, exc, "not retried") from exc
         return result
+
+    def _unreachable(self, request: httpx.Request, exc: Exception) -> UnreachableError:
+        reason = self._redact(str(exc)) or type(exc).__name__
+        return UnreachableError(
+            f"{self.service} at {request.url.scheme}://{request.url.netloc.decode()} cannot be "
+            f"reached ({type(exc).__name__}: {reason}) and has not answered once in this "
+            f"command; check the host and port of {self.base_url} in the config, and that "
+            "the service is up",
+            service=self.service,
+            method=request.method,
+            url=str(request.url),
+            server_message=reason,
+        )
 
     def _waited(self, statistics: dict[str, Any]) -> str:
         attempts = statistics.get("attempt_number", 1)
@@ -478,6 +520,7 @@ class HttpCore:
                     AmbiguousWriteError, request, exc, "the write may have been applied"
                 ) from exc
             raise
+        self.answered = True
         budget.on_reply(response.status_code, response.headers)
         if response.status_code < 400:
             return response

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
+import time
 from typing import Any
 
 import httpx
@@ -16,7 +18,9 @@ from haul.connectors.errors import (
     RateLimitedError,
     RedirectError,
     TransientError,
+    UnreachableError,
 )
+from haul.connectors.http import FIRST_CONTACT_PATIENCE, HttpCore
 
 TOKEN = "s3cr3t-token-never-printed"
 
@@ -31,6 +35,15 @@ def answering(*responses: httpx.Response) -> Any:
         return httpx.Response(reply.status_code, headers=reply.headers, content=reply.content)
 
     handler.calls = calls  # type: ignore[attr-defined]
+    return handler
+
+
+def answering_error(error: Exception) -> Any:
+    """A handler that raises `error` on every call, as a transport does for a dead address."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error
+
     return handler
 
 
@@ -179,3 +192,49 @@ class _Chunks(httpx.AsyncByteStream):
             yield chunk
         if self.stall:
             await asyncio.sleep(self.stall)
+
+
+async def test_a_service_that_never_answered_fails_within_seconds(make_core, sleep) -> None:
+    """First contact: connection errors before any reply are a wrong address, not an outage:
+    a few seconds of tries, then UnreachableError naming the service and its URL."""
+    refused = answering_error(httpx.ConnectError("connection refused"))
+    async with make_core(refused, outage_patience=300) as core:
+        with pytest.raises(UnreachableError) as caught:
+            await core.get_json("/myself")
+    assert sum(sleep.delays) <= FIRST_CONTACT_PATIENCE
+    assert "tracker at https://tracker.test cannot be reached" in str(caught.value)
+    assert "has not answered once in this command" in str(caught.value)
+    assert caught.value.exit_code == 1
+
+
+async def test_after_a_first_answer_a_lost_connection_is_waited_out(make_core, sleep) -> None:
+    """Once the service has answered, connection errors are an outage: outage_patience."""
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return httpx.Response(200, json={"login": "me"})
+        raise httpx.ConnectError("connection refused")
+
+    async with make_core(handler, outage_patience=60) as core:
+        await core.get_json("/myself")
+        with pytest.raises(TransientError) as caught:
+            await core.get_json("/myself")
+    assert not isinstance(caught.value, UnreachableError)
+    assert sum(sleep.delays) > FIRST_CONTACT_PATIENCE
+
+
+async def test_a_closed_port_on_loopback_fails_within_seconds() -> None:
+    """A real socket: nothing listens on the port, so the first call fails fast, no waiting
+    for the outage patience (real sleeps, so this is also a bound on wall time)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    core = HttpCore(service="wiki", base_url=f"http://127.0.0.1:{port}/v1", token="t", org_id="1")
+    started = time.monotonic()
+    async with core:
+        with pytest.raises(UnreachableError, match=f"wiki at http://127.0.0.1:{port} cannot"):
+            await core.get_json("/myself")
+    assert time.monotonic() - started < FIRST_CONTACT_PATIENCE + 5
