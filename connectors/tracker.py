@@ -374,6 +374,54 @@ class TrackerClient(ServiceClient):
         """Append checklist items; the reply is the issue with its ``checklistItems``."""
         return await self.core.post_json(f"/issues/{_segment(key)}/checklistItems", json=items)
 
+    # -- ordinary edits: what a sync replays -------------------------------------------
+
+    async def list_transitions(self, key: str) -> list[Record]:
+        """The transitions the issue may execute from its status (``id``, ``to``)."""
+        return await self._list(f"/issues/{_segment(key)}/transitions", "transitions")
+
+    async def execute_transition(
+        self, key: str, transition: str, body: Record | None = None
+    ) -> list[Record]:
+        """Move the issue along one transition (``body`` may set a resolution); the reply
+        lists the transitions available from the new status. Not repeatable: after a lost
+        reply the issue's status tells whether it was applied."""
+        path = f"/issues/{_segment(key)}/transitions/{_segment(transition)}/_execute"
+        reply = await self.core.post_json(path, json=body or {})
+        return reply if isinstance(reply, list) else []
+
+    async def list_queue_workflows(self, queue: str) -> list[Record]:
+        """The workflows of a queue, each with its statuses and the transitions between
+        them (``id``, ``to``, ``from``), so a path can be planned before any step."""
+        return await self._list(f"/queues/{_segment(queue)}/workflows", "workflows")
+
+    async def update_comment(self, key: str, comment_id: str | int, body: Record) -> Record:
+        """PATCH a comment's text (repeatable)."""
+        path = f"/issues/{_segment(key)}/comments/{_segment(comment_id)}"
+        response = await self.core.request("PATCH", path, json=body, repeatable=True)
+        return decode_json(response.content)
+
+    async def update_worklog(self, key: str, worklog_id: str | int, body: Record) -> Record:
+        """PATCH a worklog record's duration, start or comment (repeatable)."""
+        path = f"/issues/{_segment(key)}/worklog/{_segment(worklog_id)}"
+        response = await self.core.request("PATCH", path, json=body, repeatable=True)
+        return decode_json(response.content)
+
+    async def delete_record(self, key: str, kind: str, record_id: str | int) -> bool:
+        """DELETE one of an issue's ``comments``, ``worklog``, ``links`` or ``attachments``;
+        False when it was gone already (so a repeat after a lost reply is harmless)."""
+        path = f"/issues/{_segment(key)}/{kind}/{_segment(record_id)}"
+        try:
+            await self.core.request("DELETE", path, repeatable=True)
+        except NotFoundError:
+            return False
+        return True
+
+    async def move_issue(self, key: str, queue: str) -> Record:
+        """POST /issues/{key}/_move?queue=: the issue under its new key (the old key still
+        finds it). Not repeatable: after a lost reply the issue's queue tells."""
+        return await self.core.post_json(f"/issues/{_segment(key)}/_move", params={"queue": queue})
+
     # -- helpers -----------------------------------------------------------------------
 
     async def _records(

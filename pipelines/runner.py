@@ -263,6 +263,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         if part.in_target is not None:
             in_target.update(await part.in_target())
     details["not_carried"] = {key: n for part in parts for key, n in part.not_carried().items()}
+    details["changes"] = {entity: n for part in parts for entity, n in part.changes().items()}
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
     details.update(_traffic(targets, "target"))
     log.info("load_finished", **details)

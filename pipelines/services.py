@@ -13,7 +13,7 @@ the export iterate services and name none; `pipelines.registry` lists them.
       configured(endpoint), client(endpoint, environ, tuning)
       source(config, client, store)  -> SourceParts(streams, drains, details)
       target(config, client, store)  -> TargetParts(specs, in_target, unmapped_users,
-                                                    planner, verifier)
+                                                    planner, verifier, not_carried, changes)
       checks(config, client, store, side) -> [Finding]
 """
 
@@ -83,6 +83,9 @@ class TargetParts:
     verifier: Verifier | None = None
     # values the load left out of a record it still loaded: "field: reason" -> how many
     not_carried: Callable[[], dict[str, int]] = dict
+    # what the load changed in the target per entity ("created", "updated", "moved",
+    # "deleted") and what the source deleted ("deleted_at_source"): a sync's run details
+    changes: Callable[[], dict[str, dict[str, int]]] = dict
 
 
 class Client(Protocol):

@@ -46,6 +46,8 @@ class Status:
     problems: int = 0
     not_staged: dict[str, str] = field(default_factory=dict)  # entity -> the setting that says so
     not_carried: dict[str, int] = field(default_factory=dict)  # "field: reason" -> values left out
+    # entity -> (records deleted at the source, of them deleted in the target too)
+    deleted: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -100,6 +102,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         problems=store.problems.count(),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
+        deleted=deleted_at_source(store),
     )
     for service in services:
         for entity in loadable(service):
@@ -119,6 +122,22 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
                 )
             )
     return status
+
+
+def deleted_at_source(store: StagingStore) -> dict[str, tuple[int, int]]:
+    """Entity -> (its records a sync found deleted at the source, those deleted in the target).
+
+    A service stages each as a `deleted` record naming its `entity`; one mirrored in the
+    target is a done `deletion` ledger row of the same source id."""
+    found: dict[str, int] = {}
+    for record in store.iter_records("deleted"):
+        entity = str(record.raw.get("entity"))
+        found[entity] = found.get(entity, 0) + 1
+    mirrored: dict[str, int] = {}
+    for row in store.ledger.iter_rows(status="done", entity="deletion"):
+        entity = row.source_id.split(":", 1)[0]
+        mirrored[entity] = mirrored.get(entity, 0) + 1
+    return {entity: (n, mirrored.get(entity, 0)) for entity, n in sorted(found.items())}
 
 
 def _not_carried(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -154,6 +173,12 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
     for what, count in status.not_carried.items():
         say(
             console, f"not carried by the last load (the record loaded without it): {what}: {count}"
+        )
+    for entity, (deleted, mirrored) in status.deleted.items():
+        left = "" if mirrored == deleted else ' ([sync] deletions = "mirror" deletes the rest)'
+        say(
+            console,
+            f"deleted at the source: {entity}: {deleted}, deleted in the target: {mirrored}{left}",
         )
     for run in status.runs:
         say(

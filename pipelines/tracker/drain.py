@@ -19,6 +19,7 @@ import structlog
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
+from haul.pipelines.tracker.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -61,6 +62,7 @@ class IssueDrain:
             "link": _rows(key, results.get("link", [])),
             "attachment": _rows(key, attachments, blobs, problems),
             "checklist": _checklist_rows(key, checklist_of(issue.raw)),
+            "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
         }
         if self.changelog:  # else what an earlier extract staged stays as it was
             children["changelog"] = _rows(key, results.get("changelog", []))

@@ -9,6 +9,7 @@ compare as target uids, times as instants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,14 @@ class TrackerFingerprints:
     client: TrackerClient
     transform: Transform
     uids: dict[str, str]
+    # a source issue key -> its target key (a moved issue's new one); default: the mapping's
+    target_key: Callable[[str], str] | None = None
+
+    def key_of(self, source_key: str) -> str:
+        """The target key of a source issue."""
+        if self.target_key is not None:
+            return self.target_key(source_key)
+        return self.transform.queues.key(source_key)
 
     def uid(self, login: str | None) -> str | None:
         """A target login as the uid the target shows for it."""
@@ -51,7 +60,7 @@ class TrackerFingerprints:
 
     def issue_key(self, record: StagedRecord, parent: str | None = None) -> str:
         """The target key of the issue a sub-record lives in."""
-        return self.transform.queues.key(record.parent or "")
+        return self.key_of(record.parent or "")
 
     def comment(self) -> Fingerprint:
         """A comment: time, author, text."""
@@ -102,7 +111,7 @@ class TrackerFingerprints:
         return {
             "type": raw["type"]["id"],
             "direction": _direction(raw),
-            "other": self.transform.queues.key(raw["object"]["key"]),
+            "other": self.key_of(raw["object"]["key"]),
         }
 
     # -- the target side: an issue's records as the same fields ----------------------------

@@ -26,12 +26,21 @@ from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker import export, export_structure
 from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
 from haul.pipelines.tracker.checks import tracker_checks
+from haul.pipelines.tracker.deletions import (
+    DELETED,
+    DeletionSync,
+    deleted_counts,
+    deletion_plan,
+    find_vanished_issues,
+)
 from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.moves import TargetKeys, follow_moves
 from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad, structure_map
 from haul.pipelines.tracker.plan import TrackerPlanner
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
+from haul.pipelines.tracker.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams, structure_streams
 from haul.pipelines.tracker.target import build_transform, preflight, stage_target, target_uids
 from haul.pipelines.tracker.verify import TrackerVerifier
@@ -60,7 +69,9 @@ ENTITIES = (
     Entity("worklog"),
     Entity("attachment", files=True),
     Entity("checklist"),
+    Entity("issue_status", optional=True),  # a status changed at the source after the load
     Entity("link"),
+    Entity("deletion", staged=DELETED, optional=True),  # [sync] deletions = "mirror"
     Entity("backfill_issue", staged="survey_answer", optional=True),
     Entity("backfill_attachment", staged="survey_file", optional=True),
     Entity("changelog", loads=False),  # no import endpoint: staged for exports only
@@ -78,7 +89,11 @@ class TrackerService:
         return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
-        return {**ORG_PLANS, **PLANS, **tracker_plans(config)}
+        # moves are followed before anything is planned, deletions found after
+        mirror = config.sync.deletions == "mirror"
+        deletions = {("deletion" if mirror else "deleted_at_source"): deletion_plan(mirror)}
+        return {"issue_move": follow_moves, **ORG_PLANS, **PLANS, **tracker_plans(config),
+                **deletions}  # fmt: skip
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -115,8 +130,8 @@ class TrackerService:
 
         async def details(stats: ExtractStats) -> Details:
             return {
-                "source_issue_count": await _issue_count(
-                    client, config.scope.queues, config.scope.query
+                "source_issue_count": await find_vanished_issues(
+                    client, store, config.scope.queues, config.scope.query
                 ),
                 "issues_staged": stats.staged["issue"],
                 "issues_drained": stats.drained["issue"],
@@ -152,8 +167,14 @@ class TrackerService:
             transform.dictionaries.target_ids,
         )
         backfill.preflight()
-        prints = TrackerFingerprints(client, transform, target_uids(store))
-        load = TrackerLoad(client, store, transform, TargetProbe(client), prints)
+        keys = TargetKeys(store, queue_map)
+        prints = TrackerFingerprints(client, transform, target_uids(store), keys.key)
+        statuses = StatusSync(client, transform, keys.key, done_statuses(store))
+        mirror = config.sync.deletions == "mirror"
+        deletions = DeletionSync(client, keys.key) if mirror else None
+        load = TrackerLoad(
+            client, store, transform, TargetProbe(client), prints, keys, statuses, deletions
+        )
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
         specs = organisation.specs() + load.specs() + backfill.specs()
         by_name = {spec.name: spec for spec in specs}
@@ -164,7 +185,12 @@ class TrackerService:
             dropped = transform.structure.dropped if transform.structure else {}
             return {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
 
-        return TargetParts(specs, in_target, unmapped, planner, verifier, not_carried)
+        def changes() -> dict[str, dict[str, int]]:
+            return sync_changes(load.changes, deleted_counts(store))
+
+        return TargetParts(
+            specs, in_target, unmapped, planner, verifier, not_carried, changes=changes
+        )
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
@@ -198,3 +224,16 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
             skipped["changelog"] = because
         store.set_checkpoint(NOT_STAGED, skipped)
     return wanted
+
+
+def sync_changes(
+    made: Mapping[tuple[str, str], int], deleted_at_source: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Per entity, what the load did (created, updated, moved, deleted) and what the source
+    deleted (``deleted_at_source``, listed whether or not it was mirrored)."""
+    summary: dict[str, dict[str, int]] = {}
+    for (entity, what), count in sorted(made.items()):
+        summary.setdefault(entity, {})[what] = count
+    for entity, count in sorted(deleted_at_source.items()):
+        summary.setdefault(entity, {})["deleted_at_source"] = count
+    return summary

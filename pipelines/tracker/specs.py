@@ -9,8 +9,9 @@ attachments and, last, its checklist (adding one is an ordinary edit, which move
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.errors import NotFoundError
@@ -23,8 +24,11 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
+from haul.pipelines.tracker.deletions import DeletionSync, deletion_plan
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
@@ -73,10 +77,11 @@ def plan_attachments(store: StagingStore) -> Iterator[Planned]:
 
 
 def plan_links(store: StagingStore) -> Iterator[Planned]:
-    """A link shows on both issues: load the outward side, or the only side staged."""
-    staged = store.source_ids("issue")
+    """A link shows on both issues: load the outward side, or the only side staged (the other
+    end known under its key now, if it moved)."""
+    staged, moved = store.source_ids("issue"), moved_issues(store)
     for record in store.iter_records("link"):
-        other = record.raw["object"]["key"]
+        other = moved.get(record.raw["object"]["key"], record.raw["object"]["key"])
         if record.raw.get("direction") == "outward" or other not in staged:
             yield Planned(record, _issue_of(record))
 
@@ -94,6 +99,7 @@ PLANS = {
     "worklog": PLAN_WORKLOGS,
     "attachment": plan_attachments,
     "checklist": PLAN_CHECKLISTS,
+    "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
     "link": plan_links,
 }
 
@@ -107,6 +113,11 @@ class TrackerLoad:
     transform: Transform
     probe: TargetProbe
     prints: TrackerFingerprints
+    keys: TargetKeys
+    statuses: StatusSync
+    deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
+    # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
+    changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -116,30 +127,47 @@ class TrackerLoad:
             EntitySpec("issue", "issue", PLANS["issue"], self.send_issue, self.find_issue,
                        refresh=self.refresh_issue),
             EntitySpec("comment", "comment", PLAN_COMMENTS, self.send_comment, comment.find,
-                       fingerprint=comment),
+                       refresh=self.refresh_comment, fingerprint=comment),
             EntitySpec("comment_attachment", "attachment", plan_comment_attachments,
                        self.send_comment_attachment, attachment.find,
                        claims_with=("attachment",), fingerprint=attachment),
             EntitySpec("worklog", "worklog", PLAN_WORKLOGS, self.send_worklog, worklog.find,
-                       fingerprint=worklog),
+                       refresh=self.refresh_worklog, fingerprint=worklog),
             EntitySpec("attachment", "attachment", plan_attachments, self.send_attachment,
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
                        self.find_checklist),
+            EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,
+                       self.statuses.find),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
-                       requires=lambda r: [Ref("issue", r.raw["object"]["key"])], phase=1,
-                       fingerprint=link),
+                       requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
+                       phase=1, fingerprint=link),
+            *self._deletion_specs(),
+        ]  # fmt: skip
+
+    def _deletion_specs(self) -> list[EntitySpec]:
+        if self.deletions is None:
+            return []
+        return [
+            EntitySpec("deletion", "deleted", deletion_plan(mirror=True), self.send_deletion,
+                       self.deletions.find, phase=2, find_first=True),
         ]  # fmt: skip
 
     # -- send and find, per entity ----------------------------------------------------------
 
     def _key(self, record: StagedRecord) -> str:
         """The target key of the issue a child record belongs to."""
-        return self.transform.queues.key(record.parent or "")
+        return self.keys.key(record.parent or "")
+
+    def _made(self, entity: str, target_id: str) -> str:
+        self.changes[(entity, "created")] += 1
+        return target_id
 
     async def send_issue(self, record: StagedRecord, parent: str | None) -> str:
-        return str((await self.client.import_issue(self.transform.issue_body(record.raw)))["key"])
+        reply = await self.client.import_issue(self.transform.issue_body(record.raw))
+        carried_by_import(self.store, record.source_id)
+        return self._made("issue", str(reply["key"]))
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
@@ -155,22 +183,57 @@ class TrackerLoad:
         return str(found["key"])
 
     async def refresh_issue(self, record: StagedRecord, target_key: str) -> None:
-        """Imports keep the source's times, so a comment added at the source after the issue
-        was loaded lies outside the target issue's window; an ordinary edit moves it to now."""
-        await self.client.update_issue(target_key, self.transform.issue_update_body(record.raw))
+        """An issue moved to another queue at the source moves in the target first (its new
+        key recorded); then its fields are edited. Imports keep the source's times, so a
+        comment added at the source after the issue was loaded lies outside the target
+        issue's window; the ordinary edit moves it to now."""
+        queue = self.transform.queues.queue(str((record.raw.get("queue") or {}).get("key")))
+        key = await move_in_target(self.client, self.store, record.source_id, target_key, queue)
+        if key != target_key:
+            self.changes[("issue", "moved")] += 1
+        await self.client.update_issue(key, self.transform.issue_update_body(record.raw))
+        self.changes[("issue", "updated")] += 1
+
+    async def send_status(self, record: StagedRecord, parent: str | None) -> str:
+        steps = self.statuses.steps
+        done = await self.statuses.send(record, parent)
+        if self.statuses.steps > steps:
+            self.changes[("issue", "transitioned")] += 1
+        return done
+
+    async def send_deletion(self, record: StagedRecord, parent: str | None) -> str:
+        assert self.deletions is not None  # the spec exists only then
+        done = await self.deletions.send(record, parent)
+        self.changes[(str(record.raw["entity"]), "deleted")] += 1
+        return done
 
     async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.comment_body(record.raw)
-        return str((await self.client.import_comment(self._key(record), body))["id"])
+        reply = await self.client.import_comment(self._key(record), body)
+        return self._made("comment", str(reply["id"]))
+
+    async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
+        """A comment edited at the source: its text, edited in the target."""
+        text = self.transform.comment_body(record.raw)["text"]
+        await self.client.update_comment(self._key(record), target_id, {"text": text})
+        self.changes[("comment", "updated")] += 1
 
     async def send_worklog(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.worklog_body(record.raw)
-        return str((await self.client.import_worklog(self._key(record), body))[0]["id"])
+        reply = await self.client.import_worklog(self._key(record), body)
+        return self._made("worklog", str(reply[0]["id"]))
+
+    async def refresh_worklog(self, record: StagedRecord, target_id: str) -> None:
+        """A worklog edited at the source: its duration and note, edited in the target."""
+        body = self.transform.worklog_body(record.raw)
+        edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
+        await self.client.update_worklog(self._key(record), target_id, edit)
+        self.changes[("worklog", "updated")] += 1
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
         upload = await self._upload(record)
         reply = await self.client.import_attachment(self._key(record), **upload)
-        return str(reply["id"])
+        return self._made("attachment", str(reply["id"]))
 
     async def send_comment_attachment(self, record: StagedRecord, comment: str | None) -> str:
         if comment is None:
@@ -201,10 +264,10 @@ class TrackerLoad:
         return await self.probe.checklist(self._key(record), self._checklist(record))
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
+        body = self.transform.link_body(record.raw)
+        body["issue"] = self.keys.key(record.raw["object"]["key"])  # a moved issue's new key
         try:
-            reply = await self.client.import_link(
-                self._key(record), self.transform.link_body(record.raw)
-            )
+            reply = await self.client.import_link(self._key(record), body)
         except NotFoundError as exc:
             raise LinkEndMissing(record.raw["object"]["key"]) from exc
-        return str(reply["id"])
+        return self._made("link", str(reply["id"]))

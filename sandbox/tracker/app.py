@@ -51,6 +51,7 @@ API = (
     ("DELETE", "/issues/{key}/links/{link_id}", changes.delete_link),
     ("POST", "/issues/{key}/attachments", changes.create_attachment),
     ("DELETE", "/issues/{key}/attachments/{attachment_id}", changes.delete_attachment),
+    ("GET", "/queues/{queue}/workflows", changes.list_queue_workflows),
     ("GET", "/issues/{key}", issues.get_issue),
     ("PATCH", "/issues/{key}", issues.patch_issue),
     ("POST", "/issues/{key}/comments/_import", imports.import_comment),

@@ -85,7 +85,9 @@ def execute_transition(
     ]
     if resolution != issue.resolution:
         changes.append(FieldChange("resolution", "resolutions", issue.resolution, resolution))
-    resolved = {"resolved_at": when, "resolved_by": editor} if done and not issue.resolution else {}
+    resolved: dict[str, int | None] = {}
+    if done and not issue.resolution:
+        resolved = {"resolved_at": when, "resolved_by": editor}
     if not done:
         resolved = {"resolved_at": None, "resolved_by": None}
     return touch(

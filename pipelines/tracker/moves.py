@@ -1,0 +1,135 @@
+"""Issues moved to another queue at the source, followed in the ledger and in the target.
+
+A moved issue comes back from the scroll under its new key, naming its old ones in `aliases`
+(the old key still finds it). Before the ledger is planned, `follow_moves` renames the loaded
+issue's rows, its own and those of every record under it, from the old key to the new one
+and drops what was staged under the old key: the records are the same records, already in
+the target, so nothing is imported twice. The issue's next refresh then moves the target
+issue to the mapped queue (`move_in_target`) and records its new target key, which every
+record under it is written to from then on (`TargetKeys`).
+
+The ledger has no rename of its own; the two statements here are the only ones outside
+`state.ledger` that write its table, each in the plan's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import structlog
+
+from haul.connectors.errors import AmbiguousWriteError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.tracker.transform import QueueMap
+from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+# records whose source id is "<issue key>/..." (a comment's attachment: under its comment's)
+UNDER_ISSUE = (
+    "comment", "comment_attachment", "worklog", "attachment", "checklist", "link", "issue_status",
+)  # fmt: skip
+
+
+def moved_issues(store: StagingStore) -> dict[str, str]:
+    """Every old key a staged issue had -> its key now."""
+    return {
+        alias: key
+        for _, key, aliases in store.iter_lists("issue", "aliases")
+        for alias in aliases
+        if isinstance(alias, str)
+    }
+
+
+def follow_moves(store: StagingStore) -> Iterator[Planned]:
+    """Rename the rows of each issue loaded under an old key to its new key (a plan that
+    plans nothing: it runs first, so the issue's own plan finds the renamed row)."""
+    ledger = store.ledger
+    for old, new in moved_issues(store).items():
+        row = ledger.get("issue", old)
+        if row is None or ledger.get("issue", new) is not None:
+            continue
+        rename_issue(store, old, new)
+        log.info("issue_move_followed", source=old, now=new, target=row.target_id)
+    yield from ()
+
+
+def rename_issue(store: StagingStore, old: str, new: str) -> None:
+    """The ledger rows of issue `old` and of everything under it, now under `new`; what was
+    staged under `old` goes (the new key's drain staged it again)."""
+    db, prefix = store.db, f"{old}/"
+    size = len(prefix)
+    with store.transaction():
+        db.execute(
+            "UPDATE ledger SET source_id = ? WHERE entity = 'issue' AND source_id = ?", [new, old]
+        )
+        marks = ", ".join("?" * len(UNDER_ISSUE))
+        db.execute(
+            "UPDATE ledger SET source_id = ? || substr(source_id, ?),"
+            " parent = CASE WHEN parent = ? THEN ?"
+            " WHEN substr(parent, 1, ?) = ? THEN ? || substr(parent, ?) ELSE parent END"
+            f" WHERE entity IN ({marks}) AND substr(source_id, 1, ?) = ?",
+            [f"{new}/", size + 1, old, new, size, prefix, f"{new}/", size + 1, *UNDER_ISSUE,
+             size, prefix],
+        )  # fmt: skip
+        db.execute("DELETE FROM records WHERE entity = 'issue' AND source_id = ?", [old])
+        db.execute("DELETE FROM records WHERE parent = ?", [old])
+
+
+def retarget_issue(store: StagingStore, source_key: str, target_key: str) -> None:
+    """The loaded issue now lives under `target_key` in the target (it was moved there)."""
+    store.db.execute(
+        "UPDATE ledger SET target_id = ? WHERE entity = 'issue' AND source_id = ?",
+        [target_key, source_key],
+    )
+
+
+@dataclass
+class TargetKeys:
+    """The target key of a source issue: followed through its moves, then the key its loaded
+    ledger row holds (a moved issue's new one), else the queue mapping's."""
+
+    store: StagingStore
+    queues: QueueMap
+    _moved: dict[str, str] | None = field(default=None, repr=False)
+
+    def current(self, source_key: str) -> str:
+        """The source key the issue has now."""
+        if self._moved is None:
+            self._moved = moved_issues(self.store)
+        return self._moved.get(source_key, source_key)
+
+    def key(self, source_key: str) -> str:
+        """Where the issue is (or will be) in the target."""
+        current = self.current(source_key)
+        row = self.store.ledger.get("issue", current)
+        if row is not None and row.status == "done" and row.target_id:
+            return row.target_id
+        return self.queues.key(current)
+
+
+async def move_in_target(
+    client: TrackerClient, store: StagingStore, source_key: str, target_key: str, queue: str
+) -> str:
+    """Move the target issue into `queue` unless it is there; return its key now (recorded
+    in the ledger). A lost reply is settled by reading the issue under its old key."""
+    if _queue_of(target_key) == queue:
+        return target_key
+    moved = await client.get_issue(target_key)  # an earlier run may have moved it already
+    if _queue_of(str(moved["key"])) != queue:
+        try:
+            moved = await client.move_issue(target_key, queue)
+        except AmbiguousWriteError:
+            moved = await client.get_issue(target_key)  # the old key finds it either way
+            if _queue_of(str(moved["key"])) != queue:
+                raise RecordFailure(f"moving {target_key} to {queue} stayed uncertain") from None
+    new_key = str(moved["key"])
+    retarget_issue(store, source_key, new_key)
+    log.info("issue_moved_in_target", source=source_key, was=target_key, now=new_key)
+    return new_key
+
+
+def _queue_of(key: str) -> str:
+    return key.rsplit("-", 1)[0]
