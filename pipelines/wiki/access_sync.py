@@ -26,7 +26,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.wiki.access import (
     Access,
@@ -35,7 +35,6 @@ from haul.pipelines.wiki.access import (
     Holder,
     HolderMap,
     current,
-    read_groups_csv,
     staged_with_access,
     wanted,
 )
