@@ -4,7 +4,9 @@ Create: ``name`` and ``actions`` (a non-empty list of objects with a ``type``) a
 with a ``filter`` or a ``query`` (at least one; a query the search would refuse is a 400);
 ``intervalMillis`` (default one hour, at least a minute), ``active``, ``enableNotifications``
 and ``calendar`` optional.  The sandbox never fires an autoaction: only seeded ones have runs.
-``GET .../{id}/logs`` lists run summaries, ``GET .../{id}/logs/{run}`` one run's issues.
+PATCH (under the version lock: ``version`` or ``If-Match``) changes the settings sent; DELETE
+answers 200.  ``GET .../{id}/logs`` lists run summaries, ``GET .../{id}/logs/{run}`` one run's
+issues.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from haul.sandbox.tracker import render_planning as shapes
 from haul.sandbox.tracker.checks import Checks
 from haul.sandbox.tracker.context import Call, json_object, open_call
 from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.locking import check_version
 from haul.sandbox.tracker.planning import AutoAction, planning_of
 from haul.sandbox.tracker.query import parse_body
 from haul.sandbox.tracker.routes_structure import numeric, queue_of_path
@@ -48,41 +51,77 @@ async def create_autoaction(request: Request) -> Response:
     call = open_call(request, admin=True)
     queue = queue_of_path(call, request)
     checks = Checks(call.org, await json_object(request))
-    name = checks.text("name", required=True, limit=255)
-    actions = checks.body.get("actions")
-    if not isinstance(actions, list) or not actions or not all(_is_action(a) for a in actions):
-        checks.fail("actions", "Required: a list of actions, each an object with a type")
-    query = checks.text("query", limit=10_000)
-    conditions = checks.body.get("filter")
-    if query is None and conditions is None:
-        checks.fail("filter", "Give a filter or a query")
-    if query is not None:
-        parse_body({"query": query})
-    interval = checks.body.get("intervalMillis", 3_600_000)
-    if isinstance(interval, bool) or not isinstance(interval, int) or interval < MINUTE:
-        checks.fail("intervalMillis", "Must be a number of milliseconds, at least 60000")
-    calendar = checks.body.get("calendar")
-    if calendar is not None and not isinstance(calendar, dict):
-        checks.fail("calendar", "Must be an object {id}")
-    checks.done()
+    settings = _settings(checks, creating=True)
     planning = planning_of(call.org)
     now = now_ms()
     created = AutoAction(
         id=planning.take("autoaction"),
         queue=queue.key,
-        name=name or "",
-        actions=list(actions or []),
+        name="",
+        actions=[],
         created_at=now,
         updated_at=now,
-        filter=conditions,
-        query=query,
-        active=bool(checks.body.get("active", True)),
-        enable_notifications=bool(checks.body.get("enableNotifications", False)),
-        interval_millis=interval,
-        calendar=calendar,
     )
+    for attribute, value in settings.items():
+        setattr(created, attribute, value)
     planning.autoactions[created.id] = created
     return JSONResponse(shapes.autoaction(call.view, created), status_code=201)
+
+
+async def patch_autoaction(request: Request) -> Response:
+    """PATCH .../autoactions/{id}: the settings sent, under the version lock."""
+    call = open_call(request, admin=True)
+    found = _autoaction(call, request)
+    check_version(request, found.version)
+    settings = _settings(Checks(call.org, await json_object(request)), creating=False)
+    for attribute, value in settings.items():
+        setattr(found, attribute, value)
+    found.version += 1
+    found.updated_at = max(now_ms(), found.updated_at)
+    return JSONResponse(shapes.autoaction(call.view, found))
+
+
+async def delete_autoaction(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    del planning_of(call.org).autoactions[_autoaction(call, request).id]
+    return Response(status_code=200)
+
+
+def _settings(checks: Checks, *, creating: bool) -> dict[str, object]:
+    """The AutoAction attributes a body sets (all of them when creating); 422 if wrong."""
+    body = checks.body
+    found: dict[str, object] = {}
+    if creating or "name" in body:
+        found["name"] = checks.text("name", required=True, limit=255)
+    if creating or "actions" in body:
+        actions = body.get("actions")
+        if not isinstance(actions, list) or not actions or not all(map(_is_action, actions)):
+            checks.fail("actions", "Required: a list of actions, each an object with a type")
+        found["actions"] = actions
+    if "query" in body:
+        found["query"] = checks.text("query", limit=10_000)
+        if found["query"] is not None:
+            parse_body({"query": found["query"]})  # the search's 400
+    if "filter" in body:
+        found["filter"] = body["filter"]
+    if creating and body.get("query") is None and body.get("filter") is None:
+        checks.fail("filter", "Give a filter or a query")
+    if creating or "intervalMillis" in body:
+        interval = body.get("intervalMillis", 3_600_000)
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < MINUTE:
+            checks.fail("intervalMillis", "Must be a number of milliseconds, at least 60000")
+        found["interval_millis"] = interval
+    if body.get("calendar") is not None and not isinstance(body["calendar"], dict):
+        checks.fail("calendar", "Must be an object {id}")
+    for name, attribute in (
+        ("calendar", "calendar"),
+        ("active", "active"),
+        ("enableNotifications", "enable_notifications"),
+    ):
+        if name in body:
+            found[attribute] = body[name] if name == "calendar" else bool(body[name])
+    checks.done()
+    return found
 
 
 def _is_action(value: object) -> bool:

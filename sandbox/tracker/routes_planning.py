@@ -63,6 +63,8 @@ API = (
     ("GET", "/queues/{queue}/autoactions", autoactions.list_autoactions),
     ("POST", "/queues/{queue}/autoactions", autoactions.create_autoaction),
     ("GET", "/queues/{queue}/autoactions/{action_id}", autoactions.get_autoaction),
+    ("PATCH", "/queues/{queue}/autoactions/{action_id}", autoactions.patch_autoaction),
+    ("DELETE", "/queues/{queue}/autoactions/{action_id}", autoactions.delete_autoaction),
     ("GET", "/queues/{queue}/autoactions/{action_id}/logs", autoactions.list_runs),
     ("GET", "/queues/{queue}/autoactions/{action_id}/logs/{run_id}", autoactions.get_run),
 )

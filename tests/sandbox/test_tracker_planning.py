@@ -474,6 +474,13 @@ class TestFiltersDashboardsRemoteLinksAutoactions:
         missing = raw.post("/queues/DEV/autoactions", json={"name": "x", "actions": []})
         assert missing.status_code == 422
         assert raw.get(f"/queues/TEST/autoactions/{made.id}").status_code == 404
+        stale = queue.get(made.id)
+        made.update(active=False)
+        assert queue.get(made.id).active is False and queue.get(made.id).version == 2
+        with pytest.raises(PreconditionFailed):
+            stale.update(name="stale")
+        made.delete()
+        assert list(queue.get_all()) == []
 
     def test_autoaction_run_detail_names_issues(self, raw: httpx.Client):
         action = raw.get("/queues/TEST/autoactions").json()[1]
