@@ -27,7 +27,12 @@ from haul.pipelines.verifying import Fields
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
-KEYED = {"status": "status", "type": "issuetype", "priority": "priority"}  # field -> dictionary
+KEYED = {  # field -> its dictionary: compared by key, as people name them
+    "status": "status",
+    "type": "issuetype",
+    "priority": "priority",
+    "resolution": "resolution",
+}
 
 
 @dataclass
