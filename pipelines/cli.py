@@ -120,7 +120,8 @@ def main() -> None:
 @CONFIG_OPTION
 def extract_command(config_path: Path) -> None:
     """Stage the source org's issues and their sub-records (incremental after the first run)."""
-    _finish(_run_stage(extract, config_path), needs_complete=False)
+    config = open_config(config_path)
+    _finish(_run_stage(extract, config), config, needs_complete=False)
 
 
 @main.command("load")
@@ -128,7 +129,8 @@ def extract_command(config_path: Path) -> None:
 @RETRY_OPTION
 def load_command(config_path: Path, retry_failed: bool) -> None:
     """Load what is staged into the target org; resumes where the last run stopped."""
-    _finish(_run_stage(load, config_path, retry_failed=retry_failed))
+    config = open_config(config_path)
+    _finish(_run_stage(load, config, retry_failed=retry_failed), config)
 
 
 @main.command("run")
@@ -136,7 +138,8 @@ def load_command(config_path: Path, retry_failed: bool) -> None:
 @RETRY_OPTION
 def run_command(config_path: Path, retry_failed: bool) -> None:
     """Extract, load, then check counts (exit 3 when records failed; see haul failures)."""
-    _finish(_run_stage(run_all, config_path, retry_failed=retry_failed))
+    config = open_config(config_path)
+    _finish(_run_stage(run_all, config, retry_failed=retry_failed), config)
 
 
 @main.command("status")
@@ -163,27 +166,43 @@ def status_command(config_path: Path) -> None:
 def failures_command(
     config_path: Path, entity: str | None, limit: int, csv_path: Path | None
 ) -> None:
-    """List the records that could not be extracted whole or loaded, each with its error."""
+    """List the records that could not be extracted whole or loaded: first their causes,
+    commonest first (with the records waiting under each), then each record with its error."""
+    from haul.pipelines.failures import store_failures
+
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
     with open_store(config.staging_path) as store:
         problems = [p for p in store.problems if entity in (None, p.entity)]
         rows = list(store.ledger.iter_rows(status="failed", entity=entity))
-        lines = [f"{p.entity} {p.source_id} (extract): {p.error}" for p in problems]
-        lines += [f"{r.entity} {r.source_id} (attempts {r.attempts}): {r.error}" for r in rows]
+        failures = store_failures(store, entity)
         if csv_path is not None:
             from haul.pipelines.status import write_failures_csv
 
             write_failures_csv(csv_path, problems, rows)
-        for line in lines[:limit]:  # one line per record, so the list can be grepped
-            click.echo(line)
-        shown = min(limit, len(lines))
-        more = "" if shown == len(lines) else f", {shown} shown"
-        again = "haul extract, then " if problems else ""
-        click.echo(
-            f"{len(lines)} failed record(s){more}; fix the cause, then: {again}haul load --retry-failed"
+    for cause in failures.causes:
+        click.echo(f"cause: {cause.line()}")
+    lines = [
+        (failures.rank(p.entity, p.source_id), f"{p.entity} {p.source_id} (extract): {p.error}")
+        for p in problems
+    ]
+    lines += [
+        (
+            failures.rank(r.entity, r.source_id),
+            f"{r.entity} {r.source_id} (attempts {r.attempts}): {r.error}",
         )
+        for r in rows
+    ]
+    lines.sort(key=lambda line: line[0])  # stable: roots of the commonest cause first
+    for _, line in lines[:limit]:  # one line per record, so the list can be grepped
+        click.echo(line)
+    shown = min(limit, len(lines))
+    more = "" if shown == len(lines) else f", {shown} shown"
+    again = "haul extract, then " if problems else ""
+    click.echo(
+        f"{len(lines)} failed record(s){more}; fix the cause, then: {again}haul load --retry-failed"
+    )
 
 
 @main.command("verify")
@@ -321,10 +340,9 @@ def sandbox_serve(
     serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults)
 
 
-def _run_stage(stage: Callable[..., Any], config_path: Path, **options: Any) -> RunSummary:
-    """Read the config, then run one library stage with progress bars on a terminal; the
-    first SIGINT or SIGTERM stops it gracefully (see `stopping`)."""
-    config = open_config(config_path)
+def _run_stage(stage: Callable[..., Any], config: Config, **options: Any) -> RunSummary:
+    """Run one library stage with progress bars on a terminal; the first SIGINT or SIGTERM
+    stops it gracefully (see `stopping`)."""
 
     async def supervised() -> RunSummary:
         stop = GracefulStop()
@@ -352,12 +370,28 @@ def _print_summary(summary: RunSummary) -> None:
         )
 
 
-def _finish(summary: RunSummary, *, needs_complete: bool = True) -> None:
-    """Exit 3 when records failed, 1 when the target does not hold what was staged."""
+def _commonest(config: Config) -> str:
+    """ ", most of them for one cause: ..." (the commonest cause of the failed records)."""
+    from haul.pipelines.failures import store_failures
+
+    with open_store(config.staging_path) as store:
+        failures = store_failures(store)
+    cause = failures.commonest()
+    if cause is None:
+        return ""
+    of = f" ({cause.total} of them)" if len(failures.causes) > 1 else ""
+    return f"; the commonest cause{of}: {cause.line()}"
+
+
+def _finish(summary: RunSummary, config: Config, *, needs_complete: bool = True) -> None:
+    """Exit 3 when records failed (the last line names the commonest cause), 1 when the
+    target does not hold what was staged."""
     _print_summary(summary)
     failed = summary.failed + summary.problems
     if failed:
-        click.echo(f"haul: {failed} record(s) failed: see haul failures", err=True)
+        click.echo(
+            f"haul: {failed} record(s) failed{_commonest(config)}; see haul failures", err=True
+        )
         raise Exit(3)
     if needs_complete and not summary.complete:
         click.echo("haul: the target does not hold every staged record: see haul status", err=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from haul.pipelines.failures import store_failures
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -60,12 +61,9 @@ def throughput(store: StagingStore, start: str | None, end: str | None) -> list[
 
 
 def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
-    """Failed ledger rows grouped by their error, most frequent first."""
-    rows = store.db.execute(
-        "SELECT entity, error, count(*) FROM ledger WHERE status = 'failed'"
-        " GROUP BY entity, error ORDER BY count(*) DESC LIMIT 50"
-    )
-    return [{"entity": e, "reason": r or "", "count": n} for e, r, n in rows]
+    """The causes of the failed records, commonest first (`failures`): each with its root
+    records' count and the records waiting under them ("issue X was not loaded")."""
+    return [cause.as_dict() for cause in store_failures(store).causes[:50]]
 
 
 def gather_report(store: StagingStore) -> dict[str, Any]:

@@ -54,12 +54,20 @@ def link_ends(info: dict[str, Any], source_id: str) -> set[str]:
     return {issue, other}
 
 
+def causes(output: str) -> list[str]:
+    """The causes `haul failures` leads with, commonest first, without their "cause: "."""
+    return [
+        line.removeprefix("cause: ") for line in output.splitlines() if line.startswith("cause: ")
+    ]
+
+
 def failures(output: str) -> list[dict[str, str]]:
     """The records `haul failures` lists, as {"entity", "source_id", "error"}.
 
     A line that does not start a record continues the one before: rich wraps long lines.
+    The causes the listing leads with ("cause: ...") are left out (see `causes`).
     """
-    *lines, summary = output.splitlines()
+    *lines, summary = (line for line in output.splitlines() if not line.startswith("cause: "))
     assert summary.endswith("fix the cause, then: haul load --retry-failed"), output
     records: list[str] = []
     for line in lines:
@@ -130,9 +138,31 @@ def test_run_exits_3_and_points_to_haul_failures(rejected: RejectedRun) -> None:
     to look."""
     assert rejected.run.returncode == 3, rejected.run.stderr
     assert rejected.listed, "nothing failed, so these tests prove nothing"
-    assert (
-        f"haul: {len(rejected.listed)} record(s) failed: see haul failures" in rejected.run.stderr
+    last = rejected.run.stderr.splitlines()[-1]
+    assert last.startswith(f"haul: {len(rejected.listed)} record(s) failed; the commonest cause")
+    assert f"User '{GHOST}' does not exist" in last
+    assert last.endswith("; see haul failures")
+
+
+def test_failures_lead_with_the_cause_and_count_the_records_waiting_under_it(
+    rejected: RejectedRun,
+) -> None:
+    """The listing starts with its causes, grouped by reason: the missing user first, with
+    the records failed only because their issue was not loaded counted under it, not listed
+    as causes; then the records, roots of the commonest cause first."""
+    listing = run_haul("failures", "--config", rejected.config, "--limit", "1000", env=rejected.env)
+    lines = listing.stdout.splitlines()
+    found = causes(listing.stdout)
+    assert found and lines[: len(found)] == [f"cause: {cause}" for cause in found]
+    assert f"User '{GHOST}' does not exist" in found[0]
+    assert not any("was not loaded" in cause for cause in found)
+    waiting = [f for f in rejected.listed if "was not loaded" in f["error"]]
+    counted = sum(
+        int(m[1]) for cause in found if (m := re.search(r"; (\d+) record\(s\) waiting", cause))
     )
+    assert counted == len(waiting)
+    assert "was not loaded" not in lines[len(found)]
+    assert sum(int(cause.split()[0]) for cause in found) + counted == len(rejected.listed)
 
 
 def test_failures_lists_each_rejected_record_with_the_targets_error(
@@ -195,7 +225,8 @@ def test_failures_prints_one_line_per_record_when_piped(rejected: RejectedRun) -
     env = {name: value for name, value in rejected.env.items() if name != "COLUMNS"}
     done = run_haul("failures", "--config", rejected.config, "--limit", "1000", env=env)
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == len(rejected.listed) + 1
+    lines = len(rejected.listed) + len(causes(done.stdout)) + 1
+    assert len(done.stdout.splitlines()) == lines
 
 
 def test_retry_after_the_fix_loads_the_failed_records_once(rejected: RejectedRun) -> None:
