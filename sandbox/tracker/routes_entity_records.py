@@ -60,23 +60,28 @@ async def add_checklist_items(request: Request) -> Response:
 
 
 async def edit_checklist_items(request: Request) -> Response:
+    """PATCH .../checklistItems [{id, text?, checked?, assignee?, deadline?}]: every item
+    checked before any changes."""
     call = open_call(request)
     planning, found = find_entity(call, request, "WRITE")
     by_id = {item.id: item for item in found.checklist}
+    edits = []
     for item in _items(await json_body(request, default=[])):
         target = by_id.get(str(item.get("id")))
         if target is None:
-            raise ApiError(
-                404, "Checklist item does not exist.", errors={"id": str(item.get("id"))}
-            )
-        edit = _checked_item(call.org, item, required=False)
-        target.text = edit.text if "text" in item else target.text
-        target.checked = edit.checked if "checked" in item else target.checked
-        target.assignee = edit.assignee if "assignee" in item else target.assignee
-        target.deadline = edit.deadline if "deadline" in item else target.deadline
+            wanted = str(item.get("id"))
+            raise ApiError(404, "Checklist item does not exist.", errors={"id": wanted})
+        edits.append((target, item, _checked_item(call.org, item, required=False)))
+    for target, item, edit in edits:
+        for name in _EDITABLE:
+            if name in item:
+                setattr(target, name, getattr(edit, name))
     change = Change("checklistItems", "edited")
     rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
+
+
+_EDITABLE = ("text", "checked", "assignee", "deadline")
 
 
 def _checked_item(org: Org, item: dict, *, required: bool) -> EntityChecklistItem:
@@ -125,12 +130,11 @@ async def move_checklist_item(request: Request) -> Response:
     planning, found = find_entity(call, request, "WRITE")
     item = _item(request, found)
     before = (await json_object(request)).get("before")
-    found.checklist.remove(item)
-    at = next((n for n, i in enumerate(found.checklist) if i.id == before), None)
-    if before is not None and at is None:
-        found.checklist.append(item)
+    if before is not None and all(i.id != before for i in found.checklist):
         raise ApiError(404, "Checklist item does not exist.", errors={"before": str(before)})
-    found.checklist.insert(len(found.checklist) if at is None else at, item)
+    found.checklist.remove(item)
+    at = next((n for n, i in enumerate(found.checklist) if i.id == before), len(found.checklist))
+    found.checklist.insert(at, item)
     change = Change("checklistItems", "moved")
     rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
