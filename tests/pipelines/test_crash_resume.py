@@ -183,3 +183,64 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path, faults: str) ->
     assert sorted(actual) == sorted(expected)
     for key in expected:
         assert actual[key] == expected[key], key
+
+
+def kill_at_random(config: Path, env: dict[str, str], rng: random.Random) -> bool:
+    """Start `haul run`, SIGKILL it after a random instant of its work; True if killed."""
+    process = haul(config, "run", env=env)
+    time.sleep(rng.uniform(0.6, 1.4))  # a sync of the tiny org takes 0.7 s to start, 1.3 s in all
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+        return True
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (0, 1), stderr.decode()
+    return False
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        pytest.param("", id="sync-kills", marks=pytest.mark.slow),
+        # the default run's representative: kills, and the replies of transitions, moves,
+        # edits and deletions lost after they were applied
+        pytest.param(
+            "drop_after:0.3@*/_execute,drop_after:0.5@*/_move,drop_after:0.3@*/comments/*,"
+            "drop_after:0.3@*/worklog/*,drop_after:0.05@*/_import",
+            id="sync-kills+dropped-writes",
+        ),
+    ],
+)
+def test_a_killed_sync_resumes_with_nothing_twice(tmp_path: Path, faults: str) -> None:
+    """After a complete first run, one change of each kind at the source; the sync run is
+    SIGKILLed at random instants, then resumed: the target equals the source, every change
+    carried once (a comment or link twice, a worklog twice, shows in the snapshot)."""
+    from sync_changes import MIRROR, people_change_everything, without_sync_times
+
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        config = write_config(tmp_path, info, queues=queues, mapping=MAPPING, extra=MIRROR)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        finish(config, "run", env)
+
+        async def change() -> None:
+            async with client_for(info, "source") as source:
+                await people_change_everything(source)
+
+        asyncio.run(change())
+        sandbox.set_faults(faults)
+        rng = random.Random(len(faults) + 1)
+        kills = sum(kill_at_random(config, env, rng) for _ in range(KILLS_PER_STAGE))
+        finish(config, "run", env)
+        sandbox.set_faults("")
+        source, target = snapshot_source(info, queues), snapshot_target(info, queues)
+
+    assert kills >= 1
+    target.pop("structure")
+    assert sorted(target) == sorted(source)
+    source, target = without_sync_times(source), without_sync_times(target)
+    for key in source:
+        assert target[key] == source[key], key
