@@ -1,5 +1,6 @@
 """Write rules of entities (projects, portfolios, goals): the ``{fields: {...}}`` envelope,
-parents, history, links; a broken rule is a 422 naming the field.
+parents, deletion; a broken rule is a 422 naming the field (history: :mod:`entity_history`,
+links: :mod:`entity_links`).
 
 - ``summary`` is required on create (and on import, which also takes ``createdAt`` and
   ``createdBy`` as the issue import does: createdAt <= now, ``updatedAt``+``updatedBy`` as a
@@ -14,20 +15,13 @@ parents, history, links; a broken rule is a 422 naming the field.
 
 from __future__ import annotations
 
-import secrets
-
 from haul.sandbox.timefmt import format_ms, parse_instant
 from haul.sandbox.tracker.checks import Checks
+from haul.sandbox.tracker.entity_history import add_comment, new_hex_id, record, touch
+from haul.sandbox.tracker.entity_links import add_link, check_link
 from haul.sandbox.tracker.errors import ApiError
 from haul.sandbox.tracker.model import Org
-from haul.sandbox.tracker.planning import (
-    Change,
-    Entity,
-    EntityComment,
-    EntityEvent,
-    EntityLink,
-    Planning,
-)
+from haul.sandbox.tracker.planning import Change, Entity, EntityEvent, Planning
 
 STATUSES = {
     "project": ("draft", "in_progress", "launched", "postponed", "at_risk", "blocked"),
@@ -45,14 +39,6 @@ STATUSES = {
     ),
 }
 PARENT_TYPES = {"project": "portfolio", "portfolio": "portfolio", "goal": "goal"}
-# link verb as created -> as the other entity lists it
-RELATIONSHIPS = {
-    "relates": "relates",
-    "depends on": "is dependent by",
-    "is dependent by": "depends on",
-    "works towards": "has supporting projects",
-    "has supporting projects": "works towards",
-}
 _USER_LISTS = {"teamUsers": "team", "clients": "clients", "followers": "followers"}
 _KNOWN = {
     "summary",
@@ -69,12 +55,6 @@ _KNOWN = {
     "markupType",
     *_USER_LISTS,
 }
-
-
-def new_hex_id(planning: Planning, kind: str) -> str:
-    """A 24-hex id whose first half orders it after every earlier id of its kind."""
-    tail = f"{planning.id_rng.getrandbits(48):012x}" if planning.id_rng else secrets.token_hex(6)
-    return f"{planning.take(kind):012x}{tail}"
 
 
 def envelope(body: dict) -> dict:
@@ -303,95 +283,6 @@ def _snapshot(entity: Entity) -> dict[str, object]:
 
 def _diff(before: dict, after: dict) -> dict[str, tuple[object, object]]:
     return {name: (before[name], after[name]) for name in before if before[name] != after[name]}
-
-
-def record(
-    planning: Planning,
-    entity: Entity,
-    kind: str,
-    by: int,
-    at: int,
-    changes: tuple[Change, ...] = (),
-) -> None:
-    entity.events.append(EntityEvent(new_hex_id(planning, "event"), kind, by, at, changes))
-
-
-def touch(
-    planning: Planning, entity: Entity, kind: str, by: int, at: int, changes: tuple = ()
-) -> None:
-    """A change: recorded in the history, the version bumped, updatedAt moved on."""
-    record(planning, entity, kind, by, at, changes)
-    entity.version += 1
-    entity.updated_at = max(entity.updated_at, at)
-
-
-def add_comment(
-    planning: Planning, entity: Entity, text: str, summonees: tuple[int, ...], by: int, at: int
-) -> EntityComment:
-    comment = EntityComment(
-        id=planning.take("comment"),
-        long_id=new_hex_id(planning, "comment-long"),
-        text=text,
-        created_by=by,
-        created_at=at,
-        updated_by=by,
-        updated_at=at,
-        summonees=summonees,
-    )
-    entity.comments.append(comment)
-    touch(planning, entity, "Comment added", by, at, (Change("comment", text[:200]),))
-    return comment
-
-
-def check_link(org: Org, planning: Planning, entity: Entity, spec: dict) -> tuple[str, str, bool]:
-    """(relationship, other end, whether it is an issue) of a link spec; 422/404 if wrong."""
-    relationship = spec.get("relationship")
-    if not isinstance(relationship, str) or relationship not in RELATIONSHIPS:
-        message = f"Must be one of: {', '.join(RELATIONSHIPS)}"
-        raise ApiError(422, message, errors={"relationship": message})
-    target, to_issue = _link_target(org, planning, spec)
-    if target == entity.id:
-        raise ApiError(422, "An entity cannot link to itself", errors={"entity": target})
-    for link in planning.links_of(entity.id):
-        if {link.source, link.target} == {entity.id, target}:
-            raise ApiError(422, "These two are already linked", errors={"entity": target})
-    return relationship, target, to_issue
-
-
-def add_link(
-    org: Org, planning: Planning, entity: Entity, spec: dict, by: int, at: int
-) -> EntityLink:
-    """A link from ``entity`` to another entity (``entity``) or to an issue (``issue``)."""
-    relationship, target, to_issue = check_link(org, planning, entity, spec)
-    link = EntityLink(planning.take("link"), entity.id, relationship, target, to_issue, by, at)
-    planning.links[link.id] = link
-    touch(planning, entity, "Link added", by, at, (Change("links", f"{relationship} {target}"),))
-    return link
-
-
-def _link_target(org: Org, planning: Planning, spec: dict) -> tuple[str, bool]:
-    if spec.get("issue") is not None:
-        issue = org.find_issue(str(spec["issue"]))
-        if issue is None:
-            raise ApiError(404, "Issue does not exist.", errors={"issue": str(spec["issue"])})
-        return issue.key, True
-    ref = spec.get("entity")
-    ref = ref.get("id") if isinstance(ref, dict) else ref
-    found = planning.entities.get(str(ref)) if ref is not None else None
-    if found is None:
-        raise ApiError(404, "Entity does not exist.", errors={"entity": str(ref)})
-    return found.id, False
-
-
-def remove_link(planning: Planning, entity: Entity, right: str, by: int, at: int) -> None:
-    """Remove the link between ``entity`` and ``right`` (an entity id or an issue key)."""
-    for link in planning.links_of(entity.id):
-        other = link.target if link.source == entity.id else link.source
-        if other == right:
-            del planning.links[link.id]
-            touch(planning, entity, "Link removed", by, at, (Change("links", f"- {right}"),))
-            return
-    raise ApiError(404, "Link does not exist.", errors={"right": right})
 
 
 def delete_entity(planning: Planning, entity: Entity) -> None:

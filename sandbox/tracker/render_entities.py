@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from haul.sandbox.groups import groups_of
 from haul.sandbox.timefmt import format_ms
-from haul.sandbox.tracker.entities import RELATIONSHIPS
 from haul.sandbox.tracker.entity_access import permission_sources
+from haul.sandbox.tracker.entity_links import RELATIONSHIPS
 from haul.sandbox.tracker.planning import (
     LEVELS,
     Entity,

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker import entities as rules
 from haul.sandbox.tracker import entity_access as access
+from haul.sandbox.tracker import entity_history as history
 from haul.sandbox.tracker import render_entities as shapes
 from haul.sandbox.tracker.checks import Checks
 from haul.sandbox.tracker.context import Call, json_body, json_object, open_call
@@ -225,7 +226,7 @@ async def patch_extended_permissions(request: Request) -> Response:
 def _edit_access(call: Call, planning: Planning, found: Entity, edit: dict) -> None:
     access.apply_edit(call.org, found, edit)
     change = Change("permissions", ", ".join(sorted(v for v in edit if edit[v])))
-    rules.touch(planning, found, "Access changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Access changed", call.user.uid, now_ms(), (change,))
 
 
 async def list_events(request: Request) -> Response:
@@ -285,7 +286,7 @@ async def create_comment(request: Request) -> Response:
     text = checks.text("text", required=True)
     summonees = checks.users("summonees")
     checks.done()
-    comment = rules.add_comment(planning, found, text or "", summonees, call.user.uid, now_ms())
+    comment = history.add_comment(planning, found, text or "", summonees, call.user.uid, now_ms())
     return JSONResponse(shapes.comment(call.view, found, comment), status_code=201)
 
 
@@ -315,7 +316,7 @@ async def patch_comment(request: Request) -> Response:
     comment.text, comment.version = text or "", comment.version + 1
     comment.updated_by, comment.updated_at = call.user.uid, max(now, comment.updated_at)
     change = Change("comment", comment.text[:200])
-    rules.touch(planning, found, "Comment updated", call.user.uid, now, (change,))
+    history.touch(planning, found, "Comment updated", call.user.uid, now, (change,))
     return JSONResponse(shapes.comment(call.view, found, comment))
 
 
@@ -325,5 +326,5 @@ async def delete_comment(request: Request) -> Response:
     comment = _comment(request, found)
     found.comments.remove(comment)
     change = Change("comment", f"- {comment.id}")
-    rules.touch(planning, found, "Comment removed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Comment removed", call.user.uid, now_ms(), (change,))
     return Response(status_code=200)

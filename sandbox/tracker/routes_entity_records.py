@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker import entities as rules
+from haul.sandbox.tracker import entity_history as history
+from haul.sandbox.tracker import entity_links as links
 from haul.sandbox.tracker import render_entities as shapes
 from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.checks import Checks
@@ -52,10 +53,10 @@ async def add_checklist_items(request: Request) -> Response:
     items = _items(await json_body(request, default=[]))
     drafts = [_checked_item(call.org, item, required=True) for item in items]
     for draft in drafts:
-        draft.id = rules.new_hex_id(planning, "checklist")
+        draft.id = history.new_hex_id(planning, "checklist")
         found.checklist.append(draft)
     change = Change("checklistItems", f"+{len(drafts)}")
-    rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
 
 
@@ -77,7 +78,7 @@ async def edit_checklist_items(request: Request) -> Response:
             if name in item:
                 setattr(target, name, getattr(edit, name))
     change = Change("checklistItems", "edited")
-    rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
 
 
@@ -103,7 +104,7 @@ async def clear_checklist(request: Request) -> Response:
     planning, found = find_entity(call, request, "WRITE")
     found.checklist.clear()
     change = Change("checklistItems", "cleared")
-    rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
 
 
@@ -120,7 +121,7 @@ async def delete_checklist_item(request: Request) -> Response:
     planning, found = find_entity(call, request, "WRITE")
     found.checklist.remove(_item(request, found))
     change = Change("checklistItems", "-1")
-    rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
 
 
@@ -136,7 +137,7 @@ async def move_checklist_item(request: Request) -> Response:
     at = next((n for n, i in enumerate(found.checklist) if i.id == before), len(found.checklist))
     found.checklist.insert(at, item)
     change = Change("checklistItems", "moved")
-    rules.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Checklist changed", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, also="checklistItems"))
 
 
@@ -167,7 +168,7 @@ async def upload_temporary(request: Request) -> Response:
     planning = planning_of(call.org)
     mimetype = mimetypes.guess_type(name)[0] or "application/octet-stream"
     stored = StoredFile(
-        rules.new_hex_id(planning, "file"),
+        history.new_hex_id(planning, "file"),
         name,
         mimetype,
         StoredBlob(data),
@@ -187,7 +188,7 @@ async def attach_file(request: Request) -> Response:
         raise ApiError(404, "Temporary file does not exist.", errors={"file": wanted})
     found.attachments.append(stored)
     change = Change("attachments", stored.name)
-    rules.touch(planning, found, "Attachment added", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Attachment added", call.user.uid, now_ms(), (change,))
     return JSONResponse(render(call, request, planning, found, files=True))
 
 
@@ -217,7 +218,7 @@ async def delete_attachment(request: Request) -> Response:
     stored = _attachment(request, found)
     found.attachments.remove(stored)
     change = Change("attachments", f"- {stored.name}")
-    rules.touch(planning, found, "Attachment removed", call.user.uid, now_ms(), (change,))
+    history.touch(planning, found, "Attachment removed", call.user.uid, now_ms(), (change,))
     return Response(status_code=200)
 
 
@@ -249,7 +250,7 @@ async def create_link(request: Request) -> Response:
     call = open_call(request)
     planning, found = find_entity(call, request, "WRITE")
     spec = await json_object(request)
-    link = rules.add_link(call.org, planning, found, spec, call.user.uid, now_ms())
+    link = links.add_link(call.org, planning, found, spec, call.user.uid, now_ms())
     return JSONResponse(shapes.link(call.view, planning, link, found.id), status_code=201)
 
 
@@ -259,5 +260,5 @@ async def delete_link(request: Request) -> Response:
     right = request.query_params.get("right")
     if not right:
         raise ApiError(400, "Name the other end: ?right=<entity id or issue key>")
-    rules.remove_link(planning, found, right, call.user.uid, now_ms())
+    links.remove_link(planning, found, right, call.user.uid, now_ms())
     return Response(status_code=200)

@@ -23,6 +23,8 @@ import random
 from haul.sandbox.groups import groups_of
 from haul.sandbox.timefmt import format_ms, parse_instant
 from haul.sandbox.tracker import entities as rules
+from haul.sandbox.tracker import entity_history as history
+from haul.sandbox.tracker import entity_links as links
 from haul.sandbox.tracker.blobs import GeneratedBlob
 from haul.sandbox.tracker.entity_access import apply_edit
 from haul.sandbox.tracker.model import Issue, Org
@@ -123,7 +125,7 @@ def _projects(
         projects.append(project)
     if len(projects) > 1:
         spec = {"relationship": "depends on", "entity": projects[0].id}
-        rules.add_link(org, planning, projects[1], spec, people[0], END - 50 * DAY)
+        links.add_link(org, planning, projects[1], spec, people[0], END - 50 * DAY)
     _share(org, projects[0], "engineering", "frank")
     return projects
 
@@ -140,19 +142,19 @@ def _project_records(
     """Links to some of the project's queue's issues (``mine``), comments, checklist, a file."""
     for issue in rng.sample(mine, min(len(mine), rng.randrange(3, 9))):
         spec = {"relationship": "relates", "issue": issue.key}
-        rules.add_link(org, planning, project, spec, rng.choice(people), at + DAY)
+        links.add_link(org, planning, project, spec, rng.choice(people), at + DAY)
     for n in range(rng.randrange(0, 4)):
         text = rng.choice(_COMMENTS)
-        rules.add_comment(planning, project, text, (), rng.choice(people), at + (n + 2) * DAY)
+        history.add_comment(planning, project, text, (), rng.choice(people), at + (n + 2) * DAY)
     for n, text in enumerate(_CHECKS[: rng.randrange(0, len(_CHECKS) + 1)]):
-        item_id = rules.new_hex_id(planning, "checklist")
+        item_id = history.new_hex_id(planning, "checklist")
         deadline = at + (n + 1) * 30 * DAY
         item = EntityChecklistItem(item_id, text, n < 2, rng.choice(people), deadline)
         project.checklist.append(item)
     if rng.random() < 0.5:
         token = f"planning-file:{org.seed}:{project.id}"
         blob = GeneratedBlob(token, rng.randrange(2_000, 40_000), "application/pdf")
-        file_id = rules.new_hex_id(planning, "file")
+        file_id = history.new_hex_id(planning, "file")
         name = f"{project.summary[:20]} plan.pdf"
         stored = StoredFile(file_id, name, "application/pdf", blob, project.author, at + DAY)
         project.attachments.append(stored)
@@ -186,7 +188,7 @@ def _goals(
             parent = _entity(org, planning, "goal", fields, rng.choice(people), at + DAY)
         for project in projects[n :: len(_GOALS)]:
             spec = {"relationship": "works towards", "entity": top.id}
-            rules.add_link(org, planning, project, spec, rng.choice(people), at + 2 * DAY)
+            links.add_link(org, planning, project, spec, rng.choice(people), at + 2 * DAY)
 
 
 def _uid(org: Org, login: str) -> int:
