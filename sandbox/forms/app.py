@@ -34,7 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
-from haul.sandbox.forms import answers, exports, routes
+from haul.sandbox.forms import answers, changes, exports, routes
 from haul.sandbox.forms.context import FormsError
 from haul.sandbox.forms.model import ROOT
 from haul.sandbox.forms.seed import build_forms
@@ -56,6 +56,7 @@ API = (
     ("GET", "/operations/{operation_id}/download", exports.download_export),
     ("GET", "/files", exports.get_file),
     ("GET", "/files/{file_id}", exports.get_file_by_id),
+    *changes.API,
 )
 
 

@@ -109,6 +109,7 @@ class Survey:
     created: int
     questions: list[Question]
     answers: list[Answer] = field(default_factory=list)  # ascending by id
+    deleted: dict[int, Answer] = field(default_factory=dict)  # answer id -> a deleted answer
     published: bool = True
     modified: int = 0
 

@@ -6,7 +6,8 @@ the field and the pydantic-style type (``value_error.missing``, ``type_error.enu
 Choices where the notes are silent: a slug already taken is 409 ``ALREADY_EXISTS``; a grid
 write with a stale revision is 409 ``REVISION_CONFLICT``; restore is
 ``POST /pages/recovery_tokens/{token}/recover`` (409 ``ALREADY_EXISTS`` when a slug of the
-deleted pages was taken meanwhile); cursors are opaque offsets.
+deleted pages was taken meanwhile); cursors are opaque offsets. Moving a page and editing a
+comment: :mod:`sandbox.wiki.routes_changes`.
 
 Page access (:mod:`sandbox.wiki.access`, routes in :mod:`sandbox.wiki.routes_access`): a page
 the caller may not read is 403 ``FORBIDDEN`` for it and everything on it, and left out of
@@ -31,7 +32,7 @@ from starlette.types import ASGIApp
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.model import World
-from haul.sandbox.wiki import routes_access, search
+from haul.sandbox.wiki import routes_access, routes_changes, search
 from haul.sandbox.wiki.context import (
     Call,
     WikiError,
@@ -401,7 +402,9 @@ async def attach(request: Request) -> Response:
 
 
 async def list_resources(request: Request) -> Response:
-    """A page's attachments and grids as `{type, item}`, filtered by `types` and title `q`."""
+    """A page's attachments and grids as `{type, item}`, filtered by `types` and title `q`:
+    an attachment with its size, a grid with its revision (what a sync needs to tell which
+    changed without reading each)."""
     call = Call(request)
     page = call.page(request.path_params["idx"])
     types = {t for t in (request.query_params.get("types") or "attachment,grid").split(",") if t}
@@ -432,10 +435,9 @@ async def list_resources(request: Request) -> Response:
         kind, item = pair
         if kind == "attachment":
             return {"type": kind, "item": item.json(page)}
-        return {
-            "type": kind,
-            "item": {"id": item.id, "title": item.title, "created_at": wiki_time(item.created_at)},
-        }
+        # the revision tells a changed grid without reading it (the sandbox's choice)
+        ref = {"id": item.id, "title": item.title, "created_at": wiki_time(item.created_at)}
+        return {"type": kind, "item": {**ref, "revision": str(item.revision)}}
 
     return listing(request, items, render)
 
@@ -737,7 +739,7 @@ async def _crash(request: Request, error: Exception) -> Response:
 
 def build_wiki_app(world: World, faults: FaultPlan, stats: RequestStats) -> ASGIApp:
     """The wiki ASGI app serving `world`'s orgs, behind the fault and counting middleware."""
-    api = (*API, *routes_access.API, *search.API)
+    api = (*routes_changes.API, *API, *routes_access.API, *search.API)
     routes = [Route(ROOT + path, endpoint, methods=[method]) for method, path, endpoint in api]
     routes.append(Route("/_sandbox/groups", routes_access.list_groups, methods=["GET"]))
     routes.append(Route("/_sandbox/roles", routes_access.page_roles, methods=["GET"]))

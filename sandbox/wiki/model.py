@@ -209,6 +209,7 @@ class WikiOrg:
     sessions: dict[str, UploadSession] = field(default_factory=dict)
     grids: dict[str, Grid] = field(default_factory=dict)
     deleted: dict[str, list[Page]] = field(default_factory=dict)  # recovery token -> pages
+    operations: dict[str, dict[str, Any]] = field(default_factory=dict)  # move id -> result
     roots: list[str] = field(default_factory=list)  # the seeded trees' roots
     next_id: int = 1
     next_access_id: int = 100_000  # access ids count apart, so the seeded page ids stay put
