@@ -197,9 +197,27 @@ class DeletionSync:
         return await self.client.list_attachments(key)
 
 
+def vanished_issues(store: StagingStore) -> set[str]:
+    """The keys of the issues found gone from the source (or from the scope)."""
+    return {
+        str(record.raw["source_id"])
+        for record in store.iter_records(DELETED)
+        if record.raw.get("entity") == "issue"
+    }
+
+
 def deleted_counts(store: StagingStore) -> dict[str, int]:
     """Entity -> how many of its records were found deleted at the source."""
     counts: dict[str, int] = {}
     for record in store.iter_records(DELETED):
         counts[record.raw["entity"]] = counts.get(record.raw["entity"], 0) + 1
+    return counts
+
+
+def deleted_in_target(store: StagingStore) -> dict[str, int]:
+    """Entity -> how many of its records a mirrored deletion removed from the target."""
+    counts: dict[str, int] = {}
+    for row in store.ledger.iter_rows(status="done", entity="deletion"):
+        entity = row.source_id.split(":", 1)[0]
+        counts[entity] = counts.get(entity, 0) + 1
     return counts

@@ -30,6 +30,7 @@ from haul.pipelines.tracker.deletions import (
     DELETED,
     DeletionSync,
     deleted_counts,
+    deleted_in_target,
     deletion_plan,
     find_vanished_issues,
 )
@@ -153,7 +154,10 @@ class TrackerService:
         target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
 
         async def in_target() -> dict[str, int]:
-            return {"issue": await _issue_count(client, target_queues)}
+            # an issue loaded, then deleted in the target because the source deleted it, is
+            # accounted for: the ledger still counts it loaded
+            gone = deleted_in_target(store).get("issue", 0)
+            return {"issue": await _issue_count(client, target_queues) + gone}
 
         def unmapped() -> list[str]:
             return sorted(transform.users.unmapped)

@@ -24,7 +24,7 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
-from haul.pipelines.tracker.deletions import DeletionSync, deletion_plan
+from haul.pipelines.tracker.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.probes import TargetProbe, Unclaimed
@@ -78,8 +78,8 @@ def plan_attachments(store: StagingStore) -> Iterator[Planned]:
 
 def plan_links(store: StagingStore) -> Iterator[Planned]:
     """A link shows on both issues: load the outward side, or the only side staged (the other
-    end known under its key now, if it moved)."""
-    staged, moved = store.source_ids("issue"), moved_issues(store)
+    end known under its key now, if it moved; one gone from the source was staged)."""
+    staged, moved = store.source_ids("issue") | vanished_issues(store), moved_issues(store)
     for record in store.iter_records("link"):
         other = moved.get(record.raw["object"]["key"], record.raw["object"]["key"])
         if record.raw.get("direction") == "outward" or other not in staged:

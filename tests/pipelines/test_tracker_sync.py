@@ -132,3 +132,41 @@ async def test_deletions_are_reported_by_default_and_mirrored_when_asked(
     assert comment["text"] not in texts
     with StagingStore.open(config.staging_path) as store:
         assert gather_status(store, services()).deleted == {"comment": (1, 1)}
+
+
+async def test_an_issue_gone_from_the_source_is_reported_and_mirrored_only_by_hand(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The tracker's API deletes no issue: mirroring fails the row with that reason until a
+    person deletes it in the target; then a retry settles it without a write."""
+    info = sandbox.info
+    config = _config(tmp_path, info)
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        gone = (await issues_of(source, "DEV"))[0]["key"]
+        await source.core.request("DELETE", f"{_control(info)}/_sandbox/issues/{gone}")
+
+    reported = await run_all(config, environ=environ(info))
+
+    assert reported.complete and reported.details["changes"]["issue"]["deleted_at_source"] == 1
+    with StagingStore.open(config.staging_path) as store:
+        assert gather_status(store, services()).deleted == {"issue": (1, 0)}
+    mirror = _config(tmp_path, info, MIRROR)
+
+    refused = await run_all(mirror, environ=environ(info))
+
+    assert refused.failed == 1
+    (failure,) = _failures(mirror)
+    assert failure[0] == "deletion" and "deletes no issue" in (failure[2] or "")
+    async with client_for(info, "target") as target:
+        await target.core.request("DELETE", f"{_control(info)}/_sandbox/issues/{gone}")
+
+    settled = await run_all(mirror, environ=environ(info), retry_failed=True)
+
+    assert settled.complete and settled.failed == 0
+    with StagingStore.open(config.staging_path) as store:
+        assert gather_status(store, services()).deleted == {"issue": (1, 1)}
+
+
+def _control(info: dict[str, Any]) -> str:
+    return info["tracker"].rsplit("/v3", 1)[0]
