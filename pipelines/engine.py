@@ -35,6 +35,17 @@ PlanFn = Callable[[StagingStore], Iterable[Planned]]
 log = structlog.get_logger(__name__)
 
 MAX_AMBIGUOUS = 3
+PLAN_CONFLICTS = "plan_conflicts"  # the checkpoint `haul plan` keeps its conflicts in
+
+
+class PlannedConflict(RecordFailure):
+    """`haul plan` found this record in conflict with what the target holds; not sent."""
+
+
+def planned_conflicts(store: StagingStore) -> dict[Ref, str]:
+    """(entity, source id) -> why, as the last `haul plan` found them."""
+    kept = store.get_checkpoint(PLAN_CONFLICTS) or {}
+    return {Ref(entity, source_id): why for entity, source_id, why in kept.get("conflicts", [])}
 
 
 @dataclass
@@ -72,6 +83,8 @@ class LoadEngine:
     async def run(self) -> LoadStats:
         """Reconcile what an interrupted run left in flight, then load phase after phase."""
         self._parents = self.ledger.parent_entities()  # no children query for a leaf's row
+        self._conflicts = planned_conflicts(self.store)
+        self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         for phase in sorted({spec.phase for spec in self.specs}):
@@ -152,7 +165,8 @@ class LoadEngine:
         if row.parent_entity:  # a root whose parent is known but not loaded
             parent = self.ledger.get(row.parent_entity, row.parent or "")
             if parent is None or parent.status != "done":
-                self._fail_subtree(row, f"{row.parent_entity} {row.parent} was not loaded")
+                ref = Ref(row.parent_entity, row.parent or "")
+                self._fail_subtree(row, self._blocked.get(ref, f"{ref} was not loaded"))
                 return
             parent_target = parent.target_id
         await self._load_node(row, parent_target)
@@ -164,7 +178,8 @@ class LoadEngine:
             return
         target_id = await self._apply(spec, row, parent_target)
         if target_id is None:
-            self._fail_below(row, f"{row.entity} {row.source_id} was not loaded")
+            ref = Ref(row.entity, row.source_id)
+            self._fail_below(row, self._blocked.get(ref, f"{ref} was not loaded"))
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
@@ -202,7 +217,9 @@ class LoadEngine:
         for ref in spec.requires(record) if record else []:
             needed = self.ledger.get(*ref)
             if needed is not None and needed.status != "done":
-                return f"{ref} was not loaded, so the {spec.name} cannot be made"
+                return self._blocked.get(
+                    ref, f"{ref} was not loaded, so the {spec.name} cannot be made"
+                )
         return None
 
     async def _refresh(self, spec: EntitySpec, row: LedgerRow, target_id: str) -> None:
@@ -237,6 +254,8 @@ class LoadEngine:
             )
         if spec.find_first and (found := await self._find(spec, record, parent_target)):
             return self._done(row, found)  # the target has it already: reused, not sent
+        if (conflict := self._conflicts.get(Ref(row.entity, row.source_id))) is not None:
+            return await self._planned_conflict(spec, row, record, parent_target, conflict)
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)
             try:
@@ -254,6 +273,7 @@ class LoadEngine:
                 if found:
                     return self._done(row, found)
                 if isinstance(exc, ConflictError):
+                    self._block(row, str(exc))
                     return self._fail(row, exc)
                 self.ledger.release(row.entity, row.source_id)
                 continue
@@ -263,6 +283,26 @@ class LoadEngine:
         return self._fail(
             row, RecordFailure("the write's outcome stayed uncertain; the target does not show it")
         )
+
+    async def _planned_conflict(
+        self, spec: EntitySpec, row: LedgerRow, record: StagedRecord, parent: str | None, why: str
+    ) -> str | None:
+        """A record the plan found in conflict: done if the target now holds it as ours, else
+        failed with the plan's reason, unsent (exactly once: nothing was written)."""
+        if found := await self._find(spec, record, parent):
+            return self._done(row, found)
+        self._block(row, why)
+        return self._fail(
+            row,
+            PlannedConflict(
+                f"{why} (found by haul plan: free the key or map it elsewhere, run haul plan "
+                "again, then haul load --retry-failed)"
+            ),
+        )
+
+    def _block(self, row: LedgerRow, why: str) -> None:
+        ref = Ref(row.entity, row.source_id)
+        self._blocked[ref] = f"blocked: {ref} conflicts: {why}"
 
     async def _find(
         self, spec: EntitySpec, record: StagedRecord, parent_target: str | None
@@ -300,7 +340,8 @@ class LoadEngine:
 
     def _fail_subtree(self, row: LedgerRow, reason: str) -> None:
         self._fail_pending(row, reason)
-        self._fail_below(row, f"{row.entity} {row.source_id} was not loaded")
+        blocked = reason.startswith("blocked: ")  # what a conflict blocks, it blocks all the way
+        self._fail_below(row, reason if blocked else f"{row.entity} {row.source_id} was not loaded")
 
     def _fail_below(self, row: LedgerRow, reason: str) -> None:
         """Fail what waits below a record that did not load; deferred phases judge for themselves."""

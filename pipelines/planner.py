@@ -1,6 +1,7 @@
 """How `haul plan` decides one ledger row, with reads only: the contract and the default.
 
-A `Planner` answers create, skip or conflict for a pending row (and why). The default,
+A `Planner` answers create, skip or conflict for a pending row (and why); `haul plan` itself
+says `blocked` for a row under (or requiring) one that conflicts or is blocked, before asking. The default,
 `SpecPlanner`, decides with the load's own specs: a record whose parent is not loaded will be
 created; any other is asked of the target with the spec's `find`. A service whose records can
 conflict with what others made in the target (a key taken) brings a planner of its own.
@@ -15,7 +16,8 @@ from haul.pipelines.specs import EntitySpec
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
-Decision = tuple[str, str]  # (create | skip | conflict, detail)
+Decision = tuple[str, str]  # (create | skip | conflict | blocked, detail)
+DECISIONS = ("create", "skip", "conflict", "blocked")
 
 
 class Planner(Protocol):

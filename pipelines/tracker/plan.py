@@ -1,9 +1,13 @@
 """What the load would do with each tracker ledger row, asked of the target with reads only.
 
 An issue is `skip` when the target holds it and it is ours (its `unique` is the one haul gives
-it, api-notes 1.7), `conflict` when its key is taken by an issue haul did not make, `create`
-otherwise. A sub-record is `create` when its issue will be created; otherwise the spec's `find`
-(the probe the load uses to reconcile) says whether the target already holds it.
+it, api-notes 1.7), `conflict` when its key is taken by another issue, `create` otherwise. The
+other issue's `unique` names who made it: another issue of this migration (two source queues
+mapped onto one, or an earlier mapping), another haul migration (another source org), a
+back-fill, or none of them (someone in the target). A sub-record is `create` when its issue
+will be created; otherwise the spec's `find` (the probe the load uses to reconcile) says
+whether the target already holds it. What is under a conflicting issue is `blocked`
+(`pipelines.plan` says so before asking).
 """
 
 from __future__ import annotations
@@ -67,10 +71,24 @@ class TrackerPlanner:
             elif found.get("unique") == ours:
                 decision = ("skip", f"the target holds it as {target_key} (made by haul)")
             else:
-                decision = (
-                    "conflict",
-                    f"{target_key} is taken by an issue haul did not make: "
-                    f"{found.get('summary', '')!r}",
-                )
+                decision = ("conflict", self.taken(target_key, found))
         self._issues[source_key] = decision
         return decision
+
+    def taken(self, target_key: str, found: dict[str, Any]) -> str:
+        """Why `target_key` cannot be ours, after the `unique` of the issue holding it."""
+        unique = str(found.get("unique") or "")
+        org_prefix, _, source_key = unique.rpartition(":")
+        if org_prefix == self.unique_prefix:
+            queue = source_key.rpartition("-")[0]
+            return (
+                f"{target_key} is taken by {source_key}, loaded there by this migration "
+                f"(queue {queue} is mapped to {target_key.rpartition('-')[0]} too, now or "
+                "in an earlier run)"
+            )
+        if unique.startswith("haul:forms:"):
+            return f"{target_key} is taken by an issue back-filled from survey answer {source_key}"
+        if unique.startswith("haul:"):
+            org = org_prefix.removeprefix("haul:")
+            return f"{target_key} is taken by {source_key} of org {org}, loaded by another haul migration"
+        return f"{target_key} is taken by an issue haul did not make: {found.get('summary', '')!r}"
