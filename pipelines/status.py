@@ -1,7 +1,9 @@
 """`haul status`: where a migration stands, from aggregate queries only (fast on any store).
 
 Per entity: the source's count when the last extract learnt it, staged records, loaded,
-skipped (staged but never planned to load, e.g. the inward side of a link), failed, pending;
+skipped (staged but never planned to load by design), staged twice (one record staged under two
+parents, as a link is from both its ends: loaded once, from one side, so neither skipped nor
+counted twice), failed, pending;
 what the config had the last extract leave out (the changelog of a migration's config);
 the last runs with their outcomes (a run whose process died shows as interrupted: its lock is
 free); and the next action in one line.
@@ -35,6 +37,7 @@ class StatusLine:
     skipped: int
     failed: int
     pending: int
+    twice: int = 0  # records staged under a second parent too (a link's other end)
 
 
 @dataclass
@@ -110,18 +113,36 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
             kind = entity_named(services, entity).staged_as
             owns_kind = entity == kind
             staged = records.get(kind, 0) if owns_kind else sum(states.values())
+            unplanned = max(0, records.get(kind, 0) - planned.get(kind, 0)) if owns_kind else 0
+            twice = staged_twice(store, services, kind) if unplanned else 0
             status.lines.append(
                 StatusLine(
                     entity,
                     source=known.get(entity),
                     staged=staged,
                     loaded=states.get("done", 0),
-                    skipped=max(0, records.get(kind, 0) - planned.get(kind, 0)) if owns_kind else 0,
+                    skipped=max(0, unplanned - twice),
                     failed=states.get("failed", 0),
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
+                    twice=twice,
                 )
             )
     return status
+
+
+def staged_twice(store: StagingStore, services: Sequence[Service], kind: str) -> int:
+    """How many unplanned staged records of `kind` are a planned one staged under another
+    parent: a child's source id is `parent/id`, and the same `id` under two parents is one
+    record seen from both (a link between two staged issues). Asked only when some staged
+    records are not planned, so a store without any pays nothing."""
+    entities = [e.name for s in services for e in s.entities if e.loads and e.staged_as == kind]
+    planned = {row.source_id for name in entities for row in store.ledger.iter_rows(entity=name)}
+    ids = {source_id.rpartition("/")[2] for source_id in planned if "/" in source_id}
+    return sum(
+        1
+        for source_id in store.source_ids(kind) - planned
+        if "/" in source_id and source_id.rpartition("/")[2] in ids
+    )
 
 
 def deleted_at_source(store: StagingStore) -> dict[str, tuple[int, int]]:
@@ -166,6 +187,12 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
     for line in status.lines:
         if line.source is not None:
             say(console, f"{line.entity} in the source: {line.source} (at the last extract)")
+        if line.twice:
+            say(
+                console,
+                f"{line.entity} staged twice: {line.twice} (one record under two parents, such"
+                " as a link seen from both its ends: loaded once)",
+            )
         if line.skipped:
             say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
     for entity, why in status.not_staged.items():

@@ -32,7 +32,8 @@ def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path)
 
     assert done.returncode == 0, done.stderr
     assert "issue in the source: 50" in done.stdout
-    assert "link skipped: " in done.stdout  # the inward side of links within the scope
+    assert "link staged twice: " in done.stdout  # the inward side of links within the scope
+    assert "link skipped: " not in done.stdout  # ... is the same link, loaded once
     assert "run 1: run ok" in done.stdout
     assert done.stdout.rstrip().endswith(
         "next: everything staged is loaded: run haul verify to compare the target"
@@ -131,3 +132,42 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
     assert cells["issue"] == ["5", "3", "1", "1"]
     assert cells["changelog (staged only)"] == ["40", "-", "-", "-"]
     assert cells["total"] == ["12", "10", "1", "1"]
+
+
+def test_a_link_staged_from_both_ends_is_neither_skipped_nor_counted_twice(
+    tmp_path: Path,
+) -> None:
+    """A link between two staged issues is staged under each (same id), planned once: status
+    says staged twice, not skipped; a staged link never planned for another reason is skipped."""
+    from rich.console import Console
+
+    from haul.pipelines.status import print_status
+
+    now = "2024-01-01T00:00:00Z"
+    with StagingStore.open(tmp_path / "links.db") as store:
+        rows = [
+            ("issue", "Q-1", None),
+            ("issue", "Q-2", None),
+            ("link", "Q-1/7", "Q-1"),  # outward: planned
+            ("link", "Q-2/7", "Q-2"),  # the same link, inward: staged twice
+            ("link", "Q-1/8", "Q-1"),  # to an issue outside the scope: planned
+            ("link", "Q-2/9", "Q-2"),  # not planned, no twin: skipped
+        ]
+        with store.transaction():
+            store.db.conn.executemany(
+                "INSERT INTO records (entity, source_id, parent, updated_at, content_hash, blob,"
+                " raw, staged_at) VALUES (?,?,?,?,?,?,?,?)",
+                [(e, s, p, now, f"h{s}", None, "{}", now) for e, s, p in rows],
+            )
+        store.ledger.plan(
+            {"entity": e, "source_id": s, "payload_hash": f"h{s}"}
+            for e, s, _ in rows
+            if s not in ("Q-2/7", "Q-2/9")
+        )
+        status = gather_status(store, services())
+    link = next(line for line in status.lines if line.entity == "link")
+    assert (link.staged, link.twice, link.skipped) == (4, 1, 1)
+    console = Console(record=True, width=200)
+    print_status(status, [], console, "haul status")
+    text = console.export_text()
+    assert "link staged twice: 1 (" in text and "link skipped: 1 (" in text
