@@ -19,7 +19,7 @@ from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.logs import configure_logging, current_log_path
+from haul.pipelines.logs import configure_logging, current_log_path, settle_console
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
 from haul.pipelines.report import entity_counts, in_use, print_run
@@ -67,6 +67,7 @@ class HaulGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Exit as done:
+            settle_console()
             sys.exit(done.code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -89,14 +90,18 @@ def _message(exc: BaseException) -> str:
 def _fail(code: int, message: str, exc: BaseException | None = None) -> NoReturn:
     """The last stderr line and the exit status; the traceback goes to the log file only."""
     log.info("run_stopped", exit_status=code, reason=message, exc_info=exc)
+    settle_console()
     click.echo(f"haul: {message}", err=True)
     sys.exit(code)
+
+
+_verbose = False  # `haul -v`: the log's events on the console too
 
 
 def open_config(path: Path) -> Config:
     """Read the config and send the log to the file beside its staging store."""
     config = load_config(path)
-    configure_logging(config.log_path)
+    configure_logging(config.log_path, verbose=_verbose)
     return config
 
 
@@ -104,7 +109,14 @@ def open_config(path: Path) -> Config:
     cls=HaulGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_STATUS
 )
 @click.version_option(package_name="haul", message="haul %(version)s")
-def main() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Print the log's events on the console too (they always go to haul.log); without "
+    "it, the console gets one short line per kind of trouble.",
+)
+def main(verbose: bool) -> None:
     """haul moves an organisation's work history (tracker issues, wiki pages, form answers)
     between service instances, exactly once.
 
@@ -113,7 +125,9 @@ def main() -> None:
     anywhere can simply be run again; export writes what is staged as CSV, Parquet or XLSX.
     Tokens come from the environment variables the config names (token_env).
     """
-    configure_logging(None)  # until a config names the log file: warnings to stderr only
+    global _verbose
+    _verbose = verbose
+    configure_logging(None, verbose=verbose)  # until a config names the log file
 
 
 @main.command("extract")
@@ -386,6 +400,7 @@ def _commonest(config: Config) -> str:
 def _finish(summary: RunSummary, config: Config, *, needs_complete: bool = True) -> None:
     """Exit 3 when records failed (the last line names the commonest cause), 1 when the
     target does not hold what was staged."""
+    settle_console()
     _print_summary(summary)
     failed = summary.failed + summary.problems
     if failed:
