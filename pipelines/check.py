@@ -1,6 +1,7 @@
 """`haul check`: before a migration, every finding ok, warning or error, each with its fix.
 
-Probes each configured service and org with a read-only call, then asks each service for its
+Probes each configured service and org with a read-only call (one that cannot be reached
+is an error within seconds, and its own checks are skipped), then asks each service for its
 own findings on that side (`Service.checks`: the tracker's target, for instance, asks for
 admin rights and checks the mapping against what is staged); and checks the staging store's
 folder and the disk room the files still to download need.
@@ -16,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from haul.connectors.errors import AuthError, HaulError
+from haul.connectors.errors import AuthError, HaulError, UnreachableError
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.findings import Finding
 from haul.pipelines.registry import services
@@ -39,6 +40,9 @@ async def _probe(
         await client.__aexit__(None, None, None)
         return [Finding("error", f"{name}: the token is rejected ({exc})",
                         f"put a valid token for this org in {endpoint.token_env}")], None  # fmt: skip
+    except UnreachableError as exc:  # seconds, not the outage patience: see connectors.http
+        await client.__aexit__(None, None, None)
+        return [Finding("error", f"{name}: {exc}", "correct the service's URL in the config")], None
     return [Finding("ok", f"{name}: the token is accepted")], client
 
 

@@ -15,6 +15,7 @@ from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding
+from haul.pipelines.forms.checks import forms_checks
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats, Stream
@@ -74,7 +75,8 @@ class FormsService:
     async def checks(
         self, config: Config, client: FormsClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        return []
+        """On the source: the surveys named exist, the back-fill templates name questions."""
+        return await forms_checks(config, client) if side == "source" else []
 
 
 FORMS = FormsService()

@@ -9,6 +9,7 @@ order. Nothing here talks to a service.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from haul.pipelines.config import Backfill, Config, ConfigError
 from haul.pipelines.forms.answers import unknown_slugs
@@ -33,25 +34,45 @@ def check_rules(config: Config, store: StagingStore, into: str) -> None:
                 )
             )
             continue
-        slugs = [str(q.get("slug") or q.get("id")) for q in survey.raw.get("questions") or []]
-        templates = {
-            "summary": rule.summary,
-            "description": rule.description,
-            "created_by": rule.created_by,
-            **{f"fields.{name}": template for name, template in rule.fields.items()},
-        }
-        for key, template in templates.items():
-            unknown = unknown_slugs([template], slugs)
-            if unknown:
-                problems.append(
-                    (
-                        f"backfill[{index}].{key}",
-                        f"{', '.join('{' + u + '}' for u in unknown)} is not a question of survey "
-                        f"{rule.survey}; its slugs: {', '.join(slugs)}",
-                    )
-                )
+        problems += template_problems(index, rule, question_slugs(survey.raw.get("questions")))
     if problems:
         raise ConfigError(*problems[0], more=problems[1:])
+
+
+def question_slugs(questions: Any) -> list[str]:
+    """The slugs a template may name: each question's slug, else its id."""
+    return [str(q.get("slug") or q.get("id")) for q in questions or []]
+
+
+def template_problems(index: int, rule: Backfill, slugs: list[str]) -> list[tuple[str, str]]:
+    """(key path, problem) for each template of a rule naming a question the survey lacks."""
+    templates = {
+        "summary": rule.summary,
+        "description": rule.description,
+        "created_by": rule.created_by,
+        **{f"fields.{name}": template for name, template in rule.fields.items()},
+    }
+    problems = []
+    for key, template in templates.items():
+        unknown = unknown_slugs([template], slugs)
+        if unknown:
+            problems.append(
+                (
+                    f"backfill[{index}].{key}",
+                    f"{', '.join('{' + u + '}' for u in unknown)} is not a question of survey "
+                    f"{rule.survey}; its slugs: {', '.join(slugs)}",
+                )
+            )
+    return problems
+
+
+def author_login(survey: dict[str, Any]) -> str:
+    """The login of a survey's author (the service sends a user object; an older staging
+    store may hold a plain login)."""
+    author = survey.get("author")
+    if isinstance(author, dict):
+        author = author.get("username") or author.get("login")
+    return str(author or "").strip()
 
 
 def answers_of(store: StagingStore, survey: str) -> Iterator[StagedRecord]:

@@ -19,8 +19,9 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Backfill, Config, ConfigError
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import default_description, render
-from haul.pipelines.forms.staged import answer_order, answers_of, rules
+from haul.pipelines.forms.staged import answer_order, answers_of, author_login, rules
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.tracker.target import default_user
 from haul.state.store import StagedRecord, StagingStore
 
 DICTIONARY_FIELDS = {"priority": "priority", "type": "issuetype"}
@@ -68,6 +69,7 @@ class TrackerBackfill:
     def __post_init__(self) -> None:
         self.rules = {rule.survey: rule for _, rule in rules(self.config, "tracker")}
         self.prefix = f"haul:forms:{self.config.source.org}"
+        self.default_user = default_user(self.store, self.config)
 
     def specs(self) -> list[EntitySpec]:
         plans = tracker_plans(self.config)
@@ -144,20 +146,21 @@ class TrackerBackfill:
             raise ConfigError(*problems[0], more=problems[1:])
 
     def _author(self, rule: Backfill, values: dict[str, Any], survey: dict[str, Any]) -> str:
-        """The template's user, else the survey's author, else the default user."""
+        """The template's user, else the survey's author, else the default user (the target
+        token's own user when `mapping.default_user` is not set)."""
         candidates = [
             render(rule.created_by, values) if rule.created_by else "",
-            survey.get("author"),
+            author_login(survey),
         ]
         for candidate in candidates:
             login = str(candidate or "").strip()
             for name in (login, login.partition("@")[0]):
                 if name and name in self.target_logins:
                     return name
-        if self.config.mapping.default_user:
-            return self.config.mapping.default_user
+        if self.default_user:
+            return self.default_user
         raise RecordFailure(
-            f"no target user for {candidates[0] or survey.get('author')!r} and no "
+            f"no target user for {candidates[0] or candidates[1]!r} and no "
             "mapping.default_user is set"
         )
 

@@ -4,7 +4,11 @@ For a target org: whether the token may use the admin import endpoints (`_findBy
 value nobody uses: the sandbox, like the admin import endpoints, refuses it to a non-admin; the
 real service's docs do not say, so a refusal is certain and a pass is likely), and, once
 something is staged, whether the target has the queues and dictionary keys the mapping needs
-and whether every staged user maps.
+and whether every staged user maps. For a source org: whether every queue of `scope.queues`
+exists (the extract stops at one it lacks with a config error). On the target,
+before anything is staged too: whether every target login of `mapping.users_file` and the
+`default_user` exist there, and who the default user is (the target token's own user when
+`default_user` is not set).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from haul.connectors.errors import AuthError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
+from haul.pipelines.forms.staged import author_login, rules
+from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.tracker.target import (
     build_transform,
     missing_queues,
@@ -32,13 +38,85 @@ EVERY_KEY = Finding("ok", "the target has every queue and dictionary key the map
 async def tracker_checks(
     config: Config, client: TrackerClient, store: StagingStore | None, side: str
 ) -> list[Finding]:
-    """The tracker's findings on one side (none beyond the probe for a source org)."""
+    """The tracker's findings on one side: the source's queues; the target's admin rights,
+    users and, once something is staged, what the mapping needs."""
     if side != "target":
-        return []
+        return await _source_queues(config, client)
     found = [await _admin(client, f"tracker target org {config.require_target('check').org}")]
+    found += await _target_users(config, client, store)
     if store is None or not store.count_records().get("issue"):
         return [*found, nothing_staged("queues, dictionaries and users are")]
     return found + await _mapping(config, client, store)
+
+
+async def source_queue_problems(config: Config, client: TrackerClient) -> list[tuple[str, str]]:
+    """(key path, problem) for each queue of `scope.queues` the source org does not have."""
+    if not config.scope.queues:
+        return []
+    have = sorted([str(queue["key"]) async for queue in client.iter_queues()])
+    return [
+        ("scope.queues", f"{queue} is not a queue of the tracker source org {config.source.org}"
+                         f" (its queues: {', '.join(have) or 'none'})")
+        for queue in config.scope.queues
+        if queue not in have
+    ]  # fmt: skip
+
+
+async def _source_queues(config: Config, client: TrackerClient) -> list[Finding]:
+    problems = await source_queue_problems(config, client)
+    if not config.scope.queues:
+        return []
+    if not problems:
+        return [Finding("ok", "the tracker source has every queue of scope.queues")]
+    return [Finding("error", what, "correct scope.queues") for _, what in problems]
+
+
+async def _target_users(
+    config: Config, client: TrackerClient, store: StagingStore | None
+) -> list[Finding]:
+    """The users-file rows and default_user against the target's logins, who the default
+    user is, and the back-fills whose survey's author falls to it."""
+    have = {str(user.get("login")) async for user in client.iter_users()}
+    found = []
+    explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
+    for source, target in sorted(explicit.items()):
+        if target not in have:
+            found.append(Finding(
+                "error",
+                f"mapping.users_file maps {source} to {target}, and the target has no user {target}",
+                "correct the row, or create the user in the target",
+            ))  # fmt: skip
+    default = config.mapping.default_user
+    if default is not None and default not in have:
+        found.append(Finding("error", f"mapping.default_user {default} is not a user of the target",
+                             "name a login the target has, or leave default_user out"))  # fmt: skip
+    elif default is None:
+        default = str((await client.myself()).get("login"))
+        found.append(Finding("ok", f"the default user is {default}, the target token's own user: "
+                                   "records whose user has no target user are loaded as it"))  # fmt: skip
+    if store is not None:
+        found += _backfill_authors(config, store, have, default)
+    return found
+
+
+def _backfill_authors(
+    config: Config, store: StagingStore, have: set[str], default: str
+) -> list[Finding]:
+    """A tracker back-fill without `created_by` makes its issues as the survey's author."""
+    found = []
+    for index, rule in rules(config, "tracker"):
+        survey = store.get_record("survey", rule.survey)
+        if rule.created_by or survey is None:
+            continue
+        author = author_login(survey.raw)
+        if not ({author, author.partition("@")[0]} & have):
+            found.append(Finding(
+                "warning",
+                f"backfill[{index}]: the author of survey {rule.survey} ({author or 'none'}) has "
+                f"no target user: its answers are loaded as the default user {default}",
+                "set created_by in the rule, or mapping.default_user",
+            ))  # fmt: skip
+    return found
 
 
 async def _admin(client: TrackerClient, name: str) -> Finding:

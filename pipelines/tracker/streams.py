@@ -15,8 +15,9 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import HaulError, ScrollExpiredError
+from haul.connectors.errors import HaulError, NotFoundError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import ConfigError
 from haul.pipelines.streams import Page
 from haul.pipelines.tracker.probes import parse_time
 
@@ -87,7 +88,12 @@ def structure_streams(
     ) -> list[dict[str, Any]]:
         rows = []
         for queue in queues:
-            for item in await listing(queue):
+            try:
+                listed = await listing(queue)
+            except NotFoundError as exc:  # a typo in the config, not an empty queue: exit 2
+                problem = f"{queue} is not a queue of the tracker source org ({exc.server_message})"
+                raise ConfigError("scope.queues", problem) from exc
+            for item in listed:
                 source_id = f"{queue}/{item['key']}" if "key" in item else str(item["id"])
                 rows.append({"source_id": source_id, "parent": queue, "raw": item})
         return rows

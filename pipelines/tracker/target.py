@@ -1,6 +1,8 @@
 """What the tracker's load, plan, verify and check need of a target org, built from the store.
 
-The target's dictionaries, queues and users are staged under `target.` (`stage_target`); the
+The target's dictionaries, queues and users are staged under `target.` (`stage_target`), and
+the target token's own user (`target.myself`): the default user when `mapping.default_user`
+is not set, so that a record whose user has no target user still loads. The
 `Transform` is built from both orgs' staged dictionaries and users; the preflight stops before
 any write when the target lacks a queue or a dictionary key the staged issues need.
 """
@@ -8,6 +10,7 @@ any write when the target lacks a queue or a dictionary key the staged issues ne
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
@@ -34,7 +37,19 @@ class PreflightError(HaulError):
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:
     """Stage the target org's dictionaries, queues, users and fields under `target.`."""
     fields = ListStream("target.field", client.list_fields)
-    await Extractor(store, [*dictionary_streams(client, prefix="target."), fields]).run()
+
+    async def myself() -> list[dict[str, Any]]:
+        return [await client.myself()]
+
+    me = ListStream("target.myself", myself, id_key="login")
+    await Extractor(store, [*dictionary_streams(client, prefix="target."), fields, me]).run()
+
+
+def default_user(store: StagingStore, config: Config) -> str | None:
+    """`mapping.default_user`, else the target token's own login (staged by `stage_target`)."""
+    if config.mapping.default_user:
+        return config.mapping.default_user
+    return next((row.source_id for row in store.iter_records("target.myself")), None)
 
 
 def build_transform(store: StagingStore, config: Config) -> Transform:
@@ -55,7 +70,7 @@ def build_transform(store: StagingStore, config: Config) -> Transform:
     }
     return Transform(
         queues=QueueMap(dict(config.mapping.queues)),
-        users=UserMap(source_logins, target_logins, explicit, config.mapping.default_user),
+        users=UserMap(source_logins, target_logins, explicit, default_user(store, config)),
         dictionaries=DictionaryMap(source_keys, target_ids, made=lambda k, i: loaded(store, k, i)),
         unique_prefix=f"haul:{config.source.org}",
     )

@@ -98,12 +98,26 @@ class WikiService:
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        """On the target: the page access the staged pages need, holder by holder."""
-        if side != "target" or not config.scope.wiki_roots:
+        """On the source: every root of `scope.wiki_roots` exists. On the target: the page
+        access the staged pages need, holder by holder."""
+        if not config.scope.wiki_roots:
             return []
+        if side != "target":
+            return await _roots_exist(config, client)
         if store is None:
             return [nothing_staged("the wiki's page access")]
         return access_findings(store, await page_access(config, client, store))
+
+
+async def _roots_exist(config: Config, client: WikiClient) -> list[Finding]:
+    missing = [slug for slug in config.scope.wiki_roots if await client.find_page(slug) is None]
+    if not missing:
+        return [Finding("ok", "the wiki source has every page of scope.wiki_roots")]
+    return [
+        Finding("error", f"wiki page {slug} does not exist in the wiki source org",
+                "correct scope.wiki_roots")
+        for slug in missing
+    ]  # fmt: skip
 
 
 async def page_access(config: Config, client: WikiClient, store: StagingStore) -> PageAccess:
