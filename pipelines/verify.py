@@ -44,6 +44,13 @@ class Difference:
     source: str
     target: str
 
+    @property
+    def kind(self) -> str:
+        """What differs: a missing `record`, an `extra record`, a grid `cell`, or a `field`."""
+        if self.field in ("record", "extra record"):
+            return self.field
+        return "cell" if self.field.startswith("cell ") else "field"
+
 
 @dataclass
 class EntityVerdict:
@@ -69,12 +76,20 @@ class VerifyResult:
     def ok(self) -> bool:
         return not self.differences
 
+    def by_kind(self) -> dict[str, int]:
+        """How many differences of each kind (record, extra record, cell, field)."""
+        counts: dict[str, int] = {}
+        for item in self.differences:
+            counts[item.kind] = counts.get(item.kind, 0) + 1
+        return counts
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "entities": [asdict(v) for v in self.entities],
-            "differences": [asdict(d) for d in self.differences[:200]],
+            "differences": [asdict(d) | {"kind": d.kind} for d in self.differences[:200]],
             "difference_count": len(self.differences),
+            "differences_by_kind": self.by_kind(),
         }
 
 
@@ -259,14 +274,18 @@ async def _by_fingerprint(
 
 
 def write_csv(path: Path, found: Sequence[Difference]) -> None:
-    """Every difference as one CSV row (entity, source_id, target_id, field, source, target)."""
+    """Every difference as one CSV row (entity, source_id, target_id, field, source, target,
+    kind)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["entity", "source_id", "target_id", "field", "source", "target"])
+        writer.writerow(["entity", "source_id", "target_id", "field", "source", "target", "kind"])
         for item in found:
             writer.writerow(astuple_row(item))
 
 
 def astuple_row(item: Difference) -> list[str]:
     """One difference as CSV cells."""
-    return [item.entity, item.source_id, item.target_id, item.field, item.source, item.target]
+    return [
+        item.entity, item.source_id, item.target_id, item.field, item.source, item.target,
+        item.kind,
+    ]  # fmt: skip

@@ -69,3 +69,6 @@ def print_result(result: VerifyResult, console: Console) -> None:
         )
     if len(result.differences) > SHOWN:
         console.print(f"... {len(result.differences) - SHOWN} more in the CSV", highlight=False)
+    if result.differences:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(result.by_kind().items()))
+        console.print(f"differences by kind: {kinds}", markup=False, highlight=False)

@@ -21,6 +21,7 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import default_description, render
 from haul.pipelines.forms.staged import answer_order, answers_of, author_login, rules
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.tracker.backfill_prints import BackfillPrints
 from haul.pipelines.tracker.target import default_user
 from haul.state.store import StagedRecord, StagingStore
 
@@ -75,12 +76,19 @@ class TrackerBackfill:
         plans = tracker_plans(self.config)
         if not plans:
             return []
+        prints = self.prints()
         return [
             EntitySpec("backfill_issue", "survey_answer", plans["backfill_issue"],
-                       self.send_issue, self.find_issue),
+                       self.send_issue, self.find_issue, fingerprint=prints.issue()),
             EntitySpec("backfill_attachment", "survey_file", plans["backfill_attachment"],
-                       self.send_attachment, self.find_attachment),
+                       self.send_attachment, self.find_attachment,
+                       fingerprint=prints.attachment()),
         ]  # fmt: skip
+
+    def prints(self) -> BackfillPrints:
+        """What `haul verify` compares of a back-filled issue and its files."""
+        logins = {str(r.raw["uid"]): r.raw["login"] for r in self.store.iter_records("target.user")}
+        return BackfillPrints(self.client, self.issue_body, logins, self.dictionaries)
 
     def unique(self, record: StagedRecord) -> str:
         return f"{self.prefix}:{record.source_id}"

@@ -3,7 +3,8 @@
 One column per question (typed after it), one row per answer in answer order, kept in step by
 the same repeatable sync the wiki's own grids use. A grid whose page the same run migrates
 loads under that page, so the page is there first. Forms is read only through its staged
-records.
+records. `haul verify` compares the grid by its page and title (its fingerprint) and its
+columns and rows cell by cell (`pipelines.wiki.verify`, from `survey_grid`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import grid_cell, grid_column
 from haul.pipelines.forms.staged import answer_order, answers_of, rules
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Planned, RecordFailure, Ref
 from haul.pipelines.wiki.content import SlugMap
 from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
@@ -71,27 +72,34 @@ class GridBackfill:
             return []
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,
-                       self.find_grid, claims_with=("wiki_grid",)),
+                       self.find_grid, claims_with=("wiki_grid",), fingerprint=self.grid()),
             EntitySpec("backfill_grid_rows", "survey", plans["backfill_grid_rows"],
                        self.send_rows, self.find_rows, refresh=self.refresh_rows),
         ]  # fmt: skip
 
     def source_grid(self, survey: StagedRecord) -> dict[str, Any]:
-        """The grid the survey's answers make: an answer id and time, then one column per
-        question; one row per answer, oldest first."""
-        columns = [
-            {"slug": "answer_id", "title": "Answer", "type": "number", "required": False},
-            {"slug": "answered_at", "title": "Answered at", "type": "string", "required": False},
-            *[grid_column(question) for question in survey.raw.get("questions") or []],
+        return survey_grid(self.store, survey)
+
+    def grid(self) -> Fingerprint:
+        """A back-filled grid: its page (the migrated page's id, else the rule's slug) and
+        title."""
+        return Fingerprint(
+            lambda record: {"title": str(self.rules[record.source_id].title)},
+            lambda record, page: page or f"slug:{self.rules[record.source_id].page}",
+            self._grids,
+            ("title",),
+        )
+
+    async def _grids(self, place: str) -> list[Fields]:
+        if place.startswith("slug:"):
+            page = await self.client.find_page(place.removeprefix("slug:"), fields=None)
+            if page is None:
+                return []
+            place = str(page["id"])
+        return [
+            {"id": str(g["id"]), "title": g.get("title")}
+            async for g in self.client.iter_grids(int(place))
         ]
-        answers = sorted(answers_of(self.store, survey.source_id), key=answer_order)
-        rows = []
-        for answer in answers:
-            values = answer.raw.get("values") or {}
-            cells = [answer.raw["id"], str(answer.raw.get("created") or "")]
-            cells += [grid_cell(column, values.get(column["slug"])) for column in columns[2:]]
-            rows.append({"row": cells})
-        return {"structure": {"columns": columns}, "rows": rows}
 
     async def _page_id(self, survey: StagedRecord) -> int:
         slug = str(self.rules[survey.source_id].page)
@@ -131,3 +139,20 @@ class GridBackfill:
 
     async def refresh_rows(self, record: StagedRecord, grid: str) -> None:
         await self.sync.sync(self.source_grid(record), grid)
+
+
+def survey_grid(store: StagingStore, survey: StagedRecord) -> dict[str, Any]:
+    """The grid a survey's answers make: an answer id and time, then one column per question;
+    one row per answer, oldest first."""
+    columns = [
+        {"slug": "answer_id", "title": "Answer", "type": "number", "required": False},
+        {"slug": "answered_at", "title": "Answered at", "type": "string", "required": False},
+        *[grid_column(question) for question in survey.raw.get("questions") or []],
+    ]
+    rows = []
+    for answer in sorted(answers_of(store, survey.source_id), key=answer_order):
+        values = answer.raw.get("values") or {}
+        cells = [answer.raw["id"], str(answer.raw.get("created") or "")]
+        cells += [grid_cell(column, values.get(column["slug"])) for column in columns[2:]]
+        rows.append({"row": cells})
+    return {"structure": {"columns": columns}, "rows": rows}

@@ -1,22 +1,27 @@
 """How a wiki page and a grid's contents are read back from the target and compared.
 
 Attachments, grids (their title) and comments are compared through their fingerprints
-(`WikiLoad.attachment`, `.grid`, `.comment`: the same fields their `find` matches on). This
-verifier covers the three that have none: a page (found by its target slug, compared on its
-slug, title and content with links rewritten and the provenance line), a page's access (its
-policy and entries after mapping, and who reads it with inheritance resolved: a page someone
-opened wider by hand in the target differs) and a grid's columns and rows.
+(`WikiLoad.attachment`, `.grid`, `.comment`: the same fields their `find` matches on; a
+back-filled grid's is `GridBackfill.grid`). This verifier covers those that have none: a page
+(found by its target slug, compared on its slug, title and content with links rewritten and
+the provenance line), a page's access (its policy and entries after mapping, and who reads it
+with inheritance resolved: a page someone opened wider by hand in the target differs) and a
+grid's contents, migrated or back-filled: its columns, its number of rows, and each cell of
+the rows both hold, one field per cell (`cell row 3, column email`), so one changed cell is
+one difference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.verifying import Fields
 from haul.pipelines.wiki.access import current, readers
+from haul.pipelines.wiki.backfill import survey_grid
 from haul.pipelines.wiki.grids import columns_of, rows_of
 from haul.pipelines.wiki.specs import WikiLoad
 from haul.state.ledger import LedgerRow
@@ -31,7 +36,7 @@ class WikiVerifier:
     load: WikiLoad
 
     compares: ClassVar[frozenset[str]] = frozenset(
-        ("wiki_page", "wiki_page_access", "wiki_grid_rows")
+        ("wiki_page", "wiki_page_access", "wiki_grid_rows", "backfill_grid_rows")
     )
 
     async def compare(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
@@ -39,6 +44,7 @@ class WikiVerifier:
         compare = {
             "wiki_page": self._wiki_page,
             "wiki_page_access": self._wiki_page_access,
+            "backfill_grid_rows": self._backfill_grid_rows,
         }.get(row.entity, self._wiki_grid_rows)
         try:
             return await compare(row, record)
@@ -74,12 +80,33 @@ class WikiVerifier:
         self, row: LedgerRow, record: StagedRecord
     ) -> tuple[Fields, Fields | None]:
         grid = await self.client.get_grid(row.target_id or "")
-        expected = {
-            "columns": [(c["slug"], c["type"]) for c in columns_of(record.raw)],
-            "rows": self.load.grids.wanted(record.raw),
-        }
-        found = {
-            "columns": [(c["slug"], c["type"]) for c in columns_of(grid)],
-            "rows": rows_of(grid),
-        }
-        return expected, found
+        return by_cell(record.raw, self.load.grids.wanted(record.raw), grid)
+
+    async def _backfill_grid_rows(
+        self, row: LedgerRow, record: StagedRecord
+    ) -> tuple[Fields, Fields | None]:
+        source = survey_grid(self.load.store, record)
+        grid = await self.client.get_grid(row.target_id or "")
+        return by_cell(source, rows_of(source), grid)
+
+
+def by_cell(
+    source: Mapping[str, Any], wanted: list[dict[str, Any]], grid: Mapping[str, Any]
+) -> tuple[Fields, Fields]:
+    """Both sides of a grid as fields: its columns (slug and type), its number of rows, and
+    one field per cell of the rows both sides hold (a missing or extra row shows in the count,
+    not as a row of differing cells)."""
+    found_rows = rows_of(grid)
+    expected: Fields = {
+        "columns": [[c["slug"], c["type"]] for c in columns_of(source)],
+        "rows": len(wanted),
+    }
+    found: Fields = {
+        "columns": [[c["slug"], c["type"]] for c in columns_of(grid)],
+        "rows": len(found_rows),
+    }
+    for number, (want, have) in enumerate(zip(wanted, found_rows, strict=False), start=1):
+        for slug, value in want.items():
+            name = f"cell row {number}, column {slug}"
+            expected[name], found[name] = value, have.get(slug)
+    return expected, found

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_fixtures import loaded_rows, migrated, run_haul, target_call
+from trust_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
+    loaded_rows,
+    migrated,
+    run_haul,
+    staging_db,
+    target_call,
+    tokens_env,
+)
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 
 @pytest.mark.slow  # the report's browser test and the wiki test also verify a clean run
@@ -111,3 +125,86 @@ def test_verify_names_records_added_by_hand_under_migrated_issues(
         ("worklog", second),
     ]
     assert all(r["source"] == "(not in the source)" for r in extras)
+
+
+def _backfill_config(directory: Path, info: dict[str, Any]) -> Path:
+    """A migration of the runbooks page with two surveys back-filled: support answers into
+    issues of NEW, feedback into a grid on the page."""
+    support, _, feedback = info["surveys"]["source"]
+    rules = (
+        f'\n[[backfill]]\nsurvey = "{support}"\ninto = "tracker"\nqueue = "NEW"\n'
+        'summary = "{subject} ({email})"\nfields = { priority = "{urgency}" }\n'
+        'created_by = "{email}"\nvalues = { priority = { low = "minor", high = "critical" } }\n'
+        f'\n[[backfill]]\nsurvey = "{feedback}"\ninto = "wiki_grid"\npage = "team/runbooks"\n'
+        'title = "Feedback"\n'
+    )
+    options = SandboxConfig(
+        source_token_env=SOURCE_TOKEN_ENV,
+        target_token_env=TARGET_TOKEN_ENV,
+        queues=[],
+        services=("forms", "tracker", "wiki"),
+        wiki_roots=["team/runbooks"],
+        surveys=[support, feedback],
+        staging_path="staging/haul.db",
+        sections=rules,
+    )
+    return write_sandbox_config(directory, info, options)
+
+
+def _change_first_cell(info: dict[str, Any], grid_id: str, slug: str, value: Any) -> None:
+    async def change() -> None:
+        async with WikiClient.connect(
+            base_url=info["wiki"], token=info["tokens"]["admin"], org_id=info["orgs"]["target"]
+        ) as wiki:
+            grid = await wiki.get_grid(grid_id)
+            row = grid["rows"][0]["id"]
+            await wiki.update_cells(
+                grid_id,
+                str(grid["revision"]),
+                [{"row_id": row, "column_slug": slug, "value": value}],
+            )
+
+    asyncio.run(change())
+
+
+def test_verify_compares_back_fills_and_names_one_changed_cell(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Back-filled issues, their files, grids and grid rows are compared, not skipped; one
+    cell changed by hand is one 'cell' difference (not the grid twice); a back-filled issue's
+    edited summary is named."""
+    info = sandbox.info
+    config = _backfill_config(tmp_path, info)
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("run", "--config", config, env=env).returncode == 0
+    clean = run_haul("verify", "--config", config, env=env)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    for entity in ("backfill_issue", "backfill_attachment", "backfill_grid", "backfill_grid_rows"):
+        assert f"{entity} (not compared)" not in clean.stdout
+        assert f"│ {entity} " in clean.stdout, clean.stdout
+    with sqlite3.connect(staging_db(tmp_path)) as db:
+        grid = db.execute(
+            "SELECT target_id FROM ledger WHERE entity = 'backfill_grid_rows'"
+        ).fetchone()[0]
+        issue = db.execute(
+            "SELECT source_id, target_id FROM ledger WHERE entity = 'backfill_issue'"
+            " AND status = 'done' ORDER BY source_id"
+        ).fetchone()
+    _change_first_cell(info, grid, "comment", "changed by hand")
+    target_call(info, "PATCH", f"/issues/{issue[1]}", json={"summary": "edited by hand"})
+    report = tmp_path / "differences.csv"
+
+    done = run_haul("verify", "--config", config, "--csv", report, env=env)
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    with report.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    cells = [row for row in rows if row["entity"] == "backfill_grid_rows"]
+    assert [(row["field"], row["target"], row["kind"]) for row in cells] == [
+        ("cell row 1, column comment", "changed by hand", "cell")
+    ]
+    summary = [row for row in rows if row["entity"] == "backfill_issue"]
+    assert [(row["source_id"], row["field"], row["target"]) for row in summary] == [
+        (issue[0], "summary", "edited by hand")
+    ]
+    assert "differences by kind: cell 1, field 1" in done.stdout

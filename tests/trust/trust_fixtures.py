@@ -12,6 +12,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 
 from cli_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
     run_haul,
     source_queues,
     staging_db,
@@ -23,6 +25,8 @@ from cli_fixtures import (
 )
 
 __all__ = [
+    "SOURCE_TOKEN_ENV",
+    "TARGET_TOKEN_ENV",
     "loaded_rows",
     "migrated",
     "run_haul",
