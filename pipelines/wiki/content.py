@@ -7,7 +7,10 @@ markdown point at the new places: links to migrated pages (absolute ``/team/a`` 
 of remapped queues (``TEST-12`` -> ``NEW-12``). Links to anything else are left as written.
 
 The wiki keeps neither the original author nor the time of a page or a comment, so a short
-provenance line (`[mapping] wiki_provenance`, '' for none) carries them.
+provenance line (`[mapping] wiki_provenance`, '' for none) carries them. The line tells of one
+event: who wrote the page or comment first and when (`{author}`, `{date}`, `{created_at}`);
+when the source does not name its first author, the last revision's author and that
+revision's time, never one person with another event's date.
 """
 
 from __future__ import annotations
@@ -107,23 +110,7 @@ def _split(target: str) -> tuple[str, str]:
 
 def author_of(raw: Mapping[str, Any]) -> str:
     """Who wrote a page or a comment, as the source told it (display name, else login)."""
-    attributes = raw.get("attributes") or {}
-    revision = raw.get("active_revision") or {}
-    for person in (
-        raw.get("author"),
-        attributes.get("author"),
-        attributes.get("owner"),
-        raw.get("owner"),
-        revision.get("author"),
-        raw.get("user"),
-    ):
-        if isinstance(person, Mapping):
-            name = person.get("display_name") or person.get("username") or person.get("login")
-            if name:
-                return str(name)
-        elif isinstance(person, str) and person:
-            return person
-    return "unknown"
+    return written(raw)[0]
 
 
 def created_of(raw: Mapping[str, Any]) -> str:
@@ -132,14 +119,38 @@ def created_of(raw: Mapping[str, Any]) -> str:
     return str(raw.get("created_at") or attributes.get("created_at") or "")
 
 
+def written(raw: Mapping[str, Any]) -> tuple[str, str]:
+    """(who, when) of one event: the first writing (its author or owner, and the creation
+    time), else, with no first author named, the last revision (its author, its time)."""
+    attributes = raw.get("attributes") or {}
+    revision = raw.get("active_revision") or {}
+    first = (raw.get("author"), attributes.get("author"), attributes.get("owner"))
+    for person in (*first, raw.get("owner"), raw.get("user")):
+        if name := _name(person):
+            return name, created_of(raw)
+    if name := _name(revision.get("author")):
+        return name, str(revision.get("created_at") or "")
+    return "unknown", created_of(raw)
+
+
+def _name(person: Any) -> str:
+    if isinstance(person, Mapping):
+        return str(
+            person.get("display_name") or person.get("username") or person.get("login") or ""
+        )
+    return person if isinstance(person, str) else ""
+
+
 def provenance(template: str, raw: Mapping[str, Any], source_slug: str) -> str:
-    """The provenance line for a page or a comment ('' when the template is '')."""
+    """The provenance line for a page or a comment ('' when the template is ''): `{author}`
+    and `{date}` (its day) or `{created_at}` (its instant) of one event, see `written`."""
     if not template:
         return ""
+    author, when = written(raw)
     values = {
-        "author": author_of(raw),
-        "date": created_of(raw)[:10],
-        "created_at": created_of(raw),
+        "author": author,
+        "date": when[:10],
+        "created_at": when,
         "source_slug": source_slug,
     }
     return template.format_map(_Missing(values))

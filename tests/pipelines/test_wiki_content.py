@@ -54,6 +54,23 @@ def test_provenance_names_the_author_date_and_source_and_can_be_switched_off():
     assert author_of({}) == "unknown"
 
 
+def test_provenance_tells_of_one_event_never_one_author_with_another_date():
+    """The first author with the creation time; with no first author named, the last
+    revision's author with that revision's time (not the creation date)."""
+    template = "written by {author} on {date} ({created_at})"
+    revision = {"author": {"display_name": "Rev Iser"}, "created_at": "2023-10-31T17:49:49Z"}
+    made = {"attributes": {"created_at": "2021-03-04T05:06:07Z"}, "active_revision": revision}
+    owned = {**made, "owner": {"display_name": "Ann Lee"}}
+    assert (
+        provenance(template, owned, "a")
+        == "written by Ann Lee on 2021-03-04 (2021-03-04T05:06:07Z)"
+    )
+    assert (
+        provenance(template, made, "a")
+        == "written by Rev Iser on 2023-10-31 (2023-10-31T17:49:49Z)"
+    )
+
+
 def _wiki(slugs: list[str]) -> Any:
     """A WikiClient over a mock wiki serving one tree: descendants and pages by slug."""
     import httpx
@@ -65,6 +82,8 @@ def _wiki(slugs: list[str]) -> Any:
         if request.url.path == "/v1/pages/descendants":
             refs = [{"id": i, "slug": slug} for i, slug in enumerate(slugs)]
             return httpx.Response(200, json={"results": refs, "next_cursor": None})
+        if request.url.path.endswith(("/resources", "/comments")):
+            return httpx.Response(200, json={"results": [], "next_cursor": None})
         slug = request.url.params["slug"]
         return httpx.Response(200, json={"id": slugs.index(slug), "slug": slug, "attributes": {}})
 
