@@ -36,6 +36,9 @@ log = structlog.get_logger(__name__)
 
 MAX_AMBIGUOUS = 3
 PLAN_CONFLICTS = "plan_conflicts"  # the checkpoint `haul plan` keeps its conflicts in
+# what a record under (or needing) a conflicting one fails with, after "<entity> <id>": it
+# reads as waiting under that record ("... was not loaded", see `pipelines.failures`)
+BLOCKED = " was not loaded, blocked by its conflict: "
 
 
 class PlannedConflict(RecordFailure):
@@ -302,7 +305,7 @@ class LoadEngine:
 
     def _block(self, row: LedgerRow, why: str) -> None:
         ref = Ref(row.entity, row.source_id)
-        self._blocked[ref] = f"blocked: {ref} conflicts: {why}"
+        self._blocked[ref] = f"{ref}{BLOCKED}{why}"
 
     async def _find(
         self, spec: EntitySpec, record: StagedRecord, parent_target: str | None
@@ -340,7 +343,7 @@ class LoadEngine:
 
     def _fail_subtree(self, row: LedgerRow, reason: str) -> None:
         self._fail_pending(row, reason)
-        blocked = reason.startswith("blocked: ")  # what a conflict blocks, it blocks all the way
+        blocked = BLOCKED in reason  # what a conflict blocks, it blocks all the way down
         self._fail_below(row, reason if blocked else f"{row.entity} {row.source_id} was not loaded")
 
     def _fail_below(self, row: LedgerRow, reason: str) -> None:

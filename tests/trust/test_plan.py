@@ -133,5 +133,8 @@ def test_plan_blocks_what_a_conflict_holds_and_the_load_does_not_send_it(
     assert "found by haul plan" in failed[("issue", "TEST-2")]
     for entity, ids in children.items():
         for source_id in ids:
-            assert failed[(entity, source_id)].startswith("blocked: issue TEST-2 conflicts: NEW-2")
+            blocked = "issue TEST-2 was not loaded, blocked by its conflict: NEW-2 is taken"
+            assert failed[(entity, source_id)].startswith(blocked)
     assert not any(error.startswith("ConflictError") for error in failed.values())  # no 409
+    causes = run_haul("failures", "--config", config, env=env).stdout
+    assert "waiting under" in causes, causes  # the blocked records wait under their conflict
