@@ -8,6 +8,7 @@ file only. Every error haul raises on purpose carries its exit status (`HaulErro
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import configure_logging, current_log_path, settle_console
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
-from haul.pipelines.report import entity_counts, in_use, print_run
+from haul.pipelines.report import entity_counts, in_use, print_run, summary_json
 from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
 from haul.pipelines.stopping import GracefulStop
 from haul.state.errors import StoreError
@@ -46,6 +47,13 @@ CONFIG_OPTION = click.option(
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="The haul TOML file (source, target, scope, mapping, staging).",
+)
+
+JSON_OPTION = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the summary as one JSON object on stdout, for scripts (same exit status).",
 )
 
 RETRY_OPTION = click.option(
@@ -132,33 +140,37 @@ def main(verbose: bool) -> None:
 
 @main.command("extract")
 @CONFIG_OPTION
-def extract_command(config_path: Path) -> None:
+@JSON_OPTION
+def extract_command(config_path: Path, as_json: bool) -> None:
     """Stage the source org's issues and their sub-records (incremental after the first run)."""
     config = open_config(config_path)
-    _finish(_run_stage(extract, config), config, needs_complete=False)
+    _finish(_run_stage(extract, config), config, as_json, needs_complete=False)
 
 
 @main.command("load")
 @CONFIG_OPTION
 @RETRY_OPTION
-def load_command(config_path: Path, retry_failed: bool) -> None:
+@JSON_OPTION
+def load_command(config_path: Path, retry_failed: bool, as_json: bool) -> None:
     """Load what is staged into the target org; resumes where the last run stopped."""
     config = open_config(config_path)
-    _finish(_run_stage(load, config, retry_failed=retry_failed), config)
+    _finish(_run_stage(load, config, retry_failed=retry_failed), config, as_json)
 
 
 @main.command("run")
 @CONFIG_OPTION
 @RETRY_OPTION
-def run_command(config_path: Path, retry_failed: bool) -> None:
+@JSON_OPTION
+def run_command(config_path: Path, retry_failed: bool, as_json: bool) -> None:
     """Extract, load, then check counts (exit 3 when records failed; see haul failures)."""
     config = open_config(config_path)
-    _finish(_run_stage(run_all, config, retry_failed=retry_failed), config)
+    _finish(_run_stage(run_all, config, retry_failed=retry_failed), config, as_json)
 
 
 @main.command("status")
 @CONFIG_OPTION
-def status_command(config_path: Path) -> None:
+@JSON_OPTION
+def status_command(config_path: Path, as_json: bool) -> None:
     """Show what is staged, loaded, failed and pending, per entity, and the last runs."""
     config = load_config(config_path)
     if not config.staging_path.exists():
@@ -168,6 +180,12 @@ def status_command(config_path: Path) -> None:
     with open_store(config.staging_path) as store:
         status = gather_status(store, services())
         counts = entity_counts(store, in_use(store, services()))
+    if as_json:
+        import dataclasses
+
+        figures = {"status": dataclasses.asdict(status), **summary_json(counts, {}, [])}
+        click.echo(json.dumps(figures, default=str))
+        return
     print_status(status, counts, console, title=f"haul status: {config.staging_path.name}")
 
 
@@ -373,7 +391,11 @@ def _run_stage(stage: Callable[..., Any], config: Config, **options: Any) -> Run
         return asyncio.run(supervised())
 
 
-def _print_summary(summary: RunSummary) -> None:
+def _print_summary(summary: RunSummary, as_json: bool) -> None:
+    if as_json:
+        figures = summary_json(summary.counts, summary.details, summary.unmapped_users)
+        click.echo(json.dumps({"command": summary.command, **figures}, default=str))
+        return
     title = f"haul {summary.command}"
     print_run(summary.counts, summary.details, summary.unmapped_users, console, title)
     if summary.problems:
@@ -397,11 +419,13 @@ def _commonest(config: Config) -> str:
     return f"; the commonest cause{of}: {cause.line()}"
 
 
-def _finish(summary: RunSummary, config: Config, *, needs_complete: bool = True) -> None:
+def _finish(
+    summary: RunSummary, config: Config, as_json: bool = False, *, needs_complete: bool = True
+) -> None:
     """Exit 3 when records failed (the last line names the commonest cause), 1 when the
     target does not hold what was staged."""
     settle_console()
-    _print_summary(summary)
+    _print_summary(summary, as_json)
     failed = summary.failed + summary.problems
     if failed:
         click.echo(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -65,16 +65,116 @@ def print_run(
     console: Console,
     title: str,
 ) -> None:
-    """The per-entity table, then one `key: value` line per figure (plain, for grep); the
-    rate histories are for the report's chart, not for the console."""
+    """The per-entity table, then a short summary grouped by what a person asks (what this
+    command did, source and target counts, each service's requests and waits, changes);
+    every raw figure stays in report.json."""
     render_counts(counts, console, title=title)
-    for key, value in details.items():
-        if key.endswith("_rate_history"):
-            continue
-        console.print(f"{key}: {value}", markup=False, highlight=False, soft_wrap=True)
+    for line in summary_lines(details):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if unmapped_users:
         users = ", ".join(unmapped_users)
         console.print(f"users loaded as the default user: {users}", markup=False, soft_wrap=True)
+
+
+def summary_lines(details: Mapping[str, object]) -> list[str]:
+    """The figures of a command as a few lines for people (see `print_run`)."""
+    lines = [_did(details), *_in_both(details), *_services(details)]
+    changes = details.get("changes")
+    if isinstance(changes, dict) and changes:
+        made = ", ".join(
+            f"{entity} {n} {kind}"
+            for entity, kinds in sorted(changes.items())
+            if isinstance(kinds, dict)
+            for kind, n in sorted(kinds.items())
+        )
+        lines.append(f"changes in the target: {made}")
+    dropped = details.get("not_carried")
+    if isinstance(dropped, dict) and dropped:
+        lines.append("not carried: " + ", ".join(f"{why} ({n})" for why, n in dropped.items()))
+    settled = [
+        f"{details[key]} {words}"
+        for key, words in SETTLED
+        if isinstance(details.get(key), int) and details[key]
+    ]
+    if settled:
+        lines.append("after an interruption: " + ", ".join(settled))
+    lines.append("every figure: report.json beside the staging store")
+    return [line for line in lines if line]
+
+
+SETTLED = (
+    ("reconciled_found", "found in the target"),
+    ("reconciled_missing", "not in the target (sent again)"),
+    ("ambiguous_writes", "writes whose reply was lost (looked up)"),
+)
+
+
+def _did(details: Mapping[str, object]) -> str:
+    staged = [
+        f"{value} {key.removesuffix('_staged').replace('_', ' ')} staged"
+        for key, value in details.items()
+        if key.endswith("_staged") and isinstance(value, int)
+    ]
+    loaded = [f"{details[key]} {key}" for key in ("loaded", "failed") if key in details]
+    return "this command: " + ", ".join(staged + loaded) if staged or loaded else ""
+
+
+def _in_both(details: Mapping[str, object]) -> list[str]:
+    """`issues: 50 in the source, 50 in the target` from source_/target_<entity>_count."""
+    entities = sorted(
+        {
+            key.removeprefix(side).removesuffix("_count")
+            for key in details
+            for side in ("source_", "target_")
+            if key.startswith(side) and key.endswith("_count")
+        }
+    )
+    lines = []
+    for entity in entities:
+        sides = [
+            f"{details[f'{side}_{entity}_count']} in the {side}"
+            for side in ("source", "target")
+            if f"{side}_{entity}_count" in details
+        ]
+        lines.append(f"{entity}s: {', '.join(sides)}")
+    return lines
+
+
+def _services(details: Mapping[str, object]) -> list[str]:
+    """`tracker source: 218 requests, no retries` per service and side."""
+    lines = []
+    for key, requests in details.items():
+        if not key.endswith("_requests"):
+            continue
+        name = key.removesuffix("_requests")
+        retries = details.get(f"{name}_retries") or 0
+        waited = details.get(f"{name}_rate_limit_wait_s") or 0
+        parts = [f"{requests} requests", f"{retries} retries" if retries else "no retries"]
+        if isinstance(waited, (int, float)) and waited >= 1:
+            parts.append(f"{waited:.0f} s waiting on rate limits")
+        lines.append(f"{name.replace('_', ' ')}: {', '.join(parts)}")
+    return lines
+
+
+def summary_json(
+    counts: list[EntityCounts], details: Mapping[str, object], unmapped_users: list[str]
+) -> dict[str, object]:
+    """What `--json` prints: the per-entity counts, the summary lines and every figure."""
+    return {
+        "counts": [
+            {
+                "entity": row.entity,
+                "staged": row.staged,
+                "loaded": row.loaded if row.loadable else None,
+                "failed": row.failed,
+                "pending": row.pending,
+            }
+            for row in counts
+        ],
+        "summary": summary_lines(details),
+        "unmapped_users": unmapped_users,
+        "figures": {k: v for k, v in details.items() if not k.endswith("_rate_history")},
+    }
 
 
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:

@@ -141,7 +141,7 @@ def test_extract_needs_no_target(sandbox: Any, tmp_path: Path) -> None:
     done = run_haul("extract", "--config", config, env=env)
 
     assert done.returncode == 0, done.stderr
-    assert "issues_staged:" in done.stdout
+    assert "issues staged" in done.stdout
     load = run_haul("load", "--config", config, env=env)
     assert load.returncode == 2
     assert "missing section [target]: haul load" in load.stderr

@@ -6,6 +6,7 @@ One migration serves the whole module: the tests after it do not change the targ
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,8 +68,9 @@ def test_run_exits_0_and_prints_the_per_entity_table(migrated: Migration) -> Non
         assert row["loaded"] == row["staged"], entity
         assert row["failed"] == row["pending"] == 0, entity
     issues = table["issue"]["staged"]
-    assert f"source_issue_count: {issues}" in migrated.run.stdout
-    assert f"target_issue_count: {issues}" in migrated.run.stdout
+    assert f"issues: {issues} in the source, {issues} in the target" in migrated.run.stdout
+    assert "tracker source: " in migrated.run.stdout and "tracker target: " in migrated.run.stdout
+    assert "_rate_limit_wait_s" not in migrated.run.stdout  # the raw figures: report.json
     assert "failed" not in migrated.run.stderr
 
 
@@ -78,6 +80,22 @@ def test_status_then_shows_the_same_counts(migrated: Migration) -> None:
     assert done.returncode == 0, done.stderr
     assert counts_table(done.stdout) == counts_table(migrated.run.stdout)
     assert "run 1: run ok started" in done.stdout
+
+
+def test_status_and_load_print_json_for_scripts(migrated: Migration) -> None:
+    """`--json`: one JSON object on stdout with the same counts as the table, the summary's
+    lines and every raw figure; a load with nothing left loads 0."""
+    status = run_haul("status", "--config", migrated.config, "--json", env=migrated.env)
+    load = run_haul("load", "--config", migrated.config, "--json", env=migrated.env)
+
+    assert status.returncode == 0, status.stderr
+    rows = {row["entity"]: row for row in json.loads(status.stdout)["counts"]}
+    table = counts_table(migrated.run.stdout)
+    assert rows["issue"]["loaded"] == table["issue"]["loaded"] > 0
+    assert load.returncode == 0, load.stderr
+    done = json.loads(load.stdout)
+    assert done["command"] == "load" and done["figures"]["loaded"] == 0
+    assert any(line.startswith("tracker target: ") for line in done["summary"])
 
 
 def test_failures_then_says_none_failed(migrated: Migration) -> None:
@@ -128,4 +146,4 @@ def test_a_second_load_while_one_runs_is_refused_naming_the_holder(migrated: Mig
 
     assert first.returncode == 0, err
     assert counts_table(out) == counts_table(migrated.run.stdout)
-    assert "loaded: 0" in out
+    assert "this command: 0 loaded, 0 failed" in out
