@@ -140,6 +140,22 @@ class WikiClient(ServiceClient):
         response = await self.core.request("DELETE", f"/pages/{_segment(page_id)}", params=params)
         return str(response.json()["recovery_token"])
 
+    async def move_page(self, source: str, target: str) -> int:
+        """Move a page and its subtree to another slug (the ids stay; the old slugs answer 404)
+        and wait for the operation; return how many pages moved. Access the page inherited
+        is not copied: the target's tree above it decides, as for a page made there. Not
+        idempotent: a lost reply is AmbiguousWriteError (read the page by id to settle it)."""
+        body = {"operations": [{"source": source, "target": target}],
+                "copy_inherited_access": False}  # fmt: skip
+        reply = await self.core.post_json("/pages/move", json=body)
+        operation = (reply.get("operation") or {}).get("id") if isinstance(reply, dict) else None
+        if not operation:
+            raise self._unexpected("POST", "/pages/move", "an operation reference", reply)
+        status = await self.core.get_json(f"/operations/move/{_segment(operation)}")
+        if status.get("status") != "success":
+            raise self._unexpected("GET", "/operations/move", "status success", status)
+        return int((status.get("result") or {}).get("page_count") or 0)
+
     def iter_descendants(
         self, slug: str, *, include_self: bool = True, page_size: int = MAX_PAGE_SIZE
     ) -> AsyncIterator[Record]:
@@ -266,6 +282,14 @@ class WikiClient(ServiceClient):
         """An upload session's state (not_started, in_progress, finished, used, ...)."""
         return await self.core.get_json(f"/upload_sessions/{_segment(session_id)}")
 
+    def iter_resources(
+        self, page_id: int, *, page_size: int = MAX_PAGE_SIZE
+    ) -> AsyncIterator[Record]:
+        """Yield a page's attachments and grids as ``{type, item}``: an attachment with its id
+        and size, a grid with its id and revision (what changed, without reading each)."""
+        params = {"page_size": page_size, "order_by": "created_at", "order_direction": "asc"}
+        return self._listing(f"/pages/{_segment(page_id)}/resources", params)
+
     # -- grids -------------------------------------------------------------------------
 
     def iter_grids(self, page_id: int, *, page_size: int = MAX_PAGE_SIZE) -> AsyncIterator[Record]:
@@ -299,6 +323,10 @@ class WikiClient(ServiceClient):
         return _revision(
             await self.core.post_json(f"/grids/{_segment(grid_id)}", json=body, repeatable=True)
         )
+
+    async def delete_grid(self, grid_id: str) -> None:
+        """Delete a grid (irreversible, no recovery token)."""
+        await self.core.request("DELETE", f"/grids/{_segment(grid_id)}")
 
     async def add_columns(self, grid_id: str, revision: str, columns: list[Record]) -> str:
         """Add columns (each with slug, title, type, required); return the new revision."""
@@ -344,6 +372,16 @@ class WikiClient(ServiceClient):
         if parent_id is not None:
             payload["parent_id"] = parent_id
         return await self.core.post_json(f"/pages/{_segment(page_id)}/comments", json=payload)
+
+    async def update_comment(self, page_id: int, comment_id: int, body: str) -> Record:
+        """Replace a comment's text (repeatable: the whole text)."""
+        path = f"/pages/{_segment(page_id)}/comments/{_segment(comment_id)}"
+        return await self.core.post_json(path, json={"body": body}, repeatable=True)
+
+    async def delete_comment(self, page_id: int, comment_id: int) -> None:
+        """Delete a comment (irreversible)."""
+        path = f"/pages/{_segment(page_id)}/comments/{_segment(comment_id)}"
+        await self.core.request("DELETE", path)
 
     # -- helpers -----------------------------------------------------------------------
 

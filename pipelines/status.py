@@ -105,7 +105,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         problems=store.problems.count(),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
-        deleted=deleted_at_source(store),
+        deleted=deleted_at_source(store, deletion_kinds(services)),
     )
     for service in services:
         for entity in loadable(service):
@@ -145,20 +145,39 @@ def staged_twice(store: StagingStore, services: Sequence[Service], kind: str) ->
     )
 
 
-def deleted_at_source(store: StagingStore) -> dict[str, tuple[int, int]]:
+def deleted_at_source(
+    store: StagingStore, kinds: Sequence[tuple[str, str]] = (("deleted", "deletion"),)
+) -> dict[str, tuple[int, int]]:
     """Entity -> (its records a sync found deleted at the source, those deleted in the target).
 
-    A service stages each as a `deleted` record naming its `entity`; one mirrored in the
-    target is a done `deletion` ledger row of the same source id."""
+    A service stages each as a record of its deletions' staged entity naming its `entity`
+    (`kinds`: (staged entity, ledger entity) per service); one mirrored in the target is a done
+    ledger row of the same source id. A file replaced (``replaced``) changed: not counted."""
     found: dict[str, int] = {}
-    for record in store.iter_records("deleted"):
-        entity = str(record.raw.get("entity"))
-        found[entity] = found.get(entity, 0) + 1
     mirrored: dict[str, int] = {}
-    for row in store.ledger.iter_rows(status="done", entity="deletion"):
-        entity = row.source_id.split(":", 1)[0]
-        mirrored[entity] = mirrored.get(entity, 0) + 1
+    for staged, ledger_entity in kinds:
+        replaced: set[str] = set()
+        for record in store.iter_records(staged):
+            if record.raw.get("replaced"):
+                replaced.add(record.source_id)
+                continue
+            entity = str(record.raw.get("entity"))
+            found[entity] = found.get(entity, 0) + 1
+        for row in store.ledger.iter_rows(status="done", entity=ledger_entity):
+            if row.source_id not in replaced:
+                entity = row.source_id.split(":", 1)[0]
+                mirrored[entity] = mirrored.get(entity, 0) + 1
     return {entity: (n, mirrored.get(entity, 0)) for entity, n in sorted(found.items())}
+
+
+def deletion_kinds(services: Sequence[Service]) -> list[tuple[str, str]]:
+    """(staged entity, ledger entity) of each service's deletions (its `*deletion` entity)."""
+    return [
+        (entity.staged_as, entity.name)
+        for service in services
+        for entity in service.entities
+        if entity.name.endswith("deletion")
+    ]
 
 
 def _not_carried(runs: list[dict[str, Any]]) -> dict[str, int]:

@@ -3,12 +3,15 @@
 Moves the page trees under `[scope] wiki_roots`, each to `[mapping] wiki_roots` (default:
 the same slug), with their access (users and groups mapped, failing closed), attachments,
 grids and comments. Back-filled form answers load
-here as the rows of a grid (`pipelines.wiki.backfill`).
+here as the rows of a grid (`pipelines.wiki.backfill`). A later run carries what changed:
+pages rewritten or moved (`pipelines.wiki.moves`), files replaced, grids and comments edited,
+and what the source deleted (`pipelines.wiki.deletions`: reported, or mirrored when asked).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 
 import haul.pipelines.wiki.export  # noqa: F401  (its import registers the wiki's tables)
 from haul.connectors.wiki import WikiClient
@@ -18,11 +21,14 @@ from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
 from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap
+from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
+from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
 from haul.pipelines.wiki.streams import PageDrain, PageTree
 from haul.pipelines.wiki.verify import WikiVerifier
@@ -35,6 +41,8 @@ ENTITIES = (
     Entity("wiki_grid"),
     Entity("wiki_grid_rows", staged="wiki_grid"),
     Entity("wiki_comment"),
+    # a replaced file's old copy, and with [sync] deletions = "mirror" what the source deleted
+    Entity("wiki_deletion", staged=DELETED, optional=True),
     Entity("backfill_grid", staged="survey", optional=True),
     Entity("backfill_grid_rows", staged="survey", optional=True),
 )
@@ -51,7 +59,12 @@ class WikiService:
         return REGISTRY.of_service(self.name)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
-        return {**PLANS, **grid_plans(config)}
+        # moves are followed before anything is planned, deletions planned after; the mode's
+        # own name makes a change of [sync] deletions plan again
+        mirror = config.sync.deletions == "mirror"
+        mode = {("wiki_deletions_mirrored" if mirror else "wiki_deletions_reported"): _nothing}
+        return {"wiki_page_move": follow_page_moves, **PLANS, **grid_plans(config),
+                "wiki_deletion": deletion_plan(mirror), **mode}  # fmt: skip
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "wiki_url", None))
@@ -64,7 +77,10 @@ class WikiService:
 
     async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:
         concurrent = config.tuning.concurrency > 1
-        trees = [PageTree(client, root, concurrent=concurrent) for root in config.scope.wiki_roots]
+        trees = [
+            PageTree(client, root, concurrent=concurrent, store=store)
+            for root in config.scope.wiki_roots
+        ]
         drain = PageDrain(client, store, concurrent=concurrent)
 
         async def details(stats: ExtractStats) -> Details:
@@ -80,7 +96,8 @@ class WikiService:
         slugs = SlugMap.of(config)
         rewriter = Rewriter(slugs, dict(config.mapping.queues))
         access = await page_access(config, client, store)
-        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance, access)
+        mirror = config.sync.deletions == "mirror"
+        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance, access, mirror)
 
         async def in_target() -> dict[str, int]:
             pages = 0
@@ -93,7 +110,11 @@ class WikiService:
         specs = load.specs() + GridBackfill(client, store, config).specs()
         verifier = WikiVerifier(client, load)
         planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access)
-        return TargetParts(specs, in_target, planner=planner, verifier=verifier)
+
+        def changes() -> dict[str, dict[str, int]]:
+            return sync_changes(load.changes, deleted_counts(store))
+
+        return TargetParts(specs, in_target, planner=planner, verifier=verifier, changes=changes)
 
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
@@ -118,6 +139,23 @@ async def _roots_exist(config: Config, client: WikiClient) -> list[Finding]:
                 "correct scope.wiki_roots")
         for slug in missing
     ]  # fmt: skip
+
+
+def _nothing(store: StagingStore) -> Iterator[Planned]:
+    yield from ()
+
+
+def sync_changes(
+    made: Counter[tuple[str, str]], deleted_at_source: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Per entity, what the load did (created, updated, moved, replaced, deleted) and what
+    the source deleted (``deleted_at_source``, whether or not it was mirrored)."""
+    summary: dict[str, dict[str, int]] = {}
+    for (entity, what), count in sorted(made.items()):
+        summary.setdefault(entity, {})[what] = count
+    for entity, count in sorted(deleted_at_source.items()):
+        summary.setdefault(entity, {})["deleted_at_source"] = count
+    return summary
 
 
 async def page_access(config: Config, client: WikiClient, store: StagingStore) -> PageAccess:

@@ -15,8 +15,9 @@ the rows resumes from the target's rows instead of taking a half-filled grid for
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.wiki import WikiClient
@@ -34,7 +35,9 @@ from haul.pipelines.specs import (
 from haul.pipelines.wiki.access import Access
 from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
+from haul.pipelines.wiki.deletions import DELETED, WikiDeletions, deletion_plan
 from haul.pipelines.wiki.grids import GridSync
+from haul.pipelines.wiki.moves import move_in_target
 from haul.pipelines.wiki.streams import byte_size
 from haul.state.store import StagedRecord, StagingStore
 
@@ -99,9 +102,21 @@ class WikiLoad:
     rewriter: Rewriter
     provenance: str
     access: PageAccess
+    mirror: bool = False  # [sync] deletions = "mirror"
+    # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
+    changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.grids = GridSync(self.client, self._cell)
+        self.deletions = WikiDeletions(self.client, self.store, self._page_target)
+
+    def _page_target(self, slug: str) -> str | None:
+        row = self.store.ledger.get("wiki_page", slug)
+        return row.target_id if row is not None and row.status == "done" else None
+
+    def _made(self, entity: str, target_id: str) -> str:
+        self.changes[(entity, "created")] += 1
+        return target_id
 
     def specs(self) -> list[EntitySpec]:
         """The wiki's specs, in the order siblings load."""
@@ -120,7 +135,18 @@ class WikiLoad:
             EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
                        self.find_grid_rows, refresh=self.refresh_grid_rows),
             EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,
-                       comment.find, fingerprint=comment),
+                       comment.find, refresh=self.refresh_comment, fingerprint=comment),
+            *self._deletion_specs(),
+        ]  # fmt: skip
+
+    def _deletion_specs(self) -> list[EntitySpec]:
+        """Deleting in the target: when mirroring, or when a replaced file's old copy waits."""
+        waiting = next(self.store.ledger.iter_rows(entity="wiki_deletion"), None)
+        if not self.mirror and waiting is None:
+            return []
+        return [
+            EntitySpec("wiki_deletion", DELETED, deletion_plan(self.mirror), self.send_deletion,
+                       self.deletions.find, phase=2, find_first=True),
         ]  # fmt: skip
 
     # -- what tells a record apart in the target: written once, for find and verify --------
@@ -221,7 +247,7 @@ class WikiLoad:
             content="" if access.restricted else self.page_content(record),
             access_policy=access.policy(),
         )
-        return str(page["id"])
+        return self._made("wiki_page", str(page["id"]))
 
     async def find_page(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
@@ -230,9 +256,14 @@ class WikiLoad:
         return str(page["id"]) if page else None
 
     async def refresh_page(self, record: StagedRecord, target_id: str) -> None:
-        """A page changed at the source since it was loaded: its access (narrowed first),
+        """A page changed at the source since it was loaded: moved to its new slug first (a
+        page moved at the source, with what is under it), then its access (narrowed first),
         then its content."""
+        slug = self.target_slug(record.source_id)
+        if await move_in_target(self.client, int(target_id), slug):
+            self.changes[("wiki_page", "moved")] += 1
         await self._sync(record, int(target_id))
+        self.changes[("wiki_page", "updated")] += 1
 
     # -- access -----------------------------------------------------------------------------
 
@@ -277,7 +308,7 @@ class WikiLoad:
             raise RecordFailure(f"the page of attachment {record.source_id} is not loaded")
         path = await staged_bytes(self.store, record, drained="wiki_page")
         attached = await self.client.upload(int(page), file_name=str(record.raw["name"]), path=path)
-        return str(attached["id"])
+        return self._made("wiki_attachment", str(attached["id"]))
 
     # -- grids ----------------------------------------------------------------------------
 
@@ -285,7 +316,7 @@ class WikiLoad:
         if page is None:
             raise RecordFailure(f"the page of grid {record.source_id} is not loaded")
         grid = await self.client.create_grid(int(page), str(record.raw.get("title") or ""))
-        return str(grid["id"])
+        return self._made("wiki_grid", str(grid["id"]))
 
     async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> str:
         if grid is None:
@@ -301,7 +332,9 @@ class WikiLoad:
         return grid
 
     async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> None:
+        """A grid edited at the source (its revision moved): the target's brought in step."""
         await self.grids.sync(record.raw, target_id)
+        self.changes[("wiki_grid", "updated")] += 1
 
     # -- comments -------------------------------------------------------------------------
 
@@ -310,7 +343,21 @@ class WikiLoad:
         reply = await self.client.create_comment(
             page_id, self.comment_body(record), parent_id=parent_id
         )
-        return f"{page_id}/{reply['id']}"
+        return self._made("wiki_comment", f"{page_id}/{reply['id']}")
+
+    async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
+        """A comment edited at the source: its text, edited in the target."""
+        page_id, _, comment_id = target_id.partition("/")
+        await self.client.update_comment(int(page_id), int(comment_id), self.comment_body(record))
+        self.changes[("wiki_comment", "updated")] += 1
+
+    # -- deletions --------------------------------------------------------------------------
+
+    async def send_deletion(self, record: StagedRecord, parent: str | None) -> str:
+        done = await self.deletions.send(record, parent)
+        what = "replaced" if record.raw.get("replaced") else "deleted"
+        self.changes[(str(record.raw["entity"]), what)] += 1
+        return done
 
     def _comment_place(self, record: StagedRecord, parent: str | None) -> tuple[int, int | None]:
         """The target page id and the target comment it answers (None: a top comment)."""

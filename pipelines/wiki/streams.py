@@ -4,17 +4,24 @@
 page with its content, attributes, owner and access (policy and entries), a batch at a time; a batch is staged with a checkpoint
 naming its last slug, so a killed run resumes after it. Every later run reads every page
 again (the listing says nothing of changes), but only a page whose version moved is drained
-again: its version is its `modified_at` and its comment count, so a new comment counts too.
+again: its version is its `modified_at`, its comment count and a digest of its resources
+listing (each attachment's id and size, each grid's revision) and of its comments (id, parent,
+text), so a file replaced, a grid edited or a comment edited on a page whose text did not
+change counts too: two listings a page, against a drain's three listings and a read per grid.
 A change of access alone changes the staged page (not its version): the load brings the
-target's access up to date, and no drain runs.
+target's access up to date, and no drain runs. When a tree was listed from its start, a
+staged page it no longer holds was moved or deleted (`pipelines.wiki.moves`).
 
-`PageDrain` fetches a page's attachments (bytes into the blob store, checked against the
-listed size), grids (structure and rows) and comments.
+`PageDrain` fetches a page's resources (attachments, their bytes into the blob store checked
+against the listed size, unless staged already; grids, each read again only when its
+revision moved) and comments.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +33,8 @@ from haul.connectors.wiki import ACCESS_FIELDS, WikiClient
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
+from haul.pipelines.wiki.deletions import vanished_children
+from haul.pipelines.wiki.moves import find_vanished_pages
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -38,6 +47,21 @@ def page_version(page: dict[str, Any]) -> str:
     """What changes when a page or its comments change."""
     attributes = page.get("attributes") or {}
     return f"{attributes.get('modified_at') or ''}#{attributes.get('comments_count') or 0}"
+
+
+def changes_mark(resources: list[dict[str, Any]], comments: list[dict[str, Any]]) -> str:
+    """A short digest of what a page holds beyond its text: it moves when a file is replaced
+    or deleted, a grid edited, a comment edited or deleted."""
+    held = sorted(
+        [kind, str(item.get("id")), str(item.get("size") or item.get("revision") or "")]
+        for kind, item in ((r.get("type"), r.get("item") or {}) for r in resources)
+    )
+    said = sorted(
+        [str(c.get("id")), str(c.get("parent_id") or ""), str(c.get("body") or "")]
+        for c in comments
+        if not c.get("is_deleted")
+    )
+    return hashlib.sha256(json.dumps([held, said]).encode()).hexdigest()[:16]
 
 
 def parent_slug(slug: str, root: str) -> str | None:
@@ -56,6 +80,7 @@ class PageTree:
     entity: str = "wiki_page"
     pages_read: int = 0
     concurrent: bool = True  # False: one request at a time (the benchmark's baseline)
+    store: StagingStore | None = None  # given: pages gone from a whole listing are looked up
 
     @property
     def checkpoint(self) -> str:
@@ -65,16 +90,18 @@ class PageTree:
         state = saved() or {}
         resume_after = None if state.get("complete", True) else state.get("after")
         batch: list[str] = []
-        listed = 0
+        listed: set[str] = set()
         async for slug in self._slugs(resume_after):
-            listed += 1
+            listed.add(slug)
             batch.append(slug)
             if len(batch) >= BATCH:
                 yield await self._page(batch, {"after": batch[-1], "complete": False})
                 batch = []
-        if listed == 0 and resume_after is None:
+        if not listed and resume_after is None:
             raise ConfigError("scope.wiki_roots", f"{self.root!r} is not a page of the source wiki")
         yield await self._page(batch, {"after": None, "complete": True})
+        if resume_after is None and self.store is not None:  # the whole tree was listed
+            await find_vanished_pages(self.client, self.store, self.root, listed)
 
     async def _slugs(self, resume_after: str | None) -> AsyncIterator[str]:
         """The tree's slugs, after `resume_after` when a killed run staged up to it. If that
@@ -113,22 +140,28 @@ class PageTree:
             if isinstance(reply, str):
                 problems.append((self.entity, slug, reply))
                 continue
+            page, mark = reply
             rows.append(
                 {
                     "source_id": slug,
                     "parent": parent_slug(slug, self.root),
-                    "updated_at": page_version(reply),
-                    "raw": {**reply, "root": self.root},
+                    "updated_at": f"{page_version(page)}#{mark}",
+                    "raw": {**page, "root": self.root},
                 }
             )
         self.pages_read += len(rows)
         return Page(rows, checkpoint, problems)
 
-    async def _read(self, slug: str) -> dict[str, Any] | str:
+    async def _read(self, slug: str) -> tuple[dict[str, Any], str] | str:
+        """The page and the mark of what it holds (or why it could not be read)."""
         try:
-            return await self.client.get_page(slug, fields=STAGED_FIELDS)
+            page = await self.client.get_page(slug, fields=STAGED_FIELDS)
+            page_id = int(page["id"])
+            resources = await _collect(self.client.iter_resources(page_id))
+            comments = await _collect(self.client.iter_comments(page_id))
         except RecordError as exc:  # this page's problem, not the run's
             return f"page {slug!r} could not be read: {exc}"
+        return page, changes_mark(resources, comments)
 
 
 @dataclass
@@ -145,14 +178,15 @@ class PageDrain:
         page_id = int(page.raw["id"])
         slug = page.source_id
         listings = (
-            _collect(self.client.iter_attachments(page_id)),
-            _collect(self.client.iter_grids(page_id)),
+            _collect(self.client.iter_resources(page_id)),
             _collect(self.client.iter_comments(page_id)),
         )
-        attachments, grid_refs, comments = await self._all(listings)
-        grids = await self._all([self.client.get_grid(str(g["id"])) for g in grid_refs])
+        resources, comments = await self._all(listings)
+        attachments = [r["item"] for r in resources if r.get("type") == "attachment"]
+        grid_refs = [r["item"] for r in resources if r.get("type") == "grid"]
+        grids = await self._all([self._grid(slug, ref) for ref in grid_refs])
         attachment_rows = [await self._attachment_row(slug, page_id, a) for a in attachments]
-        return {
+        children: dict[str, list[Row]] = {
             "wiki_attachment": attachment_rows,
             "wiki_grid": [{"source_id": str(grid["id"]), "raw": grid} for grid in grids],
             "wiki_comment": [
@@ -161,6 +195,20 @@ class PageDrain:
                 if not comment.get("is_deleted")
             ],
         }
+        vanished_children(self.store, slug, children)  # named while still staged
+        return children
+
+    async def _grid(self, slug: str, ref: dict[str, Any]) -> dict[str, Any]:
+        """The grid as staged when its revision did not move (on the same page), else read."""
+        staged = self.store.get_record("wiki_grid", str(ref["id"]))
+        revision = staged.raw.get("revision") if staged and staged.parent == slug else None
+        if (
+            staged is not None
+            and revision is not None
+            and str(revision) == str(ref.get("revision"))
+        ):
+            return staged.raw
+        return await self.client.get_grid(str(ref["id"]))
 
     async def _all(self, calls: Any) -> list[Any]:
         if self.concurrent:

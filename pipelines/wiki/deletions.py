@@ -1,0 +1,200 @@
+"""Wiki records deleted at the source: found, listed, and deleted in the target when asked.
+
+How each is found, without asking the source for anything the extract does not read anyway:
+
+- an attachment, grid or comment: its page's mark moved (`pipelines.wiki.streams`), so the
+  page was drained again, and its listing no longer holds the record while a loaded ledger
+  row does (`vanished_children`, in the drain, while the old record is still staged to name
+  it). An attachment gone while a file of the same name came is *replaced*, not deleted;
+- a page: a whole tree listing no longer holds it, and its id answers 404 or lives outside
+  the scope now (`pipelines.wiki.moves`).
+
+Each becomes one staged `wiki_deleted` record (what it was, its page, its target id, why).
+With `[sync] deletions = "report"` they are listed by `haul status` and the run report; with
+"mirror" each is also a `wiki_deletion` ledger row, loaded after everything else: one DELETE
+in the target, found done when the target no longer holds it. A replaced file's old copy is
+deleted in either mode: the target then holds what the source holds. A page is deleted
+without its subtree (a page still under it at the source stays); the recovery token the
+target answers is kept as the row's target id, and logged with how to restore the page.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import NotFoundError
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.specs import Planned
+from haul.pipelines.streams import Row
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
+
+DELETED = "wiki_deleted"  # the staged entity
+CHILDREN = ("wiki_attachment", "wiki_grid", "wiki_comment")
+
+
+def deleted_row(
+    entity: str, source_id: str, page: str, target_id: str | None, why: str, **about: Any
+) -> dict[str, Any]:
+    """The staged record of one record deleted at the source."""
+    return {
+        "source_id": f"{entity}:{source_id}",
+        "parent": page,
+        "raw": {
+            "entity": entity,
+            "source_id": source_id,
+            "page": page,
+            "target_id": target_id,
+            "reason": why,
+            "detected_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            **about,
+        },
+    }
+
+
+def vanished_children(store: StagingStore, slug: str, fetched: Mapping[str, list[Row]]) -> int:
+    """Stage a `wiki_deleted` record for each loaded child of page `slug` that its fresh
+    listings (`fetched`, entity -> rows) no longer hold; return how many."""
+    names = {str(row["raw"].get("name")) for row in fetched.get("wiki_attachment", [])}
+    found: list[dict[str, Any]] = []
+    for entity in CHILDREN:
+        kept = {str(row["source_id"]) for row in fetched.get(entity, [])}
+        for record in store.iter_records(entity, parent=slug):
+            row = store.ledger.get(entity, record.source_id)
+            if record.source_id in kept or row is None or row.status != "done":
+                continue
+            name = str(record.raw.get("name") or record.raw.get("title") or "")
+            replaced = entity == "wiki_attachment" and name in names
+            why = "replaced by a file of the same name" if replaced else "deleted at the source"
+            found.append(deleted_row(entity, record.source_id, slug, row.target_id, why,
+                                     name=name, replaced=replaced))  # fmt: skip
+    if found:
+        store.upsert_records(DELETED, found)
+        log.info("wiki_deleted_at_source", page=slug, records=len(found))
+    return len(found)
+
+
+def deletion_plan(mirror: bool) -> Callable[[StagingStore], Iterator[Planned]]:
+    """One `wiki_deletion` row per record deleted at the source when mirroring, else only
+    for a replaced file's old copy."""
+
+    def plan(store: StagingStore) -> Iterator[Planned]:
+        for record in store.iter_records(DELETED):
+            if mirror or record.raw.get("replaced"):
+                yield Planned(record, sort_key=str(record.raw.get("detected_at") or ""))
+
+    return plan
+
+
+def deleted_counts(store: StagingStore) -> dict[str, int]:
+    """Entity -> how many of its records were found deleted at the source (a replaced file
+    is not counted: it changed)."""
+    counts: Counter[str] = Counter()
+    for record in store.iter_records(DELETED):
+        if not record.raw.get("replaced"):
+            counts[str(record.raw["entity"])] += 1
+    return dict(counts)
+
+
+def forget_loaded(store: StagingStore, entity: str, source_id: str) -> None:
+    """Drop the ledger rows of a record deleted in the target (a page's: with those of what
+    hung on it), so the counts hold what the target holds; its `wiki_deletion` row and staged
+    `wiki_deleted` record keep what happened. Like a move's rename, the one write of the
+    ledger's table outside `state.ledger` for the wiki."""
+    db = store.db
+    if entity != "wiki_page":
+        db.execute("DELETE FROM ledger WHERE entity = ? AND source_id = ?", [entity, source_id])
+        return
+    db.execute(
+        "DELETE FROM ledger WHERE entity = 'wiki_grid_rows' AND source_id IN"
+        " (SELECT source_id FROM ledger WHERE entity = 'wiki_grid' AND parent = ?)",
+        [source_id],
+    )
+    db.execute(
+        "DELETE FROM ledger WHERE (entity IN ('wiki_page', 'wiki_page_access') AND source_id = ?)"
+        " OR (entity IN ('wiki_attachment', 'wiki_grid', 'wiki_comment') AND parent = ?)"
+        " OR (entity = 'wiki_comment' AND substr(source_id, 1, ?) = ?"
+        " AND instr(substr(source_id, ?), '/') = 0)",
+        [source_id, source_id, len(source_id) + 1, f"{source_id}/", len(source_id) + 2],
+    )
+
+
+@dataclass
+class WikiDeletions:
+    """Sends and finds `wiki_deletion` rows in one target org; `page_id` is the target id of
+    a loaded source page (by its slug now)."""
+
+    client: WikiClient
+    store: StagingStore
+    page_id: Callable[[str], str | None]
+
+    async def send(self, record: StagedRecord, parent: str | None) -> str:
+        """One DELETE; what is gone already is deleted all the same."""
+        raw = record.raw
+        target = raw.get("target_id")
+        if target is None:
+            return "nothing to delete"
+        try:
+            done = await self._delete(raw, str(target))
+        except NotFoundError:
+            done = f"deleted {target}"
+        forget_loaded(self.store, str(raw["entity"]), str(raw["source_id"]))
+        return done
+
+    async def _delete(self, raw: dict[str, Any], target: str) -> str:
+        entity = raw["entity"]
+        if entity == "wiki_page":
+            token = await self.client.delete_page(int(target))
+            log.info("wiki_page_deleted_in_target", page=raw["source_id"], target=target,
+                     restore=f"POST /pages/recovery_tokens/{token}/recover")  # fmt: skip
+            return f"recovery_token:{token}"
+        if entity == "wiki_grid":
+            await self.client.delete_grid(target)
+        elif entity == "wiki_comment":
+            page, _, comment = target.partition("/")
+            await self.client.delete_comment(int(page), int(comment))
+        else:
+            page_id = self.page_id(str(raw["page"]))
+            if page_id is not None:
+                await self.client.delete_attachment(int(page_id), int(target))
+        return f"deleted {target}"
+
+    async def find(self, record: StagedRecord, parent: str | None, unclaimed: Any) -> str | None:
+        """Done when the target no longer holds the record (or its page)."""
+        raw = record.raw
+        target = str(raw.get("target_id"))
+        try:
+            held = await self._held(raw, target)
+        except NotFoundError:
+            held = False
+        if held:
+            return None
+        forget_loaded(self.store, str(raw["entity"]), str(raw["source_id"]))
+        return f"deleted {target}"
+
+    async def _held(self, raw: dict[str, Any], target: str) -> bool:
+        entity = raw["entity"]
+        if raw.get("target_id") is None:
+            return False
+        if entity == "wiki_page":
+            await self.client.get_page_by_id(int(target), fields=None)
+            return True
+        if entity == "wiki_grid":
+            await self.client.get_grid(target)
+            return True
+        if entity == "wiki_comment":
+            page, _, comment = target.partition("/")
+            comments = self.client.iter_comments(int(page))
+            return any([str(c["id"]) == comment async for c in comments])
+        page_id = self.page_id(str(raw["page"]))
+        if page_id is None:
+            return False
+        attachments = self.client.iter_attachments(int(page_id))
+        return any([str(a["id"]) == target async for a in attachments])

@@ -1,0 +1,124 @@
+"""Pages moved to another slug at the source, followed in the ledger and in the target.
+
+A move renames a page and its subtree; the ids stay and the old slugs answer 404. Staged
+pages are keyed by slug, so after a tree was listed from its start (`PageTree`), a staged page
+the listing no longer holds is looked up once by its id (`find_vanished_pages`): under a slug
+listed in this run it moved, and a `wiki_page_move` record names the old and the new slug;
+gone (404), or under a slug outside the scope, it is staged as deleted
+(`pipelines.wiki.deletions`). Either way what was staged under the old slug goes.
+
+Before the ledger is planned, `follow_page_moves` renames the loaded rows of each moved page
+(its own, its access row, its attachments and comments, which are keyed under its slug) from
+the old slug to the new one: they are the same records, already in the target, so nothing is
+loaded twice. The page's next refresh then moves the target page to its new target slug
+(`move_in_target`: with its subtree, as the source did) before it writes the content.
+
+The ledger has no rename of its own; the statement here is the only one outside
+`state.ledger` that writes its table for the wiki, in the plan's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import structlog
+
+from haul.connectors.errors import AmbiguousWriteError, NotFoundError
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.wiki.deletions import DELETED, deleted_row
+from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+MOVED = "wiki_page_move"  # the staged entity: {old, new, id}
+KEYED_UNDER_PAGE = ("wiki_attachment", "wiki_comment")  # source id "<page slug>/<id>"
+PAGE_CHILDREN = ("wiki_attachment", "wiki_grid", "wiki_comment")
+
+
+async def find_vanished_pages(
+    client: WikiClient, store: StagingStore, root: str, listed: set[str]
+) -> int:
+    """Look up each staged page of `root` the whole listing no longer holds: moved within the
+    scope, moved out of it, or deleted; return how many were found."""
+    gone = [
+        record
+        for record in store.iter_records("wiki_page")
+        if record.raw.get("root") == root and record.source_id not in listed
+    ]
+    for record in gone:
+        try:
+            now = await client.get_page_by_id(int(record.raw["id"]), fields=None)
+        except NotFoundError:
+            now = None
+        slug = str(now["slug"]).strip("/") if now else None
+        _vanished(store, record.source_id, slug, slug in listed)
+    return len(gone)
+
+
+def _vanished(store: StagingStore, old: str, new: str | None, in_scope: bool) -> None:
+    with store.transaction():
+        if new is not None and in_scope:
+            store.upsert_records(MOVED, [{"source_id": old, "raw": {"old": old, "new": new}}])
+        else:
+            why = "deleted at the source" if new is None else f"moved to {new}, outside the scope"
+            row = store.ledger.get("wiki_page", old)
+            target = row.target_id if row is not None and row.status == "done" else None
+            store.upsert_records(DELETED, [deleted_row("wiki_page", old, old, target, why)])
+        marks = ", ".join("?" * len(PAGE_CHILDREN))
+        store.db.execute("DELETE FROM records WHERE entity = 'wiki_page' AND source_id = ?", [old])
+        store.db.execute(
+            f"DELETE FROM records WHERE parent = ? AND entity IN ({marks})", [old, *PAGE_CHILDREN]
+        )
+    log.info("wiki_page_vanished", page=old, now=new, in_scope=in_scope)
+
+
+def follow_page_moves(store: StagingStore) -> Iterator[Planned]:
+    """Rename the loaded rows of each moved page to its new slug (a plan that plans nothing:
+    it runs first, so the pages' own plans find the renamed rows)."""
+    for record in list(store.iter_records(MOVED)):
+        old, new = str(record.raw["old"]), str(record.raw["new"])
+        with store.transaction():
+            if store.ledger.get("wiki_page", old) and not store.ledger.get("wiki_page", new):
+                rename_page(store, old, new)
+                log.info("wiki_page_move_followed", source=old, now=new)
+            store.db.execute(
+                f"DELETE FROM records WHERE entity = '{MOVED}' AND source_id = ?", [old]
+            )
+    yield from ()
+
+
+def rename_page(store: StagingStore, old: str, new: str) -> None:
+    """The ledger rows of page `old`, and of the records keyed under its slug, now under `new`
+    (a record of a page below keeps its own slug: that page's own move renames it)."""
+    prefix = f"{old}/"
+    size = len(prefix)
+    marks = ", ".join("?" * len(KEYED_UNDER_PAGE))
+    store.db.execute(
+        "UPDATE ledger SET source_id = ? WHERE entity IN ('wiki_page', 'wiki_page_access')"
+        " AND source_id = ?",
+        [new, old],
+    )
+    store.db.execute(
+        "UPDATE ledger SET source_id = ? || substr(source_id, ?)"
+        f" WHERE entity IN ({marks}) AND substr(source_id, 1, ?) = ?"
+        " AND instr(substr(source_id, ?), '/') = 0",
+        [prefix.replace(old, new, 1), size + 1, *KEYED_UNDER_PAGE, size, prefix, size + 1],
+    )
+
+
+async def move_in_target(client: WikiClient, page_id: int, slug: str) -> bool:
+    """Move the target page (with its subtree) to `slug` unless it is there; whether it
+    moved. A lost reply is settled by reading the page by its id, which a move keeps."""
+    now = await client.get_page_by_id(page_id, fields=None)
+    current = str(now["slug"]).strip("/")
+    if current == slug:
+        return False
+    try:
+        await client.move_page(current, slug)
+    except AmbiguousWriteError:
+        after = await client.get_page_by_id(page_id, fields=None)
+        if str(after["slug"]).strip("/") != slug:
+            raise RecordFailure(f"moving page {current} to {slug} stayed uncertain") from None
+    log.info("wiki_page_moved_in_target", page=page_id, was=current, now=slug)
+    return True
