@@ -206,10 +206,11 @@ def vanished_issues(store: StagingStore) -> set[str]:
     }
 
 
-def deleted_counts(store: StagingStore) -> dict[str, int]:
-    """Entity -> how many of its records were found deleted at the source."""
+def deleted_counts(store: StagingStore, since: str | None = None) -> dict[str, int]:
+    """Entity -> how many of its records were found deleted at the source (`since`: staged
+    at or after that instant of the store's clock, e.g. this run's start)."""
     counts: dict[str, int] = {}
-    for record in store.iter_records(DELETED):
+    for record in store.iter_records(DELETED, staged_from=since):
         counts[record.raw["entity"]] = counts.get(record.raw["entity"], 0) + 1
     return counts
 

@@ -190,7 +190,10 @@ class TrackerService:
             return {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
 
         def changes() -> dict[str, dict[str, int]]:
-            return sync_changes(load.changes, deleted_counts(store))
+            """What this run did, and what its extract found deleted at the source."""
+            runs = store.recent_runs(1)
+            since = runs[0]["started_at"] if runs else None
+            return sync_changes(load.changes, deleted_counts(store, since))
 
         return TargetParts(
             specs, in_target, unmapped, planner, verifier, not_carried, changes=changes
