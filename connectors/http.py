@@ -30,7 +30,7 @@ import structlog
 from tenacity import RetryCallState
 
 from haul.connectors.budget import budget_for
-from haul.connectors.decoding import decode_json
+from haul.connectors.decoding import decode_json, json_problem
 from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
@@ -435,7 +435,7 @@ class HttpCore:
             raise self._bad_reply(request, exc) from None
         except FIRST_CONTACT_ERRORS as exc:
             if first_contact and not self.answered:
-                raise self._unreachable(request, exc) from exc
+                raise self._unreachable(request, exc, controller.statistics) from exc
             note = self._waited(controller.statistics) + "; run the same command to resume"
             raise self._transport_error(TransientError, request, exc, note) from exc
         except (*CONNECT_STAGE_ERRORS, *AFTER_SEND_ERRORS) as exc:
@@ -446,11 +446,15 @@ class HttpCore:
             raise self._transport_error(FatalError, request, exc, "not retried") from exc
         return result
 
-    def _unreachable(self, request: httpx.Request, exc: Exception) -> UnreachableError:
+    def _unreachable(
+        self, request: httpx.Request, exc: Exception, statistics: dict[str, Any]
+    ) -> UnreachableError:
         reason = self._redact(str(exc)) or type(exc).__name__
+        attempts = statistics.get("attempt_number", 1)
         return UnreachableError(
             f"{self.service} at {request.url.scheme}://{request.url.netloc.decode()} cannot be "
-            f"reached ({type(exc).__name__}: {reason}) and has not answered once in this "
+            f"reached ({attempts} attempts; {type(exc).__name__}: {reason}) and has not "
+            "answered once in this "
             f"command; check the host and port of {self.base_url} in the config, and that "
             "the service is up",
             service=self.service,
@@ -490,9 +494,14 @@ class HttpCore:
         response = problem.response
         kind = response.headers.get("Content-Type", "no content type")
         snippet = self._redact(" ".join(response.text[:120].split()))
+        if "json" in kind:  # the API answered, badly: what it said helps, its first bytes not
+            advice = "run the same command again; if it repeats, the service is at fault"
+            detail = f"{problem.problem}; {advice}"
+        else:
+            detail = f"{problem.problem}: {snippet!r}; is the URL the service's API?"
         return BadReplyError(
             f"{self.service} {request.method} {request.url} -> {response.status_code} "
-            f"({kind}): {problem.problem}: {snippet!r}; is the URL the service's API?",
+            f"({kind}): {detail}",
             service=self.service,
             method=request.method,
             url=str(request.url),
@@ -608,7 +617,8 @@ def _decoded(response: httpx.Response) -> Any:
     try:
         return decode_json(response.content)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise RetryableBadReply(response, f"the reply is not JSON ({exc})") from None
+        kind = response.headers.get("Content-Type", "")
+        raise RetryableBadReply(response, json_problem(response.content, kind, exc)) from None
 
 
 class ServiceClient:

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from haul.connectors.decoding import decode_json
+from haul.connectors.decoding import decode_json, json_problem
 from haul.connectors.errors import HaulHTTPError, PaginationError, ScrollExpiredError
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ async def paginate(
                 raise
             raise replacement from error
         try:
-            body = decode_json(response.content)
+            body = _page_body(response)
             records = paginator.extract_records(body)
             paginator.update_state(response, body, records)
         except (PageProblem, ValueError, AttributeError) as problem:
@@ -289,6 +289,15 @@ async def paginate(
         if not paginator.has_next_page:
             return
         paginator.update_request(request)
+
+
+def _page_body(response: httpx.Response) -> Any:
+    """The page's JSON; ValueError saying in plain words what is wrong with it if it is not."""
+    try:
+        return decode_json(response.content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        kind = response.headers.get("Content-Type", "")
+        raise ValueError(json_problem(response.content, kind, exc)) from exc
 
 
 def _pagination_error(

@@ -41,7 +41,25 @@ class ListStream:
 
     async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         rows = await self.fetch()
-        yield Page([{"source_id": str(row[self.id_key]), "raw": row} for row in rows])
+        named = [row for row in rows if _identity(row, self.id_key)]
+        # an item without its identity cannot be staged (nothing would name it): a problem
+        # of its own, counted and listed by haul failures, never dropped in silence
+        problems = [
+            (
+                self.entity,
+                f"#{index}",
+                f"the tracker listed a {self.entity} without its {self.id_key}",
+            )
+            for index, row in enumerate(rows)
+            if not _identity(row, self.id_key)
+        ]
+        yield Page(
+            [{"source_id": str(row[self.id_key]), "raw": row} for row in named], None, problems
+        )
+
+
+def _identity(row: Any, key: str) -> bool:
+    return isinstance(row, dict) and row.get(key) not in (None, "")
 
 
 def dictionary_streams(client: TrackerClient, prefix: str = "") -> list[ListStream]:

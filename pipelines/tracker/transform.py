@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from haul.connectors.errors import HaulError
@@ -221,6 +222,17 @@ class StructureMap:
         return target_key
 
 
+def import_time(value: Any) -> Any:
+    """A time as the import takes it: the tracker may send epoch milliseconds (a number, or
+    digits) where it usually sends ISO-8601; those become ISO-8601 UTC, the rest is kept."""
+    if isinstance(value, str) and value.isdigit() and len(value) >= 10:
+        value = int(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000"
+    return value
+
+
 def milliseconds(value: Any) -> int | None:
     """An estimate as the import takes it: an ISO-8601 duration (or a number of ms) in ms."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -245,12 +257,12 @@ class Transform:
             "queue": self.queues.queue(_queue_key(issue)),
             "key": self.queues.key(key),
             "summary": issue["summary"],
-            "createdAt": issue["createdAt"],
+            "createdAt": import_time(issue["createdAt"]),
             "createdBy": self.users.login(issue.get("createdBy")),
             "unique": f"{self.unique_prefix}:{key}",
         }
         if issue.get("updatedAt"):
-            body["updatedAt"] = issue["updatedAt"]
+            body["updatedAt"] = import_time(issue["updatedAt"])
             body["updatedBy"] = self.users.login(issue.get("updatedBy") or issue.get("createdBy"))
         for field_name, kind in DICTIONARY_FIELDS.items():
             ref = issue.get(field_name)
@@ -258,7 +270,7 @@ class Transform:
                 body[field_name] = self.dictionaries.target_id(kind, ref)
         if isinstance(issue.get("resolution"), dict):
             body["resolution"] = self.dictionaries.target_id("resolution", issue["resolution"])
-            body["resolvedAt"] = issue.get("resolvedAt") or issue["updatedAt"]
+            body["resolvedAt"] = import_time(issue.get("resolvedAt") or issue["updatedAt"])
             body["resolvedBy"] = self.users.login(issue.get("resolvedBy") or issue.get("updatedBy"))
         if issue.get("description") is not None:
             body["description"] = self.queues.rewrite(issue["description"])
@@ -325,11 +337,11 @@ class Transform:
     def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
         body = {
             "text": self.queues.rewrite(comment.get("text") or ""),
-            "createdAt": comment["createdAt"],
+            "createdAt": import_time(comment["createdAt"]),
             "createdBy": self.users.login(comment.get("createdBy")),
         }
         if comment.get("updatedAt") and comment.get("updatedAt") != comment["createdAt"]:
-            body["updatedAt"] = comment["updatedAt"]
+            body["updatedAt"] = import_time(comment["updatedAt"])
             body["updatedBy"] = self.users.login(
                 comment.get("updatedBy") or comment.get("createdBy")
             )
@@ -338,8 +350,8 @@ class Transform:
     def worklog_body(self, worklog: dict[str, Any]) -> dict[str, Any]:
         body = {
             "duration": worklog["duration"],
-            "start": worklog["start"],
-            "createdAt": worklog["createdAt"],
+            "start": import_time(worklog["start"]),
+            "createdAt": import_time(worklog["createdAt"]),
             "createdBy": self.users.login(worklog.get("createdBy")),
         }
         if worklog.get("comment"):
@@ -356,7 +368,7 @@ class Transform:
         return {
             "relationship": relationship,
             "issue": self.queues.key(link["object"]["key"]),
-            "createdAt": link["createdAt"],
+            "createdAt": import_time(link["createdAt"]),
             "createdBy": self.users.login(link.get("createdBy")),
         }
 

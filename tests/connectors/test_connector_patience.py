@@ -238,3 +238,17 @@ async def test_a_closed_port_on_loopback_fails_within_seconds() -> None:
         with pytest.raises(UnreachableError, match=f"wiki at http://127.0.0.1:{port} cannot"):
             await core.get_json("/myself")
     assert time.monotonic() - started < FIRST_CONTACT_PATIENCE + 5
+
+
+async def test_a_json_reply_cut_short_is_named_in_a_persons_words(make_core, sleep) -> None:
+    """A JSON body that breaks off: not "Unterminated string starting at: line 1 column N"
+    but that the reply was cut short, after how many bytes, and what to do."""
+    whole = b'[{"key": "TEST-1", "summary": "' + b"x" * 400 + b'"}]'
+    cut = httpx.Response(200, headers={"Content-Type": "application/json"}, content=whole[:200])
+    async with make_core(answering(cut)) as core:
+        with pytest.raises(BadReplyError) as caught:
+            await core.get_json("/issues")
+    message = str(caught.value)
+    assert "the JSON reply breaks off after 200 bytes: it was cut short on the way" in message
+    assert "Unterminated" not in message and "column" not in message
+    assert "run the same command again" in message

@@ -35,3 +35,28 @@ def test_what_only_json_accepts_still_decodes() -> None:
 def test_what_is_not_json_raises_value_error(body: bytes) -> None:
     with pytest.raises(ValueError):
         decode_json(body)
+
+
+def test_json_problem_says_what_the_reply_is_instead() -> None:
+    """Not JSON at all, JSON cut short, JSON damaged in the middle: three different lines."""
+    import json
+
+    import pytest
+
+    from haul.connectors.decoding import json_problem
+
+    def error(text: str) -> json.JSONDecodeError:
+        with pytest.raises(json.JSONDecodeError) as caught:
+            json.loads(text)
+        return caught.value
+
+    page = "<html>Login</html>"
+    assert json_problem(page.encode(), "text/html; charset=utf-8", error(page)) == (
+        "the reply is not JSON but text/html"
+    )
+    cut = '{"key": "TEST-1", "summary": "abc'
+    assert "breaks off after 33 bytes" in json_problem(cut.encode(), "application/json", error(cut))
+    damaged = '{"key": "TEST-1",, "summary": "abc"}'
+    assert json_problem(damaged.encode(), "application/json", error(damaged)).startswith(
+        "the reply is damaged JSON (expecting property name enclosed in double quotes at byte 17"
+    )
