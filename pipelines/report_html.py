@@ -1,186 +1,371 @@
 """The run report as one self-contained HTML page: inline CSS and SVG charts, nothing fetched.
 
-Charts: records loaded per second over the run (`#throughput`), counts per entity and outcome
-as grouped bars (`#counts`); then the failure reasons, the verify result and the figures.
+From the top: the outcome and what to do next; the stages (how long extract, load and verify
+took, as a timeline); each service (its entities' counts, its requests per side); the charts
+that say something (records loaded per second when the rate moved, records per entity and
+outcome when something failed or waits, the rate budgets that moved, one line per service
+and direction with its name in a legend below), each with a title and both axes labelled;
+verify's result; the failures by cause; the figures as a table; the last runs. The page
+reflows to a phone's width: charts scale to it, wide tables scroll inside their box. The raw
+figures are report.json's.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from html import escape
 from itertools import pairwise
 from typing import Any
 
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
-WIDTH, HEIGHT, PAD = 720, 240, 40
-LABELS_BELOW = 90  # room under the counts chart for its slanted entity names
+SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
+WIDTH, HEIGHT = 520, 220  # the charts' own units: they scale to the page (at most 640 px)
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 30, 44  # plot margins: tick labels and axis labels live there
+ROW = 26  # one bar's row in the horizontal bar charts
+CHAR = 7.5  # a label character's width at the charts' font size, to size the left margin
 
 STYLE = """
-body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:780px}
-h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}.ok{color:#2e7d32}.bad{color:#c62828}
-svg text{font:11px system-ui,sans-serif;fill:#333}
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;color:#222;max-width:760px}
+h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.4em 0}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:right;vertical-align:top}
+td:first-child,th:first-child,th.text{text-align:left}
+td.text{text-align:left;overflow-wrap:anywhere;min-width:9em}
+td.name{text-align:left;white-space:nowrap}
+@media (max-width:600px){body{font-size:14px}td,th{padding:2px 4px}}
+.ok{color:#2e7d32}.bad{color:#c62828}
+code{background:#f3f3f3;padding:1px 4px;overflow-wrap:anywhere}
+figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}
+svg{width:100%;height:auto;max-width:640px}svg text{font:13px system-ui,sans-serif;fill:#333}
+ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
+ul.legend span{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}
 """
 
 
-def _axis(max_value: float, label: str) -> list[str]:
-    bottom = HEIGHT - PAD
+# -- charts ---------------------------------------------------------------------------------
+
+
+def _svg(ident: str, title: str, parts: list[str], height: int = HEIGHT) -> str:
+    body = "\n".join(parts)
+    return (
+        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}"'
+        f' role="img" aria-label="{escape(title)}">\n<title>{escape(title)}</title>\n{body}\n</svg>'
+    )
+
+
+def _axes(x_label: str, y_label: str, height: int = HEIGHT, left: int = LEFT) -> list[str]:
+    """Both axis lines and their labels: y's above the plot (never over its tick labels),
+    x's under the x ticks, at the right."""
+    bottom = height - BOTTOM
     return [
-        f'<line x1="{PAD}" y1="{PAD / 2}" x2="{PAD}" y2="{bottom}" stroke="#888"/>',
-        f'<line x1="{PAD}" y1="{bottom}" x2="{WIDTH - 10}" y2="{bottom}" stroke="#888"/>',
-        f'<text x="4" y="{PAD / 2 + 4}">{max_value:g}</text>',
-        f'<text x="{WIDTH - 10}" y="{HEIGHT - 8}" text-anchor="end">{escape(label)}</text>',
+        f'<line x1="{left}" y1="{TOP}" x2="{left}" y2="{bottom}" stroke="#888"/>',
+        f'<line x1="{left}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#888"/>',
+        f'<text class="y-label" x="{left}" y="{TOP - 12}">{escape(y_label)}</text>',
+        f'<text class="x-label" x="{WIDTH - RIGHT}" y="{height - 6}" text-anchor="end">'
+        f"{escape(x_label)}</text>",
     ]
 
 
+def _ticks_y(top: float, height: int = HEIGHT) -> list[str]:
+    bottom = height - BOTTOM
+    return [
+        f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{top:g}</text>',
+        f'<text class="tick" x="{LEFT - 6}" y="{bottom}" text-anchor="end">0</text>',
+    ]
+
+
+def _ticks_x(last: float, height: int = HEIGHT, left: int = LEFT) -> list[str]:
+    y = height - BOTTOM + 16
+    return [
+        f'<text class="tick" x="{left}" y="{y}">0</text>',
+        f'<text class="tick" x="{WIDTH - RIGHT}" y="{y}" text-anchor="end">{last:g}</text>',
+    ]
+
+
+def _plot(top: float, last: float) -> Callable[[float, float], tuple[float, float]]:
+    """(seconds, value) -> (x, y) in the plot area."""
+    span_x, span_y = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def xy(t: float, value: float) -> tuple[float, float]:
+        x = LEFT + span_x * t / (last or 1)
+        return round(x, 1), round(HEIGHT - BOTTOM - span_y * value / (top or 1), 1)
+
+    return xy
+
+
+def _figure(ident: str, caption: str, chart: str, after: str = "") -> str:
+    return f'<figure id="{ident}-figure"><figcaption>{escape(caption)}</figcaption>{chart}{after}</figure>'
+
+
+def _legend(items: Sequence[tuple[str, str]]) -> str:
+    entries = "".join(
+        f'<li><span style="background:{colour}"></span>{escape(name)}</li>'
+        for name, colour in items
+    )
+    return f'<ul class="legend">{entries}</ul>'
+
+
+def timeline_svg(stages: list[dict[str, Any]]) -> str:
+    """Each stage as a bar from its start to its end, seconds from the first start."""
+    starts = [_instant(s["started_at"]) for s in stages]
+    ends = [_instant(s["ended_at"]) for s in stages]
+    first = min(starts)
+    last = max(max(ends) - first, 0.001)
+    height = TOP + BOTTOM + ROW * len(stages)
+    left = LEFT + 10
+    span = WIDTH - left - RIGHT
+    parts = _axes("seconds since the first stage began", "stage", height, left)
+    parts += _ticks_x(round(last, 1), height, left)
+    for index, (stage, start, end) in enumerate(zip(stages, starts, ends, strict=True)):
+        y = TOP + ROW * index
+        x = left + span * (start - first) / last
+        width = max(span * (end - start) / last, 2)
+        parts.append(
+            f'<text class="tick" x="{left - 6}" y="{y + ROW / 2 + 4}" text-anchor="end">'
+            f"{escape(stage['stage'])}</text>"
+        )
+        parts.append(
+            f'<rect class="stage" data-stage="{escape(stage["stage"])}" x="{x:.1f}" y="{y + 4}"'
+            f' width="{width:.1f}" height="{ROW - 8}" fill="{SERIES_COLOURS[index % 6]}">'
+            f"<title>{escape(stage['stage'])}: {stage['seconds']} s</title></rect>"
+        )
+    return _svg("stages-chart", "the stages over time", parts, height)
+
+
 def throughput_svg(points: list[dict[str, Any]]) -> str:
-    """Records per second over the run, as a polyline with dots."""
-    if not points:
-        return '<p id="throughput-empty">No record was loaded in this run.</p>'
+    """Records loaded per second over the run, as a line."""
     top = max(max(p["per_second"] for p in points), 1)
     last = max(points[-1]["second"], 1)
-    span_x, span_y = WIDTH - PAD - 10, HEIGHT - 1.5 * PAD
-
-    def xy(point: dict[str, Any]) -> tuple[float, float]:
-        x = PAD + span_x * point["second"] / last
-        return round(x, 1), round(HEIGHT - PAD - span_y * point["per_second"] / top, 1)
-
-    coords = [xy(point) for point in points]
-    parts = _axis(top, f"seconds into the run ({last:g} s)")
+    xy = _plot(top, last)
+    coords = [xy(p["second"], p["per_second"]) for p in points]
+    parts = _axes("seconds since the first record loaded", "records loaded per second")
+    parts += _ticks_y(top) + _ticks_x(last)
     line = " ".join(f"{x},{y}" for x, y in coords)
     parts.append(f'<polyline class="series" points="{line}" fill="none" stroke="#1565c0"/>')
-    parts += [f'<circle class="point" cx="{x}" cy="{y}" r="2" fill="#1565c0"/>' for x, y in coords]
-    return _svg("throughput", "records loaded per second", parts)
+    return _svg("throughput", "records loaded per second over the run", parts)
 
 
-SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
-
-
-def rates_svg(rates: dict[str, list[list[float]]]) -> str:
-    """Each rate budget (requests per second it allowed) over the run, as step lines."""
-    if not rates:
-        return '<p id="rates-empty">No rate budget changed in this run (fixed budgets).</p>'
-    top = max(max(rate for _, rate in points) for points in rates.values()) or 1
-    last = max(max(t for t, _ in points) for points in rates.values()) or 1
-    span_x, span_y = WIDTH - PAD - 10, HEIGHT - 1.5 * PAD
-
-    def xy(t: float, rate: float) -> str:
-        return f"{round(PAD + span_x * t / last, 1)},{round(HEIGHT - PAD - span_y * rate / top, 1)}"
-
-    parts = _axis(top, f"seconds into the run ({last:g} s)")
-    for index, (name, points) in enumerate(sorted(rates.items())):
-        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+def rates_svg(lines: list[dict[str, Any]]) -> str:
+    """Each rate budget that moved, as a step line; the legend is the figure's, below."""
+    top = max(rate for line in lines for _, rate in line["points"]) or 1
+    last = max(t for line in lines for t, _ in line["points"]) or 1
+    xy = _plot(top, last)
+    parts = _axes("seconds into the run", "requests per second allowed")
+    parts += _ticks_y(top) + _ticks_x(last)
+    for index, line in enumerate(lines):
+        points = line["points"]
         steps = [xy(*points[0])]
         for (_, rate), (t, next_rate) in pairwise(points):
             steps += [xy(t, rate), xy(t, next_rate)]
         steps.append(xy(last, points[-1][1]))
+        joined = " ".join(f"{x},{y}" for x, y in steps)
         parts.append(
-            f'<polyline class="series" data-name="{escape(name)}" points="{" ".join(steps)}"'
-            f' fill="none" stroke="{colour}"/>'
+            f'<polyline class="series" data-name="{escape(line["key"])}" points="{joined}"'
+            f' fill="none" stroke="{SERIES_COLOURS[index % 6]}" stroke-width="2"/>'
         )
-        parts.append(
-            f'<text x="{PAD + 8}" y="{PAD / 2 + 16 + 14 * index}" style="fill:{colour}">'
-            f"{escape(name)}</text>"
-        )
-    return _svg("rates", "requests per second each budget allowed", parts)
+    return _svg("rates", "the rate budgets that moved during the run", parts)
 
 
 def counts_svg(counts: list[dict[str, Any]]) -> str:
-    """Loaded, failed and pending per entity, as grouped bars."""
-    if not counts:
-        return '<p id="counts-empty">Nothing is planned to load yet.</p>'
-    top = max(max(row[name] for name, _ in OUTCOMES for row in counts), 1)
-    group = (WIDTH - PAD - 10) / len(counts)
-    bar = group / (len(OUTCOMES) + 1)
-    span_y = HEIGHT - 1.5 * PAD
-    parts = _axis(top, "")
+    """Loaded, failed and pending per entity, as one stacked horizontal bar each (the entity's
+    name to its left, so that no two names meet however many there are)."""
+    left = max(round(CHAR * max(len(row["entity"]) for row in counts)) + 14, LEFT)
+    height = TOP + BOTTOM + ROW * len(counts)
+    top = max(sum(row[name] for name, _ in OUTCOMES) for row in counts) or 1
+    span = WIDTH - left - RIGHT
+    parts = _axes("records", "entity", height, left) + _ticks_x(top, height, left)
     for index, row in enumerate(counts):
-        left = PAD + index * group
-        for offset, (name, colour) in enumerate(OUTCOMES):
-            height = span_y * row[name] / top
+        y, x = TOP + ROW * index, float(left)
+        parts.append(
+            f'<text class="tick" x="{left - 6}" y="{y + ROW / 2 + 4}" text-anchor="end">'
+            f"{escape(row['entity'])}</text>"
+        )
+        for name, colour in OUTCOMES:
+            width = span * row[name] / top
             parts.append(
                 f'<rect class="bar" data-entity="{escape(row["entity"])}" data-outcome="{name}"'
-                f' x="{left + (offset + 0.5) * bar:.1f}" y="{HEIGHT - PAD - height:.1f}"'
-                f' width="{bar:.1f}" height="{height:.1f}" fill="{colour}">'
+                f' x="{x:.1f}" y="{y + 4}" width="{width:.1f}" height="{ROW - 8}" fill="{colour}">'
                 f"<title>{escape(row['entity'])} {name}: {row[name]}</title></rect>"
             )
-        x, y = left + group / 2, HEIGHT - PAD + 12
-        parts.append(  # slanted, so that sixteen entities' names do not run into each other
-            f'<text class="label" x="{x:.1f}" y="{y}" text-anchor="end"'
-            f' transform="rotate(-35 {x:.1f} {y})">{escape(row["entity"])}</text>'
-        )
-    legend = "".join(
-        f'<rect x="{WIDTH - 260 + i * 85}" y="4" width="10" height="10" fill="{c}"/>'
-        f'<text x="{WIDTH - 246 + i * 85}" y="13">{n}</text>'
-        for i, (n, c) in enumerate(OUTCOMES)
+            x += width
+    return _svg("counts", "records per entity and outcome", parts, height)
+
+
+def _instant(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
+# -- sections ----------------------------------------------------------------------------------
+
+
+NAMES = frozenset(("entity", "stage", "command", "outcome", "kind"))  # never broken
+
+
+def _cell(column: str, value: Any, text: bool) -> str:
+    shown = escape("" if value is None else str(value))
+    if column in NAMES:
+        return f'<td class="name">{shown}</td>'
+    return f'<td class="text">{shown}</td>' if text else f"<td>{shown}</td>"
+
+
+def _table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], ident: str, text: Sequence[str] = ()
+) -> str:
+    """A table in a box that scrolls sideways when it is wider than the screen; names stay
+    whole, `text` columns are left-aligned and break anywhere (keys, reasons)."""
+    head = "".join(
+        f'<th class="text">{escape(c.replace("_", " "))}</th>'
+        if c in text
+        else f"<th>{escape(c.replace('_', ' '))}</th>"
+        for c in columns
     )
-    return _svg("counts", "records per entity and outcome", [*parts, legend], LABELS_BELOW)
-
-
-def _svg(ident: str, title: str, parts: list[str], below: int = 0) -> str:
-    body = "\n".join(parts)
-    height = HEIGHT + below
-    return (
-        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}"'
-        f' viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}">\n'
-        f"<title>{escape(title)}</title>\n{body}\n</svg>"
-    )
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str], ident: str) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
-        for row in rows
+        "<tr>" + "".join(_cell(c, row.get(c), c in text) for c in columns) + "</tr>" for row in rows
     )
-    return f'<table id="{ident}"><tr>{head}</tr>{body}</table>'
+    return f'<div class="scroll"><table id="{ident}"><tr>{head}</tr>{body}</table></div>'
+
+
+def _stages(stages: list[dict[str, Any]]) -> str:
+    if not stages:
+        return '<p id="stages">No stage of this run has a recorded time yet.</p>'
+    chart = timeline_svg(stages) if len(stages) > 1 else ""
+    table = _table(stages, ["stage", "seconds", "started_at", "ended_at"], "stages", ["stage"])
+    return (_figure("stages", "Stages over time", chart) if chart else "") + table
+
+
+def _services(services: list[dict[str, Any]]) -> str:
+    parts = []
+    for service in services:
+        name = escape(service["name"])
+        sides = "; ".join(
+            f"{side}: {figures.get('requests', 0)} requests, {figures.get('retries', 0)} retries,"
+            f" {figures.get('rate_limit_wait_s', 0)} s waited on rate limits"
+            for side, figures in service["sides"].items()
+        )
+        parts.append(f'<section class="service" id="service-{name}"><h3>{name}</h3>')
+        parts.append(f"<p>{escape(sides or 'No request recorded in this run.')}</p>")
+        columns = ["entity", "staged", "loaded", "failed", "pending"]
+        if service["counts"]:
+            parts.append(_table(service["counts"], columns, f"counts-{name}", ["entity"]))
+        parts.append("</section>")
+    return "".join(parts) or "<p>No service has anything staged yet.</p>"
+
+
+def _charts(report: dict[str, Any]) -> str:
+    """Only the charts that say something; a sentence for each that would not."""
+    parts, said = [], []
+    points = report.get("throughput") or []
+    if len(points) > 1 and len({p["per_second"] for p in points}) > 1:
+        parts.append(_figure("throughput", "Records loaded per second", throughput_svg(points)))
+    else:
+        said.append("the load's rate did not vary (or nothing was loaded)")
+    counts = report.get("counts") or []
+    if any(row["failed"] or row["pending"] for row in counts):
+        legend = _legend([(name, colour) for name, colour in OUTCOMES])
+        chart = counts_svg(counts)
+        parts.append(_figure("counts", "Records per entity and outcome", chart, legend))
+    else:
+        said.append("every planned record is loaded (the counts are in the tables above)")
+    lines = [line for line in report.get("rate_lines") or [] if line["varied"]]
+    if lines:
+        legend = _legend([(line["name"], SERIES_COLOURS[i % 6]) for i, line in enumerate(lines)])
+        parts.append(_figure("rates", "Rate budgets that moved", rates_svg(lines), legend))
+    else:
+        fixed = ", ".join(
+            f"{line['name']} {line['points'][-1][1]:g}/s" for line in report.get("rate_lines") or []
+        )
+        said.append(f"no rate budget moved ({fixed or 'none recorded'})")
+    if said:
+        parts.append(
+            f'<p id="no-charts">No chart where nothing varied: {escape("; ".join(said))}.</p>'
+        )
+    return "".join(parts)
 
 
 def _verify(result: dict[str, Any] | None) -> str:
     if not result:
-        return '<p id="verify">haul verify has not been run on this store.</p>'
-    verdict = (
-        '<p class="ok">The target matches the staged data.</p>'
-        if result.get("ok")
-        else f'<p class="bad">{result.get("difference_count")} difference(s); see verify.csv.</p>'
-    )
+        return '<div id="verify"><p>haul verify has not been run on this store.</p></div>'
+    if result.get("ok"):
+        verdict = '<p class="ok">The target matches the staged data.</p>'
+    else:
+        kinds = ", ".join(f"{k} {n}" for k, n in (result.get("differences_by_kind") or {}).items())
+        more = f" ({escape(kinds)})" if kinds else ""
+        verdict = (
+            f'<p class="bad">{result.get("difference_count")} difference(s){more}; every one is'
+            " in verify.csv beside the store.</p>"
+        )
+    entities = result.get("entities") or []
+    compared = [v for v in entities if v.get("compared", True) and v.get("loaded")]
+    not_compared = [
+        v["entity"] for v in entities if not v.get("compared", True) and v.get("loaded")
+    ]
     columns = ["entity", "staged", "loaded", "checked", "found", "differing"]
-    return f'<div id="verify">{verdict}{_table(result.get("entities", []), columns, "verify-table")}</div>'
+    parts = [verdict, _table(compared, columns, "verify-table", ["entity"])]
+    if not_compared:
+        parts.append(
+            f"<p>Not compared (haul cannot read them back yet): {escape(', '.join(not_compared))}.</p>"
+        )
+    shown = (result.get("differences") or [])[:20]
+    if shown:
+        columns = ["kind", "entity", "source_id", "target_id", "field", "source", "target"]
+        parts.append(_table(shown, columns, "differences", columns))
+    return f'<div id="verify">{"".join(parts)}</div>'
+
+
+def _failures(causes: list[dict[str, Any]]) -> str:
+    if not causes:
+        return '<p id="failures">No record failed.</p>'
+    columns = ["stage", "entity", "reason", "count", "waiting"]
+    return _table(causes, columns, "failures", ["stage", "entity", "reason"]) + (
+        "<p>count: the records that failed for this reason; waiting: the records under them"
+        " that could not load because of it. haul failures lists each.</p>"
+    )
+
+
+def _figures(details: dict[str, Any]) -> str:
+    rows = [
+        {"figure": key, "value": value}
+        for key, value in details.items()
+        if isinstance(value, str | int | float | bool) or value is None
+    ]
+    return _table(rows, ["figure", "value"], "figures", ["figure"])
 
 
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for one report (see `run_report.gather_report`)."""
     run = report["run"]
+    command = escape(str(run["command"]))
+    outcome = escape(str(run["outcome"]))
     outcome_class = "ok" if run["outcome"] == "ok" else "bad"
-    failures = report["failures_by_reason"]
-    failure_html = (
-        _table(failures, ["entity", "reason", "count"], "failures")
-        if failures
-        else '<p id="failures">No record failed.</p>'
-    )
-    figures = json.dumps(report["details"], indent=2, default=str)
+    error = f" {escape(str(run['error']))}" if run.get("error") else ""
+    users = ", ".join(report.get("unmapped_users") or []) or "none"
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>haul {escape(str(run["command"]))} report</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>haul {command} report</title>
 <style>{STYLE}</style></head><body>
-<h1>haul {escape(str(run["command"]))}: <span class="{outcome_class}">{escape(str(run["outcome"]))}</span></h1>
-<p>Run {run["id"]}, started {escape(str(run["started_at"]))}, ended {escape(str(run["ended_at"]))}
-({run["seconds"]} s). {escape(str(run["error"] or ""))}</p>
-<h2>Records loaded per second</h2>
-{throughput_svg(report["throughput"])}
-<h2>Rate budgets (requests per second allowed)</h2>
-{rates_svg(report.get("rates") or {})}
-<h2>Records per entity and outcome</h2>
-{counts_svg(report["counts"])}
-{_table(report["counts"], ["entity", "staged", "loaded", "failed", "pending"], "counts-table")}
-<h2>Failure reasons</h2>
-{failure_html}
+<h1>haul {command}: <span class="{outcome_class}">{outcome}</span></h1>
+<p id="run">Run {run["id"]}, started {escape(str(run["started_at"]))}, ended
+{escape(str(run["ended_at"]))} ({run["seconds"]} s).{error}</p>
+<h2>Next</h2>
+<p id="next">{escape(str(report.get("next") or ""))}</p>
+<h2>Stages</h2>
+{_stages(report.get("stages") or [])}
+<h2>Per service</h2>
+{_services(report.get("services") or [])}
+<h2>Charts</h2>
+{_charts(report)}
 <h2>Verify</h2>
-{_verify(report["verify"])}
+{_verify(report.get("verify"))}
+<h2>Failures by cause</h2>
+{_failures(report.get("failures_by_reason") or [])}
 <h2>Figures</h2>
-<p id="requests">Requests: {escape(", ".join(f"{k} {v}" for k, v in report["requests"].items()) or "none recorded")}</p>
-<p id="retries">Retries: {escape(", ".join(f"{k} {v}" for k, v in (report.get("retries") or {}).items()) or "none")}; seconds waited on 429s: {escape(", ".join(f"{k} {v}" for k, v in (report.get("rate_limit_waits") or {}).items()) or "none")}</p>
-<p>Users loaded as the default user: {escape(", ".join(report["unmapped_users"]) or "none")}</p>
-<pre id="figures">{escape(figures)}</pre>
+<p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}.</p>
+{_figures(report.get("details") or {})}
+<h2>Last runs</h2>
+{_table(report.get("runs") or [], ["id", "command", "outcome", "seconds", "started_at"], "runs", ["command", "outcome"])}
+<p>Every figure of this page is in report.json beside it.</p>
 </body></html>
 """

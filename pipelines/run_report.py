@@ -3,7 +3,9 @@ a failed or interrupted one: `report.json` (figures) and `report.html` (the same
 
 Everything comes from the store: the run's row (outcome, times, the figures its stages
 recorded), the ledger (counts per entity and status, failures by reason, done rows' times for
-the throughput chart) and the last verify result.
+the throughput chart) and the last verify result; and, for the page's sections, the stages'
+times, each service's figures, the rate budgets by name and the next command
+(`pipelines.report_parts`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from haul.pipelines import report_parts
 from haul.pipelines.failures import store_failures
 from haul.state.store import StagingStore
 
@@ -112,6 +115,27 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
         "failures_by_reason": failures_by_reason(store),
         "throughput": throughput(store, run.get("started_at"), run.get("ended_at")),
         "verify": store.get_checkpoint(VERIFY_CHECKPOINT),
+    } | _parts(store, run, details)
+
+
+def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """The page's sections beyond the counts (`pipelines.report_parts`)."""
+    from haul.pipelines.registry import services
+    from haul.pipelines.report import entity_counts, in_use
+
+    verify = store.get_checkpoint(VERIFY_CHECKPOINT)
+    counts = [  # with what is staged for exports only (no load figures: "-")
+        {"entity": r.entity, "staged": r.staged, "loaded": r.loaded, "failed": r.failed,
+         "pending": r.pending} if r.loadable else
+        {"entity": r.entity, "staged": r.staged, "loaded": "-", "failed": "-", "pending": "-"}
+        for r in entity_counts(store, in_use(store, services()))
+    ]  # fmt: skip
+    return {
+        "stages": report_parts.stages(store, run, verify),
+        "runs": report_parts.recent(store),
+        "services": report_parts.per_service(details, counts),
+        "rate_lines": report_parts.rate_lines(details),
+        "next": report_parts.next_step(store, verify, run.get("ended_at")),
     }
 
 

@@ -16,6 +16,7 @@ import random
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,8 @@ class VerifyResult:
 
     entities: list[EntityVerdict] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    started_at: str = ""  # when verify began and ended (the report's stage timeline)
+    ended_at: str = ""
 
     @property
     def ok(self) -> bool:
@@ -90,6 +93,8 @@ class VerifyResult:
             "differences": [asdict(d) | {"kind": d.kind} for d in self.differences[:200]],
             "difference_count": len(self.differences),
             "differences_by_kind": self.by_kind(),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
         }
 
 
@@ -129,7 +134,7 @@ async def verify(
     """Compare every loaded record (or `sample` random ones per entity) with the target."""
     target = config.require_target("verify")
     rng = random.Random(seed)
-    result = VerifyResult()
+    result = VerifyResult(started_at=_now())
     async with open_clients(config, environ, target) as (targets,):
         with open_store(config.staging_path) as store:
             ledger_counts = store.ledger.counts()
@@ -172,10 +177,16 @@ async def verify(
                 result.differences += await places.extras(
                     store, listings, every_parent=sample is None
                 )
+            result.ended_at = _now()
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
             write_reports(store)  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
+
+
+def _now() -> str:
+    """This instant as the store writes times (UTC, milliseconds)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 EXTRA = "(not in the source)"

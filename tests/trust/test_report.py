@@ -4,8 +4,10 @@ failed one; the page opens in headless Chromium with its charts drawn."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,21 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
     assert report["failures_by_reason"] == []
     assert report["requests"]["tracker_source_requests"] > 0
     assert report["requests"]["tracker_target_requests"] > 0
-    page = (folder / "report.html").read_text(encoding="utf-8")
-    assert '<svg id="throughput"' in page and '<svg id="counts"' in page
     assert report["rates"]["tracker_source read"][0][1] > 0  # the auto budget's first rate
-    assert '<svg id="rates"' in page and 'data-name="tracker_target write"' in page
+    assert [stage["stage"] for stage in report["stages"]] == ["extract", "load"]
+    assert all(stage["seconds"] >= 0 for stage in report["stages"])
+    tracker = next(s for s in report["services"] if s["name"] == "tracker")
+    assert tracker["sides"]["target"]["requests"] > 0
+    names = {line["name"] for line in report["rate_lines"]}
+    assert "tracker target, writes" in names and "tracker source, reads" in names
+    assert report["next"] == "everything staged is loaded: run haul verify to compare the target"
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    assert '<svg id="stages-chart"' in page and 'id="next"' in page
+    assert 'id="service-tracker"' in page
+    moved = [line for line in report["rate_lines"] if line["varied"]]
+    assert ('<svg id="rates"' in page) == bool(moved)
+    assert bool(moved) or "no rate budget moved" in page
+    assert "<pre" not in page and '"tracker_source_requests":' not in page  # no raw JSON
     assert "<script" not in page and "src=" not in page and "href=" not in page  # offline
 
 
@@ -61,35 +74,204 @@ def test_a_failed_extract_still_writes_a_report(sandbox: Any, tmp_path: Path) ->
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.skip("chromium is not installed (make test installs it as root with apt-get)")
+        pytest.skip("chromium is not installed (make browser installs it as root with apt-get)")
     return found
 
 
-def test_the_html_report_draws_its_charts_in_chromium(sandbox: Any, tmp_path: Path) -> None:
+# Measures a page shown in the harness's iframe: every text's boxes (an SVG text by its
+# element), the pairs that overlap, whether the page is wider than its frame, and each
+# chart's title and axis labels; written into the harness as JSON for --dump-dom.
+LAYOUT_CHECK = """
+function check(win, doc) {
+  var boxes = [];
+  var walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
+  var node;
+  while ((node = walker.nextNode())) {
+    var text = node.textContent.trim();
+    var parent = node.parentElement;
+    if (!text || parent.closest("title, style")) continue;
+    var rects;
+    if (parent instanceof win.SVGElement) {
+      rects = [parent.getBoundingClientRect()];
+    } else {
+      var range = doc.createRange();
+      range.selectNodeContents(node);
+      rects = Array.from(range.getClientRects());
+    }
+    rects.forEach(function (b) {
+      if (b.width > 0 && b.height > 0) boxes.push({text: text.slice(0, 40), b: b});
+    });
+  }
+  var overlaps = [];
+  for (var i = 0; i < boxes.length; i++) {
+    for (var j = i + 1; j < boxes.length; j++) {
+      var a = boxes[i].b, c = boxes[j].b;
+      var x = Math.min(a.right, c.right) - Math.max(a.left, c.left);
+      var y = Math.min(a.bottom, c.bottom) - Math.max(a.top, c.top);
+      if (x > 1 && y > 1) overlaps.push(boxes[i].text + " | " + boxes[j].text);
+    }
+  }
+  var charts = Array.from(doc.querySelectorAll("svg")).map(function (svg) {
+    var title = svg.querySelector(":scope > title");
+    var xl = svg.querySelector("text.x-label"), yl = svg.querySelector("text.y-label");
+    return {id: svg.id, title: title ? title.textContent : "",
+            x: xl ? xl.textContent : "", y: yl ? yl.textContent : ""};
+  });
+  var out = document.createElement("pre");
+  out.id = "layout-check";
+  out.textContent = JSON.stringify({
+    width: win.innerWidth, texts: boxes.length, overlaps: overlaps.slice(0, 20),
+    wider: doc.documentElement.scrollWidth > win.innerWidth + 1, charts: charts,
+    text: doc.body.innerText.slice(0, 20000)});
+  document.body.appendChild(out);
+}
+"""
+
+
+def _layout(chromium: str, page: Path, width: int, workdir: Path) -> dict[str, Any]:
+    """How `page` lays out in a frame `width` px wide, measured in headless Chromium."""
+    harness = page.with_name(f"{page.stem}-at-{width}.html")
+    harness.write_text(
+        f'<!doctype html><html><body style="margin:0"><iframe id="page" src="{page.name}"'
+        f' style="width:{width}px;height:1000px;border:0"></iframe><script>{LAYOUT_CHECK}'
+        'document.getElementById("page").addEventListener("load", function () {'
+        ' var f = document.getElementById("page"); check(f.contentWindow, f.contentDocument);'
+        "});</script></body></html>",
+        encoding="utf-8",
+    )
+    dom = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
+         "--allow-file-access-from-files", "--virtual-time-budget=10000",
+         "--window-size=1400,1000", "--dump-dom", harness.as_uri()],
+        capture_output=True, text=True, timeout=90, check=True,
+    ).stdout  # fmt: skip
+    found = re.search(r'<pre id="layout-check">(.*?)</pre>', dom, re.DOTALL)
+    assert found, dom[-2000:]
+    return dict(json.loads(unescape(found.group(1))))
+
+
+def _screenshot(chromium: str, page: Path, width: int, workdir: Path) -> Path:
+    shot = workdir / f"{page.stem}-{width}.png"
+    subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
+         f"--screenshot={shot}", f"--window-size={width},2400", page.as_uri()],
+        capture_output=True, timeout=90, check=True,
+    )  # fmt: skip
+    assert shot.stat().st_size > 10_000
+    shutil.copy(shot, Path("/tmp") / f"haul-{shot.name}")  # for a person to look at
+    return shot
+
+
+def _laid_out_well(layout: dict[str, Any], width: int) -> None:
+    assert layout["width"] == width
+    assert layout["texts"] > 20
+    assert layout["overlaps"] == [], layout["overlaps"]
+    assert not layout["wider"], "the page is wider than the screen"
+    for chart in layout["charts"]:
+        assert chart["title"] and chart["x"] and chart["y"], chart
+
+
+def _every_chart() -> dict[str, Any]:
+    """A report with something in every chart: stages, a varying load, a budget that moved
+    (twelve lines recorded, two moved), failures and pending records, verify differences."""
+    from haul.pipelines.report_parts import rate_lines
+
+    details = {
+        f"{service}_{side}_rate_history": {"read": [[0.0, 50.0]], "write": [[0.0, 20.0]]}
+        for service in ("tracker", "wiki", "forms")
+        for side in ("source", "target")
+    }
+    details["tracker_target_rate_history"] = {
+        "read": [[0.0, 50.0], [12.0, 35.0], [40.0, 45.0]],
+        "write": [[0.0, 20.0], [9.5, 8.0], [30.0, 14.0]],
+    }
+    counts = [
+        {"entity": name, "staged": 120, "loaded": 100 - i, "failed": i, "pending": 20}
+        for i, name in enumerate(("issue", "comment", "comment_attachment", "backfill_attachment"))
+    ]
+    return {
+        "run": {"id": 7, "command": "run", "outcome": "failed", "error": "3 records failed",
+                "started_at": "2026-01-01T00:00:00.000+00:00",
+                "ended_at": "2026-01-01T00:01:00.000+00:00", "seconds": 60.0},
+        "counts": counts,
+        "details": {"issues_staged": 120, "tracker_target_requests": 900},
+        "requests": {}, "retries": {}, "rate_limit_waits": {}, "rates": {},
+        "unmapped_users": ["someone-gone"],
+        "extract_problems": 0,
+        "failures_by_reason": [
+            {"stage": "load", "entity": "issue", "count": 1, "waiting": 12,
+             "reason": "PlannedConflict: NEW-2 is taken by an issue haul did not make: 'x'"},
+        ],
+        "throughput": [{"second": s, "per_second": (s * 7) % 23} for s in range(0, 60, 2)],
+        "verify": {"ok": False, "difference_count": 2,
+                   "differences_by_kind": {"cell": 1, "field": 1},
+                   "entities": [{"entity": "backfill_grid_rows", "staged": 1, "loaded": 1,
+                                 "checked": 1, "found": 1, "differing": 1, "compared": True}],
+                   "differences": [
+                       {"kind": "cell", "entity": "backfill_grid_rows", "source_id": "s1",
+                        "target_id": "g1", "field": "cell row 1, column comment",
+                        "source": "fine", "target": "changed by hand"}]},
+        "stages": [
+            {"stage": "extract", "started_at": "2026-01-01T00:00:00.000+00:00",
+             "ended_at": "2026-01-01T00:00:20.000+00:00", "seconds": 20.0},
+            {"stage": "load", "started_at": "2026-01-01T00:00:20.000+00:00",
+             "ended_at": "2026-01-01T00:01:00.000+00:00", "seconds": 40.0},
+            {"stage": "verify", "started_at": "2026-01-01T00:01:05.000+00:00",
+             "ended_at": "2026-01-01T00:01:15.000+00:00", "seconds": 10.0},
+        ],
+        "runs": [{"id": 7, "command": "run", "outcome": "failed", "seconds": 60.0,
+                  "started_at": "2026-01-01T00:00:00.000+00:00"}],
+        "services": [{"name": "tracker", "counts": counts,
+                      "sides": {"target": {"requests": 900, "retries": 3}}}],
+        "rate_lines": rate_lines(details),
+        "next": "3 records failed: run haul failures",
+    }  # fmt: skip
+
+
+def test_the_layout_check_sees_overlapping_text(tmp_path: Path) -> None:
+    """The check the report's browser test relies on finds two texts drawn over each other."""
+    chromium = _chromium()
+    page = tmp_path / "overlap.html"
+    page.write_text(
+        '<p style="position:absolute;top:10px;left:10px">first words</p>'
+        '<p style="position:absolute;top:12px;left:14px">second words</p>'
+        "<p>" + "filler text " * 30 + "</p>",
+        encoding="utf-8",
+    )
+
+    layout = _layout(chromium, page, 390, tmp_path)
+
+    assert layout["overlaps"] and "first words | second words" in layout["overlaps"]
+
+
+def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_path: Path) -> None:
+    """After a run and a verify through the CLI, and for a report with every chart: no two
+    texts overlap at 390 px or 1280 px, nothing is wider than the screen, every chart has a
+    title and both axis labels, twelve recorded budgets draw only the two that moved, each
+    named; screenshots are kept in /tmp."""
+    from haul.pipelines.report_html import render_html
+
     chromium = _chromium()
     config, env = migrated(tmp_path, sandbox.info)
     assert run_haul("verify", "--config", config, env=env).returncode == 0
     page = staging_db(tmp_path).parent / "report.html"
-    profile = tmp_path / "profile"
-    base = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+    rich = tmp_path / "every-chart.html"
+    rich.write_text(render_html(_every_chart()), encoding="utf-8")
 
-    dom = subprocess.run(
-        [*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90, check=True
-    ).stdout
-    shot = tmp_path / "report.png"
-    subprocess.run(
-        [*base, f"--screenshot={shot}", "--window-size=820,1400", page.as_uri()],
-        capture_output=True,
-        timeout=90,
-        check=True,
-    )
+    for width in (390, 1280):
+        real, full = (_layout(chromium, p, width, tmp_path) for p in (page, rich))
+        _laid_out_well(real, width)
+        _laid_out_well(full, width)
+        _screenshot(chromium, page, width, tmp_path)
+        _screenshot(chromium, rich, width, tmp_path)
 
-    assert '<svg id="counts"' in dom and dom.count('class="bar"') == 3 * 7
-    assert '<svg id="throughput"' in dom and '<svg id="rates"' in dom
-    assert 'id="verify"' in dom and "The target matches the staged data." in dom
-    assert shot.stat().st_size > 10_000
-    keep = Path("/tmp/haul-report-screenshot.png")  # for a person to look at
-    shutil.copy(shot, keep)
+    assert "The target matches the staged data." in real["text"]
+    assert "nothing: everything staged is loaded and haul verify found" in real["text"]
+    assert "verify" in [line.split("\t")[0] for line in real["text"].splitlines()]
+    charts = {chart["id"] for chart in full["charts"]}
+    assert charts == {"stages-chart", "throughput", "counts", "rates"}
+    assert "tracker target, writes" in full["text"] and "wiki source, reads" not in full["text"]
+    assert "cell row 1, column comment" in full["text"]
 
 
 def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:

@@ -1,0 +1,140 @@
+"""What the report shows beyond the counts, from the store: how long each stage took, each
+service's figures, the rate budgets as people name them, and the command to run next.
+
+    stages(store, run, verify)    extract, load and verify: when each began and ended
+    recent(store)                 the last runs, newest first
+    per_service(details, counts)  per service: its entities' counts, its requests per side
+    rate_lines(details)           one rate budget per service and direction, named for people
+    next_step(store, verify)      what `haul status` says next, or, once all is loaded, verify
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from haul.state.store import StagingStore
+
+SIDES = ("source", "target")
+FIGURES = ("requests", "retries", "rate_limit_wait_s")
+DIRECTIONS = {"read": "reads", "write": "writes"}
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    try:
+        if start and end:
+            return round(
+                (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3
+            )
+    except ValueError:
+        return None
+    return None
+
+
+def _stage(name: str, start: str | None, end: str | None) -> dict[str, Any] | None:
+    if not start or not end:
+        return None
+    return {"stage": name, "started_at": start, "ended_at": end, "seconds": _seconds(start, end)}
+
+
+def stages(
+    store: StagingStore, run: Mapping[str, Any], verify: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The stages of the latest run and the verify after it, in time order: extract (the first
+    to the last record staged in the run), load (the first to the last record loaded or
+    failed), verify (as it recorded itself)."""
+    start, end = run.get("started_at"), run.get("ended_at") or "9999"
+    found: list[dict[str, Any] | None] = []
+    if start and run.get("command") in ("extract", "run"):
+        row = store.db.execute(
+            "SELECT min(staged_at), max(staged_at) FROM records WHERE staged_at BETWEEN ? AND ?",
+            [start, end],
+        ).fetchone()
+        found.append(_stage("extract", *row))
+    if start and run.get("command") in ("load", "run"):
+        row = store.db.execute(
+            "SELECT min(updated_at), max(updated_at) FROM ledger"
+            " WHERE status IN ('done', 'failed') AND updated_at BETWEEN ? AND ?",
+            [start, end],
+        ).fetchone()
+        found.append(_stage("load", *row))
+    if verify and start and str(verify.get("started_at") or "") >= start:
+        found.append(_stage("verify", verify.get("started_at"), verify.get("ended_at")))
+    return [stage for stage in found if stage is not None]
+
+
+def recent(store: StagingStore, limit: int = 10) -> list[dict[str, Any]]:
+    """The last runs, newest first: command, outcome, times."""
+    return [
+        {
+            "id": run["id"],
+            "command": run["command"],
+            "outcome": run["outcome"] or "running or interrupted",
+            "started_at": run["started_at"],
+            "ended_at": run["ended_at"],
+            "seconds": _seconds(run["started_at"], run["ended_at"]),
+        }
+        for run in store.recent_runs(limit)
+    ]
+
+
+def per_service(details: Mapping[str, Any], counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each service with something to show: its entities' counts and, per side, its
+    requests, retries and seconds waited on rate limiting."""
+    from haul.pipelines.registry import services
+
+    by_entity = {row["entity"]: row for row in counts}
+    shown = []
+    for service in services():
+        rows = [by_entity[e.name] for e in service.entities if e.name in by_entity]
+        sides = {
+            side: {name: details[f"{service.name}_{side}_{name}"] for name in FIGURES
+                   if f"{service.name}_{side}_{name}" in details}
+            for side in SIDES
+        }  # fmt: skip
+        sides = {side: figures for side, figures in sides.items() if figures}
+        if any(row["staged"] for row in rows) or any(f.get("requests") for f in sides.values()):
+            shown.append({"name": service.name, "counts": rows, "sides": sides})
+    return shown
+
+
+def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One line per service, side and direction whose budget was recorded: its name as people
+    say it ("tracker target, writes"), its points (seconds, requests per second) and whether
+    it moved at all (a fixed budget draws a flat line that says nothing)."""
+    lines = []
+    for key, value in sorted(details.items()):
+        if not key.endswith("_rate_history") or not isinstance(value, dict):
+            continue
+        service, _, side = key.removesuffix("_rate_history").rpartition("_")
+        for direction, points in sorted(value.items()):
+            if not points:
+                continue
+            lines.append({
+                "key": f"{service}_{side} {direction}",
+                "name": f"{service} {side}, {DIRECTIONS.get(direction, direction)}",
+                "points": points,
+                "varied": len({rate for _, rate in points}) > 1,
+            })  # fmt: skip
+    return lines
+
+
+def next_step(store: StagingStore, verify: Mapping[str, Any] | None, run_end: str | None) -> str:
+    """What to do next: what `haul status` would say, unless everything is loaded: then verify
+    (again, if the run came after it), or read its differences, or nothing."""
+    from haul.pipelines.registry import services
+    from haul.pipelines.status import gather_status
+
+    said = gather_status(store, services()).next_action()
+    if not said.startswith("everything staged is loaded"):
+        return said
+    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
+        return said
+    if not verify.get("ok"):
+        count = verify.get("difference_count")
+        return (
+            f"haul verify found {count} difference(s): read verify.csv beside the store, correct "
+            "them (or the config), then run haul verify again"
+        )
+    return "nothing: everything staged is loaded and haul verify found the target matching"
