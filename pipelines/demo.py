@@ -2,7 +2,9 @@
 
 The sandbox serves a seeded source org and an empty target org from one in-process server;
 the demo writes a config for them (every queue, every wiki tree, two surveys back-filled) (tokens stay in this process's environment, never in the
-file), runs extract, load and the count check, and prints the per-entity table.
+file), runs extract, load and the count check, then verify (every loaded record compared
+with the target by content), prints the per-entity table and verify's, and says where the
+report and the verify CSV are.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from haul.pipelines.progress import LiveProgress
 from haul.pipelines.report import print_run
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.verify import verify, write_csv
+from haul.pipelines.verify_cli import print_result
 from haul.sandbox.server import start_sandbox
 
 TOKEN_ENV = "HAUL_DEMO_TOKEN"
@@ -55,7 +59,8 @@ def demo_options(info: dict[str, Any]) -> SandboxConfig:
 def run_demo(
     *, workdir: Path, size: str = "small", seed: int = 1, console: Console | None = None
 ) -> int:
-    """Run the demo; 0 only when every staged record reached the target."""
+    """Run the demo; 0 only when every staged record reached the target and verify found it
+    matching."""
     console = console or Console()
     if workdir.exists():
         shutil.rmtree(workdir)  # a new sandbox has new orgs: old staging would not match them
@@ -78,14 +83,25 @@ def run_demo(
         )
         with LiveProgress() as progress:
             summary = asyncio.run(run_all(config, progress=progress))
+        migrated = time.monotonic() - started
+        checked = asyncio.run(verify(config))  # the report is written again, with its result
     elapsed = time.monotonic() - started
-    title = f"haul demo: {size} org migrated in {elapsed:.1f} s"
+    title = f"haul demo: {size} org migrated in {migrated:.1f} s"
     print_run(summary.counts, summary.details, summary.unmapped_users, console, title)
-    console.print(f"config, staging database and log: {workdir}/", markup=False, soft_wrap=True)
-    verdict = (
+    print_result(checked, console)
+    differences = config.staging_path.with_name("verify.csv")
+    write_csv(differences, checked.differences)
+    config_path = workdir / "haul.toml"
+    lines = [
+        f"config, staging database and log: {workdir}/",
+        f"report: {config.staging_path.with_name('report.html')} (figures: report.json beside it)",
         "counts match"
         if summary.complete
-        else "COUNTS DO NOT MATCH: see haul failures --config " + str(workdir / "haul.toml")
-    )
-    console.print(verdict, markup=False, highlight=False)
-    return 0 if summary.complete else 1
+        else f"COUNTS DO NOT MATCH: see haul failures --config {config_path}",
+        f"verified in {elapsed - migrated:.1f} s: the target matches the staged data"
+        if checked.ok
+        else f"VERIFY FOUND {len(checked.differences)} DIFFERENCE(S): see {differences}",
+    ]
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return 0 if summary.complete and checked.ok else 1
