@@ -82,9 +82,14 @@ def run_haul(
     )
 
 
-def tracker_tables() -> dict[str, Table]:
-    """The registered tables by name (the tracker's, and any other service's)."""
-    return {table.name: table for table in service_tables().tables}
+def tracker_tables(store_path: Path | None = None) -> dict[str, Table]:
+    """Every service's tables by name; with a store, the ones built from what it staged too
+    (one per grid or survey, the custom fields' table)."""
+    registry = service_tables()
+    if store_path is None:
+        return {table.name: table for table in registry.tables}
+    with StagingStore.open_readonly(store_path) as store:
+        return {table.name: table for table in registry.tables_for(store)}
 
 
 def expected_rows(store_path: Path) -> dict[str, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -34,21 +35,24 @@ def exports(staged: Staged) -> dict[str, Path]:
     return folders
 
 
-def columns_of(table: str, kind: str) -> list[str]:
-    return [c.name for c in tracker_tables()[table].all_columns if c.type == kind]
+def columns_of(tables: dict[str, Any], table: str, kind: str) -> list[str]:
+    return [c.name for c in tables[table].all_columns if c.type == kind]
 
 
 def test_csv_has_every_staged_row_in_the_documented_types(staged: Staged, exports: dict) -> None:
     """Each CSV has a header and one row per staged record (per checklist item); its instants
     read as UTC timestamps, its counts as integers, durations as seconds."""
     expected = expected_rows(staged.store_path)
+    tables = tracker_tables(staged.store_path)
     folder = exports["csv"]
     assert sorted(path.stem for path in folder.glob("*.csv")) == sorted(expected)
     for table, rows in expected.items():
-        frame = pd.read_csv(folder / f"{table}.csv", parse_dates=columns_of(table, "timestamp"))
+        frame = pd.read_csv(
+            folder / f"{table}.csv", parse_dates=columns_of(tables, table, "timestamp")
+        )
         assert len(frame) == rows, table
-        assert list(frame.columns) == [c.name for c in tracker_tables()[table].all_columns]
-        for column in columns_of(table, "timestamp"):
+        assert list(frame.columns) == [c.name for c in tables[table].all_columns]
+        for column in columns_of(tables, table, "timestamp"):
             assert (
                 str(frame[column].dtype).startswith("datetime64")
                 and frame[column].dt.tz is not None
@@ -67,17 +71,18 @@ def test_parquet_carries_the_schema_of_the_registry(staged: Staged, exports: dic
     """Each Parquet file's schema is the table's: timestamp[us, tz=UTC], int64, bool, string;
     pandas reads tz-aware timestamps and integers back, and every staged row is there."""
     expected = expected_rows(staged.store_path)
+    tables = tracker_tables(staged.store_path)
     folder = exports["parquet"]
     for table, rows in expected.items():
         schema = pq.read_schema(folder / f"{table}.parquet")
-        assert schema.equals(arrow_schema(tracker_tables()[table]), check_metadata=False), table
+        assert schema.equals(arrow_schema(tables[table]), check_metadata=False), table
         frame = pd.read_parquet(folder / f"{table}.parquet", dtype_backend="numpy_nullable")
         assert len(frame) == rows, table
-        for column in columns_of(table, "timestamp"):
+        for column in columns_of(tables, table, "timestamp"):
             assert str(frame[column].dtype) == "datetime64[us, UTC]", (table, column)
-        for column in columns_of(table, "int"):
+        for column in columns_of(tables, table, "int"):
             assert str(frame[column].dtype) == "Int64", (table, column)
-        for column in columns_of(table, "bool"):
+        for column in columns_of(tables, table, "bool"):
             assert str(frame[column].dtype) == "boolean", (table, column)
     issues = pd.read_parquet(folder / "issues.parquet")
     assert issues["created_by_login"].notna().all()  # logins found through the staged users
@@ -88,14 +93,15 @@ def test_xlsx_has_a_sheet_with_a_header_per_table(staged: Staged, exports: dict)
     """Each workbook has one sheet named after its table, a header row and every row;
     instants are Excel dates (UTC, Excel has no zones), counts integers."""
     expected = expected_rows(staged.store_path)
+    tables = tracker_tables(staged.store_path)
     folder = exports["xlsx"]
     for table, rows in expected.items():
         sheets = pd.read_excel(folder / f"{table}.xlsx", sheet_name=None)
         assert list(sheets) == [table]
         frame = sheets[table]
         assert len(frame) == rows, table
-        assert list(frame.columns) == [c.name for c in tracker_tables()[table].all_columns]
-        for column in columns_of(table, "timestamp"):
+        assert list(frame.columns) == [c.name for c in tables[table].all_columns]
+        for column in columns_of(tables, table, "timestamp"):
             if frame[column].notna().any():
                 assert str(frame[column].dtype).startswith("datetime64"), (table, column)
     worklogs = pd.read_excel(folder / "worklogs.xlsx")
@@ -131,7 +137,8 @@ def test_the_manifest_lists_each_file_with_its_rows_bytes_and_hash(
 
 
 def test_entities_chooses_tables_by_table_or_entity_name(staged: Staged) -> None:
-    """--entities takes staged entity names (issue) or table names (checklist_items)."""
+    """--entities takes staged entity names (issue: the issues and their custom fields) or
+    table names (checklist_items)."""
     out = staged.directory / "some"
     done = staged.haul(
         "export", "--config", staged.config, "--out", out, "--entities", "issue,checklist_items"
@@ -141,6 +148,7 @@ def test_entities_chooses_tables_by_table_or_entity_name(staged: Staged) -> None
     assert sorted(path.name for path in folder.iterdir()) == [
         "checklist_items.csv",
         "haul.duckdb",
+        "issue_custom_fields.csv",
         "issues.csv",
         "manifest.json",
     ]

@@ -211,8 +211,9 @@ def test_options_win_over_the_config_and_bad_ones_exit_2(tmp_path: Path) -> None
     assert (request.out, request.format, request.keep) == (tmp_path / "exports", "xlsx", 7)
     request = ExportRequest.from_options(config, fmt="csv", keep=2, out=tmp_path / "o")  # type: ignore[arg-type]
     assert (request.out, request.format, request.keep) == (tmp_path / "o", "csv", 2)
+    beside = ExportRequest.from_options(config_with(tmp_path))  # type: ignore[arg-type]
+    assert beside.out == tmp_path / "exports"  # no --out, no [export] out: beside the config
     for options, says in (
-        ({}, "--out"),
         ({"out": tmp_path, "healthcheck_url": "ftp://x"}, "--healthcheck-url"),
         ({"out": tmp_path, "since": "soon"}, "--since"),
     ):
