@@ -154,15 +154,16 @@ def deleted_at_source(
     (`kinds`: (staged entity, ledger entity) per service); one mirrored in the target is a done
     ledger row of the same source id. A file replaced (``replaced``) changed: not counted."""
     found: dict[str, int] = {}
-    mirrored: dict[str, int] = {}
-    for staged, ledger_entity in kinds:
-        replaced: set[str] = set()
+    replaced: set[str] = set()
+    for staged in dict.fromkeys(staged for staged, _ in kinds):
         for record in store.iter_records(staged):
             if record.raw.get("replaced"):
                 replaced.add(record.source_id)
                 continue
             entity = str(record.raw.get("entity"))
             found[entity] = found.get(entity, 0) + 1
+    mirrored: dict[str, int] = {}
+    for ledger_entity in dict.fromkeys(ledger for _, ledger in kinds):
         for row in store.ledger.iter_rows(status="done", entity=ledger_entity):
             if row.source_id not in replaced:
                 entity = row.source_id.split(":", 1)[0]
@@ -171,12 +172,13 @@ def deleted_at_source(
 
 
 def deletion_kinds(services: Sequence[Service]) -> list[tuple[str, str]]:
-    """(staged entity, ledger entity) of each service's deletions (its `*deletion` entity)."""
+    """(staged entity, ledger entity) of each service's deletions: the entity it declares
+    staged as `*deleted` (the ledger's own name, or a staged-only one's)."""
     return [
         (entity.staged_as, entity.name)
         for service in services
         for entity in service.entities
-        if entity.name.endswith("deletion")
+        if entity.staged_as.endswith("deleted")
     ]
 
 

@@ -16,6 +16,7 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.checks import forms_checks
+from haul.pipelines.forms.deletions import DELETED
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import ExtractStats, Stream
@@ -25,6 +26,9 @@ ENTITIES = (
     Entity("survey", loads=False),
     Entity("survey_answer", loads=False),
     Entity("survey_file", loads=False, files=True),
+    # answers deleted at the source: listed by haul status (a grid back-fill drops them when
+    # mirroring); nothing loads into forms
+    Entity(DELETED, loads=False),
 )
 
 
@@ -56,7 +60,7 @@ class FormsService:
             survey_ids = [str(survey["id"]) async for survey in client.iter_surveys()]
         else:
             survey_ids = list(scope)
-        answers = [AnswerStream(client, survey_id) for survey_id in survey_ids]
+        answers = [AnswerStream(client, survey_id, store=store) for survey_id in survey_ids]
         drain = FileDrain(client, store)
 
         async def details(stats: ExtractStats) -> Details:

@@ -13,6 +13,7 @@ from typing import Any
 
 from haul.pipelines.config import Backfill, Config, ConfigError
 from haul.pipelines.forms.answers import unknown_slugs
+from haul.pipelines.forms.deletions import deleted_answers
 from haul.state.store import StagedRecord, StagingStore
 
 
@@ -75,9 +76,14 @@ def author_login(survey: dict[str, Any]) -> str:
     return str(author or "").strip()
 
 
-def answers_of(store: StagingStore, survey: str) -> Iterator[StagedRecord]:
-    """The staged answers of one survey."""
-    return store.iter_records("survey_answer", parent=survey)
+def answers_of(
+    store: StagingStore, survey: str, *, without_deleted: bool = False
+) -> Iterator[StagedRecord]:
+    """The staged answers of one survey (without those the source deleted, if asked)."""
+    gone = deleted_answers(store, survey) if without_deleted else set()
+    return (
+        r for r in store.iter_records("survey_answer", parent=survey) if r.source_id not in gone
+    )
 
 
 def answer_order(record: StagedRecord) -> str:

@@ -3,7 +3,8 @@
 `SurveyStream` stages each survey with its questions (read again every run: the answer
 count it carries is what tells a grid back-fill that rows were added). `AnswerStream`
 stages a survey's answers oldest first, a page at a time with the last answer id as its
-checkpoint, so a later run asks only for answers after it. `FileDrain` downloads the files
+checkpoint, so a later run asks only for answers after it, then looks for answers the
+source deleted (`pipelines.forms.deletions`). `FileDrain` downloads the files
 an answer carries into the blob store; an answer without files costs no request.
 """
 
@@ -19,6 +20,7 @@ from haul.connectors.forms import FormsClient
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.forms.answers import answer_values, files_of
+from haul.pipelines.forms.deletions import find_deleted_answers
 from haul.pipelines.streams import Page, Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -53,6 +55,7 @@ class AnswerStream:
     client: FormsClient
     survey_id: str
     entity: str = "survey_answer"
+    store: StagingStore | None = None  # given: answers deleted at the source are looked for
 
     @property
     def checkpoint(self) -> str:
@@ -71,6 +74,8 @@ class AnswerStream:
                 for answer in page.answers
             ]
             yield Page(rows, {"after_id": page.answers[-1]["id"]})
+        if self.store is not None:  # every answer is staged: what the survey lost shows
+            await find_deleted_answers(self.client, self.store, self.survey_id)
 
 
 def _answer(survey_id: str, columns: list[dict[str, Any]], answer: dict[str, Any]) -> Row:

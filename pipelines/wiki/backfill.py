@@ -4,7 +4,9 @@ One column per question (typed after it), one row per answer in answer order, ke
 the same repeatable sync the wiki's own grids use. A grid whose page the same run migrates
 loads under that page, so the page is there first. Forms is read only through its staged
 records. `haul verify` compares the grid by its page and title (its fingerprint) and its
-columns and rows cell by cell (`pipelines.wiki.verify`, from `survey_grid`).
+columns and rows cell by cell (`pipelines.wiki.verify`, from `survey_grid`). An answer the
+source deleted (`pipelines.forms.deletions`) keeps its row, unless `[sync] deletions =
+"mirror"`: then the survey's changed answer count refreshes the grid without it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import grid_cell, grid_column
+from haul.pipelines.forms.deletions import DELETED
 from haul.pipelines.forms.staged import answer_order, answers_of, rules
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Planned, RecordFailure, Ref
 from haul.pipelines.wiki.content import SlugMap
@@ -51,7 +54,15 @@ def grid_plans(config: Config) -> dict[str, PlanFn]:
             if record is not None:
                 yield Planned(record, Ref("backfill_grid", survey))
 
-    return {"backfill_grid": grids, "backfill_grid_rows": filled}
+    def deleted(store: StagingStore) -> Iterator[Planned]:
+        for survey in pages:
+            for record in store.iter_records(DELETED, parent=survey):
+                yield Planned(record, sort_key=str(record.raw.get("detected_at") or ""))
+
+    plans: dict[str, PlanFn] = {"backfill_grid": grids, "backfill_grid_rows": filled}
+    if config.sync.deletions == "mirror":  # the rows of answers the source deleted go
+        plans["backfill_grid_deletion"] = deleted
+    return plans
 
 
 @dataclass
@@ -70,15 +81,20 @@ class GridBackfill:
         plans = grid_plans(self.config)
         if not plans:
             return []
+        deletions = [
+            EntitySpec("backfill_grid_deletion", DELETED, plans["backfill_grid_deletion"],
+                       self.send_deletion, self.find_deletion, phase=2, find_first=True),
+        ] if "backfill_grid_deletion" in plans else []  # fmt: skip
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,
                        self.find_grid, claims_with=("wiki_grid",), fingerprint=self.grid()),
             EntitySpec("backfill_grid_rows", "survey", plans["backfill_grid_rows"],
                        self.send_rows, self.find_rows, refresh=self.refresh_rows),
+            *deletions,
         ]  # fmt: skip
 
     def source_grid(self, survey: StagedRecord) -> dict[str, Any]:
-        return survey_grid(self.store, survey)
+        return survey_grid(self.store, survey, self.config.sync.deletions == "mirror")
 
     def grid(self) -> Fingerprint:
         """A back-filled grid: its page (the migrated page's id, else the rule's slug) and
@@ -140,17 +156,50 @@ class GridBackfill:
     async def refresh_rows(self, record: StagedRecord, grid: str) -> None:
         await self.sync.sync(self.source_grid(record), grid)
 
+    # -- answers deleted at the source, mirrored: their rows leave the grid ---------------
 
-def survey_grid(store: StagingStore, survey: StagedRecord) -> dict[str, Any]:
+    def _filled(self, deleted: StagedRecord) -> tuple[StagedRecord, str] | None:
+        """The survey of a deleted answer and its filled grid's target id (None: not filled)."""
+        survey = self.store.get_record("survey", str(deleted.raw["survey"]))
+        row = self.store.ledger.get("backfill_grid_rows", str(deleted.raw["survey"]))
+        if survey is None or row is None or row.status != "done" or not row.target_id:
+            return None
+        return survey, row.target_id
+
+    async def send_deletion(self, record: StagedRecord, parent: str | None) -> str:
+        """The grid brought in step with the survey's answers, the deleted ones left out."""
+        filled = self._filled(record)
+        if filled is None:
+            return "no grid to change"
+        survey, grid = filled
+        await self.sync.sync(self.source_grid(survey), grid)
+        return f"left out of grid {grid}"
+
+    async def find_deletion(
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        """Done when the grid holds the survey's answers without the deleted ones."""
+        filled = self._filled(record)
+        if filled is None:
+            return "no grid to change"
+        survey, grid = filled
+        matches = await self.sync.matches(self.source_grid(survey), grid)
+        return f"left out of grid {grid}" if matches else None
+
+
+def survey_grid(
+    store: StagingStore, survey: StagedRecord, without_deleted: bool = False
+) -> dict[str, Any]:
     """The grid a survey's answers make: an answer id and time, then one column per question;
-    one row per answer, oldest first."""
+    one row per answer, oldest first (without the answers the source deleted, mirroring)."""
     columns = [
         {"slug": "answer_id", "title": "Answer", "type": "number", "required": False},
         {"slug": "answered_at", "title": "Answered at", "type": "string", "required": False},
         *[grid_column(question) for question in survey.raw.get("questions") or []],
     ]
     rows = []
-    for answer in sorted(answers_of(store, survey.source_id), key=answer_order):
+    answers = answers_of(store, survey.source_id, without_deleted=without_deleted)
+    for answer in sorted(answers, key=answer_order):
         values = answer.raw.get("values") or {}
         cells = [answer.raw["id"], str(answer.raw.get("created") or "")]
         cells += [grid_cell(column, values.get(column["slug"])) for column in columns[2:]]

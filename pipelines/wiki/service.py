@@ -45,6 +45,8 @@ ENTITIES = (
     Entity("wiki_deletion", staged=DELETED, optional=True),
     Entity("backfill_grid", staged="survey", optional=True),
     Entity("backfill_grid_rows", staged="survey", optional=True),
+    # [sync] deletions = "mirror": the grid rows of answers the source deleted leave the grid
+    Entity("backfill_grid_deletion", staged="survey_answer_deleted", optional=True),
 )
 
 

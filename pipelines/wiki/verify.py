@@ -85,7 +85,7 @@ class WikiVerifier:
     async def _backfill_grid_rows(
         self, row: LedgerRow, record: StagedRecord
     ) -> tuple[Fields, Fields | None]:
-        source = survey_grid(self.load.store, record)
+        source = survey_grid(self.load.store, record, self.load.mirror)
         grid = await self.client.get_grid(row.target_id or "")
         return by_cell(source, rows_of(source), grid)
 
