@@ -172,3 +172,18 @@ def test_a_link_staged_from_both_ends_is_neither_skipped_nor_counted_twice(
     print_status(status, [], console, "haul status")
     text = console.export_text()
     assert "link staged twice: 1 (" in text and "link skipped: 1 (" in text
+
+
+def test_status_after_an_extract_counts_each_link_once(sandbox: Any, tmp_path: Path) -> None:
+    """Through the CLI: the links between staged issues are staged from both ends and planned
+    once; status says so ("staged twice"), and skips none of them."""
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+
+    done = run_haul("status", "--config", config, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert "link staged twice: " in done.stdout
+    assert "link skipped" not in done.stdout
