@@ -4,7 +4,9 @@ An issue is `skip` when the target holds it and it is ours (its `unique` is the 
 it, api-notes 1.7), `conflict` when its key is taken by another issue, `create` otherwise. The
 other issue's `unique` names who made it: another issue of this migration (two source queues
 mapped onto one, or an earlier mapping), another haul migration (another source org), a
-back-fill, or none of them (someone in the target). A sub-record is `create` when its issue
+back-fill, or none of them (someone in the target); two staged issues whose queues map onto one
+queue conflict over each number they share: the first (in key order) is created, the other
+is a conflict naming it. A sub-record is `create` when its issue
 will be created; otherwise the spec's `find` (the probe the load uses to reconcile) says
 whether the target already holds it. What is under a conflicting issue is `blocked`
 (`pipelines.plan` says so before asking).
@@ -33,6 +35,7 @@ class TrackerPlanner:
     unique_prefix: str
     queue_key: Any
     _issues: dict[str, Decision] = field(default_factory=dict)
+    _going_to: dict[str, str] = field(default_factory=dict)  # target key -> the issue made there
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
         """create, skip or conflict for one pending ledger row, and why."""
@@ -67,13 +70,24 @@ class TrackerPlanner:
             found = await self.client.find_issue(target_key)
             ours = f"{self.unique_prefix}:{source_key}"
             if found is None:
-                decision = ("create", "")
+                decision = self._create(source_key, target_key)
             elif found.get("unique") == ours:
                 decision = ("skip", f"the target holds it as {target_key} (made by haul)")
             else:
                 decision = ("conflict", self.taken(target_key, found))
         self._issues[source_key] = decision
         return decision
+
+    def _create(self, source_key: str, target_key: str) -> Decision:
+        """create, unless another staged issue of this plan goes to the same key."""
+        first = self._going_to.setdefault(target_key, source_key)
+        if first == source_key:
+            return "create", ""
+        queues = " and ".join(sorted({key.rpartition("-")[0] for key in (first, source_key)}))
+        return "conflict", (
+            f"{target_key} is where {first} goes too: queues {queues} are both mapped to "
+            f"{target_key.rpartition('-')[0]}"
+        )
 
     def taken(self, target_key: str, found: dict[str, Any]) -> str:
         """Why `target_key` cannot be ours, after the `unique` of the issue holding it."""

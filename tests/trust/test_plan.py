@@ -138,3 +138,25 @@ def test_plan_blocks_what_a_conflict_holds_and_the_load_does_not_send_it(
     assert not any(error.startswith("ConflictError") for error in failed.values())  # no 409
     causes = run_haul("failures", "--config", config, env=env).stdout
     assert "waiting under" in causes, causes  # the blocked records wait under their conflict
+
+
+def test_two_queues_mapped_onto_one_conflict_over_each_shared_number(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """DEV and TEST both mapped to NEW: DEV-1 is created at NEW-1, TEST-1 is a conflict that
+    names DEV-1 and the mapping (not 'taken by an issue haul did not make')."""
+    info = sandbox.info
+    mapping = {"TEST": "NEW", "DEV": "NEW"}
+    config = write_config(tmp_path, info, queues=["DEV", "TEST"], queue_mapping=mapping)
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+
+    done = run_haul("plan", "--config", config, env=env)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "conflict: issue TEST-1: NEW-1 is where DEV-1 goes too: queues DEV and TEST are both"
+        " mapped to NEW" in done.stdout
+    )
+    create, _, conflict, _ = _row(done.stdout, "issue")
+    assert create > 0 and conflict > 0
