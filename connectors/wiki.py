@@ -335,6 +335,12 @@ class WikiClient(ServiceClient):
             await self.core.post_json(f"/grids/{_segment(grid_id)}/columns", json=body)
         )
 
+    async def remove_columns(self, grid_id: str, revision: str, slugs: list[str]) -> str:
+        """Remove columns by slug (their cells go with them); return the new revision."""
+        body = {"revision": revision, "column_slugs": slugs}
+        path = f"/grids/{_segment(grid_id)}/columns"
+        return _revision((await self.core.request("DELETE", path, json=body)).json())
+
     async def add_rows(
         self, grid_id: str, revision: str, rows: list[Record]
     ) -> tuple[str, list[Record]]:

@@ -1,6 +1,7 @@
 """Make a target grid hold what a source grid holds: columns by slug, rows by position.
 
-`sync` is repeatable: it reads the target grid, adds the columns it lacks, corrects rows that
+`sync` is repeatable: it reads the target grid, takes the source's title (when the source has
+one), adds the columns it lacks and removes those the source no longer has, corrects rows that
 differ, appends the rows it lacks (in batches) and removes rows beyond the source's. After a
 crash or a dropped reply it picks up where the target is, so nothing is written twice.
 Every write carries the revision the last one returned; a stale one (someone else wrote)
@@ -78,7 +79,12 @@ class GridSync:
     async def matches(self, source: Mapping[str, Any], target_id: str) -> bool:
         """Whether the target grid already holds the source's columns and rows."""
         target = await self.client.get_grid(target_id)
-        return not _missing_columns(source, target) and rows_of(target) == self.wanted(source)
+        return (
+            _retitled(source, target) is None
+            and not _missing_columns(source, target)
+            and not _extra_columns(source, target)
+            and rows_of(target) == self.wanted(source)
+        )
 
     async def sync(self, source: Mapping[str, Any], target_id: str) -> None:
         """Bring the target grid to the source's columns and rows; see the module docstring."""
@@ -95,9 +101,14 @@ class GridSync:
     async def _sync_once(self, source: Mapping[str, Any], target_id: str) -> None:
         target = await self.client.get_grid(target_id)
         revision = str(target["revision"])
-        missing = _missing_columns(source, target)
+        if (title := _retitled(source, target)) is not None:
+            revision = await self.client.update_grid(target_id, revision, title=title)
+        missing, extra = _missing_columns(source, target), _extra_columns(source, target)
+        if extra:
+            revision = await self.client.remove_columns(target_id, revision, extra)
         if missing:
             revision = await self.client.add_columns(target_id, revision, missing)
+        if missing or extra:
             target = await self.client.get_grid(target_id)
             revision = str(target["revision"])
         wanted, present = self.wanted(source), rows_of(target)
@@ -116,6 +127,18 @@ class GridSync:
         for start in range(len(present), len(wanted), ROWS_PER_WRITE):
             batch = wanted[start : start + ROWS_PER_WRITE]
             revision, _ = await self.client.add_rows(target_id, revision, batch)
+
+
+def _retitled(source: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
+    """The source's title when the target's differs (None: the same, or the source has none)."""
+    title = source.get("title")
+    return str(title) if title and title != target.get("title") else None
+
+
+def _extra_columns(source: Mapping[str, Any], target: Mapping[str, Any]) -> list[str]:
+    """The slugs of the target's columns the source no longer has."""
+    have = {column["slug"] for column in columns_of(source)}
+    return [column["slug"] for column in columns_of(target) if column["slug"] not in have]
 
 
 def _missing_columns(source: Mapping[str, Any], target: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -30,8 +30,8 @@ def _leaf(pages: list[dict[str, Any]], page: dict[str, Any]) -> bool:
 
 
 async def change_everything(client: WikiClient, roots: list[str], scratch: Path) -> dict[str, str]:
-    """A page rewritten, a page moved, a file replaced and a grid cell changed without the
-    page's text moving, a comment edited, another deleted, a page deleted: each on a page of
+    """A page rewritten, a page moved, a file replaced and a grid edited (a cell, a column
+    removed, its title) without the page's text moving, a comment edited, another deleted, a page deleted: each on a page of
     its own under one of `roots`. Return what changed, kind -> the slug it changed on (now)."""
     pages = [page for root in roots for page in await pages_of(client, root)]
     used: set[str] = set(roots)
@@ -58,8 +58,11 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
     grid = await client.get_grid(str(gridded["grids"][0]["id"]))
     column = next(c for c in grid["structure"]["columns"] if c["type"] == "string")
     cell = {"row_id": grid["rows"][0]["id"], "column_slug": column["slug"], "value": "changed"}
-    await client.update_cells(str(grid["id"]), str(grid["revision"]), [cell])
-    changed["grid_cell"] = gridded["slug"]
+    revision = await client.update_cells(str(grid["id"]), str(grid["revision"]), [cell])
+    others = [c["slug"] for c in grid["structure"]["columns"] if c["slug"] != column["slug"]]
+    revision = await client.remove_columns(str(grid["id"]), revision, others[:1])
+    await client.update_grid(str(grid["id"]), revision, title=f"{grid['title']} (renamed)")
+    changed["grid_cell"] = gridded["slug"]  # and a column removed, the grid renamed
 
     talked = pick(lambda p: len(p["comments"]) >= 1)
     edited = talked["comments"][0]
