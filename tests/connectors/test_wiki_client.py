@@ -270,3 +270,55 @@ async def test_groups_come_from_the_sandbox_route_or_are_unknown(make_core):
         assert await client.groups() == listed["results"]
     async with client_for(make_core, Wiki({})) as client:
         assert await client.groups() is None
+
+
+async def test_a_move_sends_its_operation_and_waits_for_its_status(make_core):
+    """The move names source and target slugs and says whether inherited access is copied;
+    the client reads the operation's status and answers how many pages moved."""
+    wiki = Wiki(
+        {
+            "POST /pages/move": httpx.Response(
+                200,
+                json={
+                    "operation": {"id": "op-1", "type": "move"},
+                    "dry_run": False,
+                    "status_url": "/v1/operations/move/op-1",
+                },
+            ),
+            "GET /operations/move/op-1": httpx.Response(
+                200, json={"status": "success", "result": {"page_count": 3}}
+            ),
+        }
+    )
+    async with client_for(make_core, wiki) as client:
+        assert await client.move_page("a/b", "a/c") == 3
+    (sent,) = wiki.sent("POST /pages/move")
+    assert json.loads(sent.content) == {
+        "operations": [{"source": "a/b", "target": "a/c"}],
+        "copy_inherited_access": False,
+    }
+
+
+async def test_resources_list_files_and_grids_and_a_comment_is_edited_and_deleted(make_core):
+    wiki = Wiki(
+        {
+            "GET /pages/7/resources": httpx.Response(
+                200,
+                json={
+                    "results": [{"type": "grid", "item": {"id": "g", "revision": "4"}}],
+                    "next_cursor": None,
+                },
+            ),
+            "POST /pages/7/comments/9": httpx.Response(200, json={"id": 9, "body": "new"}),
+            "DELETE /pages/7/comments/9": httpx.Response(200, json={"comments_count": 0}),
+        }
+    )
+    async with client_for(make_core, wiki) as client:
+        assert [r async for r in client.iter_resources(7)] == [
+            {"type": "grid", "item": {"id": "g", "revision": "4"}}
+        ]
+        assert (await client.update_comment(7, 9, "new"))["body"] == "new"
+        await client.delete_comment(7, 9)
+    (edit,) = wiki.sent("POST /pages/7/comments/9")
+    assert json.loads(edit.content) == {"body": "new"}
+    assert len(wiki.sent("DELETE /pages/7/comments/9")) == 1
