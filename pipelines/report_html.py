@@ -324,6 +324,20 @@ def _failures(causes: list[dict[str, Any]]) -> str:
     )
 
 
+CHANGES = ("created", "updated", "transitioned", "moved", "deleted", "deleted_at_source")
+
+
+def _changes(changes: dict[str, dict[str, int]]) -> str:
+    """What the run did in the target per entity, and what the source deleted (a sync)."""
+    if not changes:
+        return '<p id="changes">This run wrote nothing to the target and found nothing deleted.</p>'
+    rows = [{"entity": e, **{c: n.get(c, 0) for c in CHANGES}} for e, n in sorted(changes.items())]
+    return _table(rows, ["entity", *CHANGES], "changes") + (
+        "<p>deleted at source: found deleted at the source by this run's extract; deleted: "
+        'removed from the target too ([sync] deletions = "mirror").</p>'
+    )
+
+
 def _figures(details: dict[str, Any]) -> str:
     rows = [
         {"figure": key, "value": value}
@@ -355,6 +369,8 @@ def render_html(report: dict[str, Any]) -> str:
 {_stages(report.get("stages") or [])}
 <h2>Per service</h2>
 {_services(report.get("services") or [])}
+<h2>What changed</h2>
+{_changes((report.get("details") or {}).get("changes") or {})}
 <h2>Charts</h2>
 {_charts(report)}
 <h2>Verify</h2>
