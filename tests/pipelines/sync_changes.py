@@ -65,7 +65,30 @@ async def people_change_everything(source: TrackerClient) -> dict[str, str]:
     await call(
         "POST", f"/issues/{ends[0]}/links", json={"relationship": "depends on", "issue": ends[1]}
     )
+    await call(
+        "POST",
+        f"/issues/{edited}/attachments",
+        params={"filename": "late.txt"},
+        files={"file": ("late.txt", b"added at the source after the first run")},
+    )
+    filed = await _issue_file(source, "TEST", avoid=edited)
+    await call("DELETE", f"/issues/{filed[0]}/attachments/{filed[1]}")
     wanders = next(i["key"] for i in dev if i["key"] not in (opened, work, *ends, linked[0]))
     moved = await source.move_issue(wanders, "OPS")
     return {"status": opened, "summary": edited, "comments": talk, "worklogs": work,
-            "moved": str(moved["key"])}  # fmt: skip
+            "moved": str(moved["key"]), "files": filed[0]}  # fmt: skip
+
+
+async def _issue_file(source: TrackerClient, queue: str, avoid: str) -> tuple[str, str]:
+    """(issue key, attachment id) of a file on an issue itself, not on one of its comments."""
+    for issue in await issues_of(source, queue):
+        if issue["key"] == avoid:
+            continue
+        comments = await source.core.get_json(
+            f"/issues/{issue['key']}/comments", params={"expand": "attachments"}
+        )
+        on_comments = {str(a["id"]) for c in comments for a in c.get("attachments") or []}
+        for attachment in await source.list_attachments(issue["key"]):
+            if str(attachment["id"]) not in on_comments:
+                return issue["key"], str(attachment["id"])
+    raise AssertionError(f"no issue of {queue} carries a file of its own")

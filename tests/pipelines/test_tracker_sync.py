@@ -57,6 +57,7 @@ async def test_every_kind_of_change_reaches_the_target_and_a_third_run_writes_no
     assert made["comment"] == {"updated": 1, "deleted": 1, "deleted_at_source": 1}
     assert made["worklog"] == {"updated": 1, "deleted": 1, "deleted_at_source": 1}
     assert made["link"]["created"] == 1 and made["link"]["deleted"] == 1
+    assert made["attachment"] == {"created": 1, "deleted": 1, "deleted_at_source": 1}
     page = config.staging_path.with_name("report.html").read_text(encoding="utf-8")
     assert '<table id="changes">' in page and "transitioned" in page
     before, after = await _snapshots(info)
