@@ -86,21 +86,21 @@ class GridSync:
             and rows_of(target) == self.wanted(source)
         )
 
-    async def sync(self, source: Mapping[str, Any], target_id: str) -> None:
-        """Bring the target grid to the source's columns and rows; see the module docstring."""
+    async def sync(self, source: Mapping[str, Any], target_id: str) -> bool:
+        """Bring the target grid to the source's columns and rows (see the module docstring);
+        whether anything was written."""
         for _ in range(MAX_CONFLICTS):
             try:
-                await self._sync_once(source, target_id)
-                return
+                return await self._sync_once(source, target_id)
             except ConflictError as exc:  # someone wrote meanwhile: read again, go on
                 log.info("grid_revision_stale", grid=target_id, error=str(exc))
         raise RecordFailure(
             f"grid {target_id} kept changing under us ({MAX_CONFLICTS} stale revisions)"
         )
 
-    async def _sync_once(self, source: Mapping[str, Any], target_id: str) -> None:
+    async def _sync_once(self, source: Mapping[str, Any], target_id: str) -> bool:
         target = await self.client.get_grid(target_id)
-        revision = str(target["revision"])
+        revision = first = str(target["revision"])
         if (title := _retitled(source, target)) is not None:
             revision = await self.client.update_grid(target_id, revision, title=title)
         missing, extra = _missing_columns(source, target), _extra_columns(source, target)
@@ -127,6 +127,7 @@ class GridSync:
         for start in range(len(present), len(wanted), ROWS_PER_WRITE):
             batch = wanted[start : start + ROWS_PER_WRITE]
             revision, _ = await self.client.add_rows(target_id, revision, batch)
+        return revision != first  # every write moves the revision
 
 
 def _retitled(source: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:

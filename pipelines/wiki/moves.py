@@ -10,7 +10,8 @@ gone (404), or under a slug outside the scope, it is staged as deleted
 Before the ledger is planned, `follow_page_moves` renames the loaded rows of each moved page
 (its own, its access row, its attachments and comments, which are keyed under its slug) from
 the old slug to the new one: they are the same records, already in the target, so nothing is
-loaded twice. The page's next refresh then moves the target page to its new target slug
+loaded twice (a loaded comment is marked changed: its provenance line names the page's slug,
+so its text is written again). The page's next refresh then moves the target page to its new target slug
 (`move_in_target`: with its subtree, as the source did) before it writes the content.
 
 The ledger has no rename of its own; the statement here is the only one outside
@@ -99,11 +100,14 @@ def rename_page(store: StagingStore, old: str, new: str) -> None:
         " AND source_id = ?",
         [new, old],
     )
+    # a comment's provenance line names its page's slug: a loaded one is written again
     store.db.execute(
-        "UPDATE ledger SET source_id = ? || substr(source_id, ?)"
+        "UPDATE ledger SET source_id = ? || substr(source_id, ?),"
+        " payload_hash = CASE WHEN entity = 'wiki_comment' AND status = 'done' THEN 'moved'"
+        " ELSE payload_hash END"
         f" WHERE entity IN ({marks}) AND substr(source_id, 1, ?) = ?"
         " AND instr(substr(source_id, ?), '/') = 0",
-        [prefix.replace(old, new, 1), size + 1, *KEYED_UNDER_PAGE, size, prefix, size + 1],
+        [f"{new}/", size + 1, *KEYED_UNDER_PAGE, size, prefix, size + 1],
     )
 
 

@@ -333,8 +333,8 @@ class WikiLoad:
 
     async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> None:
         """A grid edited at the source (its revision moved): the target's brought in step."""
-        await self.grids.sync(record.raw, target_id)
-        self.changes[("wiki_grid", "updated")] += 1
+        if await self.grids.sync(record.raw, target_id):
+            self.changes[("wiki_grid", "updated")] += 1
 
     # -- comments -------------------------------------------------------------------------
 

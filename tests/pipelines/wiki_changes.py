@@ -30,9 +30,10 @@ def _leaf(pages: list[dict[str, Any]], page: dict[str, Any]) -> bool:
 
 
 async def change_everything(client: WikiClient, roots: list[str], scratch: Path) -> dict[str, str]:
-    """A page rewritten, a page moved, a file replaced and a grid edited (a cell, a column
-    removed, its title) without the page's text moving, a comment edited, another deleted, a page deleted: each on a page of
-    its own under one of `roots`. Return what changed, kind -> the slug it changed on (now)."""
+    """A page moved with the page under it, a page rewritten, a file replaced and a grid edited
+    (a cell, a column removed, its title) without the page's text moving, a comment edited,
+    another deleted, a page deleted: each on a page of its own under one of `roots`. Return
+    what changed, kind -> the slug it changed on (now)."""
     pages = [page for root in roots for page in await pages_of(client, root)]
     used: set[str] = set(roots)
 
@@ -42,6 +43,14 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
         return page
 
     changed: dict[str, str] = {}
+    moving = pick(lambda p: not _leaf(pages, p))
+    under = [p["slug"] for p in pages if p["slug"].startswith(moving["slug"] + "/")]
+    used.update(under)
+    root = next(root for root in roots if moving["slug"].startswith(root + "/"))
+    new_slug = f"{root}/moved-{moving['slug'].rpartition('/')[2]}"
+    await client.move_page(moving["slug"], new_slug)
+    changed["page_moved"] = new_slug
+
     rewritten = pick(lambda p: True)
     body = await client.get_page(rewritten["slug"])
     await client.replace_page(int(rewritten["id"]), content=body["content"] + "\nRewritten.")
@@ -78,10 +87,4 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
     deleted = pick(lambda p: _leaf(pages, p))
     await client.delete_page(int(deleted["id"]))
     changed["page_deleted"] = deleted["slug"]
-
-    moving = pick(lambda p: _leaf(pages, p) and p["slug"].count("/") > 2)
-    root = next(root for root in roots if moving["slug"].startswith(root + "/"))
-    new_slug = f"{root}/moved-{moving['slug'].rpartition('/')[2]}"
-    await client.move_page(moving["slug"], new_slug)
-    changed["page_moved"] = new_slug
     return changed
