@@ -5,7 +5,10 @@ pages are keyed by slug, so after a tree was listed from its start (`PageTree`),
 the listing no longer holds is looked up once by its id (`find_vanished_pages`): under a slug
 listed in this run it moved, and a `wiki_page_move` record names the old and the new slug;
 gone (404), or under a slug outside the scope, it is staged as deleted
-(`pipelines.wiki.deletions`). Either way what was staged under the old slug goes.
+(`pipelines.wiki.deletions`). Either way what was staged under the old slug goes. A page
+deleted and listed again (restored at the source) is no longer listed as deleted: it loads
+again (its ledger rows were dropped when the target's copy was deleted) or, reported only, is
+refreshed where it is.
 
 Before the ledger is planned, `follow_page_moves` renames the loaded rows of each moved page
 (its own, its access row, its attachments and comments, which are keyed under its slug) from
@@ -47,6 +50,15 @@ async def find_vanished_pages(
         for record in store.iter_records("wiki_page")
         if record.raw.get("root") == root and record.source_id not in listed
     ]
+    restored = [
+        record.source_id
+        for record in store.iter_records(DELETED)
+        if record.raw.get("entity") == "wiki_page" and record.raw.get("source_id") in listed
+    ]
+    for source_id in restored:  # listed again: restored at the source, no longer deleted
+        store.db.execute(
+            "DELETE FROM records WHERE entity = ? AND source_id = ?", [DELETED, source_id]
+        )
     for record in gone:
         try:
             now = await client.get_page_by_id(int(record.raw["id"]), fields=None)
@@ -68,6 +80,7 @@ def _vanished(store: StagingStore, old: str, new: str | None, in_scope: bool) ->
             store.upsert_records(DELETED, [deleted_row("wiki_page", old, old, target, why)])
         marks = ", ".join("?" * len(PAGE_CHILDREN))
         store.db.execute("DELETE FROM records WHERE entity = 'wiki_page' AND source_id = ?", [old])
+        store.forget_drained("wiki_page", source_id=old)  # back one day: drained again
         store.db.execute(
             f"DELETE FROM records WHERE parent = ? AND entity IN ({marks})", [old, *PAGE_CHILDREN]
         )

@@ -2,7 +2,8 @@
 page moved, a file replaced and a grid cell changed on pages whose text did not move, a comment
 edited, another deleted, a page deleted. Each record then reads the same in source and target
 (through the plain API), verify passes, another run writes nothing; deletions are reported by
-default and mirrored only when asked, with the run details saying what changed."""
+default and mirrored only when asked, with the run details saying what changed; a page
+restored at the source comes back."""
 
 from __future__ import annotations
 
@@ -116,3 +117,16 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
     before = writes(sandbox.stats())
     assert asyncio.run(run_all(mirror, environ=environ(info))).complete
     assert written_since(before, writes(sandbox.stats())) == {}
+
+    # the deleted page restored at the source: made again in the target, no longer listed
+    async def restore() -> None:
+        async with wiki_client(info, "source") as source:
+            path = f"/pages/recovery_tokens/{changed['recovery_token']}/recover"
+            await source.core.post_json(path)
+
+    asyncio.run(restore())
+    restored = asyncio.run(run_all(mirror, environ=environ(info)))
+    assert restored.complete and restored.details["changes"]["wiki_page"]["created"] == 1
+    assert differing(info) == []
+    with StagingStore.open(config.staging_path) as store:
+        assert gather_status(store, services()).deleted == {"wiki_comment": (1, 1)}

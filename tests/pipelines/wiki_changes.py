@@ -84,7 +84,7 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
     await client.delete_comment(int(quiet["id"]), int(gone["id"]))
     changed["comment_deleted"] = quiet["slug"]
 
-    deleted = pick(lambda p: _leaf(pages, p))
-    await client.delete_page(int(deleted["id"]))
+    deleted = pick(lambda p: _leaf(pages, p) and bool(p["comments"] or p["attachments"]))
+    changed["recovery_token"] = await client.delete_page(int(deleted["id"]))
     changed["page_deleted"] = deleted["slug"]
     return changed
