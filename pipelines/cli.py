@@ -23,7 +23,13 @@ from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import configure_logging, current_log_path, settle_console
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
-from haul.pipelines.report import entity_counts, in_use, print_run, summary_json
+from haul.pipelines.report import (
+    entity_counts,
+    in_use,
+    print_run,
+    service_lines,
+    summary_json,
+)
 from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
 from haul.pipelines.stopping import GracefulStop
 from haul.state.errors import StoreError
@@ -180,13 +186,17 @@ def status_command(config_path: Path, as_json: bool) -> None:
     with open_store(config.staging_path) as store:
         status = gather_status(store, services())
         counts = entity_counts(store, in_use(store, services()))
+        runs = store.recent_runs(1)
+    last: dict[str, object] = (runs[0].get("counts") or {}) if runs else {}
     if as_json:
         import dataclasses
 
-        figures = {"status": dataclasses.asdict(status), **summary_json(counts, {}, [])}
+        figures = {"status": dataclasses.asdict(status), **summary_json(counts, last, [])}
         click.echo(json.dumps(figures, default=str))
         return
     print_status(status, counts, console, title=f"haul status: {config.staging_path.name}")
+    for line in service_lines(last):  # the services' share of the last run
+        console.print(f"last run: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 @main.command("failures")
@@ -407,7 +417,8 @@ def _print_summary(summary: RunSummary, as_json: bool) -> None:
 
 
 def _commonest(config: Config) -> str:
-    """ ", most of them for one cause: ..." (the commonest cause of the failed records)."""
+    """The commonest cause of the failed records, for the last line of a run
+    (`; the commonest cause (N of them): <cause>`; empty when the store holds no failure)."""
     from haul.pipelines.failures import store_failures
 
     with open_store(config.staging_path) as store:

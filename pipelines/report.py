@@ -78,7 +78,7 @@ def print_run(
 
 def summary_lines(details: Mapping[str, object]) -> list[str]:
     """The figures of a command as a few lines for people (see `print_run`)."""
-    lines = [_did(details), *_in_both(details), *_services(details)]
+    lines = [_did(details), *_in_both(details), *service_lines(details)]
     changes = details.get("changes")
     if isinstance(changes, dict) and changes:
         made = ", ".join(
@@ -140,7 +140,7 @@ def _in_both(details: Mapping[str, object]) -> list[str]:
     return lines
 
 
-def _services(details: Mapping[str, object]) -> list[str]:
+def service_lines(details: Mapping[str, object]) -> list[str]:
     """`tracker source: 218 requests, no retries` per service and side."""
     lines = []
     for key, requests in details.items():

@@ -80,6 +80,7 @@ def test_status_then_shows_the_same_counts(migrated: Migration) -> None:
     assert done.returncode == 0, done.stderr
     assert counts_table(done.stdout) == counts_table(migrated.run.stdout)
     assert "run 1: run ok started" in done.stdout
+    assert "last run: tracker target: " in done.stdout  # requests, retries, waits
 
 
 def test_status_and_load_print_json_for_scripts(migrated: Migration) -> None:
