@@ -71,6 +71,7 @@ class TrackerBackfill:
         self.rules = {rule.survey: rule for _, rule in rules(self.config, "tracker")}
         self.prefix = f"haul:forms:{self.config.source.org}"
         self.default_user = default_user(self.store, self.config)
+        self.defaulted: set[str] = set()  # who fell to the default user, for the report
 
     def specs(self) -> list[EntitySpec]:
         plans = tracker_plans(self.config)
@@ -166,6 +167,7 @@ class TrackerBackfill:
                 if name and name in self.target_logins:
                     return name
         if self.default_user:
+            self.defaulted.add(f"{candidates[0] or candidates[1] or 'no author'} (back-fill)")
             return self.default_user
         raise RecordFailure(
             f"no target user for {candidates[0] or candidates[1]!r} and no "

@@ -160,7 +160,7 @@ class TrackerService:
             return {"issue": await _issue_count(client, target_queues) + gone}
 
         def unmapped() -> list[str]:
-            return sorted(transform.users.unmapped)
+            return sorted(transform.users.unmapped | backfill.defaulted)
 
         check_rules(config, store, "tracker")
         backfill = TrackerBackfill(

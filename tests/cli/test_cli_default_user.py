@@ -64,6 +64,9 @@ def test_a_backfill_whose_author_has_no_target_user_loads_as_the_tokens_user(
         f"answers are loaded as the default user {me}"
     ) in check.stdout
     assert load.returncode == 0, load.stdout + load.stderr
+    assert "users loaded as the default user: departed (back-fill)" in load.stdout
+    report = json.loads((tmp_path / "staging" / "report.json").read_text(encoding="utf-8"))
+    assert "departed (back-fill)" in report["unmapped_users"]
     with sqlite3.connect(staging_db(tmp_path)) as db:
         done = db.execute(
             "SELECT count(*) FROM ledger WHERE entity = 'backfill_issue' AND status = 'done'"
