@@ -8,6 +8,7 @@ does not have, so every record that names that user gets 422 from the import.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections import Counter
@@ -162,6 +163,11 @@ def test_failures_lead_with_the_cause_and_count_the_records_waiting_under_it(
     )
     assert counted == len(waiting)
     assert "was not loaded" not in lines[len(found)]
+    report = json.loads((rejected.config.parent / "staging" / "report.json").read_text("utf-8"))
+    reasons = report["failures_by_reason"]
+    assert f"User '{GHOST}' does not exist" in reasons[0]["reason"]
+    assert not any("was not loaded" in cause["reason"] for cause in reasons)
+    assert sum(cause["waiting"] for cause in reasons) == len(waiting)
     assert sum(int(cause.split()[0]) for cause in found) + counted == len(rejected.listed)
 
 
