@@ -58,6 +58,7 @@ class Page:
     rows: list[Row]
     checkpoint: dict[str, Any] | None = None
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # entity, id, why
+    settled: list[tuple[str, str]] = field(default_factory=list)  # (entity, id): problems gone
 
 
 class Stream(Protocol):
@@ -157,6 +158,8 @@ class Extractor:
         """Stage a page and move the checkpoint, together; return the page's source ids."""
         with self.store.transaction():
             self.store.upsert_records(stream.entity, page.rows)
+            for entity, source_id in page.settled:
+                self.store.problems.clear(entity, source_id)
             for entity, source_id, problem in page.problems:
                 self.store.problems.record(entity, source_id, problem)
                 log.warning("record_problem", entity=entity, record=source_id, error=problem)

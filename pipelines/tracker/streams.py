@@ -42,20 +42,15 @@ class ListStream:
     async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         rows = await self.fetch()
         named = [row for row in rows if _identity(row, self.id_key)]
-        # an item without its identity cannot be staged (nothing would name it): a problem
-        # of its own, counted and listed by haul failures, never dropped in silence
-        problems = [
-            (
-                self.entity,
-                f"#{index}",
-                f"the tracker listed a {self.entity} without its {self.id_key}",
-            )
-            for index, row in enumerate(rows)
-            if not _identity(row, self.id_key)
-        ]
-        yield Page(
-            [{"source_id": str(row[self.id_key]), "raw": row} for row in named], None, problems
-        )
+        # an item without its identity cannot be staged (nothing would name it): the listing
+        # has a problem of its own, which haul failures lists, until it comes whole again
+        listing = (self.entity, f"{self.entity} listing")
+        lacking = len(rows) - len(named)
+        why = f"the tracker listed {lacking} {self.entity}(s) without their {self.id_key}"
+        problems = [(*listing, why)] if lacking else []
+        settled = [] if lacking else [listing]
+        staged = [{"source_id": str(row[self.id_key]), "raw": row} for row in named]
+        yield Page(staged, None, problems, settled)
 
 
 def _identity(row: Any, key: str) -> bool:

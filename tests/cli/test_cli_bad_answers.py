@@ -72,4 +72,18 @@ async def test_an_item_listed_without_its_identity_is_a_problem_not_dropped() ->
     pages = [page async for page in ListStream("user", users, id_key="uid").pages(lambda: None)]
 
     assert [row["source_id"] for row in pages[0].rows] == ["1"]
-    assert pages[0].problems == [("user", "#1", "the tracker listed a user without its uid")]
+    assert pages[0].problems == [
+        ("user", "user listing", "the tracker listed 1 user(s) without their uid")
+    ]
+
+
+async def test_a_listing_that_comes_whole_again_settles_its_problem() -> None:
+    """The next listing with every identity clears the listing's problem (exit 0 again)."""
+    from haul.pipelines.tracker.streams import ListStream
+
+    async def users() -> list[dict[str, Any]]:
+        return [{"uid": 1, "login": "ann"}]
+
+    pages = [page async for page in ListStream("user", users, id_key="uid").pages(lambda: None)]
+
+    assert pages[0].problems == [] and pages[0].settled == [("user", "user listing")]
