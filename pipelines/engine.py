@@ -257,7 +257,8 @@ class LoadEngine:
             )
         if spec.find_first and (found := await self._find(spec, record, parent_target)):
             return self._done(row, found)  # the target has it already: reused, not sent
-        if (conflict := self._conflicts.get(Ref(row.entity, row.source_id))) is not None:
+        conflict = self._conflicts.get(Ref(row.entity, row.source_id))
+        if conflict is not None and not spec.sends_conflicts:
             return await self._planned_conflict(spec, row, record, parent_target, conflict)
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)

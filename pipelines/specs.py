@@ -164,6 +164,9 @@ class EntitySpec:
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
     fingerprint: Fingerprint | None = None
     find_first: bool = False  # look in the target before the first send (reuse what is there)
+    # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
+    # page whose holder maps to no one is restricted, then failed) instead of leaving it out
+    sends_conflicts: bool = False
 
     @property
     def has_requirements(self) -> bool:

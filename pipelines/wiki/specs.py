@@ -123,7 +123,7 @@ class WikiLoad:
         attachment, grid, comment = self.attachment(), self.grid(), self.comment()
         return [  # a page's access first among what loads under it
             EntitySpec("wiki_page_access", "wiki_page", plan_access, self.send_access,
-                       self.find_access, refresh=self.refresh_access),
+                       self.find_access, refresh=self.refresh_access, sends_conflicts=True),
             EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
                        refresh=self.refresh_page, siblings_together=True),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
