@@ -7,8 +7,8 @@ A write that may have reached the server is never repeated: it raises AmbiguousW
 
 First contact: until a service has answered once in this command (any reply, even an error
 status), a failure to connect is not an outage to wait out but most likely a wrong host or
-port: it is tried for a few seconds only (`FIRST_CONTACT_PATIENCE`, with a short connect
-timeout), then raises UnreachableError naming the service and URL. `outage_patience`
+port: it is tried a few times within a few seconds only (`FIRST_CONTACT_*`, with a short
+connect timeout), then raises UnreachableError naming the service and URL. `outage_patience`
 applies once the service has answered.
 """
 
@@ -76,7 +76,8 @@ BODY_ERRORS: tuple[type[Exception], ...] = (*AFTER_SEND_ERRORS, TimeoutError)
 # before a service's first reply: how long connection failures are tried, and how long one
 # connection may take (a host that drops packets would otherwise hold the first call 30 s)
 FIRST_CONTACT_PATIENCE = 5.0
-FIRST_CONTACT_CONNECT_TIMEOUT = 10.0
+FIRST_CONTACT_ATTEMPTS = 3  # a host that drops packets costs a connect timeout per attempt
+FIRST_CONTACT_CONNECT_TIMEOUT = 5.0
 FIRST_CONTACT_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.ConnectTimeout)
 
 MAX_REDIRECTS = 10
@@ -410,13 +411,14 @@ class HttpCore:
         except Exception as exc:  # the retry policy below judges it
             first: Exception | None = exc
         first_contact = not self.answered and isinstance(first, FIRST_CONTACT_ERRORS)
-        patience = self._patience
+        patience, attempts = self._patience, self._max_attempts
         if first_contact:
             outage = min(patience.outage, FIRST_CONTACT_PATIENCE)
             patience = dataclasses.replace(patience, outage=outage)
+            attempts = min(attempts or FIRST_CONTACT_ATTEMPTS, FIRST_CONTACT_ATTEMPTS)
         controller = retrying(
             repeatable=repeatable,
-            max_attempts=self._max_attempts,
+            max_attempts=attempts,
             max_backoff=self._max_backoff,
             patience=patience,
             sleep=self._sleep,

@@ -20,7 +20,12 @@ from haul.connectors.errors import (
     TransientError,
     UnreachableError,
 )
-from haul.connectors.http import FIRST_CONTACT_PATIENCE, HttpCore
+from haul.connectors.http import (
+    FIRST_CONTACT_ATTEMPTS,
+    FIRST_CONTACT_CONNECT_TIMEOUT,
+    FIRST_CONTACT_PATIENCE,
+    HttpCore,
+)
 
 TOKEN = "s3cr3t-token-never-printed"
 
@@ -205,6 +210,22 @@ async def test_a_service_that_never_answered_fails_within_seconds(make_core, sle
     assert "tracker at https://tracker.test cannot be reached" in str(caught.value)
     assert "has not answered once in this command" in str(caught.value)
     assert caught.value.exit_code == 1
+
+
+async def test_a_host_that_drops_packets_costs_a_few_connect_timeouts_only(make_core) -> None:
+    """Connect timeouts before any reply: FIRST_CONTACT_ATTEMPTS tries, each with the short
+    first-contact connect timeout, then UnreachableError."""
+    calls: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        raise httpx.ConnectTimeout("timed out")
+
+    async with make_core(handler, timeout=30.0) as core:
+        with pytest.raises(UnreachableError, match="3 attempts; ConnectTimeout"):
+            await core.get_json("/myself")
+    assert len(calls) == FIRST_CONTACT_ATTEMPTS
+    assert calls[0].extensions["timeout"]["connect"] == FIRST_CONTACT_CONNECT_TIMEOUT
 
 
 async def test_after_a_first_answer_a_lost_connection_is_waited_out(make_core, sleep) -> None:
