@@ -141,3 +141,19 @@ def test_imports(target: httpx.Client, imported: str) -> None:
     path = f"/issues/{imported}/comments/{comment.json()['id']}/attachments/_import"
     reply = target.post(path, params=params, files=files)
     assert_like_recording("attachments/import_for_comment", reply.status_code, reply.json())
+
+
+def test_a_persons_changes(source: httpx.Client) -> None:
+    """A plain issue create, a worklog created and edited, a move: as the live service."""
+    body = {"queue": "TEST", "summary": "Made plainly", "description": "As people write"}
+    reply = source.post("/issues/", json=body)
+    assert_like_recording("issues/create", reply.status_code, reply.json())
+    key = reply.json()["key"]
+    worklog = source.post(f"/issues/{key}/worklog", json={"duration": "PT1H", "comment": "w"})
+    assert_like_recording("worklog/create", worklog.status_code, worklog.json())
+    edited = source.patch(
+        f"/issues/{key}/worklog/{worklog.json()['id']}", json={"duration": "PT2H"}
+    )
+    assert_like_recording("worklog/update", edited.status_code, edited.json())
+    moved = source.post(f"/issues/{key}/_move", params={"queue": "DEV"})
+    assert_like_recording("issues/move", moved.status_code, moved.json())
