@@ -71,6 +71,9 @@ async def test_auto_settles_near_a_real_limit_with_few_429s(sandbox: RunningSand
     assert settled and max(settled) <= 1.2 * LIMIT and settled[-1] >= 0.6 * LIMIT, history
 
 
+# the budget's unit tests (tests/connectors/test_budget.py) cover noise and the climb with an
+# injected clock; over the wire, the real limit below is the default run's representative
+@pytest.mark.slow
 async def test_a_busy_services_thin_share_of_429s_is_not_a_limit(sandbox: RunningSandbox) -> None:
     """2% of requests 429 at random, no RateLimit headers: at most one cut of the rate
     (the old budget cut at every one of them)."""
@@ -85,6 +88,7 @@ async def test_a_busy_services_thin_share_of_429s_is_not_a_limit(sandbox: Runnin
     assert len(cuts) <= 1, cuts
 
 
+@pytest.mark.slow  # see above
 async def test_auto_without_a_limit_climbs_to_what_concurrency_allows(
     sandbox: RunningSandbox,
 ) -> None:
