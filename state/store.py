@@ -291,6 +291,20 @@ class StagingStore:
         row = fetch_one(self.db, "SELECT max(staged_at) AS newest FROM records")
         return row["newest"] if row else None
 
+    def distinct_values(self, entity: str, *path: str) -> set[str]:
+        """The distinct values at `path` (plain JSON keys, e.g. "status", "id") in the raw of
+        `entity`'s records, as text; records without one are passed over. SQLite's JSON
+        functions read them, so the records are never decoded in Python."""
+        if not path or not all(_JSON_KEY.fullmatch(step) for step in path):
+            raise ValueError(f"not a path of plain JSON keys: {path!r}")
+        json_path = "$." + ".".join(path)
+        rows = self.db.query(
+            "SELECT DISTINCT CAST(json_extract(raw, ?) AS TEXT) AS value FROM records"
+            " WHERE entity = ? AND json_extract(raw, ?) IS NOT NULL",
+            [json_path, entity, json_path],
+        )
+        return {row["value"] for row in rows}
+
     def source_ids(self, entity: str) -> set[str]:
         """The source ids of the staged records of `entity` (their raw is not read)."""
         rows = self.db.query("SELECT source_id FROM records WHERE entity = ?", [entity])

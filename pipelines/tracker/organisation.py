@@ -50,18 +50,15 @@ def _name(value: Any) -> str:
     return str(value or "")
 
 
-def _ids(issue: dict[str, Any], field: str) -> list[str]:
-    return [str(ref["id"]) for ref in issue.get(field) or [] if isinstance(ref, dict)]
-
-
 def _used(store: StagingStore, entity: str) -> set[str]:
-    """The ids of `entity` the staged issues point to."""
+    """The ids of `entity` the staged issues point to (their lists read by SQLite)."""
     fields = [field for field, named in STRUCTURE_REFS.items() if named == entity]
     return {
-        ref
-        for issue in store.iter_records("issue")
+        str(ref["id"])
         for field in fields
-        for ref in _ids(issue.raw, field)
+        for _, _, refs in store.iter_lists("issue", field)
+        for ref in refs
+        if isinstance(ref, dict)
     }
 
 
@@ -71,17 +68,9 @@ def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
     default = {"issuetype": "defaultType", "priority": "defaultPriority"}.get(entity)
 
     def plan(store: StagingStore) -> Iterator[Planned]:
-        used = {
-            str(i.raw[field]["id"])
-            for i in store.iter_records("issue")
-            if isinstance(i.raw.get(field), dict)
-        }
+        used = store.distinct_values("issue", field, "id")
         if default is not None:
-            used |= {
-                str(q.raw[default]["id"])
-                for q in store.iter_records("queue")
-                if isinstance(q.raw.get(default), dict)
-            }
+            used |= store.distinct_values("queue", default, "id")
         for record in store.iter_records(entity):
             if record.source_id in used:
                 yield Planned(record, None, record.source_id)
@@ -91,7 +80,7 @@ def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
 
 def plan_queues(store: StagingStore) -> Iterator[Planned]:
     """The queues the staged issues are in."""
-    used = {str(i.raw.get("key", "")).rpartition("-")[0] for i in store.iter_records("issue")}
+    used = store.distinct_values("issue", "queue", "key")
     for record in store.iter_records("queue"):
         if record.source_id in used:
             yield Planned(record, None, record.source_id)

@@ -319,3 +319,22 @@ def test_staged_json_reads_back_as_it_was_given(store: StagingStore) -> None:
     (stored,) = store.db.execute("SELECT raw FROM records").fetchone()
     assert record.raw == json.loads(stored)
     assert record.raw["id"] == 2**80 and record.raw["t"] == "a\ufffdb"
+
+
+def test_distinct_values_reads_one_json_path_without_decoding_records(
+    store: StagingStore,
+) -> None:
+    """Each distinct value at the path, as text (numbers too); records without one are left
+    out; a path that is not plain keys is refused."""
+    rows = [
+        {"source_id": "A-1", "raw": {"status": {"id": "35", "key": "open"}}},
+        {"source_id": "A-2", "raw": {"status": {"id": 35}}},
+        {"source_id": "A-3", "raw": {"status": {"id": "7"}}},
+        {"source_id": "A-4", "raw": {"summary": "no status"}},
+    ]
+    store.upsert_records("issue", [{**row, "updated_at": "t"} for row in rows])
+    assert store.distinct_values("issue", "status", "id") == {"35", "7"}
+    assert store.distinct_values("issue", "status", "key") == {"open"}
+    assert store.distinct_values("comment", "status", "id") == set()
+    with pytest.raises(ValueError):
+        store.distinct_values("issue", "status'); DROP TABLE records; --")
