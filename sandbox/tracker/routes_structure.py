@@ -7,6 +7,9 @@ A component's name is unique within its queue, and so is a version's: a second o
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -46,32 +49,68 @@ def numeric(request: Request, name: str) -> int:
     return int(value)
 
 
-# -- components ----------------------------------------------------------------------------
+# -- what components and versions share: lists, a lookup by id, get, delete ---------------
 
 
-async def list_components(request: Request) -> Response:
-    call = open_call(request)
-    items = call.org.structure.components.values()
-    return JSONResponse([shapes.component(call.view, c) for c in items])
+@dataclass(frozen=True)
+class Kind:
+    """One kind of queue-owned object: where the org keeps it and how it is shown."""
+
+    noun: str  # in errors: "Component"
+    field: str  # the org structure's dict of them: "components"
+    param: str  # the path parameter of its id: "component_id"
+    render: Callable[[Any, Any], dict]
+
+    def _all(self, call: Call) -> dict:
+        return getattr(call.org.structure, self.field)
+
+    def lookup(self, call: Call, request: Request) -> Any:
+        found = self._all(call).get(numeric(request, self.param))
+        if found is None:
+            what = self.noun.lower()
+            raise ApiError(404, f"{self.noun} does not exist.", errors={what: "not found"})
+        return found
+
+    async def list_all(self, request: Request) -> Response:
+        call = open_call(request)
+        return JSONResponse([self.render(call.view, item) for item in self._all(call).values()])
+
+    async def list_queue(self, request: Request) -> Response:
+        call = open_call(request)
+        queue = queue_of_path(call, request)
+        items = [item for item in self._all(call).values() if item.queue == queue.key]
+        return JSONResponse([self.render(call.view, item) for item in items])
+
+    async def get(self, request: Request) -> Response:
+        call = open_call(request)
+        return JSONResponse(self.render(call.view, self.lookup(call, request)))
+
+    async def delete(self, request: Request) -> Response:
+        """DELETE: 200 with no body."""
+        call = open_call(request, admin=True)
+        del self._all(call)[self.lookup(call, request).id]
+        return Response(status_code=200)
 
 
-async def list_queue_components(request: Request) -> Response:
-    call = open_call(request)
-    queue = queue_of_path(call, request)
-    items = [c for c in call.org.structure.components.values() if c.queue == queue.key]
-    return JSONResponse([shapes.component(call.view, c) for c in items])
+COMPONENTS = Kind("Component", "components", "component_id", shapes.component)
+VERSIONS = Kind("Version", "versions", "version_id", shapes.version)
+list_components, list_queue_components = COMPONENTS.list_all, COMPONENTS.list_queue
+get_component, delete_component = COMPONENTS.get, COMPONENTS.delete
+list_versions, list_queue_versions = VERSIONS.list_all, VERSIONS.list_queue
+get_version, delete_version = VERSIONS.get, VERSIONS.delete
 
 
 def _component(call: Call, request: Request) -> Component:
-    found = call.org.structure.components.get(numeric(request, "component_id"))
-    if found is None:
-        raise ApiError(404, "Component does not exist.", errors={"component": "not found"})
+    found: Component = COMPONENTS.lookup(call, request)
     return found
 
 
-async def get_component(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.component(call.view, _component(call, request)))
+def _version(call: Call, request: Request) -> Version:
+    found: Version = VERSIONS.lookup(call, request)
+    return found
+
+
+# -- components ----------------------------------------------------------------------------
 
 
 async def create_component(request: Request) -> Response:
@@ -122,13 +161,6 @@ async def patch_component(request: Request) -> Response:
     return JSONResponse(shapes.component(call.view, found))
 
 
-async def delete_component(request: Request) -> Response:
-    """DELETE /components/{id}: 200 with no body."""
-    call = open_call(request, admin=True)
-    del call.org.structure.components[_component(call, request).id]
-    return Response(status_code=200)
-
-
 def _flag(checks: Checks, name: str) -> bool | None:
     value = checks.body.get(name)
     if value is not None and not isinstance(value, bool):
@@ -138,31 +170,6 @@ def _flag(checks: Checks, name: str) -> bool | None:
 
 
 # -- versions ------------------------------------------------------------------------------
-
-
-async def list_versions(request: Request) -> Response:
-    call = open_call(request)
-    items = call.org.structure.versions.values()
-    return JSONResponse([shapes.version(call.view, v) for v in items])
-
-
-async def list_queue_versions(request: Request) -> Response:
-    call = open_call(request)
-    queue = queue_of_path(call, request)
-    items = [v for v in call.org.structure.versions.values() if v.queue == queue.key]
-    return JSONResponse([shapes.version(call.view, v) for v in items])
-
-
-def _version(call: Call, request: Request) -> Version:
-    found = call.org.structure.versions.get(numeric(request, "version_id"))
-    if found is None:
-        raise ApiError(404, "Version does not exist.", errors={"version": "not found"})
-    return found
-
-
-async def get_version(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.version(call.view, _version(call, request)))
 
 
 async def create_version(request: Request) -> Response:
@@ -207,12 +214,6 @@ async def patch_version(request: Request) -> Response:
     found.archived = found.archived if archived is None else archived
     found.version += 1
     return JSONResponse(shapes.version(call.view, found))
-
-
-async def delete_version(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    del call.org.structure.versions[_version(call, request).id]
-    return Response(status_code=200)
 
 
 def _date(checks: Checks, name: str) -> str | None:
