@@ -116,6 +116,10 @@ class Endpoint(Section):
         return self.org_id or self.cloud_org_id or ""
 
 
+EntityType = Literal["project", "portfolio", "goal"]
+ENTITY_TYPES: tuple[EntityType, ...] = ("project", "portfolio", "goal")
+
+
 class Scope(Section):
     """What to move: queues (optionally narrowed by a query), wiki subtrees, surveys."""
 
@@ -123,6 +127,18 @@ class Scope(Section):
     query: str | None = Field(None, description="A query that narrows the queues' issues.")
     wiki_roots: tuple[Slug, ...] = Field((), description="Wiki subtrees (slugs) to move.")
     surveys: tuple[SurveyId, ...] | Literal["all"] = Field((), description='Survey ids, or "all".')
+    entities: tuple[EntityType, ...] | Literal["all"] = Field(
+        (),
+        description='The planning layer\'s entities to move: "all", or a list of "project", '
+        '"portfolio", "goal". With their fields, parents, comments, checklists, attachments, '
+        "links and permissions. Needs a tracker.",
+    )
+    filters: Literal["all", "none"] = Field(
+        "none", description='"all" moves every saved filter, its query rewritten for the target.'
+    )
+    dashboards: Literal["all", "none"] = Field(
+        "none", description='"all" moves every dashboard with its widgets\' queries rewritten.'
+    )
     changelog: bool | Literal["auto"] = Field(
         "auto",
         description="Stage each issue's changelog. It has no import endpoint, so only exports "
@@ -136,6 +152,12 @@ class Scope(Section):
         if isinstance(value, bool) or value == "auto":
             return value
         raise ValueError(f'must be true, false or "auto", not {value!r}')
+
+    @property
+    def entity_types(self) -> tuple[EntityType, ...]:
+        """The entity types in scope, parents' types first (a portfolio holds projects)."""
+        chosen = ENTITY_TYPES if self.entities == "all" else self.entities
+        return tuple(kind for kind in ("portfolio", "project", "goal") if kind in chosen)
 
     @field_validator("queues")
     @classmethod
