@@ -16,11 +16,11 @@ demo: $(STAMP)
 	$(BIN)/haul demo
 
 test: $(STAMP) browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile
 
 # the default run leaves out the longest end-to-end runs (marked slow); this runs everything
 test-all: $(STAMP) browser
-	$(BIN)/pytest -q -m "slow or not slow"
+	$(BIN)/pytest -q -n auto --dist loadfile -m "slow or not slow"
 
 # the HTML report's test opens it in headless Chromium; skipped (with the reason) without one
 browser:

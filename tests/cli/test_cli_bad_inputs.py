@@ -172,7 +172,9 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
     config = write_config(tmp_path, info, queues=list(info["queues"]["source"]))
     env = tokens_env(token)
     assert run_haul("extract", "--config", config, env=env).returncode == 0
-    sandbox.set_faults("latency:30@*/_import")
+    # slow imports keep the load going for several seconds even on a busy machine; the ledger
+    # is read directly (a `haul status` per poll took longer than the load once, under load)
+    sandbox.set_faults("latency:120@*/_import")
     load = subprocess.Popen(
         [str(HAUL), "load", "--config", str(config)],
         env=env,
@@ -182,12 +184,8 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
     )
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            status = run_haul("status", "--config", config, env=env).stdout
-            table = counts_table(status)
-            if table and table.get("total", {}).get("loaded", 0):
-                break
-            time.sleep(0.2)
+        while time.monotonic() < deadline and not loaded_issues(staging_db(tmp_path)):
+            time.sleep(0.05)
         load.send_signal(signal.SIGTERM)
         out, err = load.communicate(timeout=60)
     finally:
@@ -207,6 +205,18 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
     table = counts_table(again.stdout)
     assert table["total"]["loaded"] == table["total"]["staged"]
     assert table["total"]["failed"] == table["total"]["pending"] == 0
+
+
+def loaded_issues(path: Path) -> int:
+    """How many issues the ledger holds as loaded (0 while the store is still being made)."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            row = db.execute(
+                "SELECT count(*) FROM ledger WHERE entity = 'issue' AND status = 'done'"
+            ).fetchone()
+    except sqlite3.Error:
+        return 0
+    return int(row[0])
 
 
 def test_an_unexpected_error_is_one_line_with_the_log(tmp_path: Path) -> None:
