@@ -38,16 +38,24 @@ lint: $(STAMP)
 	for d in $(PACKAGES); do ln -s ../../../$$d $(TYPECHECK)/haul/$$d; done
 	cd $(TYPECHECK) && ../../$(BIN)/mypy --config-file ../../pyproject.toml $(foreach d,$(PACKAGES),-p haul.$(d))
 
+# each bench records its figures (bench/results.py) in BENCH_RESULTS; the last line prints them
+# as one table with their targets. A bench that fails does not stop the others (its figures are
+# missing from the table, and make says which line failed).
+BENCH_RESULTS := build/bench/results.jsonl
+
+bench: export HAUL_BENCH_RESULTS := $(abspath $(BENCH_RESULTS))
 bench: $(STAMP)
-	$(BIN)/python bench/sandbox.py
-	$(BIN)/python bench/http_overhead.py
-	$(BIN)/python bench/blobs.py
-	$(BIN)/python bench/tracker.py
-	$(BIN)/python bench/memory.py
-	$(BIN)/python bench/export_memory.py
-	$(BIN)/python bench/wiki.py
-	$(BIN)/python bench/plan.py
-	$(BIN)/python bench/budget.py
+	rm -f $(BENCH_RESULTS)
+	-$(BIN)/python bench/sandbox.py
+	-$(BIN)/python bench/http_overhead.py
+	-$(BIN)/python bench/blobs.py
+	-$(BIN)/python bench/tracker.py
+	-$(BIN)/python bench/memory.py
+	-$(BIN)/python bench/export_memory.py
+	-$(BIN)/python bench/wiki.py
+	-$(BIN)/python bench/plan.py
+	-$(BIN)/python bench/budget.py
+	$(BIN)/python bench/table.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
