@@ -1,0 +1,204 @@
+"""Writing one exported table: its file (or monthly Parquet files) and its rows in the
+export's database, a chunk at a time, the file appearing only complete (see `layout`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from haul.pipelines.export import duck, layout
+from haul.pipelines.export.tables import (
+    ExportContext,
+    Table,
+    flatten,
+    flatten_derived,
+    whole_record,
+)
+from haul.pipelines.export.values import parse_timestamp
+from haul.pipelines.export.writers import MonthlyParquetWriter, TableWriter, open_writer
+from haul.pipelines.progress import Progress
+
+log = structlog.get_logger(__name__)
+
+Row = tuple[Any, ...]
+
+
+class FileOptions(Protocol):
+    """How an export writes its files (`command.ExportRequest` is one)."""
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def partition(self) -> str | None: ...
+
+    @property
+    def chunk_rows(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One file of an export, as the manifest lists it."""
+
+    file: str
+    table: str
+    entity: str
+    format: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+@dataclass
+class TableWritten:
+    """What writing one table left: its files, and its rows' digest (any format's)."""
+
+    files: list[ExportedFile]
+    rows: int
+    rows_sha256: str
+
+
+@dataclass
+class WrittenTables:
+    """Every table an export wrote, in order."""
+
+    tables: dict[str, TableWritten] = field(default_factory=dict)
+
+    def add(self, table: Table, written: TableWritten) -> None:
+        """Note what writing `table` left."""
+        self.tables[table.name] = written
+
+    @property
+    def files(self) -> list[ExportedFile]:
+        """Every file, table by table."""
+        return [file for written in self.tables.values() for file in written.files]
+
+
+def write_table(
+    table: Table,
+    folder: Path,
+    request: FileOptions,
+    since: tuple[str | None, bool],
+    context: ExportContext,
+    progress: Progress,
+    database: duck.DuckDatabase,
+) -> TableWritten:
+    """One table into `folder` (`<table>.<format>`, or a folder of monthly Parquet files),
+    a chunk at a time, appearing only complete; and into the export's database."""
+    rows, keep, total = table_rows(table, since, context)
+    task = progress.task(f"{table.name} exported", total)
+    in_database = database.table(table)
+    digest, count = hashlib.sha256(), 0
+    with table_files(table, folder, request) as (writer, files):
+        for chunk in chunked(rows, request.chunk_rows):
+            in_database.write(chunk)
+            kept = chunk if keep is None else [row for row in chunk if keep(row)]
+            writer.write(kept)
+            for row in kept:
+                digest.update(repr(row).encode("utf-8"))
+            count += len(kept)
+            progress.advance(task, len(chunk))
+    log.info("table_exported", table=table.name, rows=count)
+    exported = [
+        ExportedFile(
+            path.relative_to(folder).as_posix(),
+            table.name,
+            table.entity,
+            request.format,
+            rows,
+            path.stat().st_size,
+            layout.sha256_of(path),
+        )
+        for path, rows in files.items()
+    ]
+    return TableWritten(exported, count, digest.hexdigest())
+
+
+def table_rows(
+    table: Table, since: tuple[str | None, bool], context: ExportContext
+) -> tuple[Iterator[Row], Callable[[Row], bool] | None, int | None]:
+    """The rows of `table`, which of them its file keeps (None: all), and their number if
+    known. A staged table's rows are read `since` already; a derived table's are all
+    computed (the database holds the whole model) and its file keeps those staged since."""
+    bound, inclusive = since
+    if table.derive is not None:
+        rows = flatten_derived(table, context)
+        moment = parse_timestamp(bound) if bound else None
+        if moment is None:
+            return rows, None, None
+        if inclusive:
+            return rows, lambda row: row[-1] >= moment, None
+        return rows, lambda row: row[-1] > moment, None
+    staged_from, staged_after = (bound, None) if inclusive else (None, bound)
+    store = context.store
+    total = None
+    if table.items is whole_record:
+        total = store.count_changed(
+            table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
+        )
+    records = store.iter_records(
+        table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
+    )
+    return flatten(table, records, context), None, total
+
+
+@contextmanager
+def table_files(
+    table: Table, folder: Path, request: FileOptions
+) -> Iterator[tuple[TableWriter, dict[Path, int]]]:
+    """The writer of `table`'s file (or monthly files), and, once closed, each file written
+    with its rows."""
+    files: dict[Path, int] = {}
+    if request.partition == "month" and table.partition_by is not None:
+        monthly = MonthlyParquetWriter(folder, table, request.chunk_rows)
+        try:
+            yield monthly, files
+        except BaseException:
+            monthly.abort()
+            raise
+        monthly.close()
+        files.update(sorted(monthly.rows.items()))
+        return
+    final = folder / f"{table.name}.{request.format}"
+    with layout.atomic_file(final) as partial:
+        writer = open_writer(request.format, partial, table)
+        counting = _Counting(writer)
+        try:
+            yield counting, files
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+    files[final] = counting.rows
+
+
+class _Counting:
+    """A writer that counts the rows it passes on."""
+
+    def __init__(self, writer: TableWriter) -> None:
+        self._writer = writer
+        self.rows = 0
+
+    def write(self, rows: Any) -> None:
+        self._writer.write(rows)
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def abort(self) -> None:
+        self._writer.abort()
+
+
+def chunked(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """`rows` in lists of at most `size`."""
+    iterator = iter(rows)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
