@@ -309,7 +309,9 @@ class Transform:
             if issue.get(name):
                 carried[name] = [self.users.login(ref) for ref in issue[name]]
         if issue.get("followingMaillists"):
-            carried["followingMaillists"] = [_mail(item) for item in issue["followingMaillists"]]
+            carried["followingMaillists"] = [
+                mail_address(item) for item in issue["followingMaillists"]
+            ]
         source_queue = _queue_key(issue)
         for key, value in issue.items():
             if value is None:
@@ -385,7 +387,8 @@ def _is_user(value: Any) -> bool:
     return isinstance(value, dict) and "/users/" in str(value.get("self", ""))
 
 
-def _mail(item: Any) -> str:
+def mail_address(item: Any) -> str:
+    """A mail list as the import takes it: its address (a reference's email, id or name)."""
     if isinstance(item, dict):
         return str(item.get("email") or item.get("id") or item.get("display"))
     return str(item)

@@ -21,6 +21,7 @@ from haul.pipelines.tracker.transform import (
     STRUCTURE_REFS,
     USER_LISTS,
     Transform,
+    mail_address,
     milliseconds,
 )
 from haul.pipelines.verifying import Fields
@@ -86,6 +87,8 @@ class TrackerVerifier:
             )
             for name in (*USER_LISTS, "followers")
         }
+        if raw.get("followingMaillists"):
+            fields["followingMaillists"] = sorted(map(mail_address, raw["followingMaillists"]))
         structure = self.transform.structure
         if structure is not None:
             queue = str((raw.get("queue") or {}).get("key") or "")
@@ -108,6 +111,10 @@ class TrackerVerifier:
             name: sorted(str(ref_id(ref)) for ref in found.get(name) or [])
             for name in (*USER_LISTS, "followers")
         }
+        if "followingMaillists" in expected:
+            fields["followingMaillists"] = sorted(
+                map(mail_address, found.get("followingMaillists") or [])
+            )
         for name in expected:
             if name.startswith("field:"):
                 key = name.removeprefix("field:")

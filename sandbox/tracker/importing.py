@@ -135,7 +135,8 @@ _DATES = ("deadline", "start", "end")
 
 
 def echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
-    """Estimates (milliseconds, echoed as ISO-8601 durations), dates and story points."""
+    """Estimates (milliseconds, echoed as ISO-8601 durations), dates, mail lists and story
+    points."""
     found: list[tuple[str, object]] = []
     for name in _ESTIMATES:
         value = checks.body.get(name)
@@ -153,6 +154,12 @@ def echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
             checks.fail(name, "Must be a date like 2024-01-31")
         else:
             found.append((name, value))
+    lists = checks.body.get("followingMaillists")
+    if lists is not None:
+        if not isinstance(lists, list) or not all(isinstance(e, str) and "@" in e for e in lists):
+            checks.fail("followingMaillists", "Must be a list of mail addresses")
+        elif lists:
+            found.append(("followingMaillists", tuple(lists)))
     points = checks.body.get("storyPoints")
     if points is not None:
         if isinstance(points, bool) or not isinstance(points, int | float):

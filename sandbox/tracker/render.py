@@ -172,6 +172,11 @@ def issue(view: View, value: Issue) -> dict:
     body.update({name: item for name, item in optional.items() if item is not None})
     extra, refs = view.org.values(value)
     body.update(extra)
+    if "followingMaillists" in body:  # stored as addresses, read as references
+        body["followingMaillists"] = [
+            {"self": f"{view.base}/maillists/{address}", "id": address, "display": address}
+            for address in body["followingMaillists"]
+        ]
     body.update(structure_values(view, refs))
     return body
 

@@ -1,5 +1,6 @@
 """The structure-related values of generated issues: components, versions, sprints, custom
-field values, planning dates, estimates, story points, votes, favourites and access lists.
+field values, planning dates, estimates, story points, votes, favourites, access lists and
+mail lists.
 
 Drawn on first access from the issue's own RNG (seed and key), so they cost nothing at start-up
 and leave every value drawn for the headers as it was.  A realistic share of issues carries
@@ -18,6 +19,7 @@ from haul.sandbox.tracker.structure import Field
 HOUR = 3_600_000
 DAY = 24 * HOUR
 _POINTS = (1.0, 2.0, 3.0, 5.0, 8.0, 13.0)
+_MAILLISTS = ("support@example.com", "releases@example.com", "oncall@example.com")
 _CUSTOMERS = ("Acme", "Globex", "Initech", "Umbrella", "Ромашка", "株式会社")
 
 Pairs = tuple[tuple[str, object], ...]
@@ -77,6 +79,8 @@ class IssueValues:
             if bits & 15 < 5:
                 refs.append((field.id, self._value(field, created, updated, rng)))
             bits >>= 4
+        if rng.random() < 0.05:  # drawn last, so every value above stays as it was
+            extra.append(("followingMaillists", tuple(rng.sample(_MAILLISTS, rng.randrange(1, 3)))))
         return tuple(extra), tuple(refs)
 
     def _refs(self, refs: list, queue: str, kind: str, created: int, rng: random.Random) -> None:
