@@ -11,6 +11,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from haul.sandbox.tracker import queue_access
 from haul.sandbox.tracker import routes_boards as boards
 from haul.sandbox.tracker import routes_changes as changes
 from haul.sandbox.tracker import routes_dicts as dicts
@@ -97,6 +98,8 @@ API = (
     ("GET", "/queues/{queue}", dicts.get_queue),
     ("GET", "/queues/{queue}/components", structure.list_queue_components),
     ("GET", "/queues/{queue}/versions", structure.list_queue_versions),
+    ("GET", "/queues/{queue}/permissions/users/{holder}", queue_access.get_user_permissions),
+    ("GET", "/queues/{queue}/permissions/groups/{holder}", queue_access.get_group_permissions),
     ("GET", "/queues/{queue}/localFields", fields.list_local_fields),
     ("POST", "/queues/{queue}/localFields", fields.create_local_field),
     ("GET", "/queues/{queue}/localFields/{field_key}", fields.get_local_field),
@@ -180,6 +183,11 @@ def _routes() -> list[Route]:
         Route(
             "/_sandbox/attachments/{key}/{attachment_id}",
             edits.replace_attachment_bytes,
+            methods=["PUT"],
+        ),
+        Route(
+            "/_sandbox/queues/{queue}/permissions/{kind}/{holder}",
+            queue_access.set_permissions,
             methods=["PUT"],
         ),
     ]

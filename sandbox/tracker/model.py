@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from haul.sandbox.tracker.blobs import Blob
 from haul.sandbox.tracker.structure import Structure
+
+if TYPE_CHECKING:
+    from haul.sandbox.tracker.queue_access import QueueGrants
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +278,7 @@ class Org:
     links: dict[int, Link] = field(default_factory=dict)
     big_attachment_keys: frozenset[str] = frozenset()
     structure: Structure = field(default_factory=Structure)
+    queue_grants: dict[str, QueueGrants] = field(default_factory=dict)  # seeded on first use
     values_factory: ValuesFactory | None = None  # a generated issue's (extra, refs)
     _records: dict[str, IssueRecords] = field(default_factory=dict)
     _values: dict[str, tuple[Pairs, Pairs]] = field(default_factory=dict)
