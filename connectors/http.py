@@ -54,6 +54,7 @@ from haul.connectors.retrying import (
     RetryableStatus,
     parse_retry_after,
     retrying,
+    waiting_aside,
 )
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
@@ -421,7 +422,7 @@ class HttpCore:
             max_attempts=attempts,
             max_backoff=self._max_backoff,
             patience=patience,
-            sleep=self._sleep,
+            sleep=self._wait_aside,
             before_sleep=lambda state: self._log_retry(request, state),
         )
         try:
@@ -447,6 +448,11 @@ class HttpCore:
             # an unsupported scheme, a malformed request, a redirect loop: a bug or bad config
             raise self._transport_error(FatalError, request, exc, "not retried") from exc
         return result
+
+    async def _wait_aside(self, seconds: float) -> None:
+        """A retry's wait; the caller's place in its stage is lent meanwhile (if it has one)."""
+        async with waiting_aside():
+            await self._sleep(seconds)
 
     def _unreachable(
         self, request: httpx.Request, exc: Exception, statistics: dict[str, Any]

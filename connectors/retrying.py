@@ -14,15 +14,21 @@ connection failure for up to the outage patience (both counted in time waited, s
 sleep in tests counts as real); a ``Retry-After`` longer than what is left of the patience
 stops at once. A reply that is not JSON is tried a few times only. ``max_attempts``, when
 given, caps the attempts as well.
+
+A caller holding one of a stage's few places (the load engine's trees) may lend it while its
+request waits to be sent again: it sets ``LENDER`` in its context, and the core enters
+``waiting_aside()`` around every wait (see ``haul.pipelines.concurrency``).
 """
 
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
@@ -50,6 +56,26 @@ BACKOFF_MULTIPLIER = 0.5  # seconds: the first backoff window
 
 
 BAD_REPLY_ATTEMPTS = 3  # an HTML page where JSON belongs rarely mends itself
+
+
+class Lender(Protocol):
+    """What a caller lends while its request waits to be sent again (a place in a stage)."""
+
+    def lent(self) -> AbstractAsyncContextManager[None]: ...
+
+
+LENDER: ContextVar[Lender | None] = ContextVar("haul_retry_lender", default=None)
+
+
+@asynccontextmanager
+async def waiting_aside() -> AsyncIterator[None]:
+    """Around a retry's wait: the context's lender lends what it holds meanwhile."""
+    lender = LENDER.get()
+    if lender is None:
+        yield
+        return
+    async with lender.lent():
+        yield
 
 
 class RetryableStatus(Exception):

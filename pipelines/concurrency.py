@@ -1,13 +1,59 @@
-"""Bounded concurrency for stages: N workers pull from one iterator, the first error stops all."""
+"""Bounded concurrency for stages: N items under way at once, the first error stops all.
+
+With `lend=True` an item's place is lent while one of its requests waits to be sent again
+(a 429's ``Retry-After``, a 5xx's backoff: the core's retry waits are entered in the
+context's lender, see `haul.connectors.retrying.waiting_aside`): another item starts in the
+meantime, and the waiter takes a place back before it sends again. A few refused requests
+then cost their own wait, not a stage's worth of idle places. The rate budgets still pace
+every send; what lending changes is how many items may be started and unfinished: at most
+`concurrency` holding a place, and at most twice that in all (the ledger's `in_flight` rows
+an interrupted load leaves are at most that many trees).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import TypeVar
+
+from haul.connectors.retrying import LENDER
 
 T = TypeVar("T")
 _END = object()
+
+
+class Place:
+    """One item's hold on a stage's place: lent while a request of the item waits to be sent
+    again, taken back (waiting for a free one) before that request is sent."""
+
+    def __init__(self, places: asyncio.Semaphore) -> None:
+        self._places = places
+        self.held = True
+
+    @asynccontextmanager
+    async def lent(self) -> AsyncIterator[None]:
+        if self.held:
+            self.held = False
+            self._places.release()
+        yield  # a wait cut short (cancelled, failed) takes nothing back: the item is ending
+        await self._take_back()
+
+    async def _take_back(self) -> None:
+        if self.held:  # a sibling request's wait ended first and took it
+            return
+        self.held = True
+        try:
+            await self._places.acquire()
+        except BaseException:
+            self.held = False
+            raise
+
+    def leave(self) -> None:
+        """The item is over: free its place, unless it is lent."""
+        if self.held:
+            self.held = False
+            self._places.release()
 
 
 async def for_each(
@@ -15,21 +61,35 @@ async def for_each(
     work: Callable[[T], Awaitable[None]],
     concurrency: int,
     stop_requested: Callable[[], bool] = lambda: False,
+    *,
+    lend: bool = False,
 ) -> None:
-    """Run `work(item)` for every item, at most `concurrency` at once.
+    """Run `work(item)` for every item, at most `concurrency` at once (see the module
+    docstring for `lend`).
 
     Items are pulled lazily, so a long iterator (a database cursor) is never materialised.
     Once `stop_requested()` is true no new item starts; the ones under way finish.
     The first exception cancels the other workers and is re-raised as it is (not wrapped).
     """
     iterator = iter(items)
+    size = max(1, concurrency)
+    places = asyncio.Semaphore(size)
 
     async def worker() -> None:
-        # next() runs between awaits, so workers never share an item
-        while not stop_requested() and (item := next(iterator, _END)) is not _END:
-            await work(item)  # type: ignore[arg-type]
+        while True:
+            await places.acquire()
+            place = Place(places)
+            try:
+                # next() runs between awaits, so workers never share an item
+                if stop_requested() or (item := next(iterator, _END)) is _END:
+                    return
+                if lend:  # each worker is a task: the lender is its own
+                    LENDER.set(place)
+                await work(item)  # type: ignore[arg-type]
+            finally:
+                place.leave()
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    workers = [asyncio.create_task(worker()) for _ in range(2 * size if lend else size)]
     try:
         done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:

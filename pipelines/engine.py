@@ -12,7 +12,9 @@ in each, the trees of that phase's specs, a root (a row whose parent is of an ea
 or none) then its children in spec order and, among siblings, in `sort_key` order (or all at
 once where the spec allows), depth first. Independent trees load concurrently. A record whose
 parent, or anything it `requires`, is planned but not loaded fails with that reason. The
-engine knows no entity by name.
+engine knows no entity by name. A tree whose request waits to be sent again (a 429's
+`Retry-After`) lends its place to the next tree meanwhile (`concurrency.for_each`'s `lend`):
+its records' ledger steps are the same, it only waits aside.
 """
 
 from __future__ import annotations
@@ -92,7 +94,12 @@ class LoadEngine:
         self._task = self.progress.task("records loaded")
         for phase in sorted({spec.phase for spec in self.specs}):
             await for_each(
-                self._roots(phase), self._load_tree, self.concurrency, self.stop_requested
+                self._roots(phase),
+                self._load_tree,
+                self.concurrency,
+                self.stop_requested,
+                # a tree waiting out a 429 lends its place to the next (one at a time stays so)
+                lend=self.concurrency > 1,
             )
         return self.stats
 

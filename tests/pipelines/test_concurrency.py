@@ -1,0 +1,97 @@
+"""for_each's places: a request waiting to be sent again lends its item's place, and the
+bounds hold (at most `concurrency` items active, twice that started and unfinished)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from haul.connectors.http import HttpCore
+from haul.connectors.retrying import waiting_aside
+from haul.pipelines.concurrency import for_each
+
+PATIENCE = 10  # seconds a test waits for what it expects before it fails, rather than hang
+
+
+async def test_a_request_waiting_out_a_429_lends_its_place_to_the_next_item() -> None:
+    """One place: item a's import is refused with Retry-After; item b loads while a waits,
+    and a takes the place back (after b) and is sent again."""
+    events: list[str] = []
+    b_done = asyncio.Event()
+    refused_once: set[str] = set()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        item = request.url.params["item"]
+        events.append(f"{item} sent")
+        if item == "a" and item not in refused_once:
+            refused_once.add(item)
+            return httpx.Response(429, headers={"Retry-After": "1"}, json={})
+        return httpx.Response(200, json={"key": item})
+
+    async def retry_wait(seconds: float) -> None:  # the Retry-After ends once b is loaded
+        await asyncio.wait_for(b_done.wait(), PATIENCE)
+
+    core = HttpCore(
+        service="tracker",
+        base_url="https://tracker.test/v3",
+        token="t",
+        org_id="1",
+        transport=httpx.MockTransport(handler),
+        sleep=retry_wait,
+        write_rate=1000,
+    )
+
+    async def load(item: str) -> None:
+        await core.post_json("/issues/_import", params={"item": item}, json={})
+        events.append(f"{item} done")
+        if item == "b":
+            b_done.set()
+
+    async with core:
+        await for_each(["a", "b"], load, concurrency=1, lend=True)
+    assert events == ["a sent", "b sent", "b done", "a sent", "a done"]
+
+
+@pytest.mark.parametrize("lend", [True, False])
+async def test_at_most_concurrency_active_and_twice_that_started(lend: bool) -> None:
+    """Every item waits aside once: with lending, the waiting ones let others start (up to
+    twice `concurrency` started) yet never more than `concurrency` run at once; without,
+    a waiting item keeps its place."""
+    concurrency, active, started = 2, 0, 0
+    most_active, most_started = 0, 0
+    open_gate = asyncio.Event()
+
+    async def work(item: int) -> None:
+        nonlocal active, started, most_active, most_started
+        started += 1
+        most_started = max(most_started, started)
+        if started == (2 * concurrency if lend else concurrency):
+            open_gate.set()  # as many started as may be: the waits end
+        for phase in ("before", "after"):
+            active += 1
+            most_active = max(most_active, active)
+            await asyncio.sleep(0)
+            active -= 1
+            if phase == "before":
+                async with waiting_aside():
+                    await asyncio.wait_for(open_gate.wait(), PATIENCE)
+        started -= 1
+
+    await for_each(range(10), work, concurrency, lend=lend)
+    assert most_active <= concurrency
+    assert most_started == (2 * concurrency if lend else concurrency)
+
+
+async def test_the_first_error_is_raised_as_it_is() -> None:
+    """An item's exception stops the others and comes out unwrapped, lending or not."""
+
+    async def work(item: int) -> None:
+        if item == 3:
+            raise ValueError("item 3")
+        async with waiting_aside():
+            await asyncio.sleep(0)
+
+    with pytest.raises(ValueError, match="item 3"):
+        await for_each(range(10), work, 2, lend=True)
