@@ -210,6 +210,32 @@ class RelativeIdPaginator(Paginator):
         request.params.update(self.next_query)
 
 
+class FromCursorPaginator(Paginator):
+    """Tracker entities' ``_relative`` listings: ``{<records_key>: [...], hasNext}``; the next
+    page starts after the last record's id (``?from=<id>``, exclusive)."""
+
+    def __init__(self, *, records_key: str, per_page: int = 100) -> None:
+        super().__init__()
+        self.records_key = records_key
+        self.per_page = per_page
+        self.cursor: str | None = None
+
+    def init_request(self, request: PageRequest) -> None:
+        request.params["perPage"] = self.per_page
+
+    def update_state(self, response: httpx.Response, body: Any, records: list[Any]) -> None:
+        self.has_next_page = bool(body.get("hasNext") and records)
+        if self.has_next_page:
+            last = records[-1]
+            self.cursor = str(last.get("id")) if isinstance(last, dict) else None
+            if self.cursor is None:
+                raise PageProblem("a record without an id: no cursor to page on")
+            self.remember(self.cursor, "cursor")
+
+    def update_request(self, request: PageRequest) -> None:
+        request.params["from"] = self.cursor
+
+
 class NextCursorPaginator(Paginator):
     """Wiki: ``{"results": [...], "next_cursor": c}`` -> ``?cursor=c``; a null cursor ends."""
 

@@ -18,7 +18,7 @@ import structlog
 
 from haul.connectors.decoding import decode_json
 from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
-from haul.connectors.http import ServiceClient, Sink
+from haul.connectors.http import Sink
 from haul.connectors.pagination import (
     PageNumberPaginator,
     Paginator,
@@ -26,6 +26,7 @@ from haul.connectors.pagination import (
     ScrollPaginator,
     paginate,
 )
+from haul.connectors.tracker_entities import EntityCalls
 
 log = structlog.get_logger("haul.connectors")
 
@@ -47,8 +48,9 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient(ServiceClient):
-    """One tracker org, over one HttpCore (closed with the client)."""
+class TrackerClient(EntityCalls):
+    """One tracker org, over one HttpCore (closed with the client); the entities' endpoints
+    come from `EntityCalls`."""
 
     service = "tracker"
 
@@ -240,6 +242,13 @@ class TrackerClient(ServiceClient):
         params = {"expand": expand} if expand else None
         return await self.core.get_json(f"/queues/{_segment(key)}", params=params)
 
+    async def get_queue_permissions(self, queue: str, kind: str, holder: str) -> Record:
+        """What one holder may do in the queue: `kind` "users" (a login or uid) or "groups"
+        (a group id). ``{"permissions": {CODE: {"users": [...], "groups": [...]}}, ...}``:
+        each code held (READ, CREATE, WRITE, GRANT) with what it is held through."""
+        path = f"/queues/{_segment(queue)}/permissions/{_segment(kind)}/{_segment(holder)}"
+        return await self.core.get_json(path)
+
     def iter_users(self, *, per_page: int = 100) -> AsyncIterator[Record]:
         """Yield every user (the reply is ``{"users": [...], "hasNext": bool}``)."""
         paginator = PageNumberPaginator(per_page=per_page, records_key="users")
@@ -421,6 +430,54 @@ class TrackerClient(ServiceClient):
         """POST /issues/{key}/_move?queue=: the issue under its new key (the old key still
         finds it). Not repeatable: after a lost reply the issue's queue tells."""
         return await self.core.post_json(f"/issues/{_segment(key)}/_move", params={"queue": queue})
+
+    # -- saved filters, dashboards, remote links, autoactions ---------------------------
+
+    async def list_filters(self) -> list[Record]:
+        """The org's saved filters (name, owner, query and/or filter conditions)."""
+        return await self._list("/filters", "filters")
+
+    async def create_filter(self, body: Record) -> Record:
+        """POST /filters (name; query and/or filter): the creator becomes its owner."""
+        return await self.core.post_json("/filters", json=body)
+
+    async def list_dashboards(self) -> list[Record]:
+        """The org's dashboards (the sandbox's listing: the spec shows none, so a service
+        without one answers 404 and the caller says dashboards cannot be listed)."""
+        return await self._list("/dashboards", "dashboards")
+
+    async def list_dashboard_widgets(self, dashboard: str | int) -> list[Record]:
+        """A dashboard's widgets (cycle time: description, query, from/to statuses, mode)."""
+        return await self._list(f"/dashboards/{_segment(dashboard)}/widgets", "widgets")
+
+    async def create_dashboard(self, body: Record) -> Record:
+        """POST /dashboards (name, layout, owner)."""
+        return await self.core.post_json("/dashboards", json=body)
+
+    async def create_cycle_time_widget(self, dashboard: str | int, body: Record) -> Record:
+        """POST /dashboards/{id}/widgets/cycleTime (description, query, statuses, mode)."""
+        path = f"/dashboards/{_segment(dashboard)}/widgets/cycleTime"
+        return await self.core.post_json(path, json=body)
+
+    async def list_applications(self) -> list[Record]:
+        """The external applications issues may link to (a remote link's ``origin``)."""
+        return await self._list("/applications", "applications")
+
+    async def list_remote_links(self, key: str) -> list[Record]:
+        """An issue's remote links (``object``: the application and the key in it)."""
+        return await self._list(f"/issues/{_segment(key)}/remotelinks", "remote links")
+
+    async def create_remote_link(self, key: str, body: Record) -> Record:
+        """POST /issues/{key}/remotelinks (key, origin, relationship) (201)."""
+        return await self.core.post_json(f"/issues/{_segment(key)}/remotelinks", json=body)
+
+    async def list_autoactions(self, queue: str) -> list[Record]:
+        """A queue's autoactions (name, actions, query or filter, interval, active)."""
+        return await self._list(f"/queues/{_segment(queue)}/autoactions", "autoactions")
+
+    async def create_autoaction(self, queue: str, body: Record) -> Record:
+        """POST /queues/{queue}/autoactions (name, actions, query or filter, ...)."""
+        return await self.core.post_json(f"/queues/{_segment(queue)}/autoactions", json=body)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -23,7 +23,8 @@ DECISIONS = ("create", "skip", "conflict", "blocked")
 class Planner(Protocol):
     """Decides each pending ledger row of its specs, without writing to the target."""
 
-    specs: dict[str, EntitySpec]
+    @property
+    def specs(self) -> dict[str, EntitySpec]: ...
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision: ...
 

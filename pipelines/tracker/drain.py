@@ -1,6 +1,6 @@
-"""The tracker's issue drain: an issue's comments, worklogs, changelog, links, attachments
-(bytes into the blob store, checked against their listed size), checklist, and the status it
-holds, as a record of its own (`issue_status`: a sync carries a new one through the target's
+"""The tracker's issue drain: an issue's comments, worklogs, changelog, links, remote links,
+attachments (bytes into the blob store, checked against their listed size), checklist, and the
+status it holds, as a record of its own (`issue_status`: a sync carries a new one through the target's
 workflow, see `statuses`).
 
 It asks only for what the issue says it has (`listings_needed`): the service already told the
@@ -49,6 +49,7 @@ class IssueDrain:
             "changelog": lambda: _collect(self.client.iter_changelog(key)),
             "link": lambda: self.client.list_links(key),
             "attachment": lambda: self.client.list_attachments(key),
+            "remote_link": lambda: self.client.list_remote_links(key),
         }
         asked = {entity: listings[entity] for entity in needed}
         if self.concurrent:
@@ -62,6 +63,7 @@ class IssueDrain:
             "comment": _rows(key, results.get("comment", [])),
             "worklog": _rows(key, results.get("worklog", [])),
             "link": _rows(key, results.get("link", [])),
+            "remote_link": _rows(key, results.get("remote_link", [])),
             "attachment": _rows(key, attachments, blobs, problems),
             "checklist": _checklist_rows(key, checklist_of(issue.raw)),
             "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
@@ -113,13 +115,13 @@ class IssueDrain:
 def listings_needed(issue: dict[str, Any], *, changelog: bool = True) -> list[str]:
     """The listings an issue needs, from what the service already told about it.
 
-    Links always, and the changelog unless it is not wanted (nothing on the issue counts
-    either). Comments unless both comment counters say zero; worklogs only when time was
+    Links and remote links always, and the changelog unless it is not wanted (nothing on
+    the issue counts any of them). Comments unless both comment counters say zero; worklogs only when time was
     spent; attachments only when the issue does not carry them with their metadata
     (``expand=attachments``). The checklist arrives inside the issue (`checklistItems`) and
     needs no request at all.
     """
-    needed = ["changelog", "link"] if changelog else ["link"]
+    needed = ["changelog", "link", "remote_link"] if changelog else ["link", "remote_link"]
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
     if any(count is None or count for count in counters):
         needed.append("comment")

@@ -23,9 +23,9 @@ from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
-from haul.pipelines.tracker import export, export_structure
+from haul.pipelines.tracker import export, export_planning, export_structure
 from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
-from haul.pipelines.tracker.checks import tracker_checks
+from haul.pipelines.tracker.checks import tracker_checks, tracker_checks_across
 from haul.pipelines.tracker.deletions import (
     DELETED,
     DeletionSync,
@@ -35,10 +35,12 @@ from haul.pipelines.tracker.deletions import (
     find_vanished_issues,
 )
 from haul.pipelines.tracker.drain import IssueDrain
+from haul.pipelines.tracker.entity_layer import entity_plans, entity_source, entity_target
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.moves import TargetKeys, follow_moves
 from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad, structure_map
 from haul.pipelines.tracker.plan import TrackerPlanner
+from haul.pipelines.tracker.planning_layer import planning_load, planning_plans, planning_streams
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
 from haul.pipelines.tracker.statuses import StatusSync, done_statuses
@@ -48,7 +50,7 @@ from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
-TABLE_MODULES = (export, export_structure)  # imported for the tables they register
+TABLE_MODULES = (export, export_structure, export_planning)  # imported for their tables
 
 ENTITIES = (
     Entity("status"),
@@ -72,9 +74,23 @@ ENTITIES = (
     Entity("checklist"),
     Entity("issue_status", optional=True),  # a status changed at the source after the load
     Entity("link"),
+    Entity("remote_link"),  # the planning layer beside the issues (`planning_layer`)
+    Entity("filter", optional=True),  # [scope] filters = "all"
+    Entity("dashboard", optional=True),  # [scope] dashboards = "all"
+    Entity("dashboard_widget", optional=True),
+    Entity("autoaction"),
     Entity("deletion", staged=DELETED, optional=True),  # [sync] deletions = "mirror"
     Entity("backfill_issue", staged="survey_answer", optional=True),
     Entity("backfill_attachment", staged="survey_file", optional=True),
+    # the planning layer's entities ([scope] entities), each after its parents' types
+    Entity("entity_access", optional=True),
+    Entity("entity_comment", optional=True),
+    Entity("entity_checklist", optional=True),
+    Entity("entity_attachment", optional=True, files=True),
+    Entity("portfolio", optional=True),
+    Entity("project", optional=True),
+    Entity("goal", optional=True),
+    Entity("entity_link", optional=True),
     Entity("changelog", loads=False),  # no import endpoint: staged for exports only
 )
 
@@ -93,8 +109,8 @@ class TrackerService:
         # moves are followed before anything is planned, deletions found after
         mirror = config.sync.deletions == "mirror"
         deletions = {("deletion" if mirror else "deleted_at_source"): deletion_plan(mirror)}
-        return {"issue_move": follow_moves, **ORG_PLANS, **PLANS, **tracker_plans(config),
-                **deletions}  # fmt: skip
+        return {"issue_move": follow_moves, **ORG_PLANS, **PLANS, **entity_plans(config), **planning_plans(config),
+                **tracker_plans(config), **deletions}  # fmt: skip
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -141,7 +157,9 @@ class TrackerService:
             }
 
         streams = [*dictionary_streams(client), *structure_streams(client, config.scope.queues)]
-        return SourceParts([*streams, *scrolls], [drain], details)
+        streams += planning_streams(client, config)
+        entity_streams, entity_drains = entity_source(client, store, config)
+        return SourceParts([*streams, *entity_streams, *scrolls], [drain, *entity_drains], details)
 
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore
@@ -180,14 +198,18 @@ class TrackerService:
             client, store, transform, TargetProbe(client), prints, keys, statuses, deletions
         )
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
-        specs = organisation.specs() + load.specs() + backfill.specs()
+        planning = planning_load(client, store, transform, keys, config)
+        specs = organisation.specs() + load.specs() + planning.specs + backfill.specs()
+        entities = await entity_target(client, store, transform, config, keys.current, keys.key)
+        specs += entities.specs
         by_name = {spec.name: spec for spec in specs}
         planner = TrackerPlanner(client, store, by_name, transform.unique_prefix, queue_map.key)
         verifier = TrackerVerifier(client, transform, prints)
 
         def not_carried() -> dict[str, int]:
             dropped = transform.structure.dropped if transform.structure else {}
-            return {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
+            carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
+            return carried | planning.not_carried()
 
         def changes() -> dict[str, dict[str, int]]:
             """What this run did, and what its extract found deleted at the source."""
@@ -195,14 +217,43 @@ class TrackerService:
             since = runs[0]["started_at"] if runs else None
             return sync_changes(load.changes, deleted_counts(store, since))
 
+        def with_entities() -> dict[str, int]:
+            return not_carried() | entities.not_carried()
+
+        def changes_with_entities() -> dict[str, dict[str, int]]:
+            return changes() | sync_changes(entities.changes(), {})
+
         return TargetParts(
-            specs, in_target, unmapped, planner, verifier, not_carried, changes=changes
+            specs,
+            in_target,
+            unmapped,
+            entities.planner(planner),
+            verifier,
+            with_entities,
+            changes=changes_with_entities,
         )
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        return await tracker_checks(config, client, store, side)
+        found = await tracker_checks(config, client, store, side)
+        if side == "target" and store is not None and config.scope.entity_types:
+            await stage_target(client, store)
+            transform = build_transform(store, config)
+            keys = TargetKeys(store, transform.queues)
+            entities = await entity_target(client, store, transform, config, keys.current, keys.key)
+            found += entities.findings()
+        return found
+
+    async def checks_across(
+        self,
+        config: Config,
+        source: TrackerClient,
+        target: TrackerClient,
+        store: StagingStore | None,
+    ) -> list[Finding]:
+        """Where the target queues' permissions differ from the source queues' (read-only)."""
+        return await tracker_checks_across(config, source, target, store)
 
 
 TRACKER = TrackerService()

@@ -8,6 +8,7 @@ here too), the organisation's structure in :mod:`sandbox.tracker.render_structur
 
 from __future__ import annotations
 
+from typing import cast
 from urllib.parse import quote
 
 from haul.sandbox.timefmt import format_duration, format_ms
@@ -175,7 +176,7 @@ def issue(view: View, value: Issue) -> dict:
     if "followingMaillists" in body:  # stored as addresses, read as references
         body["followingMaillists"] = [
             {"self": f"{view.base}/maillists/{address}", "id": address, "display": address}
-            for address in body["followingMaillists"]
+            for address in cast(list[str], body["followingMaillists"])
         ]
     body.update(structure_values(view, refs))
     return body

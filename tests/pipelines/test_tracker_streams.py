@@ -54,7 +54,8 @@ def test_an_unreadable_update_time_keeps_the_last_readable_watermark() -> None:
 
 
 def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
-    """Counters at zero, no time spent, no attachment refs: changelog and links only."""
+    """Counters at zero, no time spent, no attachment refs: changelog, links and remote links
+    only (nothing on an issue says whether it has links or remote links)."""
     from haul.pipelines.tracker.drain import checklist_of, listings_needed
 
     bare = {
@@ -63,15 +64,17 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
         "commentWithExternalMessageCount": 0,
         "attachments": [],
     }
-    assert listings_needed(bare) == ["changelog", "link"]
+    assert listings_needed(bare) == ["changelog", "link", "remote_link"]
     busy = {
         **bare,
         "commentWithExternalMessageCount": 2,
         "spent": "PT1H",
         "attachments": [{"id": "9"}],
     }
-    assert listings_needed(busy) == ["changelog", "link", "comment", "worklog", "attachment"]
-    assert listings_needed(bare, changelog=False) == ["link"]  # [scope] changelog = false
+    assert listings_needed(busy) == [
+        *("changelog", "link", "remote_link", "comment", "worklog", "attachment")
+    ]
+    assert listings_needed(bare, changelog=False) == ["link", "remote_link"]  # changelog = false
     assert checklist_of({**bare, "checklistItems": [{"text": "a", "checked": True}]}) == [
         {"text": "a", "checked": True}
     ]
@@ -84,6 +87,7 @@ def test_an_issue_that_says_nothing_is_asked_for_everything_it_might_have() -> N
     assert listings_needed({"key": "TEST-2", "spent": "P1D"}) == [
         "changelog",
         "link",
+        "remote_link",
         "comment",
         "worklog",
         "attachment",

@@ -1,0 +1,155 @@
+"""Who may read, write and share an entity in the target: the source's permissions, mapped.
+
+A staged entity's access is its `teamAccess` (true: only the holders read it) and its ACL: per
+level (READ, WRITE, GRANT) users, groups and roles (AUTHOR, OWNER, CLIENT, FOLLOWER, MEMBER:
+the entity's author, lead, clients, followers and participants). `wanted` maps it:
+
+- a user by `[mapping] users_file` or the same login (never `default_user`: that would give
+  the default account a level the source never gave it), as its target uid;
+- a group by `[mapping] groups_file` or the same name, as its target id;
+- roles as they are (they name the entity's own people, mapped the same way);
+- **fail closed**: when a holder has no target holder (or the author of a team-only entity
+  that names AUTHOR), the entity keeps none of its entries nor opens to everyone: it is
+  team-only, its levels held by its mapped owner (its lead, else its author) alone, and the
+  migrating admin (who passes everywhere); `unmapped` names the holders.
+
+Plain dicts in, plain values out: no I/O here (`entity_specs` does the writes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LEVELS = ("READ", "WRITE", "GRANT")
+Record = dict[str, Any]
+Acl = dict[str, dict[str, list[str]]]  # level -> {"users": uids, "groups": ids, "roles": names}
+
+
+@dataclass(frozen=True)
+class EntityHolders:
+    """Source holders -> target holders: a user's login (strict: no default) to its target uid,
+    a group's name to its target id."""
+
+    login_of: Callable[[Any], str | None]  # a source user ref -> its target login, or None
+    uids: Mapping[str, str]  # target login -> target uid
+    groups: Mapping[str, str] = field(default_factory=dict)  # target group name -> id
+    group_file: Mapping[str, str] = field(default_factory=dict)  # source group -> target group
+    source_logins: Mapping[str, str] = field(default_factory=dict)  # source uid -> login
+
+    def name(self, ref: Any) -> str:
+        """How a source user is named in messages: its login."""
+        uid = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
+        return self.source_logins.get(uid, _label(ref))
+
+    def user(self, ref: Any) -> str | None:
+        login = self.login_of(ref)
+        return self.uids.get(login) if login else None
+
+    def group(self, ref: Record) -> str | None:
+        name, gid = str(ref.get("display") or ref.get("name") or ""), str(ref.get("id") or "")
+        target = self.group_file.get(name) or self.group_file.get(gid) or name
+        if target in self.groups:
+            return self.groups[target]
+        known = target in self.groups.values() or (target.isdigit() and target != gid)
+        return target if known else None
+
+
+@dataclass(frozen=True)
+class EntityAccess:
+    """An entity's access in the target: team-only or not, its ACL, and what failed closed."""
+
+    team_access: bool
+    acl: Acl
+    unmapped: tuple[str, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        """Only its holders read it: it is made without its content, which follows them."""
+        return self.team_access
+
+    def described(self) -> Record:
+        """What verify compares."""
+        return {"teamAccess": self.team_access, "acl": self.acl}
+
+
+def empty_acl() -> Acl:
+    """Every level held by no one."""
+    return {level: {"users": [], "groups": [], "roles": []} for level in LEVELS}
+
+
+def wanted(entity: Record, permissions: Record, holders: EntityHolders) -> EntityAccess:
+    """The target access of a staged entity and its staged permissions; see the docstring."""
+    fields = entity.get("fields") or {}
+    team = bool(fields.get("teamAccess"))
+    source = permissions.get("acl") or {}
+    acl, unmapped = empty_acl(), set()
+    for level in LEVELS:
+        held = source.get(level) or {}
+        for ref in held.get("users") or []:
+            uid = holders.user(ref)
+            if uid is None:
+                unmapped.add(f"user {holders.name(ref)}")
+            acl[level]["users"].append(uid or "")
+        for ref in held.get("groups") or []:
+            gid = holders.group(ref)
+            if gid is None:
+                unmapped.add(f"group {ref.get('display') or ref.get('id')}")
+            acl[level]["groups"].append(gid or "")
+        acl[level]["roles"] = sorted(str(role) for role in held.get("roles") or [])
+    names_author = any("AUTHOR" in acl[level]["roles"] for level in LEVELS)
+    author = entity.get("createdBy") or fields.get("author")
+    if team and names_author and author and holders.user(author) is None:
+        unmapped.add(f"author {holders.name(author)}")
+    if unmapped:
+        owner = holders.user(fields.get("lead")) or holders.user(author)
+        closed = empty_acl()
+        for level in LEVELS:
+            closed[level]["users"] = [owner] if owner else []
+        return EntityAccess(True, closed, tuple(sorted(unmapped)))
+    return EntityAccess(team, _sorted(acl))
+
+
+def current(reply: Record, team_access: bool) -> EntityAccess:
+    """A target entity's access as its permissions reply and `teamAccess` give it."""
+    acl = empty_acl()
+    for level in LEVELS:
+        held = (reply.get("acl") or {}).get(level) or {}
+        acl[level] = {
+            "users": [str(ref.get("id")) for ref in held.get("users") or []],
+            "groups": [str(ref.get("id")) for ref in held.get("groups") or []],
+            "roles": [str(role) for role in held.get("roles") or []],
+        }
+    return EntityAccess(team_access, _sorted(acl))
+
+
+def edit(have: Acl, want: Acl) -> Record:
+    """The ``{grant, revoke}`` body that turns `have` into `want` (empty when they agree)."""
+    body: Record = {}
+    for verb, plus, minus in (("revoke", have, want), ("grant", want, have)):
+        levels = {}
+        for level in LEVELS:
+            change = {
+                kind: sorted(set(plus[level][kind]) - set(minus[level][kind]))
+                for kind in ("users", "groups", "roles")
+            }
+            change = {kind: items for kind, items in change.items() if items}
+            if change:
+                levels[level] = change
+        if levels:
+            body[verb] = levels
+    return body
+
+
+def _sorted(acl: Acl) -> Acl:
+    return {
+        level: {kind: sorted(set(items)) for kind, items in held.items()}
+        for level, held in acl.items()
+    }
+
+
+def _label(ref: Any) -> str:
+    if isinstance(ref, dict):
+        return str(ref.get("display") or ref.get("id"))
+    return str(ref)

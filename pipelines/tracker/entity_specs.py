@@ -1,0 +1,236 @@
+"""The planning layer's specs: projects, portfolios and goals with what hangs off them.
+
+They load after the issues and their links (phase 2), each entity tree parents first (a
+portfolio, the portfolios and projects under it; a goal, the goals under it), through the admin
+`_import` with its original creation time and mapped author. Under each entity, in order:
+
+1. its access (`entity_access`): the entity was made team-only with its summary alone when the
+   source restricts it, so nobody the source refused reads it at any instant; the access row
+   narrows first (team-only), sets the ACL, writes the content (people, status, description,
+   dates), and opens the entity last when the source had it open. A holder that maps to no
+   one leaves it team-only to its mapped owner and the migrating admin, and fails the row;
+2. its comments (no import: made by the migrating admin, a provenance line naming the
+   original author and time), its checklist, its files (a temporary upload, then attached);
+3. the entities under it (their parents' access is in place before they exist).
+
+Links (`entity_link`, phase 3) wait for both ends: an issue of the migration or another
+entity. A link between two entities shows on both; it loads from one side.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from haul.connectors.errors import NotFoundError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.tracker.entity_access import EntityAccess, current, edit
+from haul.pipelines.tracker.entity_bodies import KINDS, PARENT_TYPE, EntityBodies
+from haul.pipelines.tracker.entity_prints import EntityPrints
+from haul.state.store import StagedRecord, StagingStore
+
+PHASE = 2  # after the issues (0) and their links (1)
+SUB_SPECS = ("entity_access", "entity_comment", "entity_checklist", "entity_attachment")
+
+
+def _kinds(store: StagingStore) -> dict[str, str]:
+    return {source_id: kind for kind in KINDS for source_id in store.source_ids(kind)}
+
+
+def plan_entities(kind: str) -> Callable[[StagingStore], Iterator[Planned]]:
+    """Every staged entity of `kind`, under its primary parent when that one moves too."""
+
+    def plan(store: StagingStore) -> Iterator[Planned]:
+        parents = store.source_ids(PARENT_TYPE[kind])
+        for record in store.iter_records(kind):
+            parent = Ref(PARENT_TYPE[kind], record.parent) if record.parent in parents else None
+            yield Planned(record, parent, str(record.raw.get("createdAt") or ""))
+
+    return plan
+
+
+def plan_under_entity(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
+    """Every staged `entity` record of a staged entity, under it, oldest first."""
+
+    def plan(store: StagingStore) -> Iterator[Planned]:
+        kinds = _kinds(store)
+        for record in store.iter_records(entity):
+            if record.parent in kinds:
+                sort_key = str(record.raw.get("createdAt") or "")
+                yield Planned(record, Ref(kinds[record.parent], record.parent), sort_key)
+
+    return plan
+
+
+def plan_links(store: StagingStore) -> Iterator[Planned]:
+    """A link to an issue; a link between two entities from one side only (the smaller id's,
+    when both are staged)."""
+    kinds = _kinds(store)
+    for record in store.iter_records("entity_link"):
+        if record.parent not in kinds:
+            continue
+        other = str((record.raw.get("linkFieldValues") or {}).get("id"))
+        issue = record.raw.get("entityType") == "issue"
+        if issue or other not in kinds or record.parent < other:
+            yield Planned(record, Ref(kinds[record.parent], record.parent))
+
+
+ENTITY_PLANS = {
+    **{entity: plan_under_entity(entity) for entity in SUB_SPECS},
+    **{kind: plan_entities(kind) for kind in KINDS},
+    "entity_link": plan_links,
+}
+
+
+@dataclass
+class EntityLoad:
+    """Everything the planning layer's specs need to write to one target org."""
+
+    client: TrackerClient
+    store: StagingStore
+    bodies: EntityBodies
+    prints: EntityPrints
+    current_key: Callable[[str], str]  # a source issue key -> the key it is staged under now
+    changes: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def specs(self, kinds: tuple[str, ...]) -> list[EntitySpec]:
+        """The specs of the entity types in scope (none: no spec), in the order siblings load."""
+        if not kinds:
+            return []
+        prints = self.prints
+        access, comment, checklist = prints.access(), prints.comment(), prints.checklist()
+        attachment, link = prints.attachment(), prints.link()
+        return [
+            EntitySpec("entity_access", "entity_access", ENTITY_PLANS["entity_access"],
+                       self.send_access, self.find_access, phase=PHASE, fingerprint=access,
+                       sends_conflicts=True),
+            EntitySpec("entity_comment", "entity_comment", ENTITY_PLANS["entity_comment"],
+                       self.send_comment, comment.find, phase=PHASE, fingerprint=comment),
+            EntitySpec("entity_checklist", "entity_checklist", ENTITY_PLANS["entity_checklist"],
+                       self.send_checklist, checklist.find, phase=PHASE, fingerprint=checklist),
+            EntitySpec("entity_attachment", "entity_attachment",
+                       ENTITY_PLANS["entity_attachment"], self.send_attachment, attachment.find,
+                       phase=PHASE, fingerprint=attachment),
+            *(self._entity_spec(kind) for kind in KINDS if kind in kinds),
+            EntitySpec("entity_link", "entity_link", plan_links, self.send_link, link.find,
+                       requires=self._link_ends, phase=PHASE + 1, fingerprint=link),
+        ]  # fmt: skip
+
+    def _entity_spec(self, kind: str) -> EntitySpec:
+        printed = self.prints.entity(kind)
+        return EntitySpec(
+            kind, kind, ENTITY_PLANS[kind], self.send_entity, printed.find,
+            phase=PHASE, fingerprint=printed,
+        )  # fmt: skip
+
+    def _made(self, entity: str, target_id: str) -> str:
+        self.changes[(entity, "created")] += 1
+        return target_id
+
+    # -- the entity and its access ------------------------------------------------------
+
+    async def send_entity(self, record: StagedRecord, parent: str | None) -> str:
+        body = self.bodies.import_body(record, parent)
+        reply = await self.client.import_entity(record.entity, body)
+        return self._made(record.entity, str(reply["id"]))
+
+    async def send_access(self, record: StagedRecord, entity_id: str | None) -> str:
+        """Narrow, grant, write the content, then open: see the module docstring."""
+        if entity_id is None:
+            raise RecordFailure(f"the entity of {record.source_id} is not loaded")
+        entity = self.bodies.entity(record.parent or "")
+        want = self.bodies.access(entity)
+        kind = entity.entity
+        found = await self.client.get_entity(kind, entity_id, fields="teamAccess")
+        if want.team_access and not (found.get("fields") or {}).get("teamAccess"):
+            await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": True}})
+        await self._set_acl(kind, entity_id, want)
+        content = self.bodies.content(entity)
+        if content:
+            await self.client.update_entity(kind, entity_id, {"fields": content})
+        if not want.team_access and (found.get("fields") or {}).get("teamAccess"):
+            await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": False}})
+        if want.unmapped:
+            raise RecordFailure(
+                f"{kind} {entity.source_id} ({_summary(entity)}): {', '.join(want.unmapped)} maps"
+                " to no target holder (mapping.users_file, mapping.groups_file): it is"
+                " team-only to its owner and the migrating admin; map them, then haul load"
+                " --retry-failed"
+            )
+        return entity_id
+
+    async def find_access(
+        self, record: StagedRecord, entity_id: str | None, unclaimed: Callable[[str], bool]
+    ) -> str | None:
+        """The entity, once its access and content are what they should be; never for one
+        that fails closed (its row stays failed, naming the holders)."""
+        entity = self.bodies.entity(record.parent or "")
+        if self.bodies.access(entity).unmapped:
+            return None
+        return await self.prints.access().find(record, entity_id, unclaimed)
+
+    async def _set_acl(self, kind: str, entity_id: str, want: EntityAccess) -> None:
+        reply = await self.client.get_entity_permissions(kind, entity_id)
+        change = edit(current(reply, want.team_access).acl, want.acl)
+        if change:
+            await self.client.edit_entity_permissions(kind, entity_id, change)
+
+    # -- sub-records ----------------------------------------------------------------------
+
+    def _entity_of(self, record: StagedRecord) -> str:
+        return self.bodies.kind_of(record.parent or "")
+
+    async def send_comment(self, record: StagedRecord, entity_id: str | None) -> str:
+        if entity_id is None:
+            raise RecordFailure(f"the entity of comment {record.source_id} is not loaded")
+        body = {"text": self.bodies.comment_text(record)}
+        reply = await self.client.create_entity_comment(self._entity_of(record), entity_id, body)
+        return self._made("entity_comment", str(reply["id"]))
+
+    async def send_checklist(self, record: StagedRecord, entity_id: str | None) -> str:
+        if entity_id is None:
+            raise RecordFailure(f"the entity of checklist {record.source_id} is not loaded")
+        items = self.bodies.checklist(record)
+        await self.client.add_entity_checklist_items(self._entity_of(record), entity_id, items)
+        return self._made("entity_checklist", f"{entity_id}/checklist")
+
+    async def send_attachment(self, record: StagedRecord, entity_id: str | None) -> str:
+        if entity_id is None:
+            raise RecordFailure(f"the entity of file {record.source_id} is not loaded")
+        kind = self.bodies.kind_of(record.parent or "")
+        source = await staged_bytes(self.store, record, drained=kind)
+        upload = await self.client.upload_temporary_file(str(record.raw["name"]), source)
+        await self.client.attach_entity_file(kind, entity_id, str(upload["id"]))
+        return self._made("entity_attachment", str(upload["id"]))
+
+    async def send_link(self, record: StagedRecord, entity_id: str | None) -> str:
+        if entity_id is None:
+            raise RecordFailure(f"the entity of link {record.source_id} is not loaded")
+        other = self.bodies.link_other(record, self._target_of)
+        end = "issue" if record.raw.get("entityType") == "issue" else "entity"
+        body = {"relationship": record.raw.get("type"), end: other}
+        try:
+            reply = await self.client.create_entity_link(self._entity_of(record), entity_id, body)
+        except NotFoundError as exc:
+            raise RecordFailure(
+                f"the linked {end} {other} is not in the target: move it too, then haul load"
+                " --retry-failed"
+            ) from exc
+        return self._made("entity_link", str(reply["id"]))
+
+    def _target_of(self, entity: str, source_id: str) -> str | None:
+        row = self.store.ledger.get(entity, source_id)
+        return row.target_id if row is not None and row.status == "done" else None
+
+    def _link_ends(self, record: StagedRecord) -> list[Ref]:
+        """Both ends first: the other entity, or the issue (under its current key)."""
+        end = record.raw.get("linkFieldValues") or {}
+        if record.raw.get("entityType") == "issue":
+            return [Ref("issue", self.current_key(str(end.get("key"))))]
+        return [Ref(str(record.raw.get("entityType")), str(end.get("id")))]
+
+
+def _summary(entity: StagedRecord) -> str:
+    return str((entity.raw.get("fields") or {}).get("summary") or "")[:60]

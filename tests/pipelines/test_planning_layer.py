@@ -1,0 +1,153 @@
+"""Saved filters, dashboards, remote links and autoactions move with a migration.
+
+One `haul run` of the sandbox's tiny org (TEST -> NEW, `[scope] filters` and `dashboards` =
+"all") is shared by the module. Before it, the source gets a filter naming a queue no org has
+and one of its autoactions is switched off; after the extract, one staged remote link is made
+to point into an application the target lacks (what a source with an integration the target
+never connected looks like). The official SDK (raw requests where it has no collection) then
+reads the same filters, dashboards with their widgets, remote links and autoactions in both
+orgs, queries rewritten; verify passes, then flags a filter's query changed by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from haul_fixtures import environ, source_queues, write_config
+
+from haul.pipelines.check import run_check
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.findings import Finding
+from haul.pipelines.runner import extract, run_all
+from haul.state.store import StagingStore
+
+sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+
+SCOPE = {"filters": "all", "dashboards": "all"}
+GHOST = {"name": "Ghost work", "query": "Queue: GHOST AND Key: TEST-1"}
+NOWHERE = {"id": "ru.yandex.nowhere", "name": "Nowhere", "type": "nowhere"}
+
+
+@dataclass
+class Migrated:
+    info: dict[str, Any]
+    config: Config
+    summary: Any
+    findings: list[Finding]
+    tampered: str  # the source id of the remote link into an application the target lacks
+    requests: dict[str, int]  # the run's requests by route
+
+    def raw(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
+        headers = {
+            "Authorization": f"OAuth {self.info['tokens']['admin']}",
+            "X-Org-ID": self.info["orgs"][org],
+        }
+        reply = httpx.request(method, self.info["tracker"] + path, headers=headers, **kwargs)
+        assert reply.status_code < 300, reply.text
+        return reply.json()
+
+    def sdk(self, org: str) -> Any:
+        host = self.info["tracker"].rsplit("/v3", 1)[0]
+        token, org_id = self.info["tokens"]["admin"], self.info["orgs"][org]
+        return sdk.TrackerClient(token=token, org_id=org_id, base_url=host, retries=1)
+
+
+def _tamper_one_remote_link(config: Config) -> str:
+    with StagingStore.open(config.staging_path) as store:
+        record = next(store.iter_records("remote_link"))
+        raw = {**record.raw, "object": {**record.raw["object"], "application": NOWHERE}}
+        row = {"source_id": record.source_id, "parent": record.parent, "raw": raw}
+        with store.transaction():
+            store.upsert_records("remote_link", [row])
+        return record.source_id
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    from haul.sandbox import server as sandbox_server
+
+    directory = tmp_path_factory.mktemp("planning-layer")
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        config = load_config(write_config(directory, info, queues=source_queues(info), scope=SCOPE))
+        done = Migrated(info, config, None, [], "", {})
+        done.raw("source", "POST", "/filters", json=GHOST)
+        first = done.raw("source", "GET", "/queues/TEST/autoactions")[0]
+        done.raw("source", "PATCH", f"/queues/TEST/autoactions/{first['id']}",
+                 json={"active": False, "version": first["version"]})  # fmt: skip
+        asyncio.run(extract(config, environ=environ(info)))
+        done.tampered = _tamper_one_remote_link(config)
+        done.findings = asyncio.run(run_check(config, environ=environ(info)))
+        before = sandbox.stats()["by_route"]
+        done.summary = asyncio.run(run_all(config, environ=environ(info)))
+        after = sandbox.stats()["by_route"]
+        done.requests = {route: n - before.get(route, 0) for route, n in after.items()}
+        yield done
+
+
+def _filters(client: Any) -> set[tuple[str, str]]:
+    return {(f.name, f.query) for f in client.filters.get_all()}
+
+
+def _remote_links(migrated: Migrated, org: str, key: str) -> dict[str, tuple[str, str, str]]:
+    links = migrated.raw(org, "GET", f"/issues/{key}/remotelinks")
+    return {
+        f"{key}/{r['id']}": (r["object"]["application"]["id"], r["object"]["key"], r["type"]["id"])
+        for r in links
+    }
+
+
+def _dashboards(migrated: Migrated, org: str) -> set[Any]:
+    found = set()
+    for board in migrated.raw(org, "GET", "/dashboards"):
+        widgets = migrated.raw(org, "GET", f"/dashboards/{board['id']}/widgets")
+        found.add((board["name"], board["layout"], board["owner"]["display"], tuple(
+            (w["description"], w["query"], tuple(s["key"] for s in w["fromStatuses"]),
+             tuple(s["key"] for s in w["toStatuses"]), w.get("mode"))
+            for w in widgets
+        )))  # fmt: skip
+    return found
+
+
+def _autoactions(client: Any, queue: str) -> set[tuple[Any, ...]]:
+    return {
+        (a.name, a.query, a.active, a.intervalMillis, json.dumps(a.actions, sort_keys=True))
+        for a in client.queues[queue].collection.autoactions.get_all()
+    }
+
+
+def test_filters_dashboards_remote_links_and_autoactions_read_the_same_in_both_orgs(
+    migrated: Migrated,
+) -> None:
+    """Through the official SDK and raw requests: every saved filter (name and query, TEST
+    rewritten to NEW), dashboard with its cycle-time widget, remote link (but the one into an
+    application the target lacks) and autoaction (active state too) is in the target."""
+    source, target = migrated.sdk("source"), migrated.sdk("target")
+    assert _filters(target) == {
+        (name, query.replace("TEST", "NEW")) for name, query in _filters(source)
+    }
+    assert ("Ghost work", "Queue: GHOST AND Key: NEW-1") in _filters(target)
+    assert _dashboards(migrated, "target") == {
+        (name, layout, owner, tuple((w[0], w[1].replace("TEST", "NEW"), *w[2:]) for w in widgets))
+        for name, layout, owner, widgets in _dashboards(migrated, "source")
+    }
+    moved = 0
+    for queue in source_queues(migrated.info):
+        for issue in source.issues.find(query=f"Queue: {queue}"):
+            wanted = _remote_links(migrated, "source", issue.key)
+            wanted.pop(migrated.tampered, None)
+            found = _remote_links(migrated, "target", issue.key.replace("TEST-", "NEW-"))
+            assert sorted(found.values()) == sorted(wanted.values()), issue.key
+            moved += len(found)
+    assert moved >= 5  # the seeded org has remote links on about one issue in six
+    assert _autoactions(target, "NEW") == {
+        (name, query.replace("TEST", "NEW"), *rest)
+        for name, query, *rest in _autoactions(source, "TEST")
+    }
+    assert False in {a[2] for a in _autoactions(target, "NEW")}  # the switched-off one stays off
