@@ -3,7 +3,9 @@
 Probes each configured service and org with a read-only call (one that cannot be reached
 is an error within seconds, and its own checks are skipped), then asks each service for its
 own findings on that side (`Service.checks`: the tracker's target, for instance, asks for
-admin rights and checks the mapping against what is staged); and checks the staging store's
+admin rights and checks the mapping against what is staged), then, where both sides answered,
+for what comparing them finds (`Service.checks_across`: the tracker's queue permissions);
+and checks the staging store's
 folder and the disk room the files still to download need.
 """
 
@@ -104,6 +106,7 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
     checks (the tracker's target: admin rights and the mapping)."""
     findings = _storage(config)
     clients = []
+    opened: dict[tuple[str, str], Any] = {}  # (service, side) -> its client
     store = StagingStore.open(config.staging_path) if config.staging_path.exists() else None
     try:
         for side, endpoint in (("source", config.source), ("target", config.target)):
@@ -116,7 +119,12 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
                 findings += probed
                 if client is not None:
                     clients.append(client)
+                    opened[service.name, side] = client
                     findings += await service.checks(config, client, store, side)
+        for service in services():
+            source, target = (opened.get((service.name, side)) for side in ("source", "target"))
+            if source is not None and target is not None:
+                findings += await service.checks_across(config, source, target, store)
     finally:
         for client in clients:
             await client.__aexit__(None, None, None)

@@ -2,7 +2,8 @@
 
 A service gives, for one side of the config, a client; for a source org, the streams and
 drains of its extract; for a target org, its entity specs, how `haul plan` decides and how
-`haul verify` reads records back; for `haul check`, its own findings; for `haul export`, its
+`haul verify` reads records back; for `haul check`, its own findings on each side and those
+of comparing the two (the tracker's queue permissions); for `haul export`, its
 tables; and, once, the entity kinds it stages and loads (`Entity`), from which every shared
 module takes its counts. The engine, the runner, plan, verify, check, status, the reports and
 the export iterate services and name none; `pipelines.registry` lists them.
@@ -15,6 +16,7 @@ the export iterate services and name none; `pipelines.registry` lists them.
       target(config, client, store)  -> TargetParts(specs, in_target, unmapped_users,
                                                     planner, verifier, not_carried, changes)
       checks(config, client, store, side) -> [Finding]
+      checks_across(config, source_client, target_client, store) -> [Finding]
 """
 
 from __future__ import annotations
@@ -131,6 +133,13 @@ class Service(Protocol):
     ) -> list[Finding]:
         """What `haul check` finds for this service on one side ("source" or "target"), beyond
         the token probe every service gets; `store` is None before the first extract."""
+        ...
+
+    async def checks_across(
+        self, config: Config, source: Any, target: Any, store: StagingStore | None
+    ) -> list[Finding]:
+        """What `haul check` finds by comparing the source org with the target one, once both
+        tokens were accepted (read-only on both sides)."""
         ...
 
 

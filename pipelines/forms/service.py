@@ -82,5 +82,10 @@ class FormsService:
         """On the source: the surveys named exist, the back-fill templates name questions."""
         return await forms_checks(config, client) if side == "source" else []
 
+    async def checks_across(
+        self, config: Config, source: FormsClient, target: FormsClient, store: StagingStore | None
+    ) -> list[Finding]:
+        return []  # nothing loads into forms
+
 
 FORMS = FormsService()

@@ -3,12 +3,13 @@
 For a target org: whether the token may use the admin import endpoints (`_findByUnique` with a
 value nobody uses: the sandbox, like the admin import endpoints, refuses it to a non-admin; the
 real service's docs do not say, so a refusal is certain and a pass is likely), and, once
-something is staged, whether the target has the queues and dictionary keys the mapping needs
-and whether every staged user maps. For a source org: whether every queue of `scope.queues`
+something is staged, whether the target has the queues and dictionary keys the mapping needs,
+whether every staged user maps and whether it has the applications remote links point into. For a source org: whether every queue of `scope.queues`
 exists (the extract stops at one it lacks with a config error). On the target,
 before anything is staged too: whether every target login of `mapping.users_file` and the
 `default_user` exist there, and who the default user is (the target token's own user when
-`default_user` is not set).
+`default_user` is not set). Across the two orgs: where a migrated queue's permissions for
+the mapped users and groups differ in the target (`pipelines.tracker.queue_permissions`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.tracker.queue_permissions import queue_permission_findings
+from haul.pipelines.tracker.remote_links import application_findings
 from haul.pipelines.tracker.target import (
     build_transform,
     missing_queues,
@@ -46,7 +49,7 @@ async def tracker_checks(
     found += await _target_users(config, client, store)
     if store is None or not store.count_records().get("issue"):
         return [*found, nothing_staged("queues, dictionaries and users are")]
-    return found + await _mapping(config, client, store)
+    return found + await _mapping(config, client, store) + await application_findings(client, store)
 
 
 async def source_queue_problems(config: Config, client: TrackerClient) -> list[tuple[str, str]]:
@@ -185,3 +188,10 @@ def _users(transform: Any, store: StagingStore) -> list[Finding]:
         return [Finding("warning", "users that fall to the default user: " + ", ".join(sorted(transform.users.unmapped)),
                         "map them in mapping.users_file if they have target accounts")]  # fmt: skip
     return [Finding("ok", "every staged user maps to a target user")]
+
+
+async def tracker_checks_across(
+    config: Config, source: TrackerClient, target: TrackerClient, store: StagingStore | None
+) -> list[Finding]:
+    """What comparing the two orgs finds: queue permissions that differ (warnings only)."""
+    return await queue_permission_findings(config, source, target, store)

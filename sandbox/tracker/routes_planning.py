@@ -1,7 +1,7 @@
 """The planning layer's routes in one table, spliced into :data:`sandbox.tracker.app.API`:
 entities with their sub-records, temporary uploads, saved filters, dashboards, applications,
-remote links and queue autoactions.  Specific paths come before the ``{id}`` ones they would
-otherwise shadow (``_search``, ``_import``, ``_relative``)."""
+remote links and queue autoactions; the groups entity permissions name.  Specific paths come
+before the ``{id}`` ones they would otherwise shadow (``_search``, ``_import``, ``_relative``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from haul.sandbox.tracker import routes_autoactions as autoactions
 from haul.sandbox.tracker import routes_entities as entities
 from haul.sandbox.tracker import routes_entity_records as records
 from haul.sandbox.tracker import routes_filters as filters
+from haul.sandbox.tracker import routes_groups as groups
 from haul.sandbox.tracker import routes_remotelinks as remotelinks
 
 KIND = "/entities/{entity_type}"
@@ -46,6 +47,7 @@ API = (
     ("DELETE", f"{ONE}/links", records.delete_link),
     ("POST", "/attachments", records.upload_temporary),
     ("GET", "/attachments/{file_id}/{filename}", records.download_file),
+    ("GET", "/groups", groups.list_groups),
     ("GET", "/filters", filters.list_filters),
     ("POST", "/filters", filters.create_filter),
     ("GET", "/filters/{filter_id}", filters.get_filter),

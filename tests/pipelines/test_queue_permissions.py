@@ -1,0 +1,116 @@
+"""`haul check` names, per migrated queue, each mapped user and group whose permissions in the
+target queue differ from the source queue's, and leaves alike ones unnamed (warnings: the
+check still passes). One extract of a tiny sandbox serves the module.
+
+The sandbox's target org differs from the source in DEV (support may not write) and TEST (bob
+may grant); TEST maps to NEW here, which follows the scheme the source's TEST does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from haul_fixtures import environ, source_queues, write_config
+
+from haul.pipelines.check import run_check
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.findings import Finding
+from haul.pipelines.runner import extract
+
+
+@pytest.fixture(scope="module")
+def migration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Config]]:
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as running:
+        info = running.info
+        folder = tmp_path_factory.mktemp("queue_permissions")
+        config = load_config(write_config(folder, info, queues=source_queues(info)))
+        asyncio.run(extract(config, environ=environ(info)))
+        yield running, config
+
+
+def check(running: Any, config: Config) -> list[Finding]:
+    return asyncio.run(run_check(config, environ(running.info)))
+
+
+def grant(running: Any, queue: str, kind: str, holder: str, codes: list[str]) -> None:
+    """Set one holder's own grants in a target queue (the sandbox's control route)."""
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    host = info["tracker"].rsplit("/v3", 1)[0]
+    path = f"{host}/_sandbox/queues/{queue}/permissions/{kind}/{holder}"
+    httpx.put(path, json={"permissions": codes}, headers=headers).raise_for_status()
+
+
+def group_id(running: Any, name: str) -> str:
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    groups = httpx.get(f"{info['tracker']}/groups", headers=headers).json()
+    return next(str(group["id"]) for group in groups if group["name"] == name)
+
+
+def lines(findings: list[Finding], queue: str) -> dict[str, str]:
+    """The queue's differences: holder ("user bob") -> the whole line."""
+    prefix = f"queue {queue}: "
+    found = {}
+    for finding in findings:
+        if finding.what.startswith(prefix):
+            assert finding.level == "warning", finding
+            holder, _, _ = finding.what.removeprefix(prefix).partition(" may ")
+            found[holder] = finding.what
+    return found
+
+
+def test_the_seeded_differences_are_named_and_alike_ones_are_not(
+    migration: tuple[Any, Config],
+) -> None:
+    running, config = migration
+
+    findings = check(running, config)
+
+    dev = lines(findings, "DEV -> DEV")
+    assert dev["group support"] == (
+        "queue DEV -> DEV: group support may write in the source, nothing in the target"
+    )
+    # frank writes in DEV through support only; alice is its lead, bob is in engineering too
+    assert dev["user frank"].endswith(
+        "may read,create,write in the source, read,create in the target"
+    )
+    assert not {"user alice", "user bob", "group engineering", "group everyone"} & set(dev)
+    assert lines(findings, "TEST -> NEW") == {}  # bob's grant is the target's TEST, not NEW
+    assert lines(findings, "OPS -> OPS") == {}
+    summary = next(f for f in findings if f.what.startswith("queue permissions: "))
+    assert summary.level == "ok" and f"{len(dev)} differ" in summary.what
+    assert not [f for f in findings if f.level == "error"]
+
+
+def test_a_narrowed_and_a_widened_target_queue_are_named(migration: tuple[Any, Config]) -> None:
+    """By the sandbox's control route: engineering may no longer write in the target's OPS,
+    and eve may grant there; support, and heidi (in neither group), stay alike."""
+    running, config = migration
+    grant(running, "OPS", "groups", group_id(running, "engineering"), [])
+    grant(running, "OPS", "users", "eve", ["GRANT"])
+
+    ops = lines(check(running, config), "OPS -> OPS")
+
+    assert ops["group engineering"] == (
+        "queue OPS -> OPS: group engineering may write in the source, nothing in the target"
+    )
+    assert ops["user eve"] == (
+        "queue OPS -> OPS: user eve may read,create in the source, read,create,grant in the target"
+    )
+    assert ops["user bob"].endswith(
+        "may read,create,write in the source, read,create in the target"
+    )
+    assert not {"group support", "user heidi", "user alice", "user frank"} & set(ops)
