@@ -16,8 +16,18 @@ this interpreter) with `--latency-ms` of latency, and prints a table; no asserti
     no budget to speak of (a fixed one above what it can send): each 429 still holds its
     request for Retry-After (1 s), a cost no budget removes, so that ratio is the ceiling
     of the auto budget's. The loop's figures are its settled part (after `--seconds`).
+    `haul load` does better than the loop: a tree waiting out a 429 lends its place to the
+    next one (`pipelines.concurrency`).
+(c) The tracker's crash test (tests/pipelines/test_crash_resume.py, its kills and dropped
+    replies on the tiny org, fixed budgets) with 2% of imports answered 429 at random,
+    against the same without; each `--crash-runs` times, alternating. The figure is the
+    ratio of the median times (the done-when: within a fifth).
+
+Each part's figures are recorded for `make bench`'s table (bench/results.py) and printed
+one a line as `figure: value (target)`. `--part` runs only the parts named (repeatable).
 
     .venv/bin/python bench/budget.py [--size small] [--latency-ms 20] [--seconds 15] [--bare]
+        [--part limit|loops|load|crash ...] [--crash-runs 2]
 """
 
 from __future__ import annotations
@@ -26,7 +36,9 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,11 +56,14 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "pipelines"))  # the crash test
+
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
 LIMIT = 40
 NOISE = "429:0.02@*/_import"
 WORKERS = 16
+PARTS = ("limit", "loops", "load", "crash")
 ISSUE = {"queue": "TEST", "summary": "bench", "createdAt": "2023-01-01", "createdBy": "alice"}
 
 
@@ -173,24 +188,112 @@ def limit_figures(args: argparse.Namespace) -> list[Figures]:
     return figures
 
 
-def noise_figures(args: argparse.Namespace, faults: str, label: str) -> list[Figures]:
+def loop_figures(args: argparse.Namespace, faults: str, label: str) -> list[Figures]:
     """The import loop with the "auto" budget and with a fixed one far above what the loop
     can send (what no budget at all would do, the 429s' Retry-After waits still waited),
-    then `haul load` (each on a sandbox of its own: an empty target)."""
+    each on a sandbox of its own."""
     figures = []
     for budget, options in (("auto", {}), ("no budget", {"write_rate": 100_000})):
         with sandbox(args.size, args.latency_ms, faults) as info:
             name = f"import loop, {budget}, {label}"
             figures += asyncio.run(loop(info, name, args.seconds, write=True, **options))[1:]
+    return figures
+
+
+def load_figures(args: argparse.Namespace, faults: str, label: str) -> Figures:
+    """`haul load` of the extracted org into an empty target (a sandbox of its own)."""
     with sandbox(args.size, args.latency_ms, faults) as info:
         workdir = Path(tempfile.mkdtemp(prefix="haul-bench-budget-"))
         try:
             config = write_config(workdir, info)
             haul("extract", config, info, "extract")
-            figures.append(haul("load", config, info, f"haul load, {label}"))
+            return haul("load", config, info, f"haul load, {label}")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-    return figures
+
+
+def crash_seconds(faults: str) -> tuple[float, bool]:
+    """The crash test's migration (five kills in extract, five in load, resumed) on a sandbox
+    with `faults`: seconds it took, and whether the target's issues then equal the source's."""
+    import test_crash_resume as crash  # tests/pipelines is on sys.path (above)
+    from haul_fixtures import source_queues
+
+    from haul.sandbox.server import start_sandbox
+
+    with (
+        tempfile.TemporaryDirectory(prefix="haul-bench-crash-") as workdir,
+        start_sandbox(size="tiny", seed=11, faults=faults) as running,
+    ):
+        info, queues = running.info, source_queues(running.info)
+        started = time.monotonic()
+        crash.migrate_with_kills(Path(workdir), info, queues, random.Random(7))
+        took = time.monotonic() - started
+        running.set_faults("")
+        target = crash.snapshot_target(info, queues)
+        target.pop("structure")
+        return took, target == crash.snapshot_source(info, queues)
+
+
+def crash_figures(runs: int) -> tuple[list[float], list[float], bool]:
+    """The crash test's times without and with the 429s, alternating; and whether every run
+    ended with the target equal to the source."""
+    import test_crash_resume as crash
+
+    clean: list[float] = []
+    noisy: list[float] = []
+    whole = True
+    for _ in range(runs):
+        for times, faults in (
+            (clean, crash.DROPPED_IMPORTS),
+            (noisy, f"{crash.DROPPED_IMPORTS},{NOISE}"),
+        ):
+            took, equal = crash_seconds(faults)
+            times.append(took)
+            whole = whole and equal
+    return clean, noisy, whole
+
+
+def figure(name: str, value: float, target: str, unit: str, note: str) -> None:
+    """Record one figure for `make bench`'s table and print it on a line of its own."""
+    from results import record  # bench/ is on sys.path when a bench runs
+
+    record(name, value, target, unit=unit, note=note)
+    shown = f"{value:.0f}%" if unit == "%" else f"{value:.2f}{unit}"
+    print(f"{name}: {shown} ({target}{unit})")
+
+
+def print_limited(args: argparse.Namespace, limited: list[Figures]) -> None:
+    print(
+        f"\n(a) a real limit of {LIMIT} req/s per org "
+        f"({'bare 429s' if args.bare else 'RateLimit-* headers'}); "
+        f"{args.size} org, {args.latency_ms:g} ms latency"
+    )
+    print(f"{'run':<42}{'seconds':>9}{'requests':>10}{'429s':>8}{'used':>8}{'refused':>9}")
+    for row in limited:
+        print(
+            f"{row.name:<42}{row.seconds:>9.1f}{row.sent:>10}{row.refused:>8}"
+            f"{used(row):>8.0%}{refused(row):>9.1%}"
+        )
+
+
+def used(row: Figures) -> float:
+    return (row.sent - row.refused) / row.seconds / LIMIT
+
+
+def refused(row: Figures) -> float:
+    return row.refused / max(1, row.sent)
+
+
+def print_noise(pairs: list[tuple[Figures, Figures]]) -> None:
+    print("\n(b) 2% of imports answered 429 at random, against none")
+    print(f"{'run':<42}{'seconds':>9}{'done':>8}{'per s':>8}{'429s':>7}{'ratio':>8}")
+    for without, with_noise in pairs:
+        for row in (without, with_noise):
+            ratio = row.per_second / without.per_second
+            print(
+                f"{row.name:<42}{row.seconds:>9.1f}{row.answered:>8}{row.per_second:>8.1f}"
+                f"{row.refused:>7}{ratio:>8.0%}"
+            )
 
 
 def main() -> None:
@@ -199,34 +302,46 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=15.0, help="of each tight loop's part")
     parser.add_argument("--bare", action="store_true", help="429s without RateLimit-* headers")
+    parser.add_argument("--part", action="append", choices=PARTS, help="only these parts")
+    parser.add_argument("--crash-runs", type=int, default=2, help="crash tests of each kind")
     args = parser.parse_args()
+    parts = args.part or PARTS
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))  # errors only
+    setting = f"{args.size} org, {args.latency_ms:g} ms"
 
-    limited = limit_figures(args)
-    clean = noise_figures(args, "", "no 429s")
-    noisy = noise_figures(args, NOISE, "2% 429s")
-
-    print(
-        f"\n(a) a real limit of {LIMIT} req/s per org "
-        f"({'bare 429s' if args.bare else 'RateLimit-* headers'}); "
-        f"{args.size} org, {args.latency_ms:g} ms latency"
-    )
-    print(f"{'run':<42}{'seconds':>9}{'requests':>10}{'429s':>8}{'used':>8}{'refused':>9}")
-    for row in limited:
-        let_through = (row.sent - row.refused) / row.seconds
-        print(
-            f"{row.name:<42}{row.seconds:>9.1f}{row.sent:>10}{row.refused:>8}"
-            f"{let_through / LIMIT:>8.0%}{row.refused / max(1, row.sent):>9.1%}"
-        )
-    print("\n(b) 2% of imports answered 429 at random, against none")
-    print(f"{'run':<42}{'seconds':>9}{'done':>8}{'per s':>8}{'429s':>7}{'ratio':>8}")
-    for without, with_noise in zip(clean, noisy, strict=True):
-        for row in (without, with_noise):
-            ratio = row.per_second / without.per_second
-            print(
-                f"{row.name:<42}{row.seconds:>9.1f}{row.answered:>8}{row.per_second:>8.1f}"
-                f"{row.refused:>7}{ratio:>8.0%}"
+    if "limit" in parts:
+        limited = limit_figures(args)
+        print_limited(args, limited)
+        extract = limited[-1]
+        figure("share of a real limit used", 100 * used(extract), ">= 85", "%", setting)
+        figure("refused under a real limit", 100 * refused(extract), "<= 2", "%", setting)
+    if "loops" in parts:
+        print_noise(
+            list(
+                zip(
+                    loop_figures(args, "", "no 429s"),
+                    loop_figures(args, NOISE, "2% 429s"),
+                    strict=True,
+                )
             )
+        )
+    if "load" in parts:
+        pair = load_figures(args, "", "no 429s"), load_figures(args, NOISE, "2% 429s")
+        print_noise([pair])
+        kept = 100 * pair[1].per_second / pair[0].per_second
+        figure("load throughput kept under 2% random 429s", kept, ">= 80", "%", setting)
+    if "crash" in parts:
+        clean, noisy, whole = crash_figures(args.crash_runs)
+        print("\n(c) the tracker's crash test, seconds: without 429s", _seconds(clean))
+        print("                                   with 2% 429s", _seconds(noisy))
+        print("    every target equal to its source:", "yes" if whole else "NO")
+        ratio = statistics.median(noisy) / statistics.median(clean)
+        note = f"tiny org, medians of {args.crash_runs}" + ("" if whole else "; a target DIFFERED")
+        figure("crash test time, 2% random 429s / none", ratio, "<= 1.2", "x", note)
+
+
+def _seconds(times: list[float]) -> str:
+    return " ".join(f"{took:.1f}" for took in times)
 
 
 if __name__ == "__main__":

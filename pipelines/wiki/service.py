@@ -30,7 +30,7 @@ from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
 from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
-from haul.pipelines.wiki.streams import PageDrain, PageTree
+from haul.pipelines.wiki.streams import Listed, PageDrain, PageTree
 from haul.pipelines.wiki.verify import WikiVerifier
 from haul.state.store import StagingStore
 
@@ -79,11 +79,12 @@ class WikiService:
 
     async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:
         concurrent = config.tuning.concurrency > 1
+        listed = Listed()  # a page's listings, read with it, reach its drain unasked again
         trees = [
-            PageTree(client, root, concurrent=concurrent, store=store)
+            PageTree(client, root, concurrent=concurrent, store=store, listed=listed)
             for root in config.scope.wiki_roots
         ]
-        drain = PageDrain(client, store, concurrent=concurrent)
+        drain = PageDrain(client, store, concurrent=concurrent, listed=listed)
 
         async def details(stats: ExtractStats) -> Details:
             return {
@@ -130,6 +131,11 @@ class WikiService:
         if store is None:
             return [nothing_staged("the wiki's page access")]
         return access_findings(store, await page_access(config, client, store))
+
+    async def checks_across(
+        self, config: Config, source: WikiClient, target: WikiClient, store: StagingStore | None
+    ) -> list[Finding]:
+        return []  # page access is compared by `checks` on the target and by verify
 
 
 async def _roots_exist(config: Config, client: WikiClient) -> list[Finding]:

@@ -14,17 +14,22 @@ staged page it no longer holds was moved or deleted (`pipelines.wiki.moves`).
 
 `PageDrain` fetches a page's resources (attachments, their bytes into the blob store checked
 against the listed size, unless staged already; grids, each read again only when its
-revision moved) and comments.
+revision moved) and comments, attachments and grids together.
+
+A page's three reads go out together (the descendants listing gives its id), and the two
+listings the version needs are kept for the page's drain in the same run (`Listed`), so a
+page read and drained costs its listings once; a drain in a later run lists them itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -64,11 +69,48 @@ def changes_mark(resources: list[dict[str, Any]], comments: list[dict[str, Any]]
     return hashlib.sha256(json.dumps([held, said]).encode()).hexdigest()[:16]
 
 
+class Listed:
+    """What reading a page listed (its resources and comments), kept until its drain takes
+    them: only for a page whose drained mark is behind, so what is kept waits in the drain
+    queue (bounded) and leaves with it."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = {}
+
+    def keep(
+        self,
+        slug: str,
+        version: str,
+        resources: list[dict[str, Any]],
+        comments: list[dict[str, Any]],
+    ) -> None:
+        self._held[slug] = (version, resources, comments)
+
+    def take(
+        self, slug: str, version: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """The listings of the page as read at `version` (once), or None."""
+        held = self._held.pop(slug, None)
+        if held is None or held[0] != version:
+            return None
+        return held[1], held[2]
+
+
 def parent_slug(slug: str, root: str) -> str | None:
     """The page a page hangs under within its root (None for the root itself)."""
     if slug == root:
         return None
     return slug.rpartition("/")[0] or None
+
+
+class Ref(NamedTuple):
+    """A page as the descendants listing names it."""
+
+    slug: str
+    page_id: int | None
+
+
+Listing = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
 
 
 @dataclass
@@ -81,6 +123,7 @@ class PageTree:
     pages_read: int = 0
     concurrent: bool = True  # False: one request at a time (the benchmark's baseline)
     store: StagingStore | None = None  # given: pages gone from a whole listing are looked up
+    listed: Listed | None = None  # given: what a page to drain listed is kept for its drain
 
     @property
     def checkpoint(self) -> str:
@@ -89,13 +132,13 @@ class PageTree:
     async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         state = saved() or {}
         resume_after = None if state.get("complete", True) else state.get("after")
-        batch: list[str] = []
+        batch: list[Ref] = []
         listed: set[str] = set()
-        async for slug in self._slugs(resume_after):
-            listed.add(slug)
-            batch.append(slug)
+        async for ref in self._refs_after(resume_after):
+            listed.add(ref.slug)
+            batch.append(ref)
             if len(batch) >= BATCH:
-                yield await self._page(batch, {"after": batch[-1], "complete": False})
+                yield await self._page(batch, {"after": ref.slug, "complete": False})
                 batch = []
         if not listed and resume_after is None:
             raise ConfigError("scope.wiki_roots", f"{self.root!r} is not a page of the source wiki")
@@ -103,22 +146,22 @@ class PageTree:
         if resume_after is None and self.store is not None:  # the whole tree was listed
             await find_vanished_pages(self.client, self.store, self.root, listed)
 
-    async def _slugs(self, resume_after: str | None) -> AsyncIterator[str]:
-        """The tree's slugs, after `resume_after` when a killed run staged up to it. If that
+    async def _refs_after(self, resume_after: str | None) -> AsyncIterator[Ref]:
+        """The tree's pages, after `resume_after` when a killed run staged up to it. If that
         page is gone from the listing meanwhile, the whole tree is listed again: re-reading
         pages is harmless, skipping them would lose them."""
-        skipped: list[str] = []
-        async for ref in self._refs():
-            slug = str(ref["slug"]).strip("/")
+        skipped: list[Ref] = []
+        async for item in self._refs():
+            ref = Ref(str(item["slug"]).strip("/"), _page_id(item.get("id")))
             if resume_after is None:
-                yield slug
-            elif slug == resume_after:
+                yield ref
+            elif ref.slug == resume_after:
                 resume_after = None
             else:
-                skipped.append(slug)
+                skipped.append(ref)
         if resume_after is not None:  # never met: list everything after all
-            for slug in skipped:
-                yield slug
+            for ref in skipped:
+                yield ref
 
     async def _refs(self) -> AsyncIterator[dict[str, Any]]:
         try:
@@ -129,39 +172,68 @@ class PageTree:
                 "scope.wiki_roots", f"{self.root!r} is not a page of the source wiki"
             ) from None
 
-    async def _page(self, slugs: list[str], checkpoint: dict[str, Any]) -> Page:
-        if self.concurrent:
-            replies = await asyncio.gather(*(self._read(slug) for slug in slugs))
-        else:
-            replies = [await self._read(slug) for slug in slugs]
+    async def _page(self, refs: list[Ref], checkpoint: dict[str, Any]) -> Page:
+        replies = await together([self._read(ref) for ref in refs], self.concurrent)
         rows: list[Row] = []
         problems: list[tuple[str, str, str]] = []
-        for slug, reply in zip(slugs, replies, strict=True):
+        for ref, reply in zip(refs, replies, strict=True):
             if isinstance(reply, str):
-                problems.append((self.entity, slug, reply))
+                problems.append((self.entity, ref.slug, reply))
                 continue
-            page, mark = reply
+            page, resources, comments = reply
+            version = f"{page_version(page)}#{changes_mark(resources, comments)}"
             rows.append(
                 {
-                    "source_id": slug,
-                    "parent": parent_slug(slug, self.root),
-                    "updated_at": f"{page_version(page)}#{mark}",
+                    "source_id": ref.slug,
+                    "parent": parent_slug(ref.slug, self.root),
+                    "updated_at": version,
                     "raw": {**page, "root": self.root},
                 }
             )
+            self._keep(ref.slug, version, resources, comments)
         self.pages_read += len(rows)
         return Page(rows, checkpoint, problems)
 
-    async def _read(self, slug: str) -> tuple[dict[str, Any], str] | str:
-        """The page and the mark of what it holds (or why it could not be read)."""
+    async def _read(self, ref: Ref) -> Listing | str:
+        """The page with its resources and comments (or why it could not be read): the three
+        together when the listing gave the page's id, the listings again should the page
+        have been replaced under its slug meanwhile (another id)."""
         try:
-            page = await self.client.get_page(slug, fields=STAGED_FIELDS)
-            page_id = int(page["id"])
-            resources = await _collect(self.client.iter_resources(page_id))
-            comments = await _collect(self.client.iter_comments(page_id))
+            if ref.page_id is None:
+                page = await self.client.get_page(ref.slug, fields=STAGED_FIELDS)
+                return page, *await self._listings(int(page["id"]))
+            page, (resources, comments) = await together(
+                [self.client.get_page(ref.slug, fields=STAGED_FIELDS), self._listings(ref.page_id)],
+                self.concurrent,
+            )
+            if int(page["id"]) != ref.page_id:
+                resources, comments = await self._listings(int(page["id"]))
         except RecordError as exc:  # this page's problem, not the run's
-            return f"page {slug!r} could not be read: {exc}"
-        return page, changes_mark(resources, comments)
+            return f"page {ref.slug!r} could not be read: {exc}"
+        return page, resources, comments
+
+    async def _listings(self, page_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        resources, comments = await together(
+            [
+                _collect(self.client.iter_resources(page_id)),
+                _collect(self.client.iter_comments(page_id)),
+            ],
+            self.concurrent,
+        )
+        return resources, comments
+
+    def _keep(
+        self,
+        slug: str,
+        version: str,
+        resources: list[dict[str, Any]],
+        comments: list[dict[str, Any]],
+    ) -> None:
+        """Keep the listings for the page's drain, when it is to be drained."""
+        if self.listed is None or self.store is None:
+            return
+        if self.store.drained_version(slug, entity=self.entity) != version:
+            self.listed.keep(slug, version, resources, comments)
 
 
 @dataclass
@@ -173,19 +245,26 @@ class PageDrain:
     parent: str = "wiki_page"
     attachment_bytes: int = 0
     concurrent: bool = True  # False: one request at a time (the benchmark's baseline)
+    listed: Listed | None = None  # the listings the page's read kept, taken once
 
     async def fetch(self, page: StagedRecord) -> dict[str, list[Row]]:
         page_id = int(page.raw["id"])
         slug = page.source_id
-        listings = (
-            _collect(self.client.iter_resources(page_id)),
-            _collect(self.client.iter_comments(page_id)),
-        )
-        resources, comments = await self._all(listings)
+        kept = self.listed.take(slug, page.updated_at) if self.listed is not None else None
+        if kept is None:
+            listings = (
+                _collect(self.client.iter_resources(page_id)),
+                _collect(self.client.iter_comments(page_id)),
+            )
+            resources, comments = await self._all(listings)
+        else:
+            resources, comments = kept
         attachments = [r["item"] for r in resources if r.get("type") == "attachment"]
         grid_refs = [r["item"] for r in resources if r.get("type") == "grid"]
-        grids = await self._all([self._grid(slug, ref) for ref in grid_refs])
-        attachment_rows = [await self._attachment_row(slug, page_id, a) for a in attachments]
+        grids, attachment_rows = await self._all([
+            self._all([self._grid(slug, ref) for ref in grid_refs]),
+            self._all([self._attachment_row(slug, page_id, a) for a in attachments]),
+        ])  # fmt: skip
         children: dict[str, list[Row]] = {
             "wiki_attachment": attachment_rows,
             "wiki_grid": [{"source_id": str(grid["id"]), "raw": grid} for grid in grids],
@@ -211,9 +290,7 @@ class PageDrain:
         return await self.client.get_grid(str(ref["id"]))
 
     async def _all(self, calls: Any) -> list[Any]:
-        if self.concurrent:
-            return list(await asyncio.gather(*calls))
-        return [await call for call in calls]
+        return await together(list(calls), self.concurrent)
 
     async def _attachment_row(self, slug: str, page_id: int, attachment: dict[str, Any]) -> Row:
         source_id = f"{slug}/{attachment['id']}"
@@ -251,3 +328,34 @@ def byte_size(size: Any) -> int | None:
 
 async def _collect(records: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
     return [record async for record in records]
+
+
+async def together(calls: list[Awaitable[Any]], concurrent: bool = True) -> list[Any]:
+    """Await every call, all at once (else one after another), results in order; the first
+    error cancels the rest and is raised as it is."""
+    if not concurrent:
+        results: list[Any] = []
+        waiting = iter(calls)
+        try:
+            for call in waiting:
+                results.append(await call)
+        finally:
+            for call in waiting:  # after an error: never awaited, so closed
+                if inspect.iscoroutine(call):
+                    call.close()
+        return results
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _page_id(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
