@@ -25,6 +25,7 @@ from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
 from haul.pipelines.runner import extract, run_all
+from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 
 sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
@@ -151,3 +152,45 @@ def test_filters_dashboards_remote_links_and_autoactions_read_the_same_in_both_o
         for name, query, *rest in _autoactions(source, "TEST")
     }
     assert False in {a[2] for a in _autoactions(target, "NEW")}  # the switched-off one stays off
+
+
+def test_a_remote_link_into_an_application_the_target_lacks_fails_named_and_check_said_so(
+    migrated: Migrated,
+) -> None:
+    """`haul check` names the missing application before the load; the load fails that one
+    link with the application in its error and loads every other record."""
+    missing = [f for f in migrated.findings if "ru.yandex.nowhere" in f.what]
+    assert [f.level for f in missing] == ["error"], migrated.findings
+    assert migrated.summary.failed == 1
+    with StagingStore.open(migrated.config.staging_path) as store:
+        row = store.ledger.get("remote_link", migrated.tampered)
+        assert row is not None and row.status == "failed"
+        assert "no application ru.yandex.nowhere" in (row.error or "")
+
+
+def test_autoactions_are_created_after_every_issue_link_and_saved_object(
+    migrated: Migrated,
+) -> None:
+    """Importing issues fires no autoaction: each was made once everything else was in."""
+    with StagingStore.open(migrated.config.staging_path) as store:
+        done = list(store.ledger.iter_rows(status="done"))
+    autoactions = [row.updated_at for row in done if row.entity == "autoaction"]
+    others = [row.updated_at for row in done if row.entity in ("issue", "link", "filter")]
+    assert autoactions and others
+    assert min(autoactions) >= max(others)
+
+
+def test_verify_passes_then_names_a_filter_whose_query_was_changed_by_hand(
+    migrated: Migrated,
+) -> None:
+    """Every carried record compares equal; a saved filter edited in the target is named."""
+    clean = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    assert clean.differences == []
+    compared = {v.entity for v in clean.entities if v.compared and v.checked}
+    assert {"remote_link", "filter", "dashboard", "dashboard_widget", "autoaction"} <= compared
+    edited = next(
+        f for f in migrated.raw("target", "GET", "/filters") if f["name"] != GHOST["name"]
+    )
+    migrated.raw("target", "PATCH", f"/filters/{edited['id']}", json={"query": "Queue: NEW"})
+    result = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    assert {d.entity for d in result.differences} == {"filter"}
