@@ -275,6 +275,8 @@ def _remote_links(org: Org, key: str) -> list[RemoteLink]:
             "ru.yandex.jenkins": f"deploy-{issue.queue.lower()}/{rng.randrange(1, 900)}",
         }[app]
         at = rng.randrange(issue.created_at, issue.updated_at + 1)
+        if any((link.application, link.key) == (app, object_key) for link in links):
+            continue  # an issue links to an object once (a second create is a 409)
         link_id = (issue.seq + 1) * 4 + n
         links.append(
             RemoteLink(link_id, key, app, object_key, "relates", "outward", rng.choice(people), at)

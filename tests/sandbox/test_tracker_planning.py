@@ -137,6 +137,17 @@ class TestSeededPlanningLayer:
         summaries = [[e.summary for e in planning_of(o).entities.values()] for o in (first, second)]
         assert summaries[0] == summaries[1]
 
+    def test_an_issue_links_to_an_object_once(self):
+        """A seeded issue's remote links are what creating them could make: no two point to one
+        object (a second create is a 409). The demo's org (seed 1, small) drew such a pair before."""
+        org = build_world(1, "small", admin_token="a", user_token="u").org_by_role("source")
+        planning = planning_of(org)
+        drawn = [planning.remote_links(org, key) for key in sorted(org.issues)]
+        assert sum(map(len, drawn)) > 100
+        for links in drawn:
+            objects = [(link.application, link.key) for link in links]
+            assert len(set(objects)) == len(objects), links
+
 
 class TestEntities:
     def test_create_read_edit_delete_with_the_sdk(self, sdk: Any):
