@@ -1,0 +1,232 @@
+"""Projects, portfolios and goals move with a migration, with what hangs off them.
+
+One `haul run` of the sandbox's tiny org (TEST -> NEW, `[scope] entities = "all"`) is shared
+by the module. The official SDK (`client.project`, `.portfolio`, `.goal`) then reads every
+entity in both orgs: its fields (status, lead and people by name, dates, description, tags,
+team-only flag), its parents, comments (under a provenance line: an entity comment has no
+import), checklist, files and links (issues' keys mapped, other entities by summary). The plain
+user reads the same entities in both orgs, never the security group's team-only goal; verify
+passes, then flags a summary and a comment edited by hand in the target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pytest
+from haul_fixtures import environ, source_queues, write_config
+
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.runner import run_all
+from haul.pipelines.verify import VerifyResult, verify
+
+sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+
+KINDS = ("portfolio", "project", "goal")
+FIELDS = (
+    "summary,description,lead,entityStatus,start,end,teamUsers,clients,followers,tags,"
+    "teamAccess,parentEntity,checklistItems"
+)
+HIDDEN_GOAL = "Ship a stable platform"  # team-only to the security group, led by eve
+Key = tuple[str, str]  # (type, summary): the summaries of the seeded entities are unique
+
+
+@dataclass
+class Migrated:
+    info: dict[str, Any]
+    config: Config
+    summary: Any
+    verified: VerifyResult
+
+    def sdk(self, org: str, token: str = "admin") -> Any:
+        host = self.info["tracker"].rsplit("/v3", 1)[0]
+        org_id = self.info["orgs"][org]
+        return sdk.TrackerClient(
+            token=self.info["tokens"][token], org_id=org_id, base_url=host, retries=1
+        )
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    from haul.sandbox import server as sandbox_server
+
+    directory = tmp_path_factory.mktemp("planning-entities")
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        path = write_config(directory, info, queues=source_queues(info), scope={"entities": "all"})
+        config = load_config(path)
+        summary = asyncio.run(run_all(config, environ=environ(info)))
+        verified = asyncio.run(verify(config, environ=environ(info)))
+        yield Migrated(info, config, summary, verified)
+
+
+# -- reading an org through the SDK -------------------------------------------------------------
+
+
+def _name(ref: Any) -> str | None:
+    """A person or an entity by its display name (a person's is the same in both orgs)."""
+    return ref.get("display") if isinstance(ref, dict) else None
+
+
+def _found(client: Any, kind: str) -> list[dict[str, Any]]:
+    return [
+        ref.as_dict() for ref in getattr(client, kind).find(fields=FIELDS, per_page=100)["values"]
+    ]
+
+
+def readable(client: Any) -> set[Key]:
+    """Every entity the client's token may read, by type and summary."""
+    return {(kind, e["fields"]["summary"]) for kind in KINDS for e in _found(client, kind)}
+
+
+def _link(link: dict[str, Any]) -> tuple[str, str, str]:
+    end = link["linkFieldValues"]
+    other = end["key"] if link["entityType"] == "issue" else end["summary"]
+    return (link["type"], link["entityType"], other)
+
+
+def entities(client: Any) -> dict[Key, dict[str, Any]]:
+    """Every entity the admin reads, as the migration carries it, by type and summary."""
+    found = {}
+    for kind in KINDS:
+        for entity in _found(client, kind):
+            fields = entity["fields"]
+            parents = fields.get("parentEntity") or {}
+            handle = getattr(client, kind).get(entity["id"])
+            found[(kind, fields["summary"])] = {
+                "createdAt": entity["createdAt"],
+                "createdBy": _name(entity["createdBy"]),
+                "status": fields.get("entityStatus"),
+                "lead": _name(fields.get("lead")),
+                **{
+                    name: sorted(_name(p) or "" for p in fields.get(name) or [])
+                    for name in ("teamUsers", "clients", "followers")
+                },
+                "start": fields.get("start"),
+                "end": fields.get("end"),
+                "description": fields.get("description"),
+                "tags": sorted(fields.get("tags") or []),
+                "teamAccess": bool(fields.get("teamAccess")),
+                "parent": _name(parents.get("primary")),
+                "secondary": sorted(_name(p) or "" for p in parents.get("secondary") or []),
+                "checklist": [
+                    (
+                        i["text"],
+                        i["checked"],
+                        _name(i.get("assignee")),
+                        (i.get("deadline") or {}).get("date"),
+                    )
+                    for i in fields.get("checklistItems") or []
+                ],
+                "comments": [
+                    (c.text, c.createdBy.id, c.createdAt) for c in handle.comments.get_all()
+                ],
+                "files": sorted((a.name, a.size) for a in handle.attachments.get_all()),
+                "links": sorted(_link(link) for link in handle.links.get_all()),
+            }
+    return found
+
+
+# -- what the target should read ----------------------------------------------------------------
+
+
+def _new_keys(text: str | None) -> str | None:
+    return None if text is None else re.sub(r"\bTEST-(\d+)\b", r"NEW-\1", text)
+
+
+def as_migrated(client: Any, seen: dict[str, Any]) -> dict[str, Any]:
+    """A source entity as the target should read it: TEST's keys are NEW's, and each comment
+    is the migrating admin's, its text under a line naming its original author and time."""
+
+    @cache
+    def login(uid: str) -> str:
+        return str(client.users.get(uid).login)
+
+    return {
+        **seen,
+        "description": _new_keys(seen["description"]),
+        "comments": [
+            f"Originally by {login(uid)} at {at}:\n\n{_new_keys(text)}"
+            for text, uid, at in seen["comments"]
+        ],
+        "links": sorted((t, kind, _new_keys(other) or "") for t, kind, other in seen["links"]),
+    }
+
+
+def test_every_entity_reads_the_same_in_both_orgs(migrated: Migrated) -> None:
+    """Through the official SDK: the same projects, portfolios and goals, each with its creation
+    time and author, status, people, dates, description, tags, team-only flag, parents,
+    checklist, files and links (an issue's key mapped TEST -> NEW); comments keep their text
+    under a provenance line."""
+    assert migrated.summary.complete, migrated.summary
+    source, target = migrated.sdk("source"), migrated.sdk("target")
+    before, after = entities(source), entities(target)
+    assert sorted(after) == sorted(before)
+    for key, seen in before.items():
+        moved = dict(after[key], comments=[text for text, _, _ in after[key]["comments"]])
+        assert moved == as_migrated(source, seen), key
+    # what the seeded org holds, so that the comparison above compares something
+    assert after[("goal", "Self-service billing")]["parent"] == "Halve onboarding time"
+    assert after[("project", "Launch Development")]["parent"] == "Customer experience"
+    assert after[("project", "Launch Development")]["secondary"] == ["Platform"]
+    moved_links = {link for seen in after.values() for link in seen["links"]}
+    assert {kind for _, kind, _ in moved_links} == {"issue", "project", "goal"}
+    assert any(other.startswith("NEW-") for _, _, other in moved_links)
+    assert not any(other.startswith("TEST-") for _, _, other in moved_links)
+    for part in ("comments", "checklist", "files"):
+        assert any(seen[part] for seen in after.values()), part
+    assert {seen["teamAccess"] for seen in after.values()} == {True, False}
+
+
+def test_the_plain_user_reads_the_same_entities_in_both_orgs(migrated: Migrated) -> None:
+    """The plain user's token reads in the target exactly the entities it read at the source:
+    the team-only project shared with its group, not the security group's team-only goal."""
+    source, target = migrated.sdk("source", "user"), migrated.sdk("target", "user")
+    hers = readable(target)
+    assert hers == readable(source)
+    assert ("project", "Testing roadmap") in hers  # team-only, shared with engineering
+    assert ("goal", HIDDEN_GOAL) not in hers
+    assert ("goal", HIDDEN_GOAL) in readable(migrated.sdk("target"))  # the admin reads it
+    hidden = next(
+        e for e in _found(migrated.sdk("target"), "goal") if e["fields"]["summary"] == HIDDEN_GOAL
+    )
+    with pytest.raises((sdk.exceptions.Forbidden, sdk.exceptions.NotFound)):
+        target.goal.get(hidden["id"])
+
+
+def test_verify_passes_then_flags_a_summary_and_a_comment_edited_by_hand(
+    migrated: Migrated,
+) -> None:
+    """verify compares every loaded entity and sub-record (0 differences), then flags an
+    entity's summary and a comment's text changed in the target through the API."""
+    verified = migrated.verified
+    assert verified.ok, verified.differences[:5]
+    checked = {v.entity: v for v in verified.entities}
+    for entity in (*KINDS, "entity_access", "entity_comment", "entity_checklist",
+                   "entity_attachment", "entity_link"):  # fmt: skip
+        verdict = checked[entity]
+        assert verdict.checked == verdict.found == verdict.loaded > 0, verdict
+
+    target = migrated.sdk("target")
+    project = next(
+        target.project.get(e["id"], fields="summary") for e in _found(target, "project")
+        if list(target.project.get(e["id"]).comments.get_all())
+    )  # fmt: skip
+    comment = next(iter(project.comments.get_all()))
+    summary, text = project.fields["summary"], comment.text
+    project.update(fields={"summary": "Renamed by hand"})
+    comment.update(text="Edited by hand")
+    try:
+        edited = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    finally:
+        project.update(fields={"summary": summary}, ignore_version_change=True)
+        comment.update(text=text)
+    flagged = {(d.entity, d.field, d.target) for d in edited.differences}
+    assert ("project", "summary", "Renamed by hand") in flagged
+    assert ("entity_comment", "text", "Edited by hand") in flagged
+    assert {d.entity for d in edited.differences} <= {"project", "entity_access", "entity_comment"}
