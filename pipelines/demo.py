@@ -33,8 +33,8 @@ GRID_PAGE = "team/runbooks"  # where the feedback survey's grid goes (a page the
 
 
 def demo_options(info: dict[str, Any]) -> SandboxConfig:
-    """All three services: every queue with its saved filters, dashboards, remote links and
-    autoactions, every wiki tree (the handbook moved to archive/), two surveys back-filled
+    """All three services: every queue with its planning layer (projects, portfolios, goals,
+    saved filters, dashboards, remote links, autoactions), every wiki tree (the handbook moved to archive/), two surveys back-filled
     (support requests into issues of the target's TEST queue, left empty by TEST -> NEW;
     feedback into a grid)."""
     support, _, feedback = info["surveys"]["source"]
@@ -54,7 +54,7 @@ def demo_options(info: dict[str, Any]) -> SandboxConfig:
         services=("forms", "tracker", "wiki"),
         wiki_mapping={"team/handbook": "archive/handbook"},
         surveys=[support, feedback],
-        scope_extra={"filters": "all", "dashboards": "all"},  # the planning layer moves too
+        scope_extra={"entities": "all", "filters": "all", "dashboards": "all"},  # planning layer
     )
 
 
