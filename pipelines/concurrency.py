@@ -1,4 +1,5 @@
-"""Bounded concurrency for stages: N items under way at once, the first error stops all.
+"""Bounded concurrency for stages: N items under way at once, the first error stops all; and
+a listing read one page ahead of its reader (`prefetched`).
 
 With `lend=True` an item's place is lent while one of its requests waits to be sent again
 (a 429's ``Retry-After``, a 5xx's backoff: the core's retry waits are entered in the
@@ -13,7 +14,14 @@ an interrupted load leaves are at most that many trees).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+)
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
@@ -100,3 +108,35 @@ async def for_each(
         for task in workers:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def prefetched(pages: AsyncIterable[T]) -> AsyncGenerator[T, None]:
+    """The pages of a listing, the next one asked for while the reader works on this one.
+
+    A listing whose next page needs the last one's cursor cannot be read in parallel, but its
+    next request can be under way while the reader stages a page: the wait for a page then
+    overlaps the work on the one before. At most one page is read ahead. An error reading a
+    page is raised where that page would have been yielded; a reader that stops early (or is
+    cancelled) cancels the request under way and closes the listing.
+    """
+    iterator = aiter(pages)
+    ahead: asyncio.Task[T] | None = asyncio.create_task(_next(iterator))
+    try:
+        while ahead is not None:
+            try:
+                page = await ahead
+            except StopAsyncIteration:
+                return
+            ahead = asyncio.create_task(_next(iterator))
+            yield page
+    finally:
+        if ahead is not None and not ahead.done():
+            ahead.cancel()
+            await asyncio.gather(ahead, return_exceptions=True)
+        closing = getattr(iterator, "aclose", None)
+        if closing is not None:
+            await closing()
+
+
+async def _next(iterator: AsyncIterator[T]) -> T:
+    return await anext(iterator)

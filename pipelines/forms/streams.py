@@ -4,7 +4,9 @@
 count it carries is what tells a grid back-fill that rows were added). `AnswerStream`
 stages a survey's answers oldest first, a page at a time with the last answer id as its
 checkpoint, so a later run asks only for answers after it, then looks for answers the
-source deleted (`pipelines.forms.deletions`). `FileDrain` downloads the files
+source deleted (`pipelines.forms.deletions`). The next page is asked for while the last one
+is staged (`prefetched`): each page needs the cursor of the one before, so that overlap is
+what a single survey's answers can gain; several surveys are read at once by the extract. `FileDrain` downloads the files
 an answer carries into the blob store; an answer without files costs no request.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.forms import FormsClient
+from haul.pipelines.concurrency import prefetched
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.forms.answers import answer_values, files_of
@@ -63,7 +66,8 @@ class AnswerStream:
 
     async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         after = (saved() or {}).get("after_id")
-        async for page in self.client.iter_answer_pages(self.survey_id, after_id=after):
+        listing = self.client.iter_answer_pages(self.survey_id, after_id=after)
+        async for page in prefetched(listing):
             rows = [
                 {
                     "source_id": f"{self.survey_id}/{answer['id']}",

@@ -1,16 +1,18 @@
 """for_each's places: a request waiting to be sent again lends its item's place, and the
-bounds hold (at most `concurrency` items active, twice that started and unfinished)."""
+bounds hold (at most `concurrency` items active, twice that started and unfinished); and
+`prefetched`: a listing's next page asked for while its reader works on the last one."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from haul.connectors.http import HttpCore
 from haul.connectors.retrying import waiting_aside
-from haul.pipelines.concurrency import for_each
+from haul.pipelines.concurrency import for_each, prefetched
 
 PATIENCE = 10  # seconds a test waits for what it expects before it fails, rather than hang
 
@@ -95,3 +97,56 @@ async def test_the_first_error_is_raised_as_it_is() -> None:
 
     with pytest.raises(ValueError, match="item 3"):
         await for_each(range(10), work, 2, lend=True)
+
+
+async def test_the_next_page_is_asked_for_while_the_reader_works_on_the_last() -> None:
+    """Page 2's request goes out while page 1 is with the reader (who waits for it to be
+    asked), and only one page is read ahead: page 3 is not asked for until page 2 is taken."""
+    events: list[str] = []
+    asked = {n: asyncio.Event() for n in (1, 2, 3)}
+
+    async def listing() -> AsyncIterator[int]:
+        for n in (1, 2, 3):
+            events.append(f"ask {n}")
+            asked[n].set()
+            await asyncio.sleep(0)
+            yield n
+
+    async for page in prefetched(listing()):
+        events.append(f"stage {page}")
+        if page < 3:
+            await asyncio.wait_for(asked[page + 1].wait(), PATIENCE)
+            events.append(f"staged {page}")
+    assert events == [
+        "ask 1", "stage 1", "ask 2", "staged 1", "stage 2", "ask 3", "staged 2", "stage 3",
+    ]  # fmt: skip
+
+
+async def test_a_failed_page_is_raised_in_its_place_and_an_early_stop_cancels_the_next() -> None:
+    """The error of page 2's request comes out where page 2 would have; a reader that stops
+    after page 1 leaves no request under way and the listing closed."""
+    closed: list[str] = []
+    hanging = asyncio.Event()
+
+    async def listing(fail: bool) -> AsyncIterator[int]:
+        try:
+            yield 1
+            if fail:
+                raise ValueError("page 2")
+            hanging.set()
+            await asyncio.Event().wait()  # a request that never answers
+            yield 2
+        finally:
+            closed.append("closed")
+
+    taken = []
+    with pytest.raises(ValueError, match="page 2"):
+        async for page in prefetched(listing(fail=True)):
+            taken.append(page)
+    assert taken == [1]
+
+    pages = prefetched(listing(fail=False))
+    assert await anext(pages) == 1
+    await asyncio.wait_for(hanging.wait(), PATIENCE)
+    await pages.aclose()  # what a reader stopping early leads to
+    assert closed == ["closed", "closed"]
