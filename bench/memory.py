@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from results import record
+
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 HAUL = str(Path(sys.executable).parent / "haul")
@@ -85,6 +87,8 @@ def main() -> None:
         for org, command, mb, seconds, status, stopped in measure(size, args.max_seconds):
             note = "  (stopped: the peak is of the part that ran)" if stopped else ""
             print(f"{org:8} {command:8} {mb:8.0f} {seconds:8.1f} {status:5d}{note}", flush=True)
+            record(f"peak RSS, haul {command}, {org} org", mb, "<= 300", unit="MB",
+                   note="stopped early" if stopped else f"exit {status}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from results import record
 
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
@@ -269,12 +270,19 @@ def main() -> None:
     for route, count in extract.by_route.most_common():
         note = "  (download, not counted)" if is_download(route) else ""
         print(f"  {route:<52}{count / max(1, extract.issues):>7.2f}{note}")
+    orgs = f"{args.size} org against {args.baseline_size}, {args.latency_ms:g} ms"
+    targets = {"extract": "", "load": ">= 15"}  # the extract's target is against the SDK's
     for fast, slow in zip(pipeline, baseline, strict=True):
         print(
             f"speed-up {fast.name} over haul one request at a time: {fast.rate / slow.rate:.1f}x"
             if slow.rate
             else f"{fast.name}: no baseline rate"
         )
+        if slow.rate:
+            record(f"tracker {fast.name} / one request at a time", fast.rate / slow.rate,
+                   targets[fast.name], note=orgs)  # fmt: skip
+    record("tracker requests per issue, a migration's config",
+           extract.api_requests / max(1, extract.issues), "<= 2.5", unit="", note=orgs)  # fmt: skip
     if extras:  # same org, same run, same records (changelog included): the extraction's time
         full, sdk_phase = extras
         print(
@@ -282,6 +290,10 @@ def main() -> None:
             f"{sdk_phase.seconds / full.seconds:.1f}x "
             f"({sdk_phase.seconds:.0f} s against {full.seconds:.1f} s)"
         )
+        record("tracker extract (changelog) / official SDK", sdk_phase.seconds / full.seconds,
+               ">= 30", note=f"{args.size} org, {args.latency_ms:g} ms, same records")  # fmt: skip
+        record("tracker requests per issue, changelog staged",
+               full.api_requests / max(1, full.issues), "<= 3.5", unit="", note=orgs)  # fmt: skip
 
 
 if __name__ == "__main__":
