@@ -5,7 +5,11 @@ workflow, see `statuses`).
 
 It asks only for what the issue says it has (`listings_needed`): the service already told the
 comment counters, the time spent, the attachments (with ``expand=attachments``) and the
-checklist; what stays uncertain is always asked.
+checklist; what stays uncertain is always asked. Nothing on an issue tells whether it has
+remote links, but a remote link points into one of the org's applications (its ``origin``):
+the drain lists the source's applications once (`Applications`) and, when there are none,
+asks no issue for remote links. Should the org's applications not be readable, every issue
+is asked, as before: a listing too many costs a request, one too few loses links.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from haul.connectors.errors import RecordError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
@@ -25,6 +30,33 @@ from haul.pipelines.tracker.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Applications:
+    """Whether the source org has any application a remote link could point into, asked
+    once per run however many issues wait (None: unknown, the listing was refused)."""
+
+    client: TrackerClient
+    _any: bool | None = None
+    _asked: bool = False
+    _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def any(self) -> bool | None:
+        async with self._asking:
+            if not self._asked:
+                self._any = await self._ask()
+                self._asked = True
+        return self._any
+
+    async def _ask(self) -> bool | None:
+        try:
+            found = await self.client.list_applications()
+        except RecordError as exc:  # not this org's to list: ask every issue, lose nothing
+            log.warning("applications_unlisted", error=str(exc))
+            return None
+        log.info("applications_listed", applications=len(found))
+        return bool(found)
 
 
 @dataclass
@@ -38,11 +70,18 @@ class IssueDrain:
     parent: str = "issue"
     counts: dict[str, int] = field(default_factory=dict)
     changelog: bool = True  # [scope] changelog
+    applications: Applications | None = None  # None: the client's, asked on the first issue
+
+    def __post_init__(self) -> None:
+        if self.applications is None:
+            self.applications = Applications(self.client)
 
     async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
         """Ask only for what the issue says it has (see `listings_needed`)."""
         key = issue.source_id
-        needed = listings_needed(issue.raw, changelog=self.changelog)
+        assert self.applications is not None  # set in __post_init__
+        remote_links = await self.applications.any() is not False
+        needed = listings_needed(issue.raw, changelog=self.changelog, remote_links=remote_links)
         listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
             "comment": lambda: _collect(self.client.iter_comments(key)),
             "worklog": lambda: _collect(self.client.iter_worklogs(key)),
@@ -112,16 +151,20 @@ class IssueDrain:
         return sha256
 
 
-def listings_needed(issue: dict[str, Any], *, changelog: bool = True) -> list[str]:
+def listings_needed(
+    issue: dict[str, Any], *, changelog: bool = True, remote_links: bool = True
+) -> list[str]:
     """The listings an issue needs, from what the service already told about it.
 
-    Links and remote links always, and the changelog unless it is not wanted (nothing on
-    the issue counts any of them). Comments unless both comment counters say zero; worklogs only when time was
+    Links always, remote links unless the org has no application for one to point into, and
+    the changelog unless it is not wanted (nothing on the issue counts any of them). Comments unless both comment counters say zero; worklogs only when time was
     spent; attachments only when the issue does not carry them with their metadata
     (``expand=attachments``). The checklist arrives inside the issue (`checklistItems`) and
     needs no request at all.
     """
-    needed = ["changelog", "link", "remote_link"] if changelog else ["link", "remote_link"]
+    needed = ["changelog", "link"] if changelog else ["link"]
+    if remote_links:
+        needed.append("remote_link")
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
     if any(count is None or count for count in counters):
         needed.append("comment")

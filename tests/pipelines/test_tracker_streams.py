@@ -1,13 +1,18 @@
-"""The tracker's issue scroll turns a page into rows and a watermark a later run can read."""
+"""The tracker's issue scroll turns a page into rows and a watermark a later run can read; the
+issue drain asks only for the listings an issue (or its org) says it may have."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
+import pytest
 
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.streams import IssueScroll, since_watermark
+from haul.state.store import StagingStore
 
 
 def scroll() -> IssueScroll:
@@ -55,7 +60,8 @@ def test_an_unreadable_update_time_keeps_the_last_readable_watermark() -> None:
 
 def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
     """Counters at zero, no time spent, no attachment refs: changelog, links and remote links
-    only (nothing on an issue says whether it has links or remote links)."""
+    only (nothing on an issue says whether it has links or remote links); no remote links
+    when the org has no application for one to point into."""
     from haul.pipelines.tracker.drain import checklist_of, listings_needed
 
     bare = {
@@ -75,6 +81,7 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
         *("changelog", "link", "remote_link", "comment", "worklog", "attachment")
     ]
     assert listings_needed(bare, changelog=False) == ["link", "remote_link"]  # changelog = false
+    assert listings_needed(bare, changelog=False, remote_links=False) == ["link"]
     assert checklist_of({**bare, "checklistItems": [{"text": "a", "checked": True}]}) == [
         {"text": "a", "checked": True}
     ]
@@ -92,3 +99,46 @@ def test_an_issue_that_says_nothing_is_asked_for_everything_it_might_have() -> N
         "worklog",
         "attachment",
     ]
+
+
+@pytest.mark.parametrize(
+    ("applications", "listed"),
+    [
+        (httpx.Response(200, json=[]), False),  # no application: no remote link can exist
+        (httpx.Response(200, json=[{"id": "ru.yandex.github", "name": "GitHub"}]), True),
+        (httpx.Response(404, json={"errorMessages": ["no such path"]}), True),  # unknown
+    ],
+)
+async def test_remote_links_are_asked_for_only_when_the_org_has_an_application(
+    tmp_path: Path, applications: httpx.Response, listed: bool
+) -> None:
+    """The source's applications are listed once however many issues drain; with none, no
+    issue is asked for remote links; when they cannot be listed, every issue is."""
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path.removeprefix("/v3"))
+        if request.url.path.endswith("/applications"):
+            return applications
+        return httpx.Response(200, json=[])
+
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3",
+        token="t",
+        org_id="1",
+        transport=httpx.MockTransport(handler),
+    )
+    bare = {"commentWithoutExternalMessageCount": 0, "commentWithExternalMessageCount": 0}
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        store.upsert_records(
+            "issue",
+            [{"source_id": f"TEST-{n}", "raw": {"key": f"TEST-{n}", **bare}} for n in (1, 2, 3)],
+        )
+        drain = IssueDrain(client, store, changelog=False)
+        async with client:
+            for issue in store.iter_records("issue"):
+                children = await drain.fetch(issue)
+                assert children["remote_link"] == []
+    assert asked.count("/applications") == 1
+    remote = [path for path in asked if path.endswith("/remotelinks")]
+    assert remote == ([f"/issues/TEST-{n}/remotelinks" for n in (1, 2, 3)] if listed else [])
