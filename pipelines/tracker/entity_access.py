@@ -10,8 +10,9 @@ the entity's author, lead, clients, followers and participants). `wanted` maps i
 - roles as they are (they name the entity's own people, mapped the same way);
 - **fail closed**: when a holder has no target holder (or the author of a team-only entity
   that names AUTHOR), the entity keeps none of its entries nor opens to everyone: it is
-  team-only, its levels held by its mapped owner (its lead, else its author) alone, and the
-  migrating admin (who passes everywhere); `unmapped` names the holders.
+  team-only to its mapped owner (its lead, else its author), at the levels the source gave
+  the owner by name or by its role, and the migrating admin (who passes everywhere);
+  `unmapped` names the holders.
 
 Plain dicts in, plain values out: no I/O here (`entity_specs` does the writes).
 """
@@ -99,16 +100,32 @@ def wanted(entity: Record, permissions: Record, holders: EntityHolders) -> Entit
             acl[level]["groups"].append(gid or "")
         acl[level]["roles"] = sorted(str(role) for role in held.get("roles") or [])
     names_author = any("AUTHOR" in acl[level]["roles"] for level in LEVELS)
-    author = entity.get("createdBy") or fields.get("author")
+    author = fields.get("author") or entity.get("createdBy")  # whom the AUTHOR role names
     if team and names_author and author and holders.user(author) is None:
         unmapped.add(f"author {holders.name(author)}")
     if unmapped:
-        owner = holders.user(fields.get("lead")) or holders.user(author)
-        closed = empty_acl()
-        for level in LEVELS:
-            closed[level]["users"] = [owner] if owner else []
-        return EntityAccess(True, closed, tuple(sorted(unmapped)))
+        return EntityAccess(True, _closed(source, fields.get("lead"), author, holders),
+                            tuple(sorted(unmapped)))  # fmt: skip
     return EntityAccess(team, _sorted(acl))
+
+
+def _closed(source: Record, lead: Any, author: Any, holders: EntityHolders) -> Acl:
+    """The ACL of an entity that fails closed: its owner (its mapped lead, else its mapped
+    author) alone, at each level the source gave the owner by name or by the role that names
+    it (OWNER, AUTHOR); a level it held only through a group or another role is not given:
+    narrower, never wider."""
+    owner = holders.user(lead) or holders.user(author)
+    closed = empty_acl()
+    if owner is None:
+        return closed
+    roles = {"OWNER"} if holders.user(lead) == owner else set()
+    roles |= {"AUTHOR"} if holders.user(author) == owner else set()
+    for level in LEVELS:
+        held = source.get(level) or {}
+        by_name = any(holders.user(ref) == owner for ref in held.get("users") or [])
+        if by_name or roles & {str(role) for role in held.get("roles") or []}:
+            closed[level]["users"] = [owner]
+    return closed
 
 
 def current(reply: Record, team_access: bool) -> EntityAccess:

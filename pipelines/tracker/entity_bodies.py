@@ -97,6 +97,9 @@ class EntityBodies:
         lead = self._person(fields.get("lead"), "lead")
         if lead:
             body["lead"] = lead
+        author = self._person(fields.get("author") or record.raw.get("createdBy"), "author")
+        if author:  # a restricted entity is made with the admin as author: see import_body
+            body["author"] = author
         for name in PEOPLE_LISTS:
             people = [self._person(ref, name) for ref in fields.get(name) or []]
             if kept := [login for login in people if login]:
@@ -123,12 +126,15 @@ class EntityBodies:
 
     def import_body(self, record: StagedRecord, parent_target: str | None) -> dict[str, Any]:
         """The `_import` body: a restricted entity is made team-only with its summary and
-        parent alone; its people and content follow its permissions (`entity_access`)."""
+        parent alone, the migrating admin its author; its people (its author too) and content
+        follow its permissions (`entity_access`)."""
         access = self.access(record)
         fields: dict[str, Any] = {"summary": (record.raw.get("fields") or {}).get("summary")}
         fields |= self.parents(record, parent_target)
         if access.restricted:
-            fields["teamAccess"] = True
+            # the AUTHOR role reads a new entity: until its access row has set the source's
+            # ACL (which may refuse its author), that role is the migrating admin's
+            fields |= {"teamAccess": True, "author": self.me}
         else:
             fields |= self.content(record)
         return {
