@@ -12,6 +12,8 @@ passes, then flags a summary and a comment edited by hand in the target.
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +24,10 @@ import pytest
 from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import VerifyResult, verify
+from haul.state.store import StagingStore
 
 sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
 
@@ -230,3 +234,62 @@ def test_verify_passes_then_flags_a_summary_and_a_comment_edited_by_hand(
     assert ("project", "summary", "Renamed by hand") in flagged
     assert ("entity_comment", "text", "Edited by hand") in flagged
     assert {d.entity for d in edited.differences} <= {"project", "entity_access", "entity_comment"}
+
+
+ENTITY_TABLES = {
+    "portfolios": "portfolio",
+    "projects": "project",
+    "goals": "goal",
+    "entity_comments": "entity_comment",
+    "entity_checklist_items": "entity_checklist",
+    "entity_attachments": "entity_attachment",
+    "entity_links": "entity_link",
+}
+
+
+def test_the_export_has_a_row_per_staged_entity_and_sub_record(
+    migrated: Migrated, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`haul export` writes the entities and what hangs off them: a row per staged record (a
+    checklist: per item), people by login, each sub-record with its entity's id and type."""
+    out = tmp_path_factory.mktemp("entity-export")
+    request = ExportRequest(out=out, format="csv", entities=tuple(ENTITY_TABLES))
+    result = run_export(migrated.config, request)
+    tables = {
+        file.table: list(csv.DictReader(io.StringIO((result.folder / file.file).read_text())))
+        for file in result.files
+    }
+    with StagingStore.open_readonly(migrated.config.staging_path) as store:
+        staged = {kind: list(store.iter_records(kind)) for kind in ENTITY_TABLES.values()}
+    assert sorted(tables) == sorted(ENTITY_TABLES)
+    for table, entity in ENTITY_TABLES.items():
+        if entity == "entity_checklist":
+            wanted = [(r.parent, str(i["id"])) for r in staged[entity] for i in r.raw["items"]]
+        else:
+            wanted = [(r.parent, str(r.raw["id"])) for r in staged[entity]]
+        parent = "parent_id" if entity in ("portfolio", "project", "goal") else "entity_id"
+        found = [(row[parent] or None, row["id"]) for row in tables[table]]
+        assert sorted(found, key=str) == sorted(wanted, key=str), table
+        assert wanted, table  # the seeded org has some of each
+
+    kinds = {row["id"]: kind for kind in ("portfolio", "project", "goal")
+             for row in tables[kind + "s"]}  # fmt: skip
+    for table in (
+        "entity_comments",
+        "entity_checklist_items",
+        "entity_attachments",
+        "entity_links",
+    ):
+        assert {kinds[row["entity_id"]] == row["entity_type"] for row in tables[table]} == {True}
+    project = next(row for row in tables["projects"] if row["summary"] == "Launch Development")
+    assert kinds[project["parent_id"]] == "portfolio"
+    assert project["lead_login"] and project["created_by_login"]
+    assert "@" not in project["team_users"] and project["team_users"].startswith("[")
+    issue_links = [row for row in tables["entity_links"] if row["other_type"] == "issue"]
+    assert issue_links and all(
+        row["other_key"].startswith(("TEST-", "DEV-", "OPS-")) for row in issue_links
+    )
+    sizes = {row["name"]: int(row["size"]) for row in tables["entity_attachments"]}
+    assert all(size > 0 for size in sizes.values()) and all(
+        row["sha256"] for row in tables["entity_attachments"]
+    )
