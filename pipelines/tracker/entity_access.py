@@ -49,12 +49,17 @@ class EntityHolders:
         return self.uids.get(login) if login else None
 
     def group(self, ref: Record) -> str | None:
+        """A source group's target id: by the groups file (a name, or an id as `dir:<id>`),
+        else by its name; an id the target does not list maps to none (where it lists no
+        groups, an id the file gives is taken as it is)."""
         name, gid = str(ref.get("display") or ref.get("name") or ""), str(ref.get("id") or "")
         target = self.group_file.get(name) or self.group_file.get(gid) or name
+        target = target.removeprefix("dir:")
         if target in self.groups:
             return self.groups[target]
-        known = target in self.groups.values() or (target.isdigit() and target != gid)
-        return target if known else None
+        listed = target in self.groups.values()
+        given = not self.groups and target.isdigit() and target != gid
+        return target if listed or given else None
 
 
 @dataclass(frozen=True)

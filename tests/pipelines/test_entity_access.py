@@ -260,7 +260,9 @@ def test_a_holder_mapped_to_no_one_leaves_its_entity_team_only_and_named(tmp_pat
         narrowed = {to[i] for i in alice} - set(entities(info, "target", "user"))
         assert narrowed == ({to[closed["engineering"][1]]} if lead != "Alice Anderson" else set())
 
-        (tmp_path / "groups_file.csv").write_text("", encoding="utf-8")  # the fix: by name
+        with tracker(info, "target") as client:  # the fix: engineering by its id, hr by name
+            fix = f"engineering,dir:{group_id(client, 'engineering')}\n"
+        (tmp_path / "groups_file.csv").write_text(fix, encoding="utf-8")
         fixed = asyncio.run(load(config, environ=environ(info), retry_failed=True))
         assert fixed.complete, fixed
         assert set(entities(info, "target", "user")) == {to[i] for i in alice}
