@@ -140,3 +140,19 @@ async def prefetched(pages: AsyncIterable[T]) -> AsyncGenerator[T, None]:
 
 async def _next(iterator: AsyncIterator[T]) -> T:
     return await anext(iterator)
+
+
+async def gather_all(calls: list[Awaitable[None]]) -> None:
+    """Await every call at once; the first error cancels the rest and is raised as it is
+    (one call is simply awaited)."""
+    if len(calls) == 1:
+        await calls[0]
+        return
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -10,7 +10,8 @@ The ledger is the plan: each row names the node it loads under. The engine loads
 lowest first (the organisation objects below 0, the trees at 0, what needs both ends above):
 in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
 or none) then its children in spec order and, among siblings, in `sort_key` order (or all at
-once where the spec allows), depth first. Independent trees load concurrently. A record whose
+once where the spec allows), depth first (a spec's group of children beside the groups before it when it loads
+`beside_earlier`). Independent trees load concurrently. A record whose
 parent, or anything it `requires`, is planned but not loaded fails with that reason. The
 engine knows no entity by name. A tree whose request waits to be sent again (a 429's
 `Retry-After`) lends its place to the next tree meanwhile (`concurrency.for_each`'s `lend`):
@@ -26,7 +27,7 @@ from itertools import groupby
 import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordError
-from haul.pipelines.concurrency import for_each
+from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.ledger import LedgerRow
@@ -193,17 +194,30 @@ class LoadEngine:
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
+        for wave in self._waves(row):
+            await gather_all([self._load_siblings(group, target_id) for group in wave])
+
+    def _waves(self, row: LedgerRow) -> list[list[list[LedgerRow]]]:
+        """The row's children by spec, in waves: a spec's group joins the wave before it
+        when the spec loads `beside_earlier`, else starts a wave of its own."""
+        waves: list[list[list[LedgerRow]]] = []
         for entity, group in groupby(self._children(row), key=lambda child: child.entity):
-            siblings = list(group)
-            if self._specs[entity].siblings_together and len(siblings) > 1:
-                await for_each(
-                    siblings,
-                    lambda child: self._load_node(child, target_id),
-                    self.concurrency,
-                )
+            if waves and self._specs[entity].beside_earlier:
+                waves[-1].append(list(group))
             else:
-                for child in siblings:
-                    await self._load_node(child, target_id)
+                waves.append([list(group)])
+        return waves
+
+    async def _load_siblings(self, siblings: list[LedgerRow], parent_target: str) -> None:
+        if self._specs[siblings[0].entity].siblings_together and len(siblings) > 1:
+            await for_each(
+                siblings,
+                lambda child: self._load_node(child, parent_target),
+                self.concurrency,
+            )
+        else:
+            for child in siblings:
+                await self._load_node(child, parent_target)
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
         """The next level down in the row's own phase: in spec order, then sibling order

@@ -31,7 +31,10 @@ Specs load in phases, lowest first: the organisation objects the trees point to 
 trees at 0, what needs both its ends above (a link); a phase starts once every tree of the
 earlier ones is through, and `requires` names records of an earlier phase. Siblings load in
 `sort_key` order, one after another, unless the spec says their order does not matter
-(`siblings_together`: a page's subpages, its attachments). A record that cannot be loaded
+(`siblings_together`: a page's subpages, its attachments). A parent's children of one spec
+wait for its children of the specs before it, unless the spec says they need nothing of
+them (`beside_earlier`: a page's attachments, grids and comments load beside its subpages,
+once its access is set). A record that cannot be loaded
 raises `RecordFailure` (or the connectors' `RecordError`) from `send`; the engine records it
 as failed with that message.
 """
@@ -162,6 +165,9 @@ class EntitySpec:
     phase: int = 0
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
+    # this spec's records under a parent load beside its children of the spec before (which
+    # need not be loaded first), instead of after them
+    beside_earlier: bool = False
     fingerprint: Fingerprint | None = None
     find_first: bool = False  # look in the target before the first send (reuse what is there)
     # a conflict `haul plan` found is still sent: the send itself fails the record closed (a

@@ -2,8 +2,9 @@
 comments.
 
 A page loads after the page it hangs under; its access (`wiki_page_access`) right after it,
-then the pages under it (together), its attachments (together), grids (together) and comments
-(in thread order). A page that only its entries read is made restricted and empty, and its
+then, all at once, the pages under it (together, each with its own subtree), its attachments
+(together), grids (together) and comments (in thread order): none of them needs another, so
+a page's files do not wait for its whole subtree (`beside_earlier`). A page that only its entries read is made restricted and empty, and its
 access row grants the entries and then writes the content (`pipelines.wiki.access_sync`), so
 no one the source refused reads it at any instant; the access row is found again by comparing
 the target page's access and content with what they should be. Each is found again in the target by what identifies it there: a
@@ -128,14 +129,15 @@ class WikiLoad:
                        refresh=self.refresh_page, siblings_together=True),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
                        self.send_attachment, attachment.find, siblings_together=True,
-                       fingerprint=attachment),
+                       beside_earlier=True, fingerprint=attachment),
             EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, grid.find,
-                       siblings_together=True, fingerprint=grid,
+                       siblings_together=True, beside_earlier=True, fingerprint=grid,
                        claims_with=("backfill_grid",)),
             EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
                        self.find_grid_rows, refresh=self.refresh_grid_rows),
             EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,
-                       comment.find, refresh=self.refresh_comment, fingerprint=comment),
+                       comment.find, refresh=self.refresh_comment, beside_earlier=True,
+                       fingerprint=comment),
             *self._deletion_specs(),
         ]  # fmt: skip
 

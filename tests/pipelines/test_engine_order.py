@@ -6,6 +6,7 @@ the engine sent records in, what it found again after a crash, and what it faile
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -156,3 +157,36 @@ async def test_the_stop_flag_starts_no_new_tree(store: StagingStore) -> None:
     assert [source_id for _, source_id, _ in target.sent] == ["i1", "m1"]
     pending = [row.source_id for row in store.ledger.iter_rows(status="pending")]
     assert pending == ["i2", "i3"]
+
+
+async def test_children_beside_earlier_ones_do_not_wait_for_them(store: StagingStore) -> None:
+    """A page's subpage subtree and its file load at once when the file's spec loads
+    `beside_earlier` (the subpage's send waits until the file is in); its access, a spec
+    without it, still loads before both."""
+    target = FakeTarget()
+    file_sent = asyncio.Event()
+    stage(store, "page", "p1")
+    stage(store, "access", "a1", parent="p1")
+    stage(store, "page_child", "p2", parent="p1")
+    stage(store, "file", "f1", parent="p1")
+    subpage, file = target.spec("page_child", parent="page"), target.spec("file", parent="page")
+
+    async def send_subpage(record: StagedRecord, parent_target: str | None) -> str:
+        await asyncio.wait_for(file_sent.wait(), 10)  # the file must not wait for this subtree
+        return await subpage.send(record, parent_target)
+
+    async def send_file(record: StagedRecord, parent_target: str | None) -> str:
+        target_id = await file.send(record, parent_target)
+        file_sent.set()
+        return target_id
+
+    specs = [
+        target.spec("page"),
+        target.spec("access", parent="page"),
+        replace(subpage, send=send_subpage),
+        replace(file, send=send_file, beside_earlier=True),
+    ]
+    stats = await engine(store, specs).run()
+    assert stats.done == 4
+    order = [(entity, source_id) for entity, source_id, _ in target.sent]
+    assert order == [("page", "p1"), ("access", "a1"), ("file", "f1"), ("page_child", "p2")]
