@@ -104,8 +104,8 @@ class EntityLoad:
         attachment, link = prints.attachment(), prints.link()
         return [
             EntitySpec("entity_access", "entity_access", ENTITY_PLANS["entity_access"],
-                       self.send_access, self.find_access, phase=PHASE, fingerprint=access,
-                       sends_conflicts=True),
+                       self.send_access, self.find_access, refresh=self.refresh_access,
+                       phase=PHASE, fingerprint=access, sends_conflicts=True),
             EntitySpec("entity_comment", "entity_comment", ENTITY_PLANS["entity_comment"],
                        self.send_comment, comment.find, phase=PHASE, fingerprint=comment),
             EntitySpec("entity_checklist", "entity_checklist", ENTITY_PLANS["entity_checklist"],
@@ -160,6 +160,10 @@ class EntityLoad:
                 " --retry-failed"
             )
         return entity_id
+
+    async def refresh_access(self, record: StagedRecord, entity_id: str) -> None:
+        """A change of access at the source, on a later run: the same steps (narrow first)."""
+        await self.send_access(record, entity_id)
 
     async def find_access(
         self, record: StagedRecord, entity_id: str | None, unclaimed: Callable[[str], bool]

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, source_queues
+from haul_fixtures import TOKEN_ENV, environ, source_queues, writes, written_since
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -291,6 +291,67 @@ def by_name(held: dict[str, Any]) -> dict[str, list[str]]:
         "groups": [group["display"] for group in held["groups"]],
         "roles": held["roles"],
     }
+
+
+def test_a_later_run_carries_a_change_of_access_at_the_source_narrowing_first(
+    tmp_path: Path,
+) -> None:
+    """After a first run, the source shuts an open project to all but hr and rewrites its
+    description: the next run makes it team-only, sets its ACL, and only then writes the new
+    description (three writes; the plain user, polling while the permission calls are slowed,
+    never reads the new description); it then reads what it reads at the source, and verify
+    passes."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        config = write(tmp_path, info)
+        assert asyncio.run(run_all(config, environ=environ(info))).complete
+        kind, launch = named(info, "source", "Launch Development")
+        with tracker(info, "source") as client:
+            shut = {"fields": {"teamAccess": True, "description": "Who goes first."}}
+            assert client.patch(f"/entities/{kind}/{launch}", json=shut).status_code == 200
+            edit = {
+                "revoke": {level: {"roles": ROLES} for level in ("READ", "WRITE", "GRANT")},
+                "grant": {"READ": {"groups": [group_id(client, "hr")]}},
+            }
+            reply = client.patch(f"/entities/{kind}/{launch}/permissions", json=edit)
+            assert reply.status_code == 200, reply.text
+        before = writes(sandbox.stats())
+        target = moved(config)[launch]
+        sandbox.set_faults("latency:30@/v3/entities/*/permissions")
+        seen: list[tuple[int, str]] = []
+        done = threading.Event()
+        watcher = threading.Thread(target=watch, args=(info, kind, target, seen, done))
+        watcher.start()
+        try:
+            assert asyncio.run(run_all(config, environ=environ(info))).complete
+        finally:
+            done.set()
+            watcher.join()
+        sandbox.set_faults("")
+        assert (200, "Who goes first.") not in seen
+        assert seen[0][0] == 200 and seen[-1][0] == 403, seen  # open before, shut after
+
+        assert written_since(before, writes(sandbox.stats())) == {
+            "PATCH /v3/entities/{entity_type}/{entity_id}": 2,  # narrow, then the content
+            "PATCH /v3/entities/{entity_type}/{entity_id}/permissions": 1,
+        }
+        assert people(info, "target", kind, target) == people(info, "source", kind, launch)
+        alice = entities(info, "source", "user")
+        assert sorted(entities(info, "target", "user").values()) == sorted(alice.values())
+        assert asyncio.run(verify(config, environ=environ(info))).ok
+
+
+def watch(
+    info: dict[str, Any], kind: str, entity_id: str, seen: list[tuple[int, str]], done: Any
+) -> None:
+    """Until `done`: the plain user's status for one target entity, with its description."""
+    with tracker(info, "target", "user") as user:
+        while not done.is_set():
+            reply = user.get(f"/entities/{kind}/{entity_id}", params={"fields": "description"})
+            fields = reply.json().get("fields") or {} if reply.status_code == 200 else {}
+            seen.append((reply.status_code, str(fields.get("description"))))
 
 
 def test_no_instant_of_the_load_shows_the_plain_user_an_entity_the_source_refused_it(
