@@ -19,6 +19,9 @@ revision moved) and comments, attachments and grids together.
 A page's three reads go out together (the descendants listing gives its id), and the two
 listings the version needs are kept for the page's drain in the same run (`Listed`), so a
 page read and drained costs its listings once; a drain in a later run lists them itself.
+The next batch of a tree is listed and read while the last one is staged and its pages
+queued to drain (`prefetched`); the drains of a batch's pages run together, and so do the
+trees of several roots (the extract's streams).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import structlog
 
 from haul.connectors.errors import NotFoundError, RecordError
 from haul.connectors.wiki import ACCESS_FIELDS, WikiClient
+from haul.pipelines.concurrency import prefetched
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
@@ -129,7 +133,13 @@ class PageTree:
     def checkpoint(self) -> str:
         return f"wiki:{self.root}"
 
-    async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+    def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+        """The tree's pages a batch at a time; the next batch is listed and read while the
+        last one is staged (and its pages queued to drain), unless one request at a time."""
+        batches = self._batches(saved)
+        return prefetched(batches) if self.concurrent else batches
+
+    async def _batches(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         state = saved() or {}
         resume_after = None if state.get("complete", True) else state.get("after")
         batch: list[Ref] = []
