@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import pytest
+from entity_snapshot import KINDS, as_migrated, entities, found, readable, sdk_client
 from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import Config, load_config
@@ -31,13 +30,7 @@ from haul.state.store import StagingStore
 
 sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
 
-KINDS = ("portfolio", "project", "goal")
-FIELDS = (
-    "summary,description,lead,entityStatus,start,end,teamUsers,clients,followers,tags,"
-    "teamAccess,parentEntity,checklistItems"
-)
 HIDDEN_GOAL = "Ship a stable platform"  # team-only to the security group, led by eve
-Key = tuple[str, str]  # (type, summary): the summaries of the seeded entities are unique
 
 
 @dataclass
@@ -48,11 +41,7 @@ class Migrated:
     verified: VerifyResult
 
     def sdk(self, org: str, token: str = "admin") -> Any:
-        host = self.info["tracker"].rsplit("/v3", 1)[0]
-        org_id = self.info["orgs"][org]
-        return sdk.TrackerClient(
-            token=self.info["tokens"][token], org_id=org_id, base_url=host, retries=1
-        )
+        return sdk_client(self.info, org, token)
 
 
 @pytest.fixture(scope="module")
@@ -67,99 +56,6 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         summary = asyncio.run(run_all(config, environ=environ(info)))
         verified = asyncio.run(verify(config, environ=environ(info)))
         yield Migrated(info, config, summary, verified)
-
-
-# -- reading an org through the SDK -------------------------------------------------------------
-
-
-def _name(ref: Any) -> str | None:
-    """A person or an entity by its display name (a person's is the same in both orgs)."""
-    return ref.get("display") if isinstance(ref, dict) else None
-
-
-def _found(client: Any, kind: str) -> list[dict[str, Any]]:
-    return [
-        ref.as_dict() for ref in getattr(client, kind).find(fields=FIELDS, per_page=100)["values"]
-    ]
-
-
-def readable(client: Any) -> set[Key]:
-    """Every entity the client's token may read, by type and summary."""
-    return {(kind, e["fields"]["summary"]) for kind in KINDS for e in _found(client, kind)}
-
-
-def _link(link: dict[str, Any]) -> tuple[str, str, str]:
-    end = link["linkFieldValues"]
-    other = end["key"] if link["entityType"] == "issue" else end["summary"]
-    return (link["type"], link["entityType"], other)
-
-
-def entities(client: Any) -> dict[Key, dict[str, Any]]:
-    """Every entity the admin reads, as the migration carries it, by type and summary."""
-    found = {}
-    for kind in KINDS:
-        for entity in _found(client, kind):
-            fields = entity["fields"]
-            parents = fields.get("parentEntity") or {}
-            handle = getattr(client, kind).get(entity["id"])
-            found[(kind, fields["summary"])] = {
-                "createdAt": entity["createdAt"],
-                "createdBy": _name(entity["createdBy"]),
-                "status": fields.get("entityStatus"),
-                "lead": _name(fields.get("lead")),
-                **{
-                    name: sorted(_name(p) or "" for p in fields.get(name) or [])
-                    for name in ("teamUsers", "clients", "followers")
-                },
-                "start": fields.get("start"),
-                "end": fields.get("end"),
-                "description": fields.get("description"),
-                "tags": sorted(fields.get("tags") or []),
-                "teamAccess": bool(fields.get("teamAccess")),
-                "parent": _name(parents.get("primary")),
-                "secondary": sorted(_name(p) or "" for p in parents.get("secondary") or []),
-                "checklist": [
-                    (
-                        i["text"],
-                        i["checked"],
-                        _name(i.get("assignee")),
-                        (i.get("deadline") or {}).get("date"),
-                    )
-                    for i in fields.get("checklistItems") or []
-                ],
-                "comments": [
-                    (c.text, c.createdBy.id, c.createdAt) for c in handle.comments.get_all()
-                ],
-                "files": sorted((a.name, a.size) for a in handle.attachments.get_all()),
-                "links": sorted(_link(link) for link in handle.links.get_all()),
-            }
-    return found
-
-
-# -- what the target should read ----------------------------------------------------------------
-
-
-def _new_keys(text: str | None) -> str | None:
-    return None if text is None else re.sub(r"\bTEST-(\d+)\b", r"NEW-\1", text)
-
-
-def as_migrated(client: Any, seen: dict[str, Any]) -> dict[str, Any]:
-    """A source entity as the target should read it: TEST's keys are NEW's, and each comment
-    is the migrating admin's, its text under a line naming its original author and time."""
-
-    @cache
-    def login(uid: str) -> str:
-        return str(client.users.get(uid).login)
-
-    return {
-        **seen,
-        "description": _new_keys(seen["description"]),
-        "comments": [
-            f"Originally by {login(uid)} at {at}:\n\n{_new_keys(text)}"
-            for text, uid, at in seen["comments"]
-        ],
-        "links": sorted((t, kind, _new_keys(other) or "") for t, kind, other in seen["links"]),
-    }
 
 
 def test_every_entity_reads_the_same_in_both_orgs(migrated: Migrated) -> None:
@@ -197,7 +93,7 @@ def test_the_plain_user_reads_the_same_entities_in_both_orgs(migrated: Migrated)
     assert ("goal", HIDDEN_GOAL) not in hers
     assert ("goal", HIDDEN_GOAL) in readable(migrated.sdk("target"))  # the admin reads it
     hidden = next(
-        e for e in _found(migrated.sdk("target"), "goal") if e["fields"]["summary"] == HIDDEN_GOAL
+        e for e in found(migrated.sdk("target"), "goal") if e["fields"]["summary"] == HIDDEN_GOAL
     )
     with pytest.raises((sdk.exceptions.Forbidden, sdk.exceptions.NotFound)):
         target.goal.get(hidden["id"])
@@ -218,7 +114,7 @@ def test_verify_passes_then_flags_a_summary_and_a_comment_edited_by_hand(
 
     target = migrated.sdk("target")
     project = next(
-        target.project.get(e["id"], fields="summary") for e in _found(target, "project")
+        target.project.get(e["id"], fields="summary") for e in found(target, "project")
         if list(target.project.get(e["id"]).comments.get_all())
     )  # fmt: skip
     comment = next(iter(project.comments.get_all()))
