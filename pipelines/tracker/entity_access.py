@@ -146,6 +146,42 @@ def current(reply: Record, team_access: bool) -> EntityAccess:
     return EntityAccess(team_access, _sorted(acl))
 
 
+ROLE_PEOPLE = {  # a role and the entity's field that names its people
+    "AUTHOR": "author",
+    "OWNER": "lead",
+    "MEMBER": "teamUsers",
+    "CLIENT": "clients",
+    "FOLLOWER": "followers",
+}
+People = Mapping[str, list[str]]  # role -> the uids it names on one entity
+
+
+def readers(team_access: bool, chain: list[tuple[Acl, People]]) -> list[str]:
+    """Who reads an entity, resolved: everyone when it is open; else the READ holders of it and
+    of each parent it inherits from (`chain`: each one's ACL and its people by role, itself
+    first), a role as the people it names there (``user:<uid>``, ``group:<id>``)."""
+    if not team_access:
+        return ["everyone"]
+    found: set[str] = set()
+    for acl, people in chain:
+        held = acl.get("READ") or {}
+        found |= {f"user:{uid}" for uid in held.get("users") or []}
+        found |= {f"group:{gid}" for gid in held.get("groups") or []}
+        for role in held.get("roles") or []:
+            found |= {f"user:{uid}" for uid in people.get(role) or [] if uid}
+    return sorted(found)
+
+
+def target_people(fields: Record) -> People:
+    """A target entity's people by role, from its fields (references to users)."""
+    people: dict[str, list[str]] = {}
+    for role, name in ROLE_PEOPLE.items():
+        value = fields.get(name)
+        refs = value if isinstance(value, list) else [value] if value else []
+        people[role] = [str(ref.get("id")) if isinstance(ref, dict) else str(ref) for ref in refs]
+    return people
+
+
 def edit(have: Acl, want: Acl) -> Record:
     """The ``{grant, revoke}`` body that turns `have` into `want` (empty when they agree)."""
     body: Record = {}

@@ -2,10 +2,11 @@
 
 An entity by its summary, creation time and author (in its type's search), compared on every
 field the load writes and its parent; its access by its team-only flag, its ACL (users as
-target uids, groups as target ids, roles) and its content; a comment by its text (the
-provenance line makes it unique); a checklist by its items; a file by its name and size (verify
-adds the sha256 of the bytes read back); a link by its relationship and other end. A
-sub-record lives in its entity, a container named ``<type>/<target id>``.
+target uids, groups as target ids, roles), its content and who reads it (everyone, or the READ
+holders of it and of the parents it inherits from, roles resolved to people); a comment by its
+text (the provenance line makes it unique); a checklist by its items; a file by its name and
+size (verify adds the sha256 of the bytes read back); a link by its relationship and other
+end. A sub-record lives in its entity, a container named ``<type>/<target id>``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,24 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import HashSink
 from haul.pipelines.specs import Fields, Fingerprint
 from haul.pipelines.tracker.entities import FIELDS
-from haul.pipelines.tracker.entity_access import current
+from haul.pipelines.tracker.entity_access import (
+    ROLE_PEOPLE,
+    Acl,
+    People,
+    current,
+    readers,
+    target_people,
+)
 from haul.pipelines.tracker.entity_bodies import PARENT_TYPE, PEOPLE_LISTS, PLAIN, EntityBodies
 from haul.pipelines.tracker.fingerprints import instant, ref_id
 from haul.state.store import StagedRecord
 
 TargetOf = Callable[[str, str], "str | None"]  # (ledger entity, source id) -> target id
+MAX_DEPTH = 32  # parents an entity inherits access from, at most (a cycle stops there)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if value else []
 
 
 @dataclass
@@ -123,7 +136,30 @@ class EntityPrints:
     def _access(self, record: StagedRecord) -> Fields:
         entity = self.bodies.entity(record.parent or "")
         wanted = self.bodies.access(entity)
-        return {**wanted.described(), "content": self._content(self.bodies.content(entity))}
+        team = wanted.team_access
+        return {
+            **wanted.described(),
+            "content": self._content(self.bodies.content(entity)),
+            "readers": readers(team, self._chain(entity) if team else []),
+        }
+
+    def _chain(self, entity: StagedRecord) -> list[tuple[Acl, People]]:
+        """The entity and each loaded parent it inherits access from, as the load makes them:
+        each one's ACL and its people by role (target uids)."""
+        chain: list[tuple[Acl, People]] = []
+        node: StagedRecord | None = entity
+        while node is not None and len(chain) < MAX_DEPTH:
+            content = self.bodies.content(node)
+            named = {**content, "author": content.get("author") or self.bodies.creator(node)}
+            people = {
+                role: [str(self.uid(login)) for login in _listed(named.get(name))]
+                for role, name in ROLE_PEOPLE.items()
+            }
+            chain.append((self.bodies.access(node).acl, people))
+            kind, parent = PARENT_TYPE[node.entity], node.parent
+            loaded = parent is not None and self.target_of(kind, parent) is not None
+            node = self.bodies.store.get_record(kind, parent) if loaded and parent else None
+        return chain
 
     async def _target_access(self, container: str) -> list[Fields]:
         kind, _, entity_id = container.partition("/")
@@ -131,7 +167,18 @@ class EntityPrints:
         fields = found.get("fields") or {}
         reply = await self.client.get_entity_permissions(kind, entity_id)
         have = current(reply, bool(fields.get("teamAccess")))
-        return [{"id": entity_id, **have.described(), "content": self._target_content(fields)}]
+        chain = [(have.acl, target_people(fields))]
+        for ref in (reply.get("permissionSources") or []) if have.team_access else []:
+            parent = str(ref.get("id"))
+            above = await self.client.get_entity(PARENT_TYPE[kind], parent, fields=FIELDS)
+            acl = current(await self.client.get_entity_permissions(PARENT_TYPE[kind], parent), True)
+            chain.append((acl.acl, target_people(above.get("fields") or {})))
+        return [{
+            "id": entity_id,
+            **have.described(),
+            "content": self._target_content(fields),
+            "readers": readers(have.team_access, chain),
+        }]  # fmt: skip
 
     # -- sub-records --------------------------------------------------------------------------
 
