@@ -124,6 +124,21 @@ class EntityCalls(ServiceClient):
         path = f"{_entity(kind, entity_id)}/comments"
         return await self.core.post_json(path, json=body, params={"notify": "false"})
 
+    async def update_entity_comment(
+        self, kind: str, entity_id: str, comment_id: str, body: Record
+    ) -> Record:
+        """PATCH a comment's ``text`` (repeatable: the same text twice is one edit)."""
+        path = f"{_entity(kind, entity_id)}/comments/{_segment(comment_id)}"
+        response = await self.core.request(
+            "PATCH", path, json=body, params={"notify": "false"}, repeatable=True
+        )
+        return decode_json(response.content)
+
+    async def clear_entity_checklist(self, kind: str, entity_id: str) -> None:
+        """DELETE the whole checklist (repeatable: a cleared checklist stays cleared)."""
+        path = f"{_entity(kind, entity_id)}/checklistItems"
+        await self.core.request("DELETE", path, params={"notify": "false"}, repeatable=True)
+
     async def add_entity_checklist_items(
         self, kind: str, entity_id: str, items: list[Record]
     ) -> Record:

@@ -24,6 +24,7 @@ KINDS = ("portfolio", "project", "goal")  # parents' types first
 PARENT_TYPE = {"portfolio": "portfolio", "project": "portfolio", "goal": "goal"}
 PEOPLE_LISTS = ("teamUsers", "clients", "followers")
 PLAIN = ("description", "entityStatus", "start", "end")
+CLEARABLE = ("description", "start", "end", "lead")  # a status is never empty
 PROVENANCE = "Originally by {author} at {at}:"
 
 
@@ -107,6 +108,16 @@ class EntityBodies:
         if fields.get("tags"):
             body["tags"] = list(fields["tags"])
         return body
+
+    def edit(self, record: StagedRecord, parent_target: str | None) -> dict[str, Any]:
+        """The fields that bring a loaded entity up to its changed source: its summary, its
+        parents (when its primary parent is loaded), its content, and what the source no
+        longer has, cleared (a content edit sends only the fields it names)."""
+        content = self.content(record)
+        cleared: dict[str, Any] = {name: None for name in CLEARABLE if name not in content}
+        cleared |= {name: [] for name in (*PEOPLE_LISTS, "tags") if name not in content}
+        summary = (record.raw.get("fields") or {}).get("summary")
+        return {"summary": summary, **self.parents(record, parent_target), **cleared, **content}
 
     def _person(self, ref: Any, field_name: str) -> str | None:
         """A person of a field (`field_name` says which, for `not_carried`), strictly."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
@@ -107,9 +108,11 @@ class EntityLoad:
                        self.send_access, self.find_access, refresh=self.refresh_access,
                        phase=PHASE, fingerprint=access, sends_conflicts=True),
             EntitySpec("entity_comment", "entity_comment", ENTITY_PLANS["entity_comment"],
-                       self.send_comment, comment.find, phase=PHASE, fingerprint=comment),
+                       self.send_comment, comment.find, refresh=self.refresh_comment,
+                       phase=PHASE, fingerprint=comment),
             EntitySpec("entity_checklist", "entity_checklist", ENTITY_PLANS["entity_checklist"],
-                       self.send_checklist, checklist.find, phase=PHASE, fingerprint=checklist),
+                       self.send_checklist, checklist.find, refresh=self.refresh_checklist,
+                       phase=PHASE, fingerprint=checklist),
             EntitySpec("entity_attachment", "entity_attachment",
                        ENTITY_PLANS["entity_attachment"], self.send_attachment, attachment.find,
                        phase=PHASE, fingerprint=attachment),
@@ -122,7 +125,7 @@ class EntityLoad:
         printed = self.prints.entity(kind)
         return EntitySpec(
             kind, kind, ENTITY_PLANS[kind], self.send_entity, printed.find,
-            phase=PHASE, fingerprint=printed,
+            refresh=self.refresh_entity, phase=PHASE, fingerprint=printed,
         )  # fmt: skip
 
     def _made(self, entity: str, target_id: str) -> str:
@@ -141,15 +144,34 @@ class EntityLoad:
         if entity_id is None:
             raise RecordFailure(f"the entity of {record.source_id} is not loaded")
         entity = self.bodies.entity(record.parent or "")
+        await self._apply(entity, entity_id, self.bodies.content(entity))
+        return entity_id
+
+    async def refresh_access(self, record: StagedRecord, entity_id: str) -> None:
+        """Permissions changed at the source: applied the same way, narrowing first."""
+        entity = self.bodies.entity(record.parent or "")
+        await self._apply(entity, entity_id, self.bodies.content(entity))
+        self.changes[("entity_access", "updated")] += 1
+
+    async def refresh_entity(self, record: StagedRecord, entity_id: str) -> None:
+        """An entity changed at the source (its summary, parents, content or team-only flag):
+        edited through its access, so a newly restricted one is narrowed before anything
+        else is written, and one opened at the source is opened last."""
+        parent = record.parent and self._target_of(PARENT_TYPE[record.entity], record.parent)
+        await self._apply(record, entity_id, self.bodies.edit(record, parent or None))
+        self.changes[(record.entity, "updated")] += 1
+
+    async def _apply(self, entity: StagedRecord, entity_id: str, fields: dict[str, Any]) -> None:
+        """Narrow (team-only) if the source restricts it, set the ACL, write `fields`, then
+        open it if the source has it open; fail the row when a holder maps to no one."""
         want = self.bodies.access(entity)
         kind = entity.entity
         found = await self.client.get_entity(kind, entity_id, fields="teamAccess")
         if want.team_access and not (found.get("fields") or {}).get("teamAccess"):
             await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": True}})
         await self._set_acl(kind, entity_id, want)
-        content = self.bodies.content(entity)
-        if content:
-            await self.client.update_entity(kind, entity_id, {"fields": content})
+        if fields:
+            await self.client.update_entity(kind, entity_id, {"fields": fields})
         if not want.team_access and (found.get("fields") or {}).get("teamAccess"):
             await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": False}})
         if want.unmapped:
@@ -159,11 +181,6 @@ class EntityLoad:
                 " team-only to its owner and the migrating admin; map them, then haul load"
                 " --retry-failed"
             )
-        return entity_id
-
-    async def refresh_access(self, record: StagedRecord, entity_id: str) -> None:
-        """A change of access at the source, on a later run: the same steps (narrow first)."""
-        await self.send_access(record, entity_id)
 
     async def find_access(
         self, record: StagedRecord, entity_id: str | None, unclaimed: Callable[[str], bool]
@@ -192,6 +209,29 @@ class EntityLoad:
         body = {"text": self.bodies.comment_text(record)}
         reply = await self.client.create_entity_comment(self._entity_of(record), entity_id, body)
         return self._made("entity_comment", str(reply["id"]))
+
+    async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
+        """A comment edited at the source: its text (under its provenance line), edited."""
+        entity_id = self._target_of(self._entity_of(record), record.parent or "")
+        if entity_id is None:
+            raise RecordFailure(f"the entity of comment {record.source_id} is not loaded")
+        body = {"text": self.bodies.comment_text(record)}
+        await self.client.update_entity_comment(self._entity_of(record), entity_id, target_id, body)
+        self.changes[("entity_comment", "updated")] += 1
+
+    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
+        """A checklist changed at the source (an item added, edited, checked, moved or
+        removed): the target's is cleared and made again, in the source's order. Both steps
+        may be repeated: a kill between them leaves the row to refresh on the next run."""
+        kind = self._entity_of(record)
+        entity_id = self._target_of(kind, record.parent or "")
+        if entity_id is None:
+            raise RecordFailure(f"the entity of checklist {record.source_id} is not loaded")
+        await self.client.clear_entity_checklist(kind, entity_id)
+        items = self.bodies.checklist(record)
+        if items:
+            await self.client.add_entity_checklist_items(kind, entity_id, items)
+        self.changes[("entity_checklist", "updated")] += 1
 
     async def send_checklist(self, record: StagedRecord, entity_id: str | None) -> str:
         if entity_id is None:

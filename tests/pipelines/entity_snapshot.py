@@ -123,3 +123,22 @@ def as_migrated(client: Any, seen: dict[str, Any]) -> dict[str, Any]:
         ],
         "links": sorted((t, kind, _new_keys(other) or "") for t, kind, other in seen["links"]),
     }
+
+
+def unlike_the_source(source: Any, target: Any) -> dict[Key, dict[str, Any]]:
+    """What the target reads of each source entity where it differs from the source's
+    migrated (field -> (wanted, found)); an entity missing or made twice: {"copies": ...}."""
+    wrong: dict[Key, dict[str, Any]] = {}
+    copies = counted(target)
+    for key in counted(source) | copies:
+        if copies[key] != 1:
+            wrong[key] = {"copies": (1, copies[key])}
+    before, after = entities(source), entities(target)
+    for key, seen in before.items():
+        if key in wrong or key not in after:
+            continue
+        moved = dict(after[key], comments=[text for text, _, _ in after[key]["comments"]])
+        wanted = as_migrated(source, seen)
+        if moved != wanted:
+            wrong[key] = {f: (wanted[f], moved.get(f)) for f in wanted if wanted[f] != moved.get(f)}
+    return wrong
