@@ -26,6 +26,7 @@ from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
 from haul.pipelines.runner import extract
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 
 @pytest.fixture(scope="module")
@@ -142,4 +143,32 @@ def test_haul_check_names_them_as_warnings_and_exits_0(migration: tuple[Any, Con
     assert "check: 0 error(s)" in out
     assert lines(check(running, config), "DEV -> DEV")["group support"] == (
         "queue DEV -> DEV: group support may write in the source, nothing in the target"
+    )
+
+
+def test_holders_are_asked_under_their_mapped_names(
+    migration: tuple[Any, Config], tmp_path: Path
+) -> None:
+    """`mapping.users_file` sends grace to niaj's account, `mapping.groups_file` support to
+    engineering: grace is compared with what niaj may do in the target (and named so), and
+    support with engineering, which may write in the target's DEV: no longer a difference."""
+    running, _ = migration
+    info = running.info
+    (tmp_path / "users.csv").write_text("grace,niaj\n", encoding="utf-8")
+    (tmp_path / "groups.csv").write_text("support,engineering\n", encoding="utf-8")
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+        queues=["DEV"],
+        mapping_extra={"users_file": "users.csv", "groups_file": "groups.csv"},
+    )
+    config = load_config(write_sandbox_config(tmp_path, info, options))
+    asyncio.run(extract(config, environ=environ(info)))
+
+    dev = lines(check(running, config), "DEV -> DEV")
+
+    assert set(dev) == {"user grace (niaj in the target)", "user niaj", "user wendy"}
+    assert dev["user grace (niaj in the target)"] == (
+        "queue DEV -> DEV: user grace (niaj in the target) may read,create,write in the source,"
+        " read,create in the target"
     )
