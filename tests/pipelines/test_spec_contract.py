@@ -7,7 +7,9 @@ pin down the one promise each spec makes to the engine.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ PLANNING = (
     "portfolio", "project", "goal", "entity_link",
 )  # fmt: skip
 SCOPE = {"entities": "all", "filters": "all", "dashboards": "all"}
+SEED = 5  # the `sandbox` fixture's (conftest.py)
 SPECS = TRACKER + WIKI + PLANNING
 # specs with no row to send in a fresh migration: a status change carried by a later run
 # (tests/pipelines/test_tracker_sync.py covers it)
@@ -113,24 +116,44 @@ class Target:
 
 
 def _scope(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The planning layer's scope, for its specs and the tests of every spec only: staging it
-    costs each test a quarter of a second more."""
+    """The planning layer's scope, for its specs and the tests of every spec only."""
     callspec = getattr(request.node, "callspec", None)
     entity = callspec.params.get("entity") if callspec is not None else None
     return SCOPE if entity is None or entity in PLANNING else {}
 
 
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """The source org extracted once per scope, each in a folder a test copies: a sandbox of
+    the same seed serves the same source org, so each test's fresh sandbox matches the store
+    (an extract per test cost the module half a minute)."""
+    from haul.sandbox import server as sandbox_server
+
+    folders = {}
+    with sandbox_server.start_sandbox(size="tiny", seed=SEED) as sandbox:
+        info = sandbox.info
+        for key, scope in (("", {}), ("planning", SCOPE)):
+            folder = tmp_path_factory.mktemp(f"extracted-{key or 'plain'}")
+            config = load_config(_config(folder, info, scope))
+            asyncio.run(extract(config, environ=environ(info)))
+            (folder / "haul.toml").unlink()
+            folders[key] = folder
+        yield folders
+
+
+def _config(folder: Path, info: dict[str, Any], scope: dict[str, str]) -> Path:
+    queues = source_queues(info)
+    return write_config(folder, info, queues=queues, services=("tracker", "wiki"), scope=scope)
+
+
 @pytest.fixture
 async def target(
-    sandbox: Any, tmp_path: Path, request: pytest.FixtureRequest
+    sandbox: Any, tmp_path: Path, request: pytest.FixtureRequest, extracted: dict[str, Path]
 ) -> AsyncIterator[Target]:
     info = sandbox.info
-    services = ("tracker", "wiki")
-    queues = source_queues(info)
-    config = load_config(
-        write_config(tmp_path, info, queues=queues, services=services, scope=_scope(request))
-    )
-    await extract(config, environ=environ(info))
+    scope = _scope(request)
+    shutil.copytree(extracted["planning" if scope else ""], tmp_path, dirs_exist_ok=True)
+    config = load_config(_config(tmp_path, info, scope))
     async with open_clients(config, environ(info), config.target) as (clients,):
         with StagingStore.open(config.staging_path) as store:
             specs: dict[str, EntitySpec] = {}
