@@ -266,7 +266,7 @@ def _remote_links(org: Org, key: str) -> list[RemoteLink]:
         return []
     people = sorted(org.users)
     apps = ("ru.yandex.github", "ru.yandex.gitlab", "ru.yandex.jenkins")
-    links = []
+    links: list[RemoteLink] = []
     for n in range(rng.randrange(1, 3)):
         app = rng.choice(apps)
         object_key = {
