@@ -1,15 +1,17 @@
 """Entity permissions end to end on the sandbox, over sockets (`[scope] entities = "all"`):
 after `haul run` the plain user reads in the target exactly the projects, portfolios and goals
-it read in the source and the admin reads them all; `haul verify` compares access and flags an
-entity opened wider by hand; a holder that maps to no one leaves its entity team-only to its
-mapped owner and the migrating admin, named by check, plan, the failed row and the report; and
-while the load runs, slowed down, the plain user never reads an entity the source refused it.
+it read in the source and the admin reads them all; `haul verify` compares access (entries and
+who reads, inheritance resolved) and flags an entity opened wider by hand, and the sub-goal
+that inherits from it; a holder that maps to no one leaves its entity team-only to its mapped
+owner and the migrating admin, named by check, plan, the failed row and the report; a later
+run carries a change of access at the source, narrowing first; and while a load runs, slowed
+down, the plain user never reads an entity the source refused it.
 
 Beside what the tiny org seeds (a team-only project shared with engineering and frank; a goal
 only the security group reads), the source gets three team-only entities before the extract:
 one the plain user wrote but may not read (its author's role revoked everywhere, hr reads it),
-one it reads only as its lead (OWNER), and a sub-goal of the security goal that reads through
-it (inherited).
+one it reads only as its lead (OWNER), and a sub-goal of the security goal read only by those
+who read the goal (inherited).
 """
 
 from __future__ import annotations
