@@ -52,7 +52,8 @@ bench: $(STAMP)
 	-$(BIN)/python bench/tracker.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/export_memory.py
-	-$(BIN)/python bench/wiki.py
+	-$(BIN)/python bench/wiki.py --size medium
+	-$(BIN)/python bench/forms.py --size medium
 	-$(BIN)/python bench/plan.py
 	-$(BIN)/python bench/budget.py
 	$(BIN)/python bench/table.py
