@@ -2,15 +2,18 @@
 
 The sub-records with an identity of their own (comments, worklogs, attachments, links) are
 compared through their fingerprints (`pipelines.tracker.fingerprints`), the same fields their
-`find` matches on; this verifier covers the two that have none: the issue (found by key and
-`unique`, compared on its mapped fields) and its checklist (the issue's last items). The
+`find` matches on; this verifier covers the three that have none: the issue (found by key and
+`unique`, compared on its mapped fields), its checklist (the issue's last items) and the status
+a later run walked it to (`issue_status`: the status the target issue holds, by key; read once
+with the issue when both are verified). Past statuses are not staged any more: only the
+current one is compared. The
 source side is the staged record through the load's own `Transform`; users compare as target
 uids, dictionary values as target ids, times as instants.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from haul.connectors.tracker import TrackerClient
@@ -43,13 +46,16 @@ class TrackerVerifier:
     client: TrackerClient
     transform: Transform
     prints: TrackerFingerprints
+    _statuses: dict[str, str | None] = field(default_factory=dict)  # target key -> status key
 
-    compares: ClassVar[frozenset[str]] = frozenset(("issue", "checklist"))
+    compares: ClassVar[frozenset[str]] = frozenset(("issue", "checklist", "issue_status"))
 
     async def compare(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
         """(expected, found) for one done ledger row; found is None when the target lacks it."""
         if row.entity == "checklist":
             return self._checklist(record), await self._target_checklist(record)
+        if row.entity == "issue_status":
+            return {"status": self._keys(record.raw)["status"]}, await self._target_status(record)
         expected = self._issue(record)
         return expected, await self._target_issue(row, expected)
 
@@ -126,7 +132,17 @@ class TrackerVerifier:
         found = await self.client.find_issue(row.target_id or "")
         if found is None:
             return None
+        self._statuses[str(found.get("key"))] = (found.get("status") or {}).get("key")
         return self._target_core(found) | self._target_carried(found, expected)
+
+    async def _target_status(self, record: StagedRecord) -> Fields | None:
+        key = self.prints.issue_key(record)
+        if key not in self._statuses:
+            found = await self.client.find_issue(key)
+            if found is None:
+                return None
+            self._statuses[key] = (found.get("status") or {}).get("key")
+        return {"status": self._statuses[key]}
 
     def _target_core(self, found: Fields) -> Fields:
         return {

@@ -74,6 +74,18 @@ async def test_every_kind_of_change_reaches_the_target_and_a_third_run_writes_no
 
     assert third.complete and third.details["loaded"] == 0
     assert written_since(quiet, writes(sandbox.stats())) == {}
+    # the walked status is compared as a record of its own; moved by hand, it is named
+    target_key = changed["status"].replace("TEST-", "NEW-")
+    async with client_for(info, "target") as target:
+        step = (await target.list_transitions(target_key))[0]
+        await target.execute_transition(target_key, str(step["id"]))
+    moved = await verify(config, environ=environ(info))
+    (statuses,) = [v for v in moved.entities if v.entity == "issue_status"]
+    assert statuses.compared and statuses.checked == statuses.found > 0
+    named = {(d.entity, d.field) for d in moved.differences}
+    assert named == {("issue", "status"), ("issue_status", "status")} | (
+        {("issue", "resolution")} & named
+    )
 
 
 async def test_a_status_the_target_workflow_cannot_reach_fails_its_record(

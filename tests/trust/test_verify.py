@@ -76,6 +76,8 @@ def test_verify_names_each_planted_difference(sandbox: Any, tmp_path: Path) -> N
     assert ("attachment", attachment[0], "sha256") in rows
     assert ("attachment", attachment[0], "size") not in rows
     assert ("issue", issue[0], "status") in rows
+    # and under the issue's status record: the status the load carried
+    assert any(r[:1] == ("issue_status",) and r[1].startswith(f"{issue[0]}/") for r in rows)
     # a worklog removed by hand also moves its issue's time spent, which verify compares too
     spent = ("issue", worklog[0].rpartition("/")[0], "spent")
     assert spent in rows
@@ -83,7 +85,7 @@ def test_verify_names_each_planted_difference(sandbox: Any, tmp_path: Path) -> N
     assert extras["comment"]["target_id"].split("/")[0] == first
     assert extras["worklog"]["target_id"].split("/")[0] == second
     assert all(row["source"] == "(not in the source)" for row in extras.values())
-    assert len(rows) == 7, sorted(rows)
+    assert len(rows) == 8, sorted(rows)
     for entity, source_id, field in rows:
         assert f"differs: {entity} {source_id} " in done.stdout and field in done.stdout
 
