@@ -186,11 +186,17 @@ def _user_holders(config: Config, store: StagingStore) -> dict[str, Holder]:
 async def _group_holders(
     config: Config, source: TrackerClient, target: TrackerClient
 ) -> tuple[list[Holder], set[str]]:
-    """Every source group that maps to a target group; and those that map to none."""
+    """Every source group that maps to a target group; and those that map to none. A service
+    that lists no groups (`/groups` is the official SDK's, not the spec's) leaves the groups
+    uncompared, said in the summary."""
     explicit = read_groups_csv(config.mapping.groups_file) if config.mapping.groups_file else {}
-    theirs = {str(group.get("name")): str(group["id"]) for group in await target.list_groups()}
+    try:
+        mine, listed = await source.list_groups(), await target.list_groups()
+    except NotFoundError:
+        return [], {"groups (the service lists none)"}
+    theirs = {str(group.get("name")): str(group["id"]) for group in listed}
     holders, unmapped = [], set()
-    for group in sorted(await source.list_groups(), key=lambda g: str(g.get("name"))):
+    for group in sorted(mine, key=lambda g: str(g.get("name"))):
         name = str(group.get("name"))
         there = explicit.get(name, name)
         found = there.removeprefix("dir:") if there.startswith("dir:") else theirs.get(there)

@@ -22,11 +22,14 @@ import httpx
 import pytest
 from haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 
+from haul.connectors.tracker import TrackerClient
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
 from haul.pipelines.runner import extract
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.tracker.queue_permissions import queue_permission_findings
+from haul.state.store import StagingStore
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +175,50 @@ def test_holders_are_asked_under_their_mapped_names(
         "queue DEV -> DEV: user grace (niaj in the target) may read,create,write in the source,"
         " read,create in the target"
     )
+
+
+def test_a_service_that_lists_no_groups_compares_the_users_alone(tmp_path: Path) -> None:
+    """`/groups` is the official SDK's, not the spec's: a 404 there leaves the groups
+    uncompared (said in the summary), and the users are still compared (by uid at the source,
+    by the mapped login in the target)."""
+    text = (
+        '[source]\ntracker_url = "http://source.invalid/v3"\norg_id = "1"\ntoken_env = "T"\n'
+        '[target]\ntracker_url = "http://target.invalid/v3"\norg_id = "2"\ntoken_env = "T"\n'
+        '[scope]\nqueues = ["DEV"]\n[staging]\npath = "haul.db"\n'
+    )
+    (tmp_path / "haul.toml").write_text(text, encoding="utf-8")
+    config = load_config(tmp_path / "haul.toml")
+    held = {"source.invalid": ["READ", "WRITE"], "target.invalid": ["READ"]}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/v3")
+        if path == "/groups":
+            return httpx.Response(404, json={"errorMessages": ["Not found"]})
+        if path in ("/queues/DEV/permissions/users/7", "/queues/DEV/permissions/users/alice"):
+            codes = held[request.url.host]
+            return httpx.Response(200, json={"permissions": {code: {} for code in codes}})
+        return httpx.Response(200, json={"key": "DEV"})  # the queue exists on both sides
+
+    def client(host: str) -> TrackerClient:
+        transport = httpx.MockTransport(handler)
+        return TrackerClient.connect(
+            base_url=f"http://{host}/v3", token="t", org_id="1", transport=transport
+        )
+
+    alice = {"self": "http://source.invalid/v3/users/7", "id": "7", "display": "Alice"}
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        store.upsert_records("user", [{"source_id": "7", "raw": {"uid": 7, "login": "alice"}}])
+        store.upsert_records("issue", [{"source_id": "DEV-1", "raw": {"createdBy": alice}}])
+
+        async def findings() -> list[Finding]:
+            async with client("source.invalid") as source, client("target.invalid") as target:
+                return await queue_permission_findings(config, source, target, store)
+
+        found = asyncio.run(findings())
+
+    assert [f.what for f in found if f.level == "warning"] == [
+        "queue DEV -> DEV: user alice may read,write in the source, read in the target"
+    ]
+    (summary,) = [f.what for f in found if f.level == "ok"]
+    assert "1 user and group permissions compared" in summary
+    assert "groups (the service lists none)" in summary
