@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.connectors.errors import NotFoundError
+from haul.connectors.errors import AmbiguousWriteError, NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.tracker.entity_access import EntityAccess, current, edit
@@ -33,6 +33,7 @@ from haul.pipelines.tracker.entity_prints import EntityPrints
 from haul.state.store import StagedRecord, StagingStore
 
 PHASE = 2  # after the issues (0) and their links (1)
+MAX_REMADE = 3  # a checklist cleared and made again after lost replies, at most
 SUB_SPECS = ("entity_access", "entity_comment", "entity_checklist", "entity_attachment")
 
 
@@ -221,17 +222,24 @@ class EntityLoad:
 
     async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
         """A checklist changed at the source (an item added, edited, checked, moved or
-        removed): the target's is cleared and made again, in the source's order. Both steps
-        may be repeated: a kill between them leaves the row to refresh on the next run."""
+        removed): the target's is cleared and made again, in the source's order. The pair may
+        be repeated: after a lost reply it is made again from clear, and a kill between the two
+        leaves the row to refresh on the next run."""
         kind = self._entity_of(record)
         entity_id = self._target_of(kind, record.parent or "")
         if entity_id is None:
             raise RecordFailure(f"the entity of checklist {record.source_id} is not loaded")
-        await self.client.clear_entity_checklist(kind, entity_id)
         items = self.bodies.checklist(record)
-        if items:
-            await self.client.add_entity_checklist_items(kind, entity_id, items)
-        self.changes[("entity_checklist", "updated")] += 1
+        for _ in range(MAX_REMADE):
+            await self.client.clear_entity_checklist(kind, entity_id)
+            try:
+                if items:
+                    await self.client.add_entity_checklist_items(kind, entity_id, items)
+            except AmbiguousWriteError:
+                continue
+            self.changes[("entity_checklist", "updated")] += 1
+            return
+        raise RecordFailure(f"checklist {record.source_id}: its items' outcome stayed uncertain")
 
     async def send_checklist(self, record: StagedRecord, entity_id: str | None) -> str:
         if entity_id is None:

@@ -142,3 +142,28 @@ def unlike_the_source(source: Any, target: Any) -> dict[Key, dict[str, Any]]:
         if moved != wanted:
             wrong[key] = {f: (wanted[f], moved.get(f)) for f in wanted if wanted[f] != moved.get(f)}
     return wrong
+
+
+def change_at_source(source: Any) -> None:
+    """One change of each kind a later run carries, at the source: a project's status,
+    description and tags; one of its comments edited and one added; an item of its checklist
+    checked and one added; a goal renamed and made team-only."""
+    project = _one(source, "project", "Testing roadmap")
+    project.update(
+        fields={"entityStatus": "at_risk", "description": "Moved to TEST-3", "tags": ["q3"]}
+    )
+    comment = next(iter(project.comments.get_all()))
+    comment.update(text=f"{comment.text} (edited)")
+    project.comments.create(text="Added after the migration")
+    items = _one(source, "project", "Testing roadmap").fields["checklistItems"]
+    unchecked = next(item for item in items if not item["checked"])
+    project.checklist_items.update([{"id": unchecked["id"], "checked": True}])
+    project.checklist_items.create(text="Added after the migration")
+    goal = _one(source, "goal", "Halve onboarding time")
+    goal.update(fields={"summary": "Halve onboarding time again", "teamAccess": True})
+
+
+def _one(client: Any, kind: str, summary: str) -> Any:
+    """The entity of `kind` named `summary`, with its fields, through the SDK."""
+    (entity,) = [e for e in found(client, kind) if e["fields"]["summary"] == summary]
+    return getattr(client, kind).get(entity["id"], fields="summary,checklistItems")

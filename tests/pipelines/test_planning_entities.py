@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from entity_snapshot import KINDS, entities, found, readable, sdk_client, unlike_the_source
+from entity_snapshot import (
+    KINDS,
+    change_at_source,
+    entities,
+    found,
+    readable,
+    sdk_client,
+    unlike_the_source,
+)
 from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import Config, load_config
@@ -194,20 +202,7 @@ def test_a_later_run_carries_the_changes_made_at_the_source(migrated: Migrated) 
     and made team-only. The next run carries each change once; verify passes. (Last in the
     module: it changes both orgs.)"""
     source, target = migrated.sdk("source"), migrated.sdk("target")
-    project = _one(source, "project", "Testing roadmap")
-    project.update(
-        fields={"entityStatus": "at_risk", "description": "Moved to TEST-3", "tags": ["q3"]}
-    )
-    comment = next(iter(project.comments.get_all()))
-    comment.update(text=f"{comment.text} (edited)")
-    project.comments.create(text="Added after the migration")
-    items = _one(source, "project", "Testing roadmap").fields["checklistItems"]
-    unchecked = next(item for item in items if not item["checked"])
-    project.checklist_items.update([{"id": unchecked["id"], "checked": True}])
-    project.checklist_items.create(text="Added after the migration")
-    goal = _one(source, "goal", "Halve onboarding time")
-    goal.update(fields={"summary": "Halve onboarding time again", "teamAccess": True})
-
+    change_at_source(source)
     summary = asyncio.run(run_all(migrated.config, environ=environ(migrated.info)))
     assert summary.complete, summary
     assert unlike_the_source(source, target) == {}
@@ -216,9 +211,3 @@ def test_a_later_run_carries_the_changes_made_at_the_source(migrated: Migrated) 
     assert ("goal", "Halve onboarding time again") not in hers
     verified = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
     assert verified.ok, verified.differences[:5]
-
-
-def _one(client: Any, kind: str, summary: str) -> Any:
-    """The entity of `kind` named `summary`, with its fields, through the SDK."""
-    (entity,) = [e for e in found(client, kind) if e["fields"]["summary"] == summary]
-    return getattr(client, kind).get(entity["id"], fields="summary,checklistItems")
