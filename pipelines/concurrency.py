@@ -21,6 +21,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
+    Sized,
 )
 from contextlib import asynccontextmanager
 from typing import TypeVar
@@ -81,6 +82,8 @@ async def for_each(
     """
     iterator = iter(items)
     size = max(1, concurrency)
+    if isinstance(items, Sized):  # a few siblings start a few workers, not `concurrency`
+        size = max(1, min(size, len(items)))
     places = asyncio.Semaphore(size)
 
     async def worker() -> None:

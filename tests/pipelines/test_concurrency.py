@@ -150,3 +150,16 @@ async def test_a_failed_page_is_raised_in_its_place_and_an_early_stop_cancels_th
     await asyncio.wait_for(hanging.wait(), PATIENCE)
     await pages.aclose()  # what a reader stopping early leads to
     assert closed == ["closed", "closed"]
+
+
+async def test_a_few_items_start_a_few_workers() -> None:
+    """Three siblings under a concurrency of 32 start three workers, not 32 (a page's two
+    files would otherwise cost thirty idle tasks)."""
+    tasks: list[int] = []
+
+    async def work(item: int) -> None:
+        tasks.append(len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+
+    await for_each([1, 2, 3], work, 32)
+    assert max(tasks) <= 1 + 3  # this test's own task and the workers
