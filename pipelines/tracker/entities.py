@@ -5,7 +5,8 @@ its `updatedAt`; a drain per type stages what hangs off an entity whenever it ch
 comment, checklist edit, file, link or permission change moves `updatedAt`):
 
     entity_comment     one per comment (the `_relative` cursor)
-    entity_checklist   one per entity: its items, in order (they load in one request)
+    entity_checklist   one per entity with a checklist: its items, in order (they load in one
+                       request); once staged, it stays, emptied when the source empties it
     entity_attachment  one per file, its bytes in the blob store
     entity_link        one per link, as the entity lists it (both directions)
     entity_access      one per entity: its permissions (`acl`, `permissionSources`)
@@ -86,9 +87,13 @@ class EntityDrain:
         permissions = await self.client.get_entity_permissions(kind, entity_id)
         blobs, problems = await self._fetch_blobs(entity_id, files)
         items = (entity.raw.get("fields") or {}).get("checklistItems") or []
+        # a checklist emptied at the source is staged empty, so the load empties the target's
+        had = self.store.get_record("entity_checklist", f"{entity_id}/checklist") is not None
         return {
             "entity_comment": _rows(entity_id, comments),
-            "entity_checklist": _one(entity_id, "checklist", {"items": items} if items else None),
+            "entity_checklist": _one(
+                entity_id, "checklist", {"items": items} if items or had else None
+            ),
             "entity_attachment": _rows(entity_id, files, blobs, problems),
             "entity_link": _rows(entity_id, links),
             "entity_access": _one(entity_id, "access", permissions),

@@ -245,7 +245,8 @@ class EntityLoad:
         if entity_id is None:
             raise RecordFailure(f"the entity of checklist {record.source_id} is not loaded")
         items = self.bodies.checklist(record)
-        await self.client.add_entity_checklist_items(self._entity_of(record), entity_id, items)
+        if items:  # else emptied at the source before it was ever loaded: nothing to add
+            await self.client.add_entity_checklist_items(self._entity_of(record), entity_id, items)
         return self._made("entity_checklist", f"{entity_id}/checklist")
 
     async def send_attachment(self, record: StagedRecord, entity_id: str | None) -> str:

@@ -147,7 +147,8 @@ def unlike_the_source(source: Any, target: Any) -> dict[Key, dict[str, Any]]:
 def change_at_source(source: Any) -> None:
     """One change of each kind a later run carries, at the source: a project's status,
     description and tags; one of its comments edited and one added; an item of its checklist
-    checked and one added; a goal renamed and made team-only."""
+    checked and one added; another project's checklist emptied; a goal renamed and made
+    team-only."""
     project = _one(source, "project", "Testing roadmap")
     project.update(
         fields={"entityStatus": "at_risk", "description": "Moved to TEST-3", "tags": ["q3"]}
@@ -159,6 +160,11 @@ def change_at_source(source: Any) -> None:
     unchecked = next(item for item in items if not item["checked"])
     project.checklist_items.update([{"id": unchecked["id"], "checked": True}])
     project.checklist_items.create(text="Added after the migration")
+    emptied = next(
+        e for e in found(source, "project")
+        if e["fields"].get("checklistItems") and e["fields"]["summary"] != "Testing roadmap"
+    )  # fmt: skip
+    source.project.get(emptied["id"]).checklist_items.delete()
     goal = _one(source, "goal", "Halve onboarding time")
     goal.update(fields={"summary": "Halve onboarding time again", "teamAccess": True})
 

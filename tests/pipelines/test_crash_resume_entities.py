@@ -141,7 +141,8 @@ def test_killed_in_the_entity_phase_loads_each_entity_and_sub_record_once(
 
 def test_a_sync_killed_among_its_entity_changes_carries_each_once(tmp_path: Path) -> None:
     """After a complete first run, one change of each kind at the source (a project's fields,
-    a comment edited and one added, a checklist changed, a goal renamed and made team-only);
+    a comment edited and one added, a checklist changed and one emptied, a goal renamed and
+    made team-only);
     the sync's `haul load` is SIGKILLed while those are carried, with replies lost after the
     writes, then resumed: the target reads as the source's migrated, each change once."""
     from haul.sandbox import server as sandbox_server

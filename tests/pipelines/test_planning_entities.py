@@ -198,8 +198,8 @@ def test_the_export_has_a_row_per_staged_entity_and_sub_record(
 
 def test_a_later_run_carries_the_changes_made_at_the_source(migrated: Migrated) -> None:
     """At the source, a project's status, description and tags change, one of its comments is
-    edited and one added, an item of its checklist is checked and one added; a goal is renamed
-    and made team-only. The next run carries each change once; verify passes. (Last in the
+    edited and one added, an item of its checklist is checked and one added; another project's
+    checklist is emptied; a goal is renamed and made team-only. The next run carries each change once; verify passes. (Last in the
     module: it changes both orgs.)"""
     source, target = migrated.sdk("source"), migrated.sdk("target")
     change_at_source(source)
