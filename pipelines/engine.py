@@ -42,6 +42,9 @@ PLAN_CONFLICTS = "plan_conflicts"  # the checkpoint `haul plan` keeps its confli
 # what a record under (or needing) a conflicting one fails with, after "<entity> <id>": it
 # reads as waiting under that record ("... was not loaded", see `pipelines.failures`)
 BLOCKED = " was not loaded, blocked by its conflict: "
+# a problem kept under "<entity>:change": a loaded record whose change at the source its
+# `refresh` could not carry (the row stays done and changed, so the next load tries again)
+CHANGE = ":change"
 
 
 class PlannedConflict(RecordFailure):
@@ -64,6 +67,7 @@ class LoadStats:
     reconciled_missing: int = 0
     ambiguous: int = 0
     refreshed: int = 0
+    refresh_failed: int = 0  # changes at the source not carried: kept as problems
 
 
 @dataclass
@@ -250,14 +254,19 @@ class LoadEngine:
         record = self._record(spec, row)
         if record is None or spec.refresh is None:
             return
+        problems, kept = self.store.problems, f"{row.entity}{CHANGE}"
         try:
             await spec.refresh(record, target_id)
         except (RecordError, RecordFailure) as exc:
             log.warning(
                 "record_refresh_failed", entity=row.entity, record=row.source_id, error=str(exc)
             )
+            why = f"changed at the source, not carried to the target: {exc}"
+            problems.record(kept, row.source_id, why, parent=row.parent)
+            self.stats.refresh_failed += 1
             return
         self.ledger.refreshed(row.entity, row.source_id, record.content_hash)
+        problems.clear(kept, row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
 

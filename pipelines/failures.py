@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from haul.pipelines.engine import CHANGE
 from haul.state.store import StagingStore
 
 # the engine's words for a record left failed by another (see `engine`)
@@ -106,8 +107,9 @@ def sort_failures(
             groups[group] = Cause(stage, key[0], reason)
         return groups[group]
 
-    for entity, source_id, error in problems:
-        cause = cause_for("extract", (entity, source_id), error)
+    for entity, source_id, error in problems:  # a change not carried is the load's problem
+        stage = "load" if entity.endswith(CHANGE) else "extract"
+        cause = cause_for(stage, (entity, source_id), error)
         cause.roots.append(source_id)
         cause_of[(entity, source_id)] = cause
     roots = {key: _root(key, errors) for key in errors}

@@ -378,7 +378,7 @@ def render_html(report: dict[str, Any]) -> str:
 <h2>Failures by cause</h2>
 {_failures(report.get("failures_by_reason") or [])}
 <h2>Figures</h2>
-<p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}.</p>
+<p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}. Changes at the source not carried: {report.get("changes_not_carried", 0)}.</p>
 {_figures(report.get("details") or {})}
 <h2>Last runs</h2>
 {_table(report.get("runs") or [], ["id", "command", "outcome", "seconds", "started_at"], "runs", ["command", "outcome"])}

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from haul.pipelines import report_parts
+from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
 from haul.state.store import StagingStore
 
@@ -111,7 +112,8 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
             if points
         },
         "unmapped_users": details.get("unmapped_users", []),
-        "extract_problems": store.problems.count(),
+        "extract_problems": sum(not p.entity.endswith(CHANGE) for p in store.problems),
+        "changes_not_carried": sum(p.entity.endswith(CHANGE) for p in store.problems),
         "failures_by_reason": failures_by_reason(store),
         "throughput": throughput(store, run.get("started_at"), run.get("ended_at")),
         "verify": store.get_checkpoint(VERIFY_CHECKPOINT),

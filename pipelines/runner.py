@@ -257,6 +257,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         "reconciled_missing": stats.reconciled_missing,
         "ambiguous_writes": stats.ambiguous,
         "issues_refreshed": stats.refreshed,
+        "changes_not_carried": stats.refresh_failed,  # kept as problems: haul failures
     }
     in_target: dict[str, int] = {}
     for part in parts:

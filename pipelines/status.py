@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
+from haul.pipelines.engine import CHANGE
 from haul.pipelines.report import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
@@ -46,7 +47,8 @@ class Status:
 
     lines: list[StatusLine] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
-    problems: int = 0
+    problems: int = 0  # records the extract could not stage whole
+    changes: int = 0  # loaded records whose change at the source the load could not carry
     not_staged: dict[str, str] = field(default_factory=dict)  # entity -> the setting that says so
     not_carried: dict[str, int] = field(default_factory=dict)  # "field: reason" -> values left out
     # entity -> (records deleted at the source, of them deleted in the target too)
@@ -61,6 +63,11 @@ class Status:
             return f"a haul {last['command']} run is under way (pid {last.get('pid')})"
         if self.problems:
             return f"{self.problems} records could not be extracted whole: run haul failures"
+        if self.changes:
+            return (
+                f"{self.changes} loaded records changed at the source and could not be brought"
+                " up to date: run haul failures"
+            )
         if failed:
             return f"{failed} records failed: run haul failures"
         if last is not None and last["outcome"] == "interrupted":
@@ -102,7 +109,8 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         planned[kind] = planned.get(kind, 0) + sum(states.values())
     status = Status(
         runs=recent,
-        problems=store.problems.count(),
+        problems=sum(not p.entity.endswith(CHANGE) for p in store.problems),
+        changes=sum(p.entity.endswith(CHANGE) for p in store.problems),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
         deleted=deleted_at_source(store, deletion_kinds(services)),
@@ -249,5 +257,8 @@ def write_failures_csv(path: Path, problems: Sequence[Any], rows: Sequence[Any])
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "stage", "attempts", "error"])
-        writer.writerows([p.entity, p.source_id, "extract", "", p.error] for p in problems)
+        writer.writerows(
+            [p.entity, p.source_id, "load" if p.entity.endswith(CHANGE) else "extract", "", p.error]
+            for p in problems
+        )
         writer.writerows([r.entity, r.source_id, "load", r.attempts, r.error] for r in rows)

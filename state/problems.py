@@ -3,7 +3,9 @@
 A download that stays short of its listed size, a record that arrives without its identity:
 the extract records the problem here (one row per record, the last error kept) and goes on;
 `haul failures` lists them, the run ends with exit status 3, and the next extract tries the
-record again and clears its row once it is staged whole.
+record again and clears its row once it is staged whole. The load keeps one kind here too,
+under `<entity>:change`: a loaded record whose change at the source could not be carried to
+the target (`pipelines.engine`); the next load tries again and clears it.
 """
 
 from collections.abc import Iterator

@@ -190,3 +190,38 @@ async def test_children_beside_earlier_ones_do_not_wait_for_them(store: StagingS
     assert stats.done == 4
     order = [(entity, source_id) for entity, source_id, _ in target.sent]
     assert order == [("page", "p1"), ("access", "a1"), ("file", "f1"), ("page_child", "p2")]
+
+
+async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carries_it(
+    store: StagingStore,
+) -> None:
+    """A loaded record whose refresh fails stays done and changed, and is kept as a problem
+    (`haul failures`, exit 3) until a later load carries the change, which clears it."""
+    target = FakeTarget()
+    refused: list[str] = []
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        if refused:
+            raise RecordFailure(f"the target refuses {target_id}: {refused[0]}")
+        target.sent.append(("refresh", record.source_id, target_id))
+
+    spec = replace(target.spec("page"), refresh=refresh)
+    stage(store, "page", "a", "b")
+    await engine(store, [spec]).run()
+    store.upsert_records("page", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
+    refused.append("a holder maps to no one")
+
+    failing = engine(store, [spec])
+    stats = await failing.run()
+
+    (problem,) = list(store.problems)
+    assert (problem.entity, problem.source_id) == ("page:change", "a")
+    assert "a holder maps to no one" in problem.error and stats.refresh_failed == 1
+    assert [row.source_id for row in store.ledger.iter_changed("page")] == ["a"]
+    refused.clear()
+
+    await engine(store, [spec]).run()
+
+    assert list(store.problems) == []
+    assert ("refresh", "a", "t-page-a") in target.sent
+    assert list(store.ledger.iter_changed("page")) == []

@@ -40,3 +40,13 @@ def test_extract_problems_are_causes_of_their_own() -> None:
     assert [cause.line() for cause in found.causes] == [
         "1 attachment (extract): expected 10 bytes, got 4"
     ]
+
+
+def test_a_change_the_load_could_not_carry_is_the_loads_cause() -> None:
+    """A loaded record whose change at the source its refresh could not carry is kept as a
+    problem under `<entity>:change`, and reads as the load's, not the extract's."""
+    why = "changed at the source, not carried to the target: bob maps to no target holder"
+    found = sort_failures([], [("entity_access:change", "42", why)])
+    assert [(cause.stage, cause.line()) for cause in found.causes] == [
+        ("load", f"1 entity_access:change: {why}")
+    ]
