@@ -63,15 +63,9 @@ class EntityBodies:
 
     def creator(self, record: StagedRecord) -> str:
         """Who the import names as the entity's author: its mapped author; where it maps to no
-        one and the entity is restricted, the migrating admin (a default account would hold
-        the AUTHOR role and read it); else the default user, as issues do."""
-        author = record.raw.get("createdBy")
-        login = self.login(author)
-        if login is not None:
-            return login
-        if self.access(record).restricted:
-            return self.me
-        return self.transform.users.login(author) or self.me
+        one, the migrating admin, never the default user (unlike an issue's): the author holds
+        the AUTHOR role, whose levels (write and grant too) the default account never had."""
+        return self.login(record.raw.get("createdBy")) or self.me
 
     # -- the entity ------------------------------------------------------------------------
 
