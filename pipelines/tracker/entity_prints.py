@@ -89,6 +89,29 @@ class EntityPrints:
             **self._content(content),
         }
 
+    def holds(self, record: StagedRecord, found: dict[str, Any]) -> bool:
+        """Whether the target entity `found` (read with `FIELDS`) shows what the load writes
+        of `record`: its summary, parent and content."""
+        expected = self._entity(record)
+        shown = {k: v for k, v in self._target_entity(found).items() if k in expected}
+        return shown == expected and self._secondary(found) == self._wanted_secondary(record)
+
+    def _wanted_secondary(self, record: StagedRecord) -> list[str]:
+        parents = (record.raw.get("fields") or {}).get("parentEntity") or {}
+        ids = [self.target_of(PARENT_TYPE[record.entity], str(ref.get("id")))
+               for ref in parents.get("secondary") or []]  # fmt: skip
+        return sorted(target for target in ids if target)
+
+    @staticmethod
+    def _secondary(found: dict[str, Any]) -> list[str]:
+        parents = (found.get("fields") or {}).get("parentEntity") or {}
+        return sorted(str(ref.get("id")) for ref in parents.get("secondary") or [])
+
+    def holds_content(self, record: StagedRecord, found: dict[str, Any]) -> bool:
+        """Whether the target entity `found` shows the content the load writes of `record`."""
+        expected = self._content(self.bodies.content(record))
+        return self._target_content(found.get("fields") or {}) == expected
+
     def _content(self, body: dict[str, Any]) -> Fields:
         """The written content as compared: times as instants, people as uids, sorted."""
         fields: Fields = {name: body.get(name) for name in PLAIN}

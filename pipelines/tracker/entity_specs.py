@@ -27,6 +27,7 @@ from typing import Any
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.tracker.entities import FIELDS
 from haul.pipelines.tracker.entity_access import EntityAccess, current, edit
 from haul.pipelines.tracker.entity_bodies import KINDS, PARENT_TYPE, EntityBodies
 from haul.pipelines.tracker.entity_prints import EntityPrints
@@ -145,35 +146,46 @@ class EntityLoad:
         if entity_id is None:
             raise RecordFailure(f"the entity of {record.source_id} is not loaded")
         entity = self.bodies.entity(record.parent or "")
-        await self._apply(entity, entity_id, self.bodies.content(entity))
+        found = await self.client.get_entity(entity.entity, entity_id, fields="teamAccess")
+        await self._apply(entity, entity_id, self.bodies.content(entity), found)
         return entity_id
 
     async def refresh_access(self, record: StagedRecord, entity_id: str) -> None:
-        """Permissions changed at the source: applied the same way, narrowing first."""
+        """Permissions changed at the source: applied the same way, narrowing first (the
+        content is written only where the target's differs)."""
         entity = self.bodies.entity(record.parent or "")
-        await self._apply(entity, entity_id, self.bodies.content(entity))
+        found = await self.client.get_entity(entity.entity, entity_id, fields=FIELDS)
+        content = {} if self.prints.holds_content(entity, found) else self.bodies.content(entity)
+        await self._apply(entity, entity_id, content, found)
         self.changes[("entity_access", "updated")] += 1
 
     async def refresh_entity(self, record: StagedRecord, entity_id: str) -> None:
         """An entity changed at the source (its summary, parents, content or team-only flag):
         edited through its access, so a newly restricted one is narrowed before anything
-        else is written, and one opened at the source is opened last."""
+        else is written, and one opened at the source is opened last. One whose change the
+        target does not show (a comment added moves the entity's `updatedAt`) is not edited."""
+        found = await self.client.get_entity(record.entity, entity_id, fields=FIELDS)
         parent = record.parent and self._target_of(PARENT_TYPE[record.entity], record.parent)
-        await self._apply(record, entity_id, self.bodies.edit(record, parent or None))
-        self.changes[(record.entity, "updated")] += 1
+        edit = {} if self.prints.holds(record, found) else self.bodies.edit(record, parent or None)
+        await self._apply(record, entity_id, edit, found)
+        if edit:
+            self.changes[(record.entity, "updated")] += 1
 
-    async def _apply(self, entity: StagedRecord, entity_id: str, fields: dict[str, Any]) -> None:
+    async def _apply(
+        self, entity: StagedRecord, entity_id: str, fields: dict[str, Any], found: dict[str, Any]
+    ) -> None:
         """Narrow (team-only) if the source restricts it, set the ACL, write `fields`, then
-        open it if the source has it open; fail the row when a holder maps to no one."""
+        open it if the source has it open (`found`: the target entity with its `teamAccess`);
+        fail the row when a holder maps to no one."""
         want = self.bodies.access(entity)
         kind = entity.entity
-        found = await self.client.get_entity(kind, entity_id, fields="teamAccess")
-        if want.team_access and not (found.get("fields") or {}).get("teamAccess"):
+        team_only = bool((found.get("fields") or {}).get("teamAccess"))
+        if want.team_access and not team_only:
             await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": True}})
         await self._set_acl(kind, entity_id, want)
         if fields:
             await self.client.update_entity(kind, entity_id, {"fields": fields})
-        if not want.team_access and (found.get("fields") or {}).get("teamAccess"):
+        if not want.team_access and team_only:
             await self.client.update_entity(kind, entity_id, {"fields": {"teamAccess": False}})
         if want.unmapped:
             raise RecordFailure(

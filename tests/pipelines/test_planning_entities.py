@@ -28,7 +28,7 @@ from entity_snapshot import (
     sdk_client,
     unlike_the_source,
 )
-from haul_fixtures import environ, source_queues, write_config
+from haul_fixtures import environ, source_queues, write_config, writes, written_since
 
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
@@ -47,6 +47,7 @@ class Migrated:
     config: Config
     summary: Any
     verified: VerifyResult
+    sandbox: Any  # the running sandbox (its request counts)
 
     def sdk(self, org: str, token: str = "admin") -> Any:
         return sdk_client(self.info, org, token)
@@ -63,7 +64,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         config = load_config(path)
         summary = asyncio.run(run_all(config, environ=environ(info)))
         verified = asyncio.run(verify(config, environ=environ(info)))
-        yield Migrated(info, config, summary, verified)
+        yield Migrated(info, config, summary, verified, sandbox)
 
 
 def test_every_entity_reads_the_same_in_both_orgs(migrated: Migrated) -> None:
@@ -194,6 +195,21 @@ def test_the_export_has_a_row_per_staged_entity_and_sub_record(
     assert all(size > 0 for size in sizes.values()) and all(
         row["sha256"] for row in tables["entity_attachments"]
     )
+
+
+def test_a_comment_added_at_the_source_is_the_next_runs_one_write(migrated: Migrated) -> None:
+    """A comment added to a project moves the project's `updatedAt`: the next run stages it
+    again, and writes the comment alone (the project, as the target holds it, is unchanged)."""
+    source = migrated.sdk("source")
+    (project,) = [
+        e for e in found(source, "project") if e["fields"]["summary"] == "Launch Development"
+    ]
+    source.project.get(project["id"]).comments.create(text="Said after the migration")
+    before = writes(migrated.sandbox.stats())
+    assert asyncio.run(run_all(migrated.config, environ=environ(migrated.info))).complete
+    written = written_since(before, writes(migrated.sandbox.stats()))
+    assert written == {"POST /v3/entities/{entity_type}/{entity_id}/comments": 1}
+    assert unlike_the_source(source, migrated.sdk("target")) == {}
 
 
 def test_a_later_run_carries_the_changes_made_at_the_source(migrated: Migrated) -> None:
