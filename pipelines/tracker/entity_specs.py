@@ -15,6 +15,11 @@ portfolio, the portfolios and projects under it; a goal, the goals under it), th
 
 Links (`entity_link`, phase 3) wait for both ends: an issue of the migration or another
 entity. A link between two entities shows on both; it loads from one side.
+
+A later run carries what changed at the source (`refresh`): an entity's summary, parents and
+content, where the target's differ, through the same narrow-grant-write-open steps; its
+permissions; a comment's text; a checklist (cleared and made again). New comments, files and
+links are new rows; what the source removed is reported, as everywhere.
 """
 
 from __future__ import annotations
