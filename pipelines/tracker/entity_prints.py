@@ -1,12 +1,13 @@
 """What tells each entity record apart in the target: written once, for find and verify.
 
 An entity by its summary, creation time and author (in its type's search), compared on every
-field the load writes and its parent; its access by its team-only flag, its ACL (users as
+field the load writes and its parents; its access by its team-only flag, its ACL (users as
 target uids, groups as target ids, roles), its content and who reads it (everyone, or the READ
 holders of it and of the parents it inherits from, roles resolved to people); a comment by its
-text (the provenance line makes it unique); a checklist by its items; a file by its name and
-size (verify adds the sha256 of the bytes read back); a link by its relationship and other
-end. A sub-record lives in its entity, a container named ``<type>/<target id>``.
+text (the provenance line makes it unique); a checklist by its items (assignees and deadlines
+too); a file by its name and size (verify adds the sha256 of the bytes read back); a link by
+its relationship and other end. A sub-record lives in its entity, a container named
+``<type>/<target id>``.
 """
 
 from __future__ import annotations
@@ -86,15 +87,15 @@ class EntityPrints:
             "createdAt": instant(record.raw.get("createdAt")),
             "createdBy": self.uid(self.bodies.creator(record)),
             "parent": parent or None,
+            "secondary": self._wanted_secondary(record) if parent else [],
             **self._content(content),
         }
 
     def holds(self, record: StagedRecord, found: dict[str, Any]) -> bool:
         """Whether the target entity `found` (read with `FIELDS`) shows what the load writes
-        of `record`: its summary, parent and content."""
+        of `record`: its summary, parents and content."""
         expected = self._entity(record)
-        shown = {k: v for k, v in self._target_entity(found).items() if k in expected}
-        return shown == expected and self._secondary(found) == self._wanted_secondary(record)
+        return {k: v for k, v in self._target_entity(found).items() if k in expected} == expected
 
     def _wanted_secondary(self, record: StagedRecord) -> list[str]:
         parents = (record.raw.get("fields") or {}).get("parentEntity") or {}
@@ -142,6 +143,7 @@ class EntityPrints:
             "createdAt": instant(item.get("createdAt")),
             "createdBy": ref_id(item.get("createdBy")),
             "parent": str(primary["id"]) if primary.get("id") else None,
+            "secondary": self._secondary(item),
             **self._target_content(fields),
         }
 
@@ -221,17 +223,26 @@ class EntityPrints:
         )
 
     def checklist(self) -> Fingerprint:
-        """An entity's checklist: its items (text, checked), in order."""
+        """An entity's checklist: its items (text, checked, assignee, deadline), in order."""
 
         async def listing(container: str) -> list[Fields]:
             kind, _, entity_id = container.partition("/")
             found = await self.client.get_entity(kind, entity_id, fields="checklistItems")
             items = (found.get("fields") or {}).get("checklistItems") or []
-            listed = [[item.get("text"), bool(item.get("checked"))] for item in items]
+            listed = [
+                [item.get("text"), bool(item.get("checked")), ref_id(item.get("assignee")),
+                 instant((item.get("deadline") or {}).get("date"))]
+                for item in items
+            ]  # fmt: skip
             return [{"id": f"{entity_id}/checklist", "items": listed}]
 
         def expected(record: StagedRecord) -> Fields:
-            return {"items": [[i["text"], i["checked"]] for i in self.bodies.checklist(record)]}
+            items = self.bodies.checklist(record)
+            return {"items": [
+                [i["text"], i["checked"], self.uid(i.get("assignee")),
+                 instant((i.get("deadline") or {}).get("date"))]
+                for i in items
+            ]}  # fmt: skip
 
         return Fingerprint(expected, self.container, listing, ("items",))
 

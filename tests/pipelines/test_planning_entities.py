@@ -105,11 +105,12 @@ def test_the_plain_user_reads_the_same_entities_in_both_orgs(migrated: Migrated)
         target.goal.get(hidden["id"])
 
 
-def test_verify_passes_then_flags_a_summary_and_a_comment_edited_by_hand(
+def test_verify_passes_then_flags_what_was_edited_by_hand(
     migrated: Migrated,
 ) -> None:
     """verify compares every loaded entity and sub-record (0 differences), then flags an
-    entity's summary and a comment's text changed in the target through the API."""
+    entity's summary, a comment's text and a checklist item changed in the target through the
+    API."""
     verified = migrated.verified
     assert verified.ok, verified.differences[:5]
     checked = {v.entity: v for v in verified.entities}
@@ -120,22 +121,31 @@ def test_verify_passes_then_flags_a_summary_and_a_comment_edited_by_hand(
 
     target = migrated.sdk("target")
     project = next(
-        target.project.get(e["id"], fields="summary") for e in found(target, "project")
-        if list(target.project.get(e["id"]).comments.get_all())
+        target.project.get(e["id"], fields="summary,checklistItems")
+        for e in found(target, "project")
+        if e["fields"].get("checklistItems") and list(target.project.get(e["id"]).comments.get_all())
     )  # fmt: skip
     comment = next(iter(project.comments.get_all()))
     summary, text = project.fields["summary"], comment.text
+    item = project.fields["checklistItems"][0]
     project.update(fields={"summary": "Renamed by hand"})
     comment.update(text="Edited by hand")
+    project.checklist_items.update([{"id": item["id"], "checked": not item["checked"]}])
     try:
         edited = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
     finally:
         project.update(fields={"summary": summary}, ignore_version_change=True)
         comment.update(text=text)
+        project.checklist_items.update([{"id": item["id"], "checked": item["checked"]}])
     flagged = {(d.entity, d.field, d.target) for d in edited.differences}
     assert ("project", "summary", "Renamed by hand") in flagged
     assert ("entity_comment", "text", "Edited by hand") in flagged
-    assert {d.entity for d in edited.differences} <= {"project", "entity_access", "entity_comment"}
+    assert {(d.entity, d.field) for d in edited.differences if d.entity == "entity_checklist"} == {
+        ("entity_checklist", "items")
+    }
+    assert {d.entity for d in edited.differences} <= {
+        "project", "entity_access", "entity_comment", "entity_checklist"
+    }  # fmt: skip
 
 
 ENTITY_TABLES = {
