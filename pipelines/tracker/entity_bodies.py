@@ -11,7 +11,7 @@ link's date and author.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,10 +208,23 @@ def not_carried(bodies: EntityBodies, kinds: tuple[str, ...]) -> Counter[str]:
                 if bodies.login(ref) is None:
                     dropped[f"{kind} {name}: no target user (never the default user)"] += 1
     for entity, what in UNCARRIED.items():
-        count = sum(1 for record in store.iter_records(entity) if record.parent in every)
+        count = sum(
+            1
+            for record in store.iter_records(entity)
+            if record.parent in every and (entity != "entity_link" or loads_link(record, every))
+        )
         if count:
             dropped[f"{entity}: {what}"] += count
     return dropped
+
+
+def loads_link(record: StagedRecord, staged: Collection[str]) -> bool:
+    """Whether this side of a link loads it: a link to an issue, or to an entity not among the
+    `staged` ids, always; a link between two staged entities shows on both and loads from the
+    smaller id's side only."""
+    other = str((record.raw.get("linkFieldValues") or {}).get("id"))
+    issue = record.raw.get("entityType") == "issue"
+    return issue or other not in staged or (record.parent or "") < other
 
 
 UNCARRIED = {

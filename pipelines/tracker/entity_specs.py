@@ -34,7 +34,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.tracker.entities import FIELDS
 from haul.pipelines.tracker.entity_access import EntityAccess, current, edit
-from haul.pipelines.tracker.entity_bodies import KINDS, PARENT_TYPE, EntityBodies
+from haul.pipelines.tracker.entity_bodies import KINDS, PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entity_prints import EntityPrints
 from haul.state.store import StagedRecord, StagingStore
 
@@ -77,11 +77,7 @@ def plan_links(store: StagingStore) -> Iterator[Planned]:
     when both are staged)."""
     kinds = _kinds(store)
     for record in store.iter_records("entity_link"):
-        if record.parent not in kinds:
-            continue
-        other = str((record.raw.get("linkFieldValues") or {}).get("id"))
-        issue = record.raw.get("entityType") == "issue"
-        if issue or other not in kinds or record.parent < other:
+        if record.parent in kinds and loads_link(record, kinds):
             yield Planned(record, Ref(kinds[record.parent], record.parent))
 
 
