@@ -136,23 +136,32 @@ def schema_version(db: Database) -> int:
 def migrate(db: Database, steps: Sequence[Step] = STEPS, *, path: Path = Path("?")) -> int:
     """Apply the steps `db` lacks, one transaction each; return the resulting version.
 
-    Raises SchemaTooNewError if `db` is ahead of `steps` (opened by an older haul).
+    Raises SchemaTooNewError if `db` is ahead of `steps` (opened by an older haul). A store
+    already current is only read: taking the write lock to find that out would make a running
+    load's next write fail at once (a reader's transaction cannot wait to upgrade), so opening
+    the store for `haul status` could stop a load.
     """
+    if _known(schema_version(db), steps, path) == len(steps):
+        return len(steps)
     while True:
         with _immediate_transaction(db):
-            version = schema_version(db)
-            if version > len(steps):
-                raise SchemaTooNewError(
-                    path,
-                    f"{path} was written by a newer haul (store schema version {version}, this "
-                    f"haul knows {len(steps)}): upgrade haul, or use another [staging] path",
-                )
+            version = _known(schema_version(db), steps, path)
             if version == len(steps):
                 return version
             for statement in steps[version].statements:
                 db.execute(statement)
             # PRAGMA does not take parameters; the value is an int we computed.
             db.execute(f"PRAGMA user_version = {version + 1}")
+
+
+def _known(version: int, steps: Sequence[Step], path: Path) -> int:
+    if version > len(steps):
+        raise SchemaTooNewError(
+            path,
+            f"{path} was written by a newer haul (store schema version {version}, this "
+            f"haul knows {len(steps)}): upgrade haul, or use another [staging] path",
+        )
+    return version
 
 
 def check_readable(db: Database, path: Path, steps: Sequence[Step] = STEPS) -> int:

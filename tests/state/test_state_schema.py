@@ -33,6 +33,22 @@ def test_reopen_keeps_data_and_version(db_path: Path) -> None:
         assert store.get_checkpoint("issues") == {"page": 3}
 
 
+def test_opening_a_current_store_takes_no_write_lock(db_path: Path) -> None:
+    """`haul status` opens the store while a load writes to it: with the schema current, the
+    open only reads, so it neither waits for the load's write lock nor holds one that would
+    make the load's next write fail at once (a read transaction cannot wait to upgrade)."""
+    with StagingStore.open(db_path):
+        pass
+    writer = sqlite3.connect(db_path, timeout=0)
+    writer.execute("BEGIN IMMEDIATE")  # a load in the middle of a write
+    try:
+        with StagingStore.open(db_path, busy_timeout_ms=0) as store:
+            assert schema_version(store.db) == len(STEPS)
+    finally:
+        writer.rollback()
+        writer.close()
+
+
 def test_open_finishes_a_partly_migrated_store(db_path: Path) -> None:
     """A store left at an older version is brought up to date step by step."""
     db_path.parent.mkdir(parents=True)
