@@ -15,6 +15,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -194,3 +195,36 @@ def test_verify_passes_then_names_a_filter_whose_query_was_changed_by_hand(
     migrated.raw("target", "PATCH", f"/filters/{edited['id']}", json={"query": "Queue: NEW"})
     result = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
     assert {d.entity for d in result.differences} == {"filter"}
+
+
+@pytest.mark.slow  # the small org (1 000 issues): the tiny org's modules are the default run's
+def test_the_small_org_with_every_scope_key_reads_the_same_in_both_orgs(tmp_path: Path) -> None:
+    """On the small org with `entities`, `filters` and `dashboards` = "all": `haul run` loads
+    everything, the official SDK finds the same projects, portfolios and goals (fields,
+    parents, comments, checklists, files, links), saved filters and remote links in both
+    orgs, and verify finds no difference."""
+    from entity_snapshot import unlike_the_source
+
+    from haul.sandbox import server as sandbox_server
+
+    scope = {"entities": "all", "filters": "all", "dashboards": "all"}
+    with sandbox_server.start_sandbox(size="small", seed=5) as sandbox:
+        info = sandbox.info
+        config = load_config(write_config(tmp_path, info, queues=source_queues(info), scope=scope))
+        summary = asyncio.run(run_all(config, environ=environ(info)))
+        assert summary.complete and summary.failed == 0, summary
+        done = Migrated(info, config, summary, [], "", {})
+        source, target = done.sdk("source"), done.sdk("target")
+        assert unlike_the_source(source, target) == {}
+        wanted = {(name, query.replace("TEST", "NEW")) for name, query in _filters(source)}
+        assert _filters(target) == wanted and wanted
+        links = 0
+        for issue in source.issues.find(query=f"Queue: {', '.join(source_queues(info))}"):
+            mine = _remote_links(done, "source", issue.key)
+            theirs = _remote_links(done, "target", issue.key.replace("TEST-", "NEW-"))
+            assert sorted(theirs.values()) == sorted(mine.values()), issue.key
+            links += len(theirs)
+        assert links > 100
+        result = asyncio.run(verify(config, environ=environ(info)))
+        assert result.differences == []
+        assert {v.entity for v in result.entities if not v.compared} == set()
