@@ -441,6 +441,12 @@ class TrackerClient(EntityCalls):
         """POST /filters (name; query and/or filter): the creator becomes its owner."""
         return await self.core.post_json("/filters", json=body)
 
+    async def update_filter(self, filter_id: str | int, body: Record) -> Record:
+        """PATCH /filters/{id} (no version lock): only the fields sent change (repeatable)."""
+        path = f"/filters/{_segment(filter_id)}"
+        response = await self.core.request("PATCH", path, json=body, repeatable=True)
+        return decode_json(response.content)
+
     async def list_dashboards(self) -> list[Record]:
         """The org's dashboards (the sandbox's listing: the spec shows none, so a service
         without one answers 404 and the caller says dashboards cannot be listed)."""
@@ -474,6 +480,23 @@ class TrackerClient(EntityCalls):
     async def list_autoactions(self, queue: str) -> list[Record]:
         """A queue's autoactions (name, actions, query or filter, interval, active)."""
         return await self._list(f"/queues/{_segment(queue)}/autoactions", "autoactions")
+
+    async def get_autoaction(self, queue: str, action_id: str | int) -> Record:
+        """One autoaction of a queue, with its ``version`` (an edit's lock)."""
+        path = f"/queues/{_segment(queue)}/autoactions/{_segment(action_id)}"
+        return await self.core.get_json(path)
+
+    async def update_autoaction(
+        self, queue: str, action_id: str | int, version: int, body: Record
+    ) -> Record:
+        """PATCH an autoaction's settings under its version lock (the official SDK's update;
+        the spec shows only its creation). Repeatable: a second send of the same settings
+        leaves it as the first, and a stale version is refused, not applied."""
+        path = f"/queues/{_segment(queue)}/autoactions/{_segment(action_id)}"
+        response = await self.core.request(
+            "PATCH", path, params={"version": version}, json=body, repeatable=True
+        )
+        return decode_json(response.content)
 
     async def create_autoaction(self, queue: str, body: Record) -> Record:
         """POST /queues/{queue}/autoactions (name, actions, query or filter, ...)."""

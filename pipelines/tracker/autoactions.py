@@ -55,7 +55,7 @@ class AutoactionLoad:
         printed = Fingerprint(self._fields, self._queue, self._listing, ("name", "query"))
         return EntitySpec(
             "autoaction", "autoaction", PLAN_AUTOACTIONS, self.send, printed.find,
-            phase=PHASE, fingerprint=printed,
+            refresh=self.refresh, phase=PHASE, fingerprint=printed,
         )  # fmt: skip
 
     def _queue(self, record: StagedRecord, parent: str | None = None) -> str:
@@ -80,7 +80,8 @@ class AutoactionLoad:
             for a in await self.client.list_autoactions(queue)
         ]  # fmt: skip
 
-    async def send(self, record: StagedRecord, parent: str | None) -> str:
+    def _body(self, record: StagedRecord) -> dict[str, Any]:
+        """What the target takes: the source's settings, its query or conditions rewritten."""
         raw = record.raw
         body: dict[str, Any] = {
             "name": raw.get("name"),
@@ -97,5 +98,16 @@ class AutoactionLoad:
         body |= {name: raw[name] for name in SETTINGS if raw.get(name) is not None}
         if raw.get("calendar"):
             self.kept["autoaction calendar: sent under its source id"] += 1
-        reply = await self.client.create_autoaction(self._queue(record), body)
+        return body
+
+    async def send(self, record: StagedRecord, parent: str | None) -> str:
+        reply = await self.client.create_autoaction(self._queue(record), self._body(record))
         return str(reply["id"])
+
+    async def refresh(self, record: StagedRecord, target_id: str) -> None:
+        """An autoaction changed at the source (switched off, renamed, its query or actions
+        edited): its settings again, under the target's current version."""
+        queue = self._queue(record)
+        version = (await self.client.get_autoaction(queue, target_id)).get("version")
+        body = {"query": None, "filter": None} | self._body(record)  # one cleared at the source
+        await self.client.update_autoaction(queue, target_id, int(version or 1), body)

@@ -16,7 +16,7 @@ the listing (`haul failures`), and no dashboard is carried.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,11 +145,13 @@ class SavedLoad:
         )
         return [
             EntitySpec("filter", "filter", PLAN_FILTERS, self.send_filter, filters.find,
-                       phase=PHASE, fingerprint=filters),
+                       refresh=self.refresh_filter, phase=PHASE, fingerprint=filters),
             EntitySpec("dashboard", "dashboard", PLAN_DASHBOARDS, self.send_dashboard,
-                       dashboards.find, phase=PHASE, fingerprint=dashboards),
+                       dashboards.find, refresh=_not_editable("dashboard"), phase=PHASE,
+                       fingerprint=dashboards),
             EntitySpec("dashboard_widget", "dashboard_widget", PLAN_WIDGETS, self.send_widget,
-                       widgets.find, phase=PHASE, fingerprint=widgets),
+                       widgets.find, refresh=_not_editable("dashboard widget"), phase=PHASE,
+                       fingerprint=widgets),
         ]  # fmt: skip
 
     def _count(self, entity: str, rewritten: Rewritten) -> Any:
@@ -177,6 +179,17 @@ class SavedLoad:
         if self.transform.users.login(raw.get("owner")) != self.loading_user:
             self.kept["filter owner: the API makes the loading user the owner"] += 1
         return str((await self.client.create_filter(body))["id"])
+
+    async def refresh_filter(self, record: StagedRecord, target_id: str) -> None:
+        """A filter changed at the source: its name, query and conditions, each sent (a cleared
+        one as null, so the target clears it too)."""
+        raw = record.raw
+        body: dict[str, Any] = {"name": raw.get("name"), "query": None, "filter": None}
+        if raw.get("query"):
+            body["query"] = self._count("filter", self.rewriter.query(raw["query"]))
+        if raw.get("filter"):
+            body["filter"] = self._count("filter", self.rewriter.conditions(raw["filter"]))
+        await self.client.update_filter(target_id, body)
 
     def _filter_print(self) -> Fingerprint:
         async def listing(container: str) -> list[Fields]:
@@ -265,3 +278,16 @@ class SavedLoad:
 
 def _org(record: StagedRecord, parent: str | None) -> str:
     return ORG
+
+
+def _not_editable(what: str) -> Callable[[StagedRecord, str], Awaitable[None]]:
+    """The refresh of what the API cannot edit: a change at the source fails it, named (a
+    problem `haul failures` lists), instead of passing as carried."""
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        raise RecordFailure(
+            f"the {what} {record.source_id} changed at the source, and the API edits no {what}:"
+            f" change {target_id} in the target by hand"
+        )
+
+    return refresh

@@ -197,6 +197,30 @@ def test_verify_passes_then_names_a_filter_whose_query_was_changed_by_hand(
     assert {d.entity for d in result.differences} == {"filter"}
 
 
+def test_a_later_run_carries_a_filter_and_an_autoaction_changed_at_the_source(
+    migrated: Migrated,
+) -> None:
+    """A filter's query and an autoaction's name and state edited at the source reach the
+    target on the next run (each a refresh of its loaded row), and leave no problem."""
+    source_filter = next(f for f in migrated.raw("source", "GET", "/filters") if f["query"])
+    query = "Queue: TEST AND Status: open"
+    migrated.raw("source", "PATCH", f"/filters/{source_filter['id']}", json={"query": query})
+    action = migrated.raw("source", "GET", "/queues/TEST/autoactions")[-1]
+    renamed = {"name": f"{action['name']} (weekly)", "active": not action["active"]}
+    migrated.raw("source", "PATCH", f"/queues/TEST/autoactions/{action['id']}",
+                 params={"version": action["version"]}, json=renamed)  # fmt: skip
+
+    again = asyncio.run(run_all(migrated.config, environ=environ(migrated.info)))
+
+    assert again.problems == 0 and again.failed == 1  # the remote link into nowhere, still
+    filters = {f["name"]: f["query"] for f in migrated.raw("target", "GET", "/filters")}
+    assert filters[source_filter["name"]] == "Queue: NEW AND Status: open"
+    actions = {
+        a["name"]: a["active"] for a in migrated.raw("target", "GET", "/queues/NEW/autoactions")
+    }
+    assert actions[renamed["name"]] is renamed["active"] and action["name"] not in actions
+
+
 @pytest.mark.slow  # the small org (1 000 issues): the tiny org's modules are the default run's
 def test_the_small_org_with_every_scope_key_reads_the_same_in_both_orgs(tmp_path: Path) -> None:
     """On the small org with `entities`, `filters` and `dashboards` = "all": `haul run` loads
