@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -41,6 +42,7 @@ from haul.connectors.errors import (
     RateLimitedError,
     RedirectError,
     TransientError,
+    UnexpectedReply,
     UnreachableError,
     describe_error_body,
     error_class_for_status,
@@ -663,6 +665,22 @@ class ServiceClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.core!r})"
+
+    async def _list(self, path: str, what: str) -> list[dict[str, Any]]:
+        """A GET whose reply must be a list of objects (null: none); anything else is an
+        UnexpectedReply naming `what` was expected, the record's problem."""
+        body = await self.core.get_json(path)
+        if body is None:
+            return []
+        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
+            snippet = json.dumps(body, ensure_ascii=False, default=str)[:200]
+            raise UnexpectedReply(
+                f"{self.service} GET {path}: expected a list of {what}, got {snippet}",
+                service=self.service,
+                method="GET",
+                url=path,
+            )
+        return body
 
     async def __aenter__(self) -> Self:
         return self

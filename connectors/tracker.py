@@ -7,7 +7,6 @@ an uncertain outcome raises AmbiguousWriteError and is never repeated here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ from urllib.parse import quote
 import structlog
 
 from haul.connectors.decoding import decode_json
-from haul.connectors.errors import HaulHTTPError, NotFoundError, UnexpectedReply
+from haul.connectors.errors import HaulHTTPError, NotFoundError
 from haul.connectors.http import Sink
 from haul.connectors.pagination import (
     PageNumberPaginator,
@@ -176,21 +175,6 @@ class TrackerClient(EntityCalls):
     async def list_checklist(self, key: str) -> list[Record]:
         """An issue's checklist items (empty when it has none)."""
         return await self._list(f"/issues/{_segment(key)}/checklistItems", "checklist items")
-
-    async def _list(self, path: str, what: str) -> list[Record]:
-        """A reply that must be a list of objects; anything else is this record's problem."""
-        body = await self.core.get_json(path)
-        if body is None:
-            return []
-        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
-            snippet = json.dumps(body, ensure_ascii=False, default=str)[:200]
-            raise UnexpectedReply(
-                f"tracker GET {path}: expected a list of {what}, got {snippet}",
-                service="tracker",
-                method="GET",
-                url=path,
-            )
-        return body
 
     async def download_attachment(
         self, key: str, attachment_id: str | int, filename: str, sink: Sink

@@ -10,14 +10,12 @@ retried after a lost reply like a read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
 from haul.connectors.decoding import decode_json
-from haul.connectors.errors import UnexpectedReply
 from haul.connectors.http import ServiceClient, Sink
 from haul.connectors.pagination import FromCursorPaginator, PageNumberPaginator, paginate
 
@@ -79,11 +77,11 @@ class EntityCalls(ServiceClient):
 
     async def list_entity_attachments(self, kind: str, entity_id: str) -> list[Record]:
         """An entity's files (name, size, mimetype, createdBy, createdAt)."""
-        return await self._entity_list(f"{_entity(kind, entity_id)}/attachments", "attachments")
+        return await self._list(f"{_entity(kind, entity_id)}/attachments", "attachments")
 
     async def list_entity_links(self, kind: str, entity_id: str) -> list[Record]:
         """An entity's links, both directions, each as seen from this entity."""
-        return await self._entity_list(f"{_entity(kind, entity_id)}/links", "links")
+        return await self._list(f"{_entity(kind, entity_id)}/links", "links")
 
     async def get_entity_permissions(self, kind: str, entity_id: str) -> Record:
         """``{acl: {READ|WRITE|GRANT: {users, groups, roles}}, permissionSources}``."""
@@ -97,7 +95,7 @@ class EntityCalls(ServiceClient):
 
     async def list_groups(self) -> list[Record]:
         """The org's groups (``id``, ``name``)."""
-        return await self._entity_list("/groups", "groups")
+        return await self._list("/groups", "groups")
 
     # -- writes --------------------------------------------------------------------------
 
@@ -172,19 +170,3 @@ class EntityCalls(ServiceClient):
         """Attach a temporary file to the entity (the reply is the entity)."""
         path = f"{_entity(kind, entity_id)}/attachments/{_segment(file_id)}"
         return await self.core.post_json(path, params={"expand": "attachments"})
-
-    # -- helpers -------------------------------------------------------------------------
-
-    async def _entity_list(self, path: str, what: str) -> list[Record]:
-        body = await self.core.get_json(path)
-        if body is None:
-            return []
-        if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
-            snippet = json.dumps(body, ensure_ascii=False, default=str)[:200]
-            raise UnexpectedReply(
-                f"tracker GET {path}: expected a list of {what}, got {snippet}",
-                service="tracker",
-                method="GET",
-                url=path,
-            )
-        return body

@@ -14,7 +14,6 @@ the mapped users and groups differ in the target (`pipelines.tracker.queue_permi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from haul.connectors.errors import AuthError
@@ -31,7 +30,7 @@ from haul.pipelines.tracker.target import (
     stage_target,
     wanted_queues,
 )
-from haul.pipelines.tracker.transform import TransformError
+from haul.pipelines.tracker.transform import TransformError, user_refs
 from haul.state.store import StagingStore
 
 USER_ENTITIES = ("issue", "comment", "worklog", "attachment", "link", "checklist")
@@ -131,17 +130,6 @@ async def _admin(client: TrackerClient, name: str) -> Finding:
     return Finding("ok", f"{name}: the token may use the admin endpoints (read-only probe)")
 
 
-def _user_refs(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        for item in value:
-            yield from _user_refs(item)
-    elif isinstance(value, dict):
-        if "/users/" in str(value.get("self", "")):
-            yield value
-        for item in value.values():
-            yield from _user_refs(item)
-
-
 async def _mapping(config: Config, client: TrackerClient, store: StagingStore) -> list[Finding]:
     await stage_target(client, store)
     transform = build_transform(store, config)
@@ -176,7 +164,7 @@ def _users(transform: Any, store: StagingStore) -> list[Finding]:
     refused: set[str] = set()
     for entity in USER_ENTITIES:
         for record in store.iter_records(entity):
-            for ref in _user_refs(record.raw):
+            for ref in user_refs(record.raw):
                 try:
                     transform.users.login(ref)
                 except TransformError:

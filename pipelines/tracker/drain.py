@@ -99,16 +99,16 @@ class IssueDrain:
         attachments = results.get("attachment") or embedded_attachments(issue.raw) or []
         blobs, problems = await self._fetch_blobs(key, attachments)
         children = {
-            "comment": _rows(key, results.get("comment", [])),
-            "worklog": _rows(key, results.get("worklog", [])),
-            "link": _rows(key, results.get("link", [])),
-            "remote_link": _rows(key, results.get("remote_link", [])),
-            "attachment": _rows(key, attachments, blobs, problems),
+            "comment": child_rows(key, results.get("comment", [])),
+            "worklog": child_rows(key, results.get("worklog", [])),
+            "link": child_rows(key, results.get("link", [])),
+            "remote_link": child_rows(key, results.get("remote_link", [])),
+            "attachment": child_rows(key, attachments, blobs, problems),
             "checklist": _checklist_rows(key, checklist_of(issue.raw)),
             "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
         }
         if self.changelog:  # else what an earlier extract staged stays as it was
-            children["changelog"] = _rows(key, results.get("changelog", []))
+            children["changelog"] = child_rows(key, results.get("changelog", []))
         return children
 
     async def _fetch_blobs(
@@ -213,12 +213,14 @@ async def _collect(listing: Any) -> list[dict[str, Any]]:
     return [item async for item in listing]
 
 
-def _rows(
+def child_rows(
     parent: str,
     records: list[dict[str, Any]],
     blobs: dict[str, str] | None = None,
     problems: dict[str, str] | None = None,
 ) -> list[Row]:
+    """A listing's records as rows staged under `parent` (`parent/id`), with their blobs and
+    the problems of those that could not be fetched whole."""
     rows = []
     for record in records:
         row = {

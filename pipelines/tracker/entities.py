@@ -22,6 +22,7 @@ from typing import Any
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
+from haul.pipelines.tracker.drain import child_rows
 from haul.state.store import StagingStore
 
 # what a search returns of each entity beyond its summary
@@ -90,12 +91,12 @@ class EntityDrain:
         # a checklist emptied at the source is staged empty, so the load empties the target's
         had = self.store.get_record("entity_checklist", f"{entity_id}/checklist") is not None
         return {
-            "entity_comment": _rows(entity_id, comments),
+            "entity_comment": child_rows(entity_id, comments),
             "entity_checklist": _one(
                 entity_id, "checklist", {"items": items} if items or had else None
             ),
-            "entity_attachment": _rows(entity_id, files, blobs, problems),
-            "entity_link": _rows(entity_id, links),
+            "entity_attachment": child_rows(entity_id, files, blobs, problems),
+            "entity_link": child_rows(entity_id, links),
             "entity_access": _one(entity_id, "access", permissions),
         }
 
@@ -144,24 +145,3 @@ def _one(entity_id: str, what: str, raw: dict[str, Any] | None) -> list[Row]:
     if raw is None:
         return []
     return [{"source_id": f"{entity_id}/{what}", "parent": entity_id, "raw": raw}]
-
-
-def _rows(
-    parent: str,
-    records: list[dict[str, Any]],
-    blobs: dict[str, str] | None = None,
-    problems: dict[str, str] | None = None,
-) -> list[Row]:
-    rows = []
-    for record in records:
-        row: Row = {
-            "source_id": f"{parent}/{record['id']}",
-            "parent": parent,
-            "updated_at": record.get("updatedAt") or record.get("createdAt"),
-            "raw": record,
-            "blob": (blobs or {}).get(str(record["id"])),
-        }
-        if problems and str(record["id"]) in problems:
-            row["problem"] = problems[str(record["id"])]
-        rows.append(row)
-    return rows

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from haul.connectors.errors import AuthError, NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
+from haul.pipelines.tracker.transform import user_refs
 from haul.state.store import StagingStore
 
 MAX_USERS = 30  # per queue: at most 2 * (30 + groups) requests a queue
@@ -156,19 +155,8 @@ def issue_people(store: StagingStore) -> dict[str, Counter[str]]:
     for record in store.iter_records("issue"):
         queue = str(record.source_id).rpartition("-")[0]
         counted = people.setdefault(queue, Counter())
-        counted.update({str(ref.get("id")) for ref in _user_refs(record.raw)})
+        counted.update({str(ref.get("id")) for ref in user_refs(record.raw)})
     return people
-
-
-def _user_refs(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        for item in value:
-            yield from _user_refs(item)
-    elif isinstance(value, dict):
-        if "/users/" in str(value.get("self", "")):
-            yield value
-        for item in value.values():
-            yield from _user_refs(item)
 
 
 def _user_holders(config: Config, store: StagingStore) -> dict[str, Holder]:

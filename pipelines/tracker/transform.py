@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -385,6 +385,18 @@ class Transform:
 
 def _is_user(value: Any) -> bool:
     return isinstance(value, dict) and "/users/" in str(value.get("self", ""))
+
+
+def user_refs(value: Any) -> Iterator[dict[str, Any]]:
+    """Every reference to a user anywhere in a record (its fields, lists, nested objects)."""
+    if isinstance(value, list):
+        for item in value:
+            yield from user_refs(item)
+    elif isinstance(value, dict):
+        if _is_user(value):
+            yield value
+        for item in value.values():
+            yield from user_refs(item)
 
 
 def mail_address(item: Any) -> str:
