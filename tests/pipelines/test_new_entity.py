@@ -162,6 +162,11 @@ class NotesService:
     ) -> list[Finding]:
         return []
 
+    async def checks_across(
+        self, config: Config, source: Any, target: Any, store: StagingStore | None
+    ) -> list[Finding]:
+        return []
+
 
 @pytest.fixture
 def notes(sandbox: Any, tmp_path: Path) -> Iterator[tuple[Config, NotesBackend]]:
