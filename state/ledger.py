@@ -10,6 +10,12 @@ Statuses and the moves between them::
 POST); ``begin`` accepts any row that is not done. Every move is one committed
 transaction, or joins the caller's ``StagingStore.transaction()`` when one is open.
 
+Besides the moves, a row follows its record when it changes identity: ``rename`` and
+``rename_under`` re-key the rows of a record the source renamed (and of those keyed under
+it), keeping their status; ``retarget`` gives a done row the new id its record has in the
+target; the ``forget`` family drops the rows of records deleted in the target on purpose.
+The entities are always the caller's: the ledger names none.
+
 Errors::
 
     LedgerError
@@ -17,7 +23,7 @@ Errors::
     └── LedgerTransitionError  the row's status forbids the move (a bug in the caller)
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,8 @@ from haul.state.reads import fetch_one, iter_keyset
 from haul.state.transactions import joined
 
 STATUSES = ("pending", "in_flight", "done", "failed")
+# the payload hash of a done row to write again: no staged record hashes to it
+_RESEND = "resend"
 _COLUMNS = (
     "entity, source_id, parent_entity, parent, sort_key, status, target_id, payload_hash,"
     " staged_hash, error, attempts, updated_at"
@@ -177,6 +185,10 @@ class Ledger:
             [payload_hash, payload_hash],
         )
 
+    def retarget(self, entity: str, source_id: str, target_id: str) -> None:
+        """A done row's record lives under another id in the target now (it was moved there)."""
+        self._move(entity, source_id, "retarget", ("done",), "target_id = ?", [target_id])
+
     def children(self, parent_entity: str, parent: str) -> list[LedgerRow]:
         """The rows that load under this node, in (sort_key, source_id) order."""
         rows = self._db.query(
@@ -265,6 +277,84 @@ class Ledger:
             result.setdefault(row["entity"], {})[row["status"]] = row["n"]
         return result
 
+    # A record whose identity changed (renamed at the source, deleted in the target) takes its
+    # rows along. These keep updated_at: it dates a row's last load move (report throughput).
+
+    def rename(self, entities: Iterable[str], old: str, new: str) -> int:
+        """Key the rows of `entities` keyed `old` as `new` instead (their record was renamed at
+        the source: the same record, already loaded); return how many rows were renamed."""
+        names = list(entities)
+        with joined(self._db):
+            return self._db.execute(
+                f"UPDATE ledger SET source_id = ? WHERE entity IN ({_marks(names)})"
+                " AND source_id = ?",
+                [new, *names, old],
+            ).rowcount
+
+    def rename_under(
+        self,
+        entities: Iterable[str],
+        old: str,
+        new: str,
+        *,
+        direct_only: bool = False,
+        parents: bool = False,
+        resend: Iterable[str] = (),
+    ) -> int:
+        """Key the rows of `entities` keyed under `old` ("old/...") under `new` ("new/...");
+        return how many rows were renamed.
+
+        `direct_only`: only the rows one level below ("old/x", not "old/x/y"). `parents`: a
+        renamed row's parent follows too, when it is `old` or keyed under it. `resend`: the
+        done rows of these entities are marked changed, so the next load writes them again
+        (what the target holds of them names the old key).
+        """
+        names, resent = list(entities), list(resend)
+        under, under_params = _keyed_under(old, direct_only=direct_only)
+        start = len(old) + 2  # the first character after "old/"
+        sets, params = ["source_id = ? || substr(source_id, ?)"], [f"{new}/", start]
+        if parents:
+            sets.append(
+                "parent = CASE WHEN parent = ? THEN ? WHEN substr(parent, 1, ?) = ?"
+                " THEN ? || substr(parent, ?) ELSE parent END"
+            )
+            params += [old, new, start - 1, f"{old}/", f"{new}/", start]
+        if resent:
+            sets.append(
+                f"payload_hash = CASE WHEN entity IN ({_marks(resent)}) AND status = 'done'"
+                f" THEN '{_RESEND}' ELSE payload_hash END"
+            )
+            params += resent
+        with joined(self._db):
+            return self._db.execute(
+                f"UPDATE ledger SET {', '.join(sets)}"
+                f" WHERE entity IN ({_marks(names)}) AND {under}",
+                [*params, *names, *under_params],
+            ).rowcount
+
+    def forget(self, entities: Iterable[str], source_id: str) -> int:
+        """Drop the rows of `entities` keyed `source_id`: the target no longer holds the record
+        (deleted there on purpose), and the counts hold what it holds; return how many went."""
+        names = list(entities)
+        return self._forget(f"entity IN ({_marks(names)}) AND source_id = ?", [*names, source_id])
+
+    def forget_children(self, entities: Iterable[str], parent: str) -> int:
+        """Drop the rows of `entities` that load under `parent` (of whatever entity), as
+        `forget` does; return how many went."""
+        names = list(entities)
+        return self._forget(f"entity IN ({_marks(names)}) AND parent = ?", [*names, parent])
+
+    def forget_under(self, entities: Iterable[str], key: str, *, direct_only: bool = False) -> int:
+        """Drop the rows of `entities` keyed under `key` ("key/...", or only "key/x" with
+        `direct_only`), as `forget` does; return how many went."""
+        names = list(entities)
+        under, params = _keyed_under(key, direct_only=direct_only)
+        return self._forget(f"entity IN ({_marks(names)}) AND {under}", [*names, *params])
+
+    def _forget(self, where: str, params: Sequence[object]) -> int:
+        with joined(self._db):
+            return self._db.execute(f"DELETE FROM ledger WHERE {where}", params).rowcount
+
     def _move(
         self,
         entity: str,
@@ -290,6 +380,23 @@ class Ledger:
         if row is None:
             return LedgerRowNotFound(f"no ledger row for {entity} {source_id!r}: plan it first")
         return LedgerTransitionError(f"cannot {verb} {entity} {source_id!r}: it is {row.status}")
+
+
+def _marks(values: list[str]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _keyed_under(key: str, *, direct_only: bool) -> tuple[str, list[str | int]]:
+    """A WHERE clause for the source ids under `key` ("key/...", with `direct_only` one level
+    down only) and its parameters. substr, not LIKE: a key may hold % or _, and LIKE ignores
+    case."""
+    prefix = f"{key}/"
+    clause = "substr(source_id, 1, ?) = ?"
+    params: list[str | int] = [len(prefix), prefix]
+    if direct_only:
+        clause += " AND instr(substr(source_id, ?), '/') = 0"
+        params.append(len(prefix) + 1)
+    return f"({clause})", params
 
 
 def _filters(**equal_to: str | None) -> tuple[list[str], list[str]]:

@@ -212,6 +212,33 @@ class StagingStore:
             )
         return given
 
+    def delete_record(self, entity: str, source_id: str) -> int:
+        """Unstage one record (gone from the source, or staged again under its new key);
+        return 1 if it was staged, else 0. Its drained mark and ledger row stay."""
+        with joined(self.db):
+            return self.db.execute(
+                "DELETE FROM records WHERE entity = ? AND source_id = ?", [entity, source_id]
+            ).rowcount
+
+    def delete_under(
+        self, parent: str, *, entities: Iterable[str] | None = None, keep: Iterable[str] = ()
+    ) -> int:
+        """Unstage the records under `parent`: those of `entities` if given, else of every
+        entity but those in `keep`; return how many went."""
+        where, params = ["parent = ?"], [parent]
+        if entities is not None:
+            # with sort_parent (equal to parent wherever parent is set) the index finds them
+            names = list(entities)
+            where += [f"entity IN ({', '.join('?' * len(names))})", "sort_parent = ?"]
+            params += [*names, parent]
+        if kept := list(keep):
+            where.append(f"entity NOT IN ({', '.join('?' * len(kept))})")
+            params += kept
+        with joined(self.db):
+            return self.db.execute(
+                f"DELETE FROM records WHERE {' AND '.join(where)}", params
+            ).rowcount
+
     def get_record(self, entity: str, source_id: str) -> StagedRecord | None:
         """The staged record, or None."""
         found = fetch_one(
