@@ -8,8 +8,8 @@ the target, so nothing is imported twice. The issue's next refresh then moves th
 issue to the mapped queue (`move_in_target`) and records its new target key, which every
 record under it is written to from then on (`TargetKeys`).
 
-The ledger has no rename of its own; the two statements here are the only ones outside
-`state.ledger` that write its table, each in the plan's transaction.
+The rows change through the ledger's and the store's own methods (`rename`, `rename_under`,
+`retarget`, `delete_record`, `delete_under`), in the plan's transaction.
 """
 
 from __future__ import annotations
@@ -59,31 +59,11 @@ def follow_moves(store: StagingStore) -> Iterator[Planned]:
 def rename_issue(store: StagingStore, old: str, new: str) -> None:
     """The ledger rows of issue `old` and of everything under it, now under `new`; what was
     staged under `old` goes (the new key's drain staged it again)."""
-    db, prefix = store.db, f"{old}/"
-    size = len(prefix)
     with store.transaction():
-        db.execute(
-            "UPDATE ledger SET source_id = ? WHERE entity = 'issue' AND source_id = ?", [new, old]
-        )
-        marks = ", ".join("?" * len(UNDER_ISSUE))
-        db.execute(
-            "UPDATE ledger SET source_id = ? || substr(source_id, ?),"
-            " parent = CASE WHEN parent = ? THEN ?"
-            " WHEN substr(parent, 1, ?) = ? THEN ? || substr(parent, ?) ELSE parent END"
-            f" WHERE entity IN ({marks}) AND substr(source_id, 1, ?) = ?",
-            [f"{new}/", size + 1, old, new, size, prefix, f"{new}/", size + 1, *UNDER_ISSUE,
-             size, prefix],
-        )  # fmt: skip
-        db.execute("DELETE FROM records WHERE entity = 'issue' AND source_id = ?", [old])
-        db.execute("DELETE FROM records WHERE parent = ?", [old])
-
-
-def retarget_issue(store: StagingStore, source_key: str, target_key: str) -> None:
-    """The loaded issue now lives under `target_key` in the target (it was moved there)."""
-    store.db.execute(
-        "UPDATE ledger SET target_id = ? WHERE entity = 'issue' AND source_id = ?",
-        [target_key, source_key],
-    )
+        store.ledger.rename(["issue"], old, new)
+        store.ledger.rename_under(UNDER_ISSUE, old, new, parents=True)
+        store.delete_record("issue", old)
+        store.delete_under(old)
 
 
 @dataclass
@@ -126,7 +106,7 @@ async def move_in_target(
             if _queue_of(str(moved["key"])) != queue:
                 raise RecordFailure(f"moving {target_key} to {queue} stayed uncertain") from None
     new_key = str(moved["key"])
-    retarget_issue(store, source_key, new_key)
+    store.ledger.retarget("issue", source_key, new_key)
     log.info("issue_moved_in_target", source=source_key, was=target_key, now=new_key)
     return new_key
 

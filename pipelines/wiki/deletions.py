@@ -105,25 +105,19 @@ def deleted_counts(store: StagingStore) -> dict[str, int]:
 
 def forget_loaded(store: StagingStore, entity: str, source_id: str) -> None:
     """Drop the ledger rows of a record deleted in the target (a page's: with those of what
-    hung on it), so the counts hold what the target holds; its `wiki_deletion` row and staged
-    `wiki_deleted` record keep what happened. Like a move's rename, the one write of the
-    ledger's table outside `state.ledger` for the wiki."""
-    db = store.db
+    hung on it, its grids' rows and its comments' replies too), so the counts hold what the
+    target holds; its `wiki_deletion` row and staged `wiki_deleted` record keep what happened."""
+    ledger = store.ledger
     if entity != "wiki_page":
-        db.execute("DELETE FROM ledger WHERE entity = ? AND source_id = ?", [entity, source_id])
+        ledger.forget([entity], source_id)
         return
-    db.execute(
-        "DELETE FROM ledger WHERE entity = 'wiki_grid_rows' AND source_id IN"
-        " (SELECT source_id FROM ledger WHERE entity = 'wiki_grid' AND parent = ?)",
-        [source_id],
-    )
-    db.execute(
-        "DELETE FROM ledger WHERE (entity IN ('wiki_page', 'wiki_page_access') AND source_id = ?)"
-        " OR (entity IN ('wiki_attachment', 'wiki_grid', 'wiki_comment') AND parent = ?)"
-        " OR (entity = 'wiki_comment' AND substr(source_id, 1, ?) = ?"
-        " AND instr(substr(source_id, ?), '/') = 0)",
-        [source_id, source_id, len(source_id) + 1, f"{source_id}/", len(source_id) + 2],
-    )
+    with store.transaction():
+        grids = [row.source_id for row in ledger.iter_rows(entity="wiki_grid", parent=source_id)]
+        for grid in grids:  # a grid's rows share its source id
+            ledger.forget(["wiki_grid_rows"], grid)
+        ledger.forget(["wiki_page", "wiki_page_access"], source_id)
+        ledger.forget_children(CHILDREN, source_id)
+        ledger.forget_under(["wiki_comment"], source_id, direct_only=True)
 
 
 @dataclass

@@ -17,8 +17,8 @@ loaded twice (a loaded comment is marked changed: its provenance line names the 
 so its text is written again). The page's next refresh then moves the target page to its new target slug
 (`move_in_target`: with its subtree, as the source did) before it writes the content.
 
-The ledger has no rename of its own; the statement here is the only one outside
-`state.ledger` that writes its table for the wiki, in the plan's transaction.
+The rows change through the ledger's and the store's own methods (`rename`, `rename_under`,
+`delete_record`, `delete_under`); a rename runs in the plan's transaction.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from haul.state.store import StagingStore
 log = structlog.get_logger(__name__)
 
 MOVED = "wiki_page_move"  # the staged entity: {old, new, id}
+PAGE_ROWS = ("wiki_page", "wiki_page_access")  # source id "<page slug>"
 KEYED_UNDER_PAGE = ("wiki_attachment", "wiki_comment")  # source id "<page slug>/<id>"
 PAGE_CHILDREN = ("wiki_attachment", "wiki_grid", "wiki_comment")
 
@@ -56,9 +57,7 @@ async def find_vanished_pages(
         if record.raw.get("entity") == "wiki_page" and record.raw.get("source_id") in listed
     ]
     for source_id in restored:  # listed again: restored at the source, no longer deleted
-        store.db.execute(
-            "DELETE FROM records WHERE entity = ? AND source_id = ?", [DELETED, source_id]
-        )
+        store.delete_record(DELETED, source_id)
     for record in gone:
         try:
             now = await client.get_page_by_id(int(record.raw["id"]), fields=None)
@@ -78,12 +77,9 @@ def _vanished(store: StagingStore, old: str, new: str | None, in_scope: bool) ->
             row = store.ledger.get("wiki_page", old)
             target = row.target_id if row is not None and row.status == "done" else None
             store.upsert_records(DELETED, [deleted_row("wiki_page", old, old, target, why)])
-        marks = ", ".join("?" * len(PAGE_CHILDREN))
-        store.db.execute("DELETE FROM records WHERE entity = 'wiki_page' AND source_id = ?", [old])
+        store.delete_record("wiki_page", old)
         store.forget_drained("wiki_page", source_id=old)  # back one day: drained again
-        store.db.execute(
-            f"DELETE FROM records WHERE parent = ? AND entity IN ({marks})", [old, *PAGE_CHILDREN]
-        )
+        store.delete_under(old, entities=PAGE_CHILDREN)
     log.info("wiki_page_vanished", page=old, now=new, in_scope=in_scope)
 
 
@@ -96,32 +92,16 @@ def follow_page_moves(store: StagingStore) -> Iterator[Planned]:
             if store.ledger.get("wiki_page", old) and not store.ledger.get("wiki_page", new):
                 rename_page(store, old, new)
                 log.info("wiki_page_move_followed", source=old, now=new)
-            store.db.execute(
-                f"DELETE FROM records WHERE entity = '{MOVED}' AND source_id = ?", [old]
-            )
+            store.delete_record(MOVED, old)
     yield from ()
 
 
 def rename_page(store: StagingStore, old: str, new: str) -> None:
     """The ledger rows of page `old`, and of the records keyed under its slug, now under `new`
     (a record of a page below keeps its own slug: that page's own move renames it)."""
-    prefix = f"{old}/"
-    size = len(prefix)
-    marks = ", ".join("?" * len(KEYED_UNDER_PAGE))
-    store.db.execute(
-        "UPDATE ledger SET source_id = ? WHERE entity IN ('wiki_page', 'wiki_page_access')"
-        " AND source_id = ?",
-        [new, old],
-    )
+    store.ledger.rename(PAGE_ROWS, old, new)
     # a comment's provenance line names its page's slug: a loaded one is written again
-    store.db.execute(
-        "UPDATE ledger SET source_id = ? || substr(source_id, ?),"
-        " payload_hash = CASE WHEN entity = 'wiki_comment' AND status = 'done' THEN 'moved'"
-        " ELSE payload_hash END"
-        f" WHERE entity IN ({marks}) AND substr(source_id, 1, ?) = ?"
-        " AND instr(substr(source_id, ?), '/') = 0",
-        [f"{new}/", size + 1, *KEYED_UNDER_PAGE, size, prefix, size + 1],
-    )
+    store.ledger.rename_under(KEYED_UNDER_PAGE, old, new, direct_only=True, resend=["wiki_comment"])
 
 
 async def move_in_target(client: WikiClient, page_id: int, slug: str) -> bool:
