@@ -54,9 +54,6 @@ async def find_deleted_answers(client: FormsClient, store: StagingStore, survey:
     with store.transaction():
         store.upsert_records(DELETED, rows)
         for answer in gone & listed:
-            store.db.execute(
-                "DELETE FROM records WHERE entity = ? AND source_id = ?",
-                [DELETED, f"survey_answer:{answer}"],
-            )
+            store.delete_record(DELETED, f"survey_answer:{answer}")
     log.info("survey_answers_deleted", survey=survey, deleted=len(now), restored=len(gone & listed))
     return len(now)

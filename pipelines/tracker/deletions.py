@@ -147,8 +147,8 @@ async def _vanished(client: TrackerClient, store: StagingStore, key: str, known:
             DELETED,
             [_deleted_row("issue", key, key, ledger_row.target_id if ledger_row else None, why)],
         )
-        store.db.execute("DELETE FROM records WHERE entity = 'issue' AND source_id = ?", [key])
-        store.db.execute("DELETE FROM records WHERE parent = ? AND entity != ?", [key, DELETED])
+        store.delete_record("issue", key)
+        store.delete_under(key, keep=[DELETED])
     log.info("issue_vanished", issue=key, reason=why)
 
 
