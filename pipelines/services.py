@@ -169,7 +169,8 @@ def entity_named(services: Iterable[Service], name: str) -> Entity:
 
 def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning) -> Details:
     """What every service's client is built with from one side of the config: the token (read
-    now, from the variable the config names), the org, the budgets and the patience."""
+    now, from the variable the config names), the org, the budgets, the patience, and room
+    for the requests of `concurrency` records in flight at once."""
     return {
         "token": endpoint.token(environ),
         "org_id": endpoint.org_id,
@@ -181,4 +182,15 @@ def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning)
         "rate_limit_patience": tuning.rate_limit_patience,
         "outage_patience": tuning.outage_patience,
         "request_timeout": tuning.request_timeout,
+        "max_connections": connections_for(tuning.concurrency),
     }
+
+
+CONNECTIONS_PER_RECORD = 4  # an issue's listings, a page's three reads, a tree's siblings
+
+
+def connections_for(concurrency: int) -> int:
+    """Connections a client may hold: a record in flight sends several requests at once (the
+    core's old fixed 32 held a wiki load of 32 pages to about one request each); the rate
+    budgets, not the pool, pace what the service sees."""
+    return max(32, CONNECTIONS_PER_RECORD * concurrency)
