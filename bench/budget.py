@@ -21,7 +21,10 @@ this interpreter) with `--latency-ms` of latency, and prints a table; no asserti
 (c) The tracker's crash test (tests/pipelines/test_crash_resume.py, its kills and dropped
     replies on the tiny org, fixed budgets) with 2% of imports answered 429 at random,
     against the same without; each `--crash-runs` times, alternating. The figure is the
-    ratio of the median times (the done-when: within a fifth).
+    ratio of the median times (the done-when: within a fifth). It times the migration with
+    its kills only; the whole test, its uninterrupted baseline and comparisons included, runs
+    as `pytest tests/pipelines/test_crash_resume.py -k dropped -m "slow or not slow"
+    --durations=3` (the `+429s` case is slow-marked).
 
 Each part's figures are recorded for `make bench`'s table (bench/results.py) and printed
 one a line as `figure: value (target)`. `--part` runs only the parts named (repeatable).
