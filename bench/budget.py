@@ -30,7 +30,7 @@ Each part's figures are recorded for `make bench`'s table (bench/results.py) and
 one a line as `figure: value (target)`. `--part` runs only the parts named (repeatable).
 
     .venv/bin/python bench/budget.py [--size small] [--latency-ms 20] [--seconds 15] [--bare]
-        [--part limit|loops|load|crash ...] [--crash-runs 2]
+        [--part limit|loops|load|crash ...] [--crash-runs 3]
 """
 
 from __future__ import annotations
@@ -306,7 +306,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="of each tight loop's part")
     parser.add_argument("--bare", action="store_true", help="429s without RateLimit-* headers")
     parser.add_argument("--part", action="append", choices=PARTS, help="only these parts")
-    parser.add_argument("--crash-runs", type=int, default=2, help="crash tests of each kind")
+    parser.add_argument(
+        "--crash-runs",
+        type=int,
+        default=3,
+        help="crash tests of each kind (an odd count has a median)",
+    )
     args = parser.parse_args()
     parts = args.part or PARTS
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))  # errors only
