@@ -35,9 +35,13 @@ def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path)
     assert "link staged twice: " in done.stdout  # the inward side of links within the scope
     assert "link skipped: " not in done.stdout  # ... is the same link, loaded once
     assert "run 1: run ok" in done.stdout
-    assert done.stdout.rstrip().endswith(
+    # the next step, then the last run's requests per service
+    lines = done.stdout.rstrip().splitlines()
+    nexts = [n for n, line in enumerate(lines) if line.startswith("next: ")]
+    assert [lines[n] for n in nexts] == [
         "next: everything staged is loaded: run haul verify to compare the target"
-    )
+    ]
+    assert all(line.startswith("last run: ") for line in lines[nexts[0] + 1 :])
 
 
 def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> None:
