@@ -209,19 +209,14 @@ class TrackerService:
         def not_carried() -> dict[str, int]:
             dropped = transform.structure.dropped if transform.structure else {}
             carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-            return carried | planning.not_carried()
+            return carried | planning.not_carried() | entities.not_carried()
 
         def changes() -> dict[str, dict[str, int]]:
             """What this run did, and what its extract found deleted at the source."""
             runs = store.recent_runs(1)
             since = runs[0]["started_at"] if runs else None
-            return sync_changes(load.changes, deleted_counts(store, since))
-
-        def with_entities() -> dict[str, int]:
-            return not_carried() | entities.not_carried()
-
-        def changes_with_entities() -> dict[str, dict[str, int]]:
-            return changes() | sync_changes(entities.changes(), {})
+            issues = sync_changes(load.changes, deleted_counts(store, since))
+            return issues | sync_changes(entities.changes(), {})
 
         return TargetParts(
             specs,
@@ -229,8 +224,8 @@ class TrackerService:
             unmapped,
             entities.planner(planner),
             verifier,
-            with_entities,
-            changes=changes_with_entities,
+            not_carried,
+            changes=changes,
         )
 
     async def checks(

@@ -69,3 +69,15 @@ def written_since(before: dict[str, int], after: dict[str, int]) -> dict[str, in
     return {
         route: n - before.get(route, 0) for route, n in after.items() if n != before.get(route, 0)
     }
+
+
+def mapping_files(directory: Path, mapping: dict[str, str]) -> dict[str, str]:
+    """Write each of `users_file` and `groups_file` given as CSV text into `directory` (made if
+    needed); the mapping with their file names in place of the text."""
+    directory.mkdir(parents=True, exist_ok=True)
+    named = dict(mapping)
+    for name in ("users_file", "groups_file"):
+        if name in named:
+            (directory / f"{name}.csv").write_text(named[name], encoding="utf-8")
+            named[name] = f"{name}.csv"
+    return named

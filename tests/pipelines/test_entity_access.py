@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, source_queues, writes, written_since
+from haul_fixtures import TOKEN_ENV, environ, mapping_files, source_queues, writes, written_since
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -52,11 +52,7 @@ def tracker(info: dict[str, Any], org: str, token: str = "admin") -> httpx.Clien
 
 def write(directory: Path, info: dict[str, Any], **mapping: str) -> Config:
     """haul.toml moving the tracker and every entity type, with mapping files if given."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("users_file", "groups_file"):
-        if name in mapping:
-            (directory / f"{name}.csv").write_text(mapping[name], encoding="utf-8")
-            mapping[name] = f"{name}.csv"
+    mapping = mapping_files(directory, mapping)
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
         endpoint_extra={"read_rps": 2000, "write_rps": 2000},

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from haul_fixtures import TOKEN_ENV, environ, writes, written_since
+from haul_fixtures import TOKEN_ENV, environ, mapping_files, writes, written_since
 from test_crash_resume import finish, haul
 
 from haul.pipelines.check import run_check
@@ -33,11 +33,7 @@ MOVED = {"team/handbook": "archive/handbook"}  # a root lands elsewhere: it take
 
 
 def write(directory: Path, info: dict[str, Any], **mapping: str) -> Config:
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("users_file", "groups_file"):
-        if name in mapping:
-            (directory / f"{name}.csv").write_text(mapping[name], encoding="utf-8")
-            mapping[name] = f"{name}.csv"
+    mapping = mapping_files(directory, mapping)
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
         endpoint_extra={"read_rps": 2000, "write_rps": 2000},
