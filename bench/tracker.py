@@ -158,7 +158,8 @@ DICTIONARY_ENTITIES = {"status", "issuetype", "priority", "resolution", "linktyp
 
 def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
     """The same extraction written with the tracker's official SDK, one request at a time:
-    every issue by scroll, then its comments, worklogs, changelog, links, attachments (each
+    every issue by scroll, then its comments, worklogs, changelog, links, remote links (the
+    SDK has no collection for them: its connection's plain GET), attachments (each
     downloaded) and checklist, as a plain script would ask for them."""
     import yandex_tracker_client as sdk  # a dev dependency
 
@@ -179,6 +180,7 @@ def sdk_extract(info: dict[str, Any], workdir: Path) -> Phase:
         records += 1
         for listing in (issue.comments, issue.worklog, issue.changelog, issue.links):
             records += sum(1 for _ in listing.get_all())
+        records += len(client._connection.get(path=f"/v2/issues/{issue.key}/remotelinks"))
         for attachment in issue.attachments.get_all():
             records += 1
             attachment.download_to(str(files))
