@@ -46,14 +46,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import structlog
+from harness import sandbox
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
@@ -81,19 +80,6 @@ class Figures:
     @property
     def per_second(self) -> float:
         return self.answered / self.seconds
-
-
-@contextmanager
-def sandbox(size: str, latency_ms: float, faults: str) -> Iterator[dict[str, Any]]:
-    command = [sys.executable, "-m", "haul.sandbox", "--size", size, "--seed", "1"]
-    command += ["--latency-ms", str(latency_ms), "--faults", faults]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        yield json.loads(process.stdout.readline())
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def served(info: dict[str, Any]) -> int:

@@ -15,26 +15,18 @@ The sandbox runs in its own process (`haul sandbox serve`).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import TOKEN_ENV, haul_command, sandbox
 from results import record
 
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
-HAUL = str(Path(sys.executable).parent / "haul")
-TOKEN_ENV = "HAUL_BENCH_TOKEN"
 TARGET = ">= 10"  # issue 27: on the medium org, the drain and the back-fill load alike
 # the support requests (the sandbox's first survey) into the target's NEW queue
 RULE = """
@@ -59,31 +51,8 @@ class Phase:
     peak_mb: float
 
 
-@contextmanager
-def sandbox(size: str, latency_ms: float) -> Iterator[dict[str, Any]]:
-    process = subprocess.Popen(
-        [HAUL, "sandbox", "serve", "--size", size, "--latency-ms", str(latency_ms), "--seed", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        yield json.loads(process.stdout.readline())
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
 def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
-    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [HAUL, name, "--config", str(config)], env=env, stdout=subprocess.DEVNULL
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.monotonic() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
+    ran = haul_command(name, config, info)
     with StagingStore.open(config.parent / "haul.db") as store:
         if name == "extract":
             records = store.count_records().get("survey_answer", 0)
@@ -102,7 +71,7 @@ def run_phase(name: str, config: Path, info: dict[str, Any]) -> Phase:
             for r in files
             if r.blob and store.blobs.exists(r.blob)
         )
-    return Phase(name, records, len(files), size / 1e6, seconds, usage.ru_maxrss / 1024)
+    return Phase(name, records, len(files), size / 1e6, ran.seconds, ran.peak_mb)
 
 
 def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:

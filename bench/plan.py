@@ -26,7 +26,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from tracker import HAUL, TOKEN_ENV, compile_haul, sandbox  # bench/tracker.py, beside this one
+from harness import HAUL, TOKEN_ENV, sandbox
+from tracker import compile_haul  # bench/tracker.py, beside this one
 
 from haul.pipelines.config import load_config
 from haul.pipelines.engine import plan_ledger

@@ -28,28 +28,21 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
-import os
 import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from harness import TOKEN_ENV, haul_command, sandbox
 from results import record
 
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
-
-HAUL = str(Path(sys.executable).parent / "haul")
-TOKEN_ENV = "HAUL_BENCH_TOKEN"
 
 
 @dataclass
@@ -78,21 +71,6 @@ class Phase:
     @property
     def rate(self) -> float:
         return self.records / self.seconds if self.seconds else 0.0
-
-
-@contextmanager
-def sandbox(size: str, latency_ms: float):
-    process = subprocess.Popen(
-        [HAUL, "sandbox", "serve", "--size", size, "--latency-ms", str(latency_ms), "--seed", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        info = json.loads(process.stdout.readline())
-        yield info
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def sandbox_requests(info: dict[str, Any]) -> Counter[str]:
@@ -126,16 +104,8 @@ def write_config(
 
 
 def run_phase(name: str, config: Path, info: dict[str, Any], *, label: str = "") -> Phase:
-    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
     before = sandbox_requests(info)
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [HAUL, name, "--config", str(config)], env=env, stdout=subprocess.DEVNULL
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.monotonic() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
+    ran = haul_command(name, config, info)
     with StagingStore.open(config.parent / "haul.db") as store:
         counts = store.count_records()
         done = sum(s.get("done", 0) for s in store.ledger.counts().values())
@@ -145,11 +115,11 @@ def run_phase(name: str, config: Path, info: dict[str, Any], *, label: str = "")
     return Phase(
         name=label or name,
         records=staged if name == "extract" else done,
-        seconds=seconds,
+        seconds=ran.seconds,
         by_route=sandbox_requests(info) - before,
         issues=counts.get("issue", 0),
-        peak_mb=usage.ru_maxrss / 1024,
-        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_mb=ran.peak_mb,
+        cpu_s=ran.cpu_s,
     )
 
 

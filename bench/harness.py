@@ -1,0 +1,61 @@
+"""What the throughput benches share: a sandbox in its own process, and one `haul` command
+run as a child whose time and resources are its own.
+
+    from harness import HAUL, TOKEN_ENV, haul_command, sandbox
+    with sandbox("small", 20.0) as info:
+        ran = haul_command("extract", config, info)   # seconds, peak MB, CPU seconds
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HAUL = str(Path(sys.executable).parent / "haul")
+TOKEN_ENV = "HAUL_BENCH_TOKEN"
+
+
+@contextmanager
+def sandbox(size: str, latency_ms: float, faults: str = "") -> Iterator[dict[str, Any]]:
+    """`haul sandbox serve` of `size` with `latency_ms` on every request (and `faults`, the
+    sandbox's fault spec); yields its JSON line (URLs, org ids, tokens), then stops it."""
+    command = [HAUL, "sandbox", "serve", "--size", size, "--seed", "1"]
+    command += ["--latency-ms", str(latency_ms)] + (["--faults", faults] if faults else [])
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield json.loads(process.stdout.readline())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One `haul` command's wall seconds, peak RSS (MB) and CPU seconds, its own alone."""
+
+    seconds: float
+    peak_mb: float
+    cpu_s: float
+
+
+def haul_command(name: str, config: Path, info: dict[str, Any]) -> Ran:
+    """Run `haul <name> --config <config>` against the sandbox `info`; SystemExit if it fails."""
+    env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [HAUL, name, "--config", str(config)], env=env, stdout=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.monotonic() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
+    return Ran(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
