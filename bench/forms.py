@@ -14,14 +14,13 @@ The sandbox runs in its own process (`haul sandbox serve`).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import TOKEN_ENV, haul_command, sandbox
+from harness import TOKEN_ENV, fastest, haul_command, pipeline_arguments, sandbox
 from results import record
 
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
@@ -92,21 +91,8 @@ def measure(size: str, latency_ms: float, concurrency: int) -> list[Phase]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def fastest(runs: list[list[Phase]]) -> list[Phase]:
-    """Each phase's fastest run: the pipeline is CPU-bound, so other work on a shared machine
-    slows it far more than the baseline, which mostly waits on latency (measured once)."""
-    return [min(tries, key=lambda phase: phase.seconds) for tries in zip(*runs, strict=True)]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--size", default="medium")
-    parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument(
-        "--runs", type=int, default=2, help="pipeline runs, each phase's fastest kept"
-    )
-    args = parser.parse_args()
+    args = pipeline_arguments((__doc__ or "").splitlines()[0], "medium")
     pipeline = fastest(
         [measure(args.size, args.latency_ms, args.concurrency) for _ in range(args.runs)]
     )

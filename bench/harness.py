@@ -8,6 +8,7 @@ run as a child whose time and resources are its own.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
@@ -59,3 +60,28 @@ def haul_command(name: str, config: Path, info: dict[str, Any]) -> Ran:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
     return Ran(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
+
+
+class Timed(Protocol):
+    seconds: float
+
+
+T = TypeVar("T", bound=Timed)
+
+
+def fastest(runs: list[list[T]]) -> list[T]:
+    """Each phase's fastest run: the pipeline is CPU-bound, so other work on a shared machine
+    slows it far more than the baseline, which mostly waits on latency (measured once)."""
+    return [min(tries, key=lambda phase: phase.seconds) for tries in zip(*runs, strict=True)]
+
+
+def pipeline_arguments(description: str, size: str) -> argparse.Namespace:
+    """The options of a bench that runs the pipeline `--runs` times against a baseline."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--size", default=size)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--runs", type=int, default=2, help="pipeline runs, each phase's fastest kept"
+    )
+    return parser.parse_args()
