@@ -46,6 +46,32 @@ def haul(config: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[byte
     )
 
 
+def kill_when(
+    config: Path,
+    env: dict[str, str],
+    rng: random.Random,
+    ready: Callable[[], bool],
+    *,
+    stage: str = "load",
+    jitter: float = 0.03,
+) -> bool:
+    """Start `haul <stage>`, SIGKILL it a random instant of up to `jitter` seconds after
+    `ready()` holds; True if it was killed before it ended."""
+    process = haul(config, stage, env=env)
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if ready():
+            time.sleep(rng.uniform(0, jitter))
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                process.communicate()
+                return True
+        time.sleep(0.005)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (0, 1, 3), stderr.decode()
+    return False
+
+
 def progress_of(db: Path, stage: str) -> int:
     """Issues drained (extract) or records loaded (load) so far, read beside the running process."""
     if not db.exists():

@@ -15,16 +15,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import signal
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import pytest
 from entity_snapshot import change_at_source, sdk_client, unlike_the_source
 from haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
-from test_crash_resume import finish, haul
+from test_crash_resume import finish, kill_when
 
 from haul.pipelines.config import load_config
 from haul.pipelines.verify import verify
@@ -81,26 +78,6 @@ def kill_in_entity_phase(
     if not kill_when(config, env, rng, lambda: entity_rows_done(db) >= threshold):
         return False
     return entity_rows_done(db) < total  # killed with entity rows left
-
-
-def kill_when(
-    config: Path, env: dict[str, str], rng: random.Random, ready: Callable[[], bool]
-) -> bool:
-    """Start `haul load`, SIGKILL it a random few milliseconds after `ready()` holds; True if
-    it was killed before it ended."""
-    process = haul(config, "load", env=env)
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if ready():
-            time.sleep(rng.uniform(0, 0.03))
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                process.communicate()
-                return True
-        time.sleep(0.005)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode in (0, 1, 3), stderr.decode()
-    return False
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 from haul_fixtures import TOKEN_ENV
-from test_crash_resume import finish, haul
+from test_crash_resume import finish, kill_when
 from test_forms_backfill import client, write_config
 from test_wiki_access import roles
 from wiki_snapshot import wiki_snapshot
@@ -45,19 +43,11 @@ def progress(db: Path, stage: str) -> int:
 def kill_mid_work(config: Path, stage: str, env: dict[str, str], rng: random.Random) -> bool:
     db = config.parent / "haul.db"
     threshold = progress(db, stage) + rng.randint(1, 40)
-    process = haul(config, stage, env=env)
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if progress(db, stage) >= threshold:
-            time.sleep(rng.uniform(0, 0.05))
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                process.communicate()
-                return True
-        time.sleep(0.005)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode in (0, 1, 3), stderr.decode()
-    return False
+
+    def ready() -> bool:
+        return progress(db, stage) >= threshold
+
+    return kill_when(config, env, rng, ready, stage=stage, jitter=0.05)
 
 
 def target_of(info: dict[str, Any]) -> dict[str, Any]:
