@@ -11,10 +11,12 @@ last ``WINDOW_SECONDS`` when more) are more than random refusals of ``NOISE`` (3
 give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 429 is
 **noise**: its request is retried (see ``retrying``) and the rate stays. Then:
 
-- before any limit: a slow start, +50% a second;
+- before any limit: a slow start from ``AUTO_START``, growing with each reply while the
+  rate binds (about x20 a second: the first limit is found within the first second or two);
 - a limit met while the rate rises: the limit is there. The last good rate becomes what
-  the service let through lately (replies but 429s per second of sending), and the rate
-  falls to ``DECREASE`` of it;
+  the service says it allows (``RateLimit-Policy``'s quota per window), else what it let
+  through lately (replies but 429s per second of sending), and the rate falls to
+  ``DECREASE`` of it;
 - a limit met again while the rate falls (the refusals did not stop when it did): a storm,
   not the rate. Cut again; what was learned before it holds;
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
@@ -42,8 +44,8 @@ import structlog
 
 log = structlog.get_logger("haul.connectors")
 
-AUTO_START = 50.0  # requests per second before anything is known of the service
-SLOW_START_GROWTH = 0.5  # of the rate, per second of use, until the first limit
+AUTO_START = 100.0  # requests per second before anything is known of the service
+SLOW_START_GROWTH = 3.0  # of the rate, per second of use, until the first limit
 RECOVERY_GROWTH = 2.0  # times per second, back up to the last good rate
 RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of it
 BEYOND_GOOD = 1.1  # the rate that met a limit is returned to up to this much past the good
@@ -174,7 +176,7 @@ class AdaptiveBudget:
         )
         spent = remaining is not None and remaining <= 0
         if status == 429:
-            self._judge(now, spent)
+            self._judge(now, spent, stated_limit(headers))
         else:
             self._window.add(now, False)
             if now >= self._paused_until:  # those sent before a pause say nothing of it
@@ -195,21 +197,21 @@ class AdaptiveBudget:
             self._pauses.popleft()
         self._paused_until = until
 
-    def _judge(self, now: float, spent: bool) -> None:
+    def _judge(self, now: float, spent: bool, stated: float | None) -> None:
         """A 429: a limit (said so, or a share past noise) or noise, let be."""
         self._window.add(now, True)
         if spent:
-            self._limit_met(now, evidence="RateLimit-Remaining: 0")
+            self._limit_met(now, "RateLimit-Remaining: 0", stated)
         elif is_beyond_noise(self._window.refused, self._window.replies):
-            self._limit_met(now, evidence=f"{self._window.refused} of {self._window.replies} 429")
+            self._limit_met(now, f"{self._window.refused} of {self._window.replies} 429", stated)
 
-    def _limit_met(self, now: float, evidence: str) -> None:
+    def _limit_met(self, now: float, evidence: str, stated: float | None = None) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
         self._last_cut = now
         self._window.clear()
-        if self._rising:  # the limit is where the rate rose to: learn it
-            self.good = self._let_through(now)
+        if self._rising:  # the limit is where the rate rose to: learn it (or be told it)
+            self.good = min(self.rate, stated) if stated else self._let_through(now)
             # the rate that met it, but a slow start's overshoot is no place to return to
             self._met_at = min(self.rate, self.good * BEYOND_GOOD)
             self._rising = False
@@ -282,6 +284,23 @@ def budget_for(
     if isinstance(rate, str) or rate <= 0:
         raise ValueError(f'a rate is a positive number or "auto", not {rate!r}')
     return FixedBudget(float(rate), clock=clock, sleep=sleep)
+
+
+def stated_limit(headers: Mapping[str, str]) -> float | None:
+    """The requests per second the service says it allows: the first policy of
+    ``RateLimit-Policy``, as the IETF drafts write it (``40;w=1``, or ``"name";q=40;w=1``),
+    None when it states no quota and window."""
+    policy = headers.get("RateLimit-Policy")
+    if not policy:
+        return None
+    first, *items = policy.split(",")[0].split(";")
+    parameters = dict(item.strip().lower().partition("=")[::2] for item in items)
+    try:
+        quota = float(parameters.get("q") or first)
+        window = float(parameters.get("w", ""))
+    except ValueError:
+        return None
+    return quota / window if quota > 0 and window > 0 else None
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:

@@ -17,10 +17,11 @@ pattern on the request path (no GLOB: every path):
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org, of its reads
                             or its writes only when told; beyond it, 429 with ``Retry-After``
-                            and ``RateLimit-Limit``, ``RateLimit-Remaining: 0`` and
+                            and ``RateLimit-Limit``, ``RateLimit-Remaining: 0``,
                             ``RateLimit-Reset`` (whole seconds until a request is let through
-                            again), or ``Retry-After`` alone when ``bare`` (not a dice roll:
-                            RATE is not used)
+                            again) and ``RateLimit-Policy: RPS;w=1`` (the IETF draft's form),
+                            or ``Retry-After`` alone when ``bare`` (not a dice roll: RATE is
+                            not used)
 
 A read is a GET, HEAD or OPTIONS, or a POST that only asks (a path ending in ``/_search``,
 ``/_count``, ``/_findByUnique``, or a scroll's ``/_clear``); anything else is a write. Each
@@ -216,6 +217,7 @@ def _limited(fault: Fault, wait: float) -> Decision:
         (b"ratelimit-limit", f"{fault.rps:g}".encode()),
         (b"ratelimit-remaining", b"0"),
         (b"ratelimit-reset", str(seconds).encode()),
+        (b"ratelimit-policy", f"{fault.rps:g};w=1".encode()),
     )
     return Decision(0.0, "429", seconds, headers)
 

@@ -16,6 +16,7 @@ from haul.connectors.budget import (
     FixedBudget,
     budget_for,
     is_beyond_noise,
+    stated_limit,
 )
 
 Reply = tuple[int, Mapping[str, str]]
@@ -41,8 +42,10 @@ class RateLimit:
     """A service's real limit on the fake clock: a token bucket of `rps` a second holding a
     fifth of a second's worth, as the sandbox's; beyond it 429, with or without headers."""
 
-    def __init__(self, clock: Clock, rps: float, *, headers: bool = True) -> None:
-        self.clock, self.rps, self.headers = clock, rps, headers
+    def __init__(
+        self, clock: Clock, rps: float, *, headers: bool = True, policy: bool = False
+    ) -> None:
+        self.clock, self.rps, self.headers, self.policy = clock, rps, headers, policy
         self.capacity = max(1.0, rps / 5)
         self.tokens, self.at = self.capacity, clock()
 
@@ -53,8 +56,10 @@ class RateLimit:
         if self.tokens >= 1.0:
             self.tokens -= 1.0
             return OK
+        said = {"RateLimit-Policy": f"{self.rps:g};w=1"} if self.policy else {}
         if self.headers:
-            return 429, {"Retry-After": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}
+            spent = {"RateLimit-Remaining": "0", "RateLimit-Reset": "1"}
+            return 429, {"Retry-After": "1", **spent, **said}
         return 429, {"Retry-After": "1"}
 
 
@@ -116,7 +121,7 @@ async def test_auto_grows_while_the_service_answers_and_the_rate_binds() -> None
     clock = Clock()
     budget = auto(clock)
     start = budget.rate
-    await drive(budget, clock, 5.0, lambda: OK)
+    await drive(budget, clock, 1.0, lambda: OK)
     assert budget.rate > 3 * start
     assert [rate for _, rate in budget.history] == sorted(rate for _, rate in budget.history)
 
@@ -170,6 +175,30 @@ async def test_a_real_limit_settles_just_under_it(headers: bool) -> None:
     assert run.answered_per_second(start, clock()) >= 0.85 * 40.0
     assert run.refused_share(start, clock()) <= (0.01 if headers else 0.06)
     assert max(rate for _, rate in run.rates) <= (1.1 if headers else 1.15) * 40.0
+
+
+def test_the_limit_a_service_states_is_read_per_second() -> None:
+    """``RateLimit-Policy`` in the IETF drafts' forms: quota over window, in seconds."""
+    assert stated_limit({"RateLimit-Policy": "40;w=1"}) == 40
+    assert stated_limit({"RateLimit-Policy": "600;w=60, 40;w=1"}) == 10
+    assert stated_limit({"RateLimit-Policy": '"default";q=100;w=10'}) == 10
+    for nonsense in ("40", "w=1", "0;w=1", "forty;w=1", "40;w=0"):
+        assert stated_limit({"RateLimit-Policy": nonsense}) is None, nonsense
+    assert stated_limit({}) is None
+
+
+async def test_a_stated_limit_is_taken_at_its_word() -> None:
+    """A service that states its limit (``RateLimit-Policy``, as the sandbox's does): the
+    first cut goes straight under it, whatever the cold start overshot, and the rate settles
+    there, seldom refused."""
+    clock = Clock()
+    budget = auto(clock)
+    with capture_logs() as logs:
+        run = await drive(budget, clock, 30.0, RateLimit(clock, 40.0, policy=True))
+    cut = next(event for event in logs if event.get("reason") == "limit_met")
+    assert cut["old"] > 40.0 and cut["new"] == pytest.approx(DECREASE * 40.0)
+    assert 34.0 <= run.answered_per_second(110.0, 130.0) <= 40.0
+    assert run.refused_share(110.0, 130.0) < 0.02
 
 
 async def test_a_limit_under_noise_is_still_found() -> None:
@@ -245,11 +274,11 @@ async def test_each_change_of_rate_is_logged_with_its_reason() -> None:
     clock = Clock()
     budget = auto(clock)
     with capture_logs() as logs:
-        await drive(budget, clock, 2.0, lambda: OK)
+        await drive(budget, clock, 1.0, lambda: OK)
         budget.on_reply(429, {})
         assert logs and {event["reason"] for event in logs} == {"slow_start"}
         logs.clear()
-        await drive(budget, clock, 30.0, RateLimit(clock, 40.0))
+        await drive(budget, clock, 60.0, RateLimit(clock, 40.0))
     reasons = [event["reason"] for event in logs if event["event"] == "rate_changed"]
     assert {"limit_met", "recovering", "probing"} <= set(reasons)
     met = next(event for event in logs if event["reason"] == "limit_met")
