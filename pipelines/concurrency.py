@@ -21,6 +21,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
+    Sequence,
     Sized,
 )
 from contextlib import asynccontextmanager
@@ -145,15 +146,14 @@ async def _next(iterator: AsyncIterator[T]) -> T:
     return await anext(iterator)
 
 
-async def gather_all(calls: list[Awaitable[None]]) -> None:
-    """Await every call at once; the first error cancels the rest and is raised as it is
-    (one call is simply awaited)."""
+async def gather_all(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Await every call at once and return their results in order; the first error cancels
+    the rest and is raised as it is (one call is simply awaited)."""
     if len(calls) == 1:
-        await calls[0]
-        return
+        return [await calls[0]]
     tasks = [asyncio.ensure_future(call) for call in calls]
     try:
-        await asyncio.gather(*tasks)
+        return list(await asyncio.gather(*tasks))
     except BaseException:
         for task in tasks:
             task.cancel()

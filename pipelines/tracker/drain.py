@@ -24,6 +24,7 @@ import structlog
 
 from haul.connectors.errors import RecordError
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
 from haul.pipelines.tracker.statuses import status_row
@@ -91,13 +92,23 @@ class IssueDrain:
             "remote_link": lambda: self.client.list_remote_links(key),
         }
         asked = {entity: listings[entity] for entity in needed}
-        if self.concurrent:
-            replies = await asyncio.gather(*(listing() for listing in asked.values()))
+        embedded = embedded_attachments(issue.raw)
+        if self.concurrent:  # the embedded attachments' bytes come beside the listings
+            downloading = asyncio.ensure_future(self._fetch_blobs(key, embedded or []))
+            try:
+                replies = await gather_all([listing() for listing in asked.values()])
+                fetched = await downloading
+            finally:  # a listing that failed ends the issue's downloads too
+                downloading.cancel()
+                await asyncio.gather(downloading, return_exceptions=True)
             results = dict(zip(asked, replies, strict=True))
         else:  # one request at a time: the benchmark's baseline
             results = {entity: await listing() for entity, listing in asked.items()}
-        attachments = results.get("attachment") or embedded_attachments(issue.raw) or []
-        blobs, problems = await self._fetch_blobs(key, attachments)
+            fetched = await self._fetch_blobs(key, embedded or [])
+        attachments = embedded if embedded is not None else results.get("attachment", [])
+        if embedded is None:
+            fetched = await self._fetch_blobs(key, attachments)
+        blobs, problems = fetched
         children = {
             "comment": child_rows(key, results.get("comment", [])),
             "worklog": child_rows(key, results.get("worklog", [])),
@@ -121,7 +132,8 @@ class IssueDrain:
         """
         blobs: dict[str, str] = {}
         problems: dict[str, str] = {}
-        for attachment in attachments:
+
+        async def fetch(attachment: dict[str, Any]) -> None:
             name = str(attachment["id"])
             blob, problem = await staged_or_fetched(
                 self.store,
@@ -134,6 +146,12 @@ class IssueDrain:
                 blobs[name] = blob
             if problem is not None:
                 problems[name] = problem
+
+        if self.concurrent:  # an issue's attachments download together
+            await gather_all([fetch(attachment) for attachment in attachments])
+        else:
+            for attachment in attachments:
+                await fetch(attachment)
         return blobs, problems
 
     async def _download(self, key: str, attachment: dict[str, Any]) -> str:
