@@ -219,12 +219,14 @@ class OrganisationLoad:
             ("board_column", self._column_print(), self.send_column),
             ("sprint", self._sprint_print(), self.send_sprint),
         ]
-        specs = [
-            EntitySpec(name, name, ORG_PLANS[name], self._if_allowed(name, send), printed.find,
-                       phase=PHASES.get(name, -5 if name in DICTIONARIES else -1),
-                       fingerprint=printed, find_first=True)
-            for name, printed, send in made
-        ]  # fmt: skip
+        specs = []
+        for name, printed, send in made:
+            seen = Snapshots(printed)
+            specs.append(
+                EntitySpec(name, name, ORG_PLANS[name], seen.keeping(self._if_allowed(name, send)),
+                           seen.find, phase=PHASES.get(name, -5 if name in DICTIONARIES else -1),
+                           fingerprint=printed, find_first=True)
+            )  # fmt: skip
         needs_category = ("field", "local_field")
         return [
             replace(spec, requires=_category_of) if spec.name in needs_category else spec
@@ -505,6 +507,48 @@ def _category_of(record: StagedRecord) -> list[Ref]:
     """A field needs its category in the target first."""
     category = (record.raw.get("category") or {}).get("id")
     return [Ref("field_category", str(category))] if category else []
+
+
+class Snapshots:
+    """What a container (the org, a queue, a board) holds, listed once a run: each object is
+    looked for before it is made (`find_first`), and a container of many siblings (a board's
+    sprints) would otherwise be listed again before each one is made. What this run makes
+    there is added as it would be listed (its `expected` fields and the id the target gave),
+    so a look after a send finds it as a fresh listing would. A write that failed or ended in
+    doubt may have made something unseen, so it forgets the container: the engine's look that
+    follows (is it there after all?) lists it afresh, as does the first look of a run, which
+    settles what an interrupted one left in flight."""
+
+    def __init__(self, printed: Fingerprint) -> None:
+        self._printed = printed
+        self._taken: dict[str, list[Fields]] = {}
+        self._snapshot = replace(printed, listing=self._listing)
+
+    async def _listing(self, container: str) -> list[Fields]:
+        if container not in self._taken:
+            self._taken[container] = await self._printed.listing(container)
+        return self._taken[container]
+
+    async def find(
+        self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
+    ) -> str | None:
+        return await self._snapshot.find(record, parent, unclaimed)
+
+    def keeping(self, send: Sender) -> Sender:
+        """`send`, keeping the snapshot of the record's container current."""
+
+        async def sent(record: StagedRecord, parent: str | None) -> str:
+            container = self._printed.where(record, parent)
+            try:
+                target_id = await send(record, parent)
+            except BaseException:
+                self._taken.pop(container or "", None)
+                raise
+            if container in self._taken:
+                self._taken[container].append({**self._printed.expected(record), "id": target_id})
+            return target_id
+
+        return sent
 
 
 def _org(record: StagedRecord, parent: str | None) -> str:
