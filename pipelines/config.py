@@ -232,7 +232,7 @@ class Staging(Section):
 class Tuning(Section):
     """How hard to work and how long to wait."""
 
-    concurrency: int = Field(16, gt=0, description="Records (issues, pages) in flight at once.")
+    concurrency: int = Field(32, gt=0, description="Records (issues, pages) in flight at once.")
     per_scroll: int = Field(
         1000, gt=0, le=1000, description="Issues per scroll page (≤ 1000, the most a page holds)."
     )

@@ -77,7 +77,7 @@ class LoadEngine:
     store: StagingStore
     specs: Sequence[EntitySpec]
     progress: Progress = field(default_factory=Progress)
-    concurrency: int = 16
+    concurrency: int = 32
     stop_requested: Callable[[], bool] = lambda: False
     stats: LoadStats = field(default_factory=LoadStats)
 

@@ -99,7 +99,7 @@ class Extractor:
     streams: Sequence[Stream]
     drains: Sequence[Drain] = ()
     progress: Progress = field(default_factory=Progress)
-    concurrency: int = 16
+    concurrency: int = 32
     stop_requested: Callable[[], bool] = lambda: False
     stats: ExtractStats = field(default_factory=ExtractStats)
     streams_at_once: int = 3
