@@ -20,7 +20,8 @@ its records' ledger steps are the same, it only waits aside.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -97,16 +98,79 @@ class LoadEngine:
         self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
-        for phase in sorted({spec.phase for spec in self.specs}):
+        self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
+        loading: list[asyncio.Task[None]] = []
+        try:
+            for phase in sorted({spec.phase for spec in self.specs}):
+                if not self._starts_early(phase):
+                    await gather_all(loading)  # every tree before it is through
+                    loading = []
+                handed_out = asyncio.Event()
+                loading.append(asyncio.create_task(self._load_phase(phase, handed_out)))
+                # the next phase may start once each tree of this one is under way
+                await asyncio.wait(
+                    [loading[-1], asyncio.create_task(handed_out.wait())],
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if loading[-1].done():
+                    loading.pop().result()  # an error ends the load here
+            await gather_all(loading)
+        finally:
+            for task in loading:
+                task.cancel()
+            await asyncio.gather(*loading, return_exceptions=True)
+        return self.stats
+
+    def _starts_early(self, phase: int) -> bool:
+        """Whether `phase` may start while the trees before it finish: each of its specs
+        names all it needs of them (its parent, what it `requires`), which its records then
+        wait for one by one (a tree waiting out a 429 then holds up only what needs it)."""
+        return all(spec.needs_named for spec in self.specs if spec.phase == phase)
+
+    async def _load_phase(self, phase: int, handed_out: asyncio.Event) -> None:
+        def roots() -> Iterator[Ref]:
+            yield from self._roots(phase)
+            handed_out.set()
+
+        try:
             await for_each(
-                self._roots(phase),
-                self._load_tree,
+                roots(),
+                self._load_tree if self._last(phase) else self._load_tracked,
                 self.concurrency,
                 self.stop_requested,
                 # a tree waiting out a 429 lends its place to the next (one at a time stays so)
                 lend=self.concurrency > 1,
             )
-        return self.stats
+        finally:
+            handed_out.set()
+
+    def _last(self, phase: int) -> bool:
+        """Whether no later phase starts early (nothing will wait for this one's trees)."""
+        return not any(self._starts_early(p) for p in {s.phase for s in self.specs} if p > phase)
+
+    async def _load_tracked(self, root: Ref) -> None:
+        """Load the tree of `root`, known as under way until it is through."""
+        through = self._under_way[root] = asyncio.Event()
+        try:
+            await self._load_tree(root)
+        finally:
+            del self._under_way[root]
+            through.set()
+
+    async def _settled(self, ref: Ref, phase: int) -> None:
+        """Wait until `ref` is loaded or failed, when a tree of a phase before `phase` still
+        under way holds it (nothing to wait for when every earlier phase is through)."""
+        if not self._under_way:
+            return
+        earlier = self._phase(ref.entity)
+        if earlier is None or earlier >= phase:  # its own phase's trees are not waited on
+            return
+        row = self.ledger.get(*ref)
+        if row is None or row.status in ("done", "failed"):
+            return
+        through = self._under_way.get(self._root_of(row, {}))
+        if through is not None:
+            await through.wait()
 
     async def reconcile_in_flight(self) -> None:
         """Settle rows an interrupted run left `in_flight`: done if the target has them."""
@@ -178,6 +242,8 @@ class LoadEngine:
             return
         parent_target = None
         if row.parent_entity:  # a root whose parent is known but not loaded
+            parent_ref = Ref(row.parent_entity, row.parent or "")
+            await self._settled(parent_ref, self._specs[row.entity].phase)
             parent = self.ledger.get(row.parent_entity, row.parent or "")
             if parent is None or parent.status != "done":
                 ref = Ref(row.parent_entity, row.parent or "")
@@ -188,7 +254,7 @@ class LoadEngine:
 
     async def _load_node(self, row: LedgerRow, parent_target: str | None) -> None:
         spec = self._specs[row.entity]
-        if (missing := self._unmet(spec, row)) is not None:
+        if (missing := await self._unmet(spec, row)) is not None:
             self._fail_subtree(row, missing)
             return
         target_id = await self._apply(spec, row, parent_target)
@@ -236,13 +302,14 @@ class LoadEngine:
         ]
         return sorted(rows, key=lambda child: self._order[child.entity])
 
-    def _unmet(self, spec: EntitySpec, row: LedgerRow) -> str | None:
+    async def _unmet(self, spec: EntitySpec, row: LedgerRow) -> str | None:
         """Why the row cannot load yet: a record it `requires` that is planned and not done
         (requirements load in an earlier phase); None when every one is loaded."""
         if row.status != "pending" or not spec.has_requirements:
             return None
         record = self._record(spec, row)
         for ref in spec.requires(record) if record else []:
+            await self._settled(ref, spec.phase)
             needed = self.ledger.get(*ref)
             if needed is not None and needed.status != "done":
                 return self._blocked.get(

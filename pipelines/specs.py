@@ -29,7 +29,10 @@ it compares (`detail`: the sha256 of the bytes, downloaded).
 
 Specs load in phases, lowest first: the organisation objects the trees point to below 0, the
 trees at 0, what needs both its ends above (a link); a phase starts once every tree of the
-earlier ones is through, and `requires` names records of an earlier phase. Siblings load in
+earlier ones is through, and `requires` names records of an earlier phase. A phase whose
+specs all say they need nothing else of the earlier ones (`needs_named`) starts once every
+earlier tree is under way, and each of its records waits only for its parent and what it
+`requires`. Siblings load in
 `sort_key` order, one after another, unless the spec says their order does not matter
 (`siblings_together`: a page's subpages, its attachments). A parent's children of one spec
 wait for its children of the specs before it, unless the spec says they need nothing of
@@ -173,6 +176,11 @@ class EntitySpec:
     # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
     # page whose holder maps to no one is restricted, then failed) instead of leaving it out
     sends_conflicts: bool = False
+    # all a record needs of earlier phases is its parent and what `requires` names (a link:
+    # its two issues): its phase starts while the last trees before it finish, each record
+    # waiting for just those. Else (an issue needs the organisation objects it points to,
+    # unnamed) the phase waits for every tree before it
+    needs_named: bool = False
 
     @property
     def has_requirements(self) -> bool:

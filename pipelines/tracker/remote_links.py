@@ -94,7 +94,7 @@ class RemoteLinkLoad:
         )
         return EntitySpec(
             "remote_link", "remote_link", PLAN_REMOTE_LINKS, self.send, printed.find,
-            phase=PHASE, fingerprint=printed,
+            phase=PHASE, fingerprint=printed, needs_named=True,
         )  # fmt: skip
 
     def _issue(self, record: StagedRecord, parent: str | None) -> str:

@@ -142,7 +142,7 @@ class TrackerLoad:
                        self.statuses.find),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
                        requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
-                       phase=1, fingerprint=link),
+                       phase=1, fingerprint=link, needs_named=True),
             *self._deletion_specs(),
         ]  # fmt: skip
 

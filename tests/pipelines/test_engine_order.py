@@ -129,6 +129,53 @@ async def test_a_record_waits_for_what_it_requires_in_an_earlier_phase(
     assert comment is not None and comment.error == "issue i1 was not loaded"
 
 
+async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
+    store: StagingStore,
+) -> None:
+    """Links name all they need of the trees (their issue, the other end): their phase starts
+    while a tree waits (a 429's Retry-After, say), and only the links that need that tree wait
+    for it. A link whose other end then fails, fails naming it. A phase that does not name its
+    needs (deletions) still waits for every tree."""
+    target = FakeTarget(refuse={"i3"})
+    slow_issue = asyncio.Event()
+    stage(store, "issue", "i1", "i2", "i3")
+    stage(store, "link", "l1", parent="i1")  # i1 -> i2, both quick
+    stage(store, "link", "l2", parent="i1")  # i1 -> i3, refused
+    stage(store, "link", "l3", parent="i2")  # i2 -> i1
+    stage(store, "deletion", "d1")
+    ends = {"l1": "i2", "l2": "i3", "l3": "i1"}
+    issue = target.spec("issue")
+
+    async def send_issue(record: StagedRecord, parent_target: str | None) -> str:
+        if record.source_id == "i3":  # waits until a link has gone: the links did not wait
+            await asyncio.wait_for(slow_issue.wait(), 10)
+        return await issue.send(record, parent_target)
+
+    link = target.spec("link", parent="issue", phase=1,
+                       requires=lambda r: [Ref("issue", ends[r.source_id])])  # fmt: skip
+
+    async def send_link(record: StagedRecord, parent_target: str | None) -> str:
+        target_id = await link.send(record, parent_target)
+        slow_issue.set()
+        return target_id
+
+    specs = [
+        replace(issue, send=send_issue),
+        replace(link, send=send_link, needs_named=True),
+        target.spec("deletion", phase=2),
+    ]
+    load = LoadEngine(store, specs, concurrency=4)
+    load.plan()
+    stats = await load.run()
+    order = [source_id for _, source_id, _ in target.sent]
+    assert set(order[:4]) == {"i1", "i2", "l1", "l3"} and order[-1] == "d1"
+    assert order.index("l1") < order.index("d1") and "i3" not in order
+    failed = store.ledger.get("link", "l2")
+    assert failed is not None and failed.status == "failed"
+    assert failed.error == "issue i3 was not loaded, so the link cannot be made"
+    assert stats.done == 5 and stats.failed == 2
+
+
 async def test_in_flight_rows_are_reconciled_before_anything_is_sent(store: StagingStore) -> None:
     """A row a killed run left in flight is done when the target has it (no second send) and
     sent again when it does not."""
