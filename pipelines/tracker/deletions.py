@@ -29,6 +29,7 @@ import structlog
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.concurrency import gather_all
 from haul.pipelines.specs import Planned, RecordFailure
 from haul.state.store import StagingStore
 
@@ -112,11 +113,11 @@ async def find_vanished_issues(
     issue the source no longer lists in its queue is staged as `deleted` (see the module
     docstring: a queue is listed only when it counts fewer issues than are staged)."""
     staged = store.source_ids("issue")
-    total = 0
-    for queue in queues:
-        query = f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "")
-        count = await client.count_issues(query=query)
-        total += count
+    queries = {
+        queue: f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "") for queue in queues
+    }
+    counts = await gather_all([client.count_issues(query=query) for query in queries.values()])
+    for (queue, query), count in zip(queries.items(), counts, strict=True):
         mine = {key for key in staged if key.rsplit("-", 1)[0] == queue}
         if count >= len(mine):
             continue
@@ -127,7 +128,7 @@ async def find_vanished_issues(
             listed |= {str(issue["key"]) for issue in page}
         for key in sorted(mine - listed):
             await _vanished(client, store, key, staged | listed)
-    return total
+    return sum(counts)
 
 
 async def _vanished(client: TrackerClient, store: StagingStore, key: str, known: set[str]) -> None:
