@@ -26,7 +26,6 @@ trees of several roots (the extract's streams).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import inspect
 import json
@@ -38,7 +37,7 @@ import structlog
 
 from haul.connectors.errors import NotFoundError, RecordError
 from haul.connectors.wiki import ACCESS_FIELDS, WikiClient
-from haul.pipelines.concurrency import prefetched
+from haul.pipelines.concurrency import gather_all, prefetched
 from haul.pipelines.config import ConfigError
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Page, Row
@@ -354,14 +353,7 @@ async def together(calls: list[Awaitable[Any]], concurrent: bool = True) -> list
                 if inspect.iscoroutine(call):
                     call.close()
         return results
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    return await gather_all(calls)
 
 
 def _page_id(value: Any) -> int | None:
