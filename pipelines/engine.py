@@ -11,7 +11,9 @@ lowest first (the organisation objects below 0, the trees at 0, what needs both 
 in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
 or none) then its children in spec order and, among siblings, in `sort_key` order (or all at
 once where the spec allows), depth first (a spec's group of children beside the groups before it when it loads
-`beside_earlier`). Independent trees load concurrently. A record whose
+`beside_earlier`). Independent trees load concurrently. A phase whose specs all name what
+they need of the earlier ones (`needs_named`: the links) starts once every earlier tree is
+under way, its records each waiting for just those trees. A record whose
 parent, or anything it `requires`, is planned but not loaded fails with that reason. The
 engine knows no entity by name. A tree whose request waits to be sent again (a 429's
 `Retry-After`) lends its place to the next tree meanwhile (`concurrency.for_each`'s `lend`):
