@@ -205,7 +205,7 @@ class AdaptiveBudget:
         elif is_beyond_noise(self._window.refused, self._window.replies):
             self._limit_met(now, f"{self._window.refused} of {self._window.replies} 429", stated)
 
-    def _limit_met(self, now: float, evidence: str, stated: float | None = None) -> None:
+    def _limit_met(self, now: float, evidence: str, stated: float | None) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
         self._last_cut = now

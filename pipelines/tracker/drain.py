@@ -93,22 +93,24 @@ class IssueDrain:
         }
         asked = {entity: listings[entity] for entity in needed}
         embedded = embedded_attachments(issue.raw)
-        if self.concurrent:  # the embedded attachments' bytes come beside the listings
-            downloading = asyncio.ensure_future(self._fetch_blobs(key, embedded or []))
-            try:
+        # the embedded attachments' bytes come beside the listings; listed ones after them
+        early = self.concurrent and embedded is not None
+        downloading = (
+            asyncio.ensure_future(self._fetch_blobs(key, embedded or [])) if early else None
+        )
+        try:
+            if self.concurrent:
                 replies = await gather_all([listing() for listing in asked.values()])
-                fetched = await downloading
-            finally:  # a listing that failed ends the issue's downloads too
+                results = dict(zip(asked, replies, strict=True))
+            else:  # one request at a time: the benchmark's baseline
+                results = {entity: await listing() for entity, listing in asked.items()}
+            attachments = embedded if embedded is not None else results.get("attachment", [])
+            fetching = downloading or self._fetch_blobs(key, attachments)
+            blobs, problems = await fetching
+        finally:  # a listing that failed ends the issue's downloads too
+            if downloading is not None:
                 downloading.cancel()
                 await asyncio.gather(downloading, return_exceptions=True)
-            results = dict(zip(asked, replies, strict=True))
-        else:  # one request at a time: the benchmark's baseline
-            results = {entity: await listing() for entity, listing in asked.items()}
-            fetched = await self._fetch_blobs(key, embedded or [])
-        attachments = embedded if embedded is not None else results.get("attachment", [])
-        if embedded is None:
-            fetched = await self._fetch_blobs(key, attachments)
-        blobs, problems = fetched
         children = {
             "comment": child_rows(key, results.get("comment", [])),
             "worklog": child_rows(key, results.get("worklog", [])),
