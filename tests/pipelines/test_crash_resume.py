@@ -54,6 +54,7 @@ def kill_when(
     *,
     stage: str = "load",
     jitter: float = 0.03,
+    exits: tuple[int, ...] = (0, 1, 3),
 ) -> bool:
     """Start `haul <stage>`, SIGKILL it a random instant of up to `jitter` seconds after
     `ready()` holds; True if it was killed before it ended."""
@@ -68,7 +69,7 @@ def kill_when(
                 return True
         time.sleep(0.005)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode in (0, 1, 3), stderr.decode()
+    assert process.returncode in exits, stderr.decode()
     return False
 
 
@@ -89,19 +90,8 @@ def kill_mid_work(
     db = config.parent / "haul.db"
     start = progress_of(db, stage)
     threshold = start + rng.randint(1, max(1, (total - start) // (KILLS_PER_STAGE + 2)))
-    process = haul(config, stage, env=env)
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if progress_of(db, stage) >= threshold:
-            time.sleep(rng.uniform(0, 0.03))
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                process.communicate()
-                return True
-        time.sleep(0.005)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode in (0, 1), stderr.decode()
-    return False
+    ready = lambda: progress_of(db, stage) >= threshold  # noqa: E731
+    return kill_when(config, env, rng, ready, stage=stage, exits=(0, 1))
 
 
 def finish(config: Path, stage: str, env: dict[str, str]) -> None:
