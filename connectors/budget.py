@@ -22,10 +22,14 @@ give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 4
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
   not minutes, after a storm); from there, probing: back towards the rate that met the
   limit (at most 10% past the last good rate), ``APPROACH`` of the gap a second, slowing
-  as it nears, and on past it by 0.5% of the last good rate a second, which rises with
-  it, until a limit is met again.
+  as it nears, and on past the last good rate by 0.5% of it a second, a step that doubles
+  every ``PROBE_DOUBLING`` seconds used without a 429 (never more than x2 a second): a limit
+  that rose, or a quota another client stopped sharing, is found within seconds.
 
-The rate only grows while it is what holds the caller back, never above ``ceiling``, and
+The rate only grows while it is what holds the caller back (a send waited for its slot, and
+the slots of the last moments were mostly used: a caller whose replies come in bursts, each
+429 holding its request a second, does not pull the rate far past what it sends), never
+above ``ceiling``, and
 falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
 the service says its budget is spent (``RateLimit-Remaining: 0`` with ``RateLimit-Reset``)
 nothing is sent until the reset. Every change of rate is logged (``rate_changed`` with its
@@ -49,8 +53,9 @@ SLOW_START_GROWTH = 3.0  # of the rate, per second of use, until the first limit
 RECOVERY_GROWTH = 2.0  # times per second, back up to the last good rate
 RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of it
 BEYOND_GOOD = 1.1  # the rate that met a limit is returned to up to this much past the good
-APPROACH = 0.15  # of the gap to the rate that met the limit, closed per second
+APPROACH = 0.25  # of the gap to the rate that met the limit, closed per second
 PROBE_GROWTH = 0.005  # of the last good rate per second, at least: where is the limit now?
+PROBE_DOUBLING = 3.0  # seconds beyond the rate that met the limit in which that step doubles
 DECREASE = 0.8
 COOL_DOWN = 1.0  # seconds during which further 429s do not cut again
 FLOOR = 1.0
@@ -60,6 +65,10 @@ WINDOW = 100  # replies the share is judged over, at least (fewer since the last
 WINDOW_SECONDS = 2.0  # and those of the last seconds, when more
 MAX_WINDOW = 2000
 MEASURED_OVER = 4.0  # seconds of replies that say what the service let through
+SATURATED = 0.5  # of the rate's slots the last moments must have used for it to grow
+EXERCISED = 0.9  # and for the probe's step to keep doubling
+HORIZON = 0.25  # seconds ahead send slots are reserved, at most
+SENT_OVER = 0.2  # seconds those moments are, at least (else the time of 5 slots at the rate)
 
 
 @dataclass
@@ -138,15 +147,19 @@ class AdaptiveBudget:
     history: list[tuple[float, float]] = field(default_factory=list)
     good: float | None = None  # the last good rate: None until a limit was first met
     _met_at: float = 0.0  # the rate that last met the limit, rising
+    _beyond_since: float | None = None  # when the rate passed `good`, used, no 429 since
     _next_slot: float = 0.0
     _paused_until: float = 0.0
     _pauses: deque[list[float]] = field(default_factory=deque)  # [began, ends] of each lately
     _last_cut: float = float("-inf")
+    _stepped_back: float = float("-inf")  # when a 429 near the last good rate last held it
+    _stated: float | None = None  # the limit the service stated with its last cut, if it did
     _rising: bool = True  # the rate grew since it was last cut
     _waited_since: float | None = None
     _window: RefusalWindow = field(default_factory=RefusalWindow)
     _answered: deque[float] = field(default_factory=deque)  # when replies other than 429 came
     _first_reply: float | None = None
+    _slots: deque[float] = field(default_factory=deque)  # the send slots handed out lately
 
     def __post_init__(self) -> None:
         if self.ceiling is not None:
@@ -154,16 +167,25 @@ class AdaptiveBudget:
         self.history.append((self.clock(), self.rate))
 
     async def acquire(self) -> None:
-        """Wait for the next send slot at the current rate (and past any pause)."""
-        now = self.clock()
-        slot = max(now, self._next_slot, self._paused_until)
-        self._next_slot = slot + 1.0 / self.rate
-        if slot > now:
+        """Wait for the next send slot at the current rate (and past any pause). Slots are
+        reserved at most HORIZON ahead: a caller further back waits until the queue before it
+        is that near, so a change of rate paces the queue within HORIZON (reserved at the old
+        rate, seconds of queue would go on at it after a cut)."""
+        while True:
+            now = self.clock()
+            slot = max(now, self._next_slot, self._paused_until)
+            if slot <= now:
+                self._waited_since = None
+                break
             # the rate (not the caller's own pace) is the bound: it may grow
             self._waited_since = self._waited_since or now
+            if slot - now <= HORIZON:
+                break
+            await self.sleep(slot - now - HORIZON)
+        self._next_slot = slot + 1.0 / self.rate
+        self._slots.append(slot)
+        if slot > now:
             await self.sleep(slot - now)
-        else:
-            self._waited_since = None
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """Learn from one reply: a limit cuts the rate, a spent budget pauses, noise is
@@ -200,20 +222,29 @@ class AdaptiveBudget:
     def _judge(self, now: float, spent: bool, stated: float | None) -> None:
         """A 429: a limit (said so, or a share past noise) or noise, let be."""
         self._window.add(now, True)
+        self._beyond_since = None  # the probe's step starts small again
         if spent:
             self._limit_met(now, "RateLimit-Remaining: 0", stated)
         elif is_beyond_noise(self._window.refused, self._window.replies):
             self._limit_met(now, f"{self._window.refused} of {self._window.replies} 429", stated)
+        elif self.good is not None and self.rate >= RETURN_TO * self.good:
+            # near a limit met before, a 429 too few to cut on is a step back all the same
+            self.rate = max(FLOOR, self.rate - PROBE_GROWTH * self.good)
+            self._stepped_back = now
 
     def _limit_met(self, now: float, evidence: str, stated: float | None) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
         self._last_cut = now
+        self._beyond_since = None
+        self._stepped_back = float("-inf")
         self._window.clear()
+        self._stated = stated
         if self._rising:  # the limit is where the rate rose to: learn it (or be told it)
             self.good = min(self.rate, stated) if stated else self._let_through(now)
-            # the rate that met it, but a slow start's overshoot is no place to return to
-            self._met_at = min(self.rate, self.good * BEYOND_GOOD)
+            # the rate that met it, but a slow start's overshoot is no place to return to,
+            # nor anything past what the service says it allows
+            self._met_at = min(self.rate, stated or self.good * BEYOND_GOOD)
             self._rising = False
             self._change(max(FLOOR, DECREASE * self.good), "limit_met", evidence)
         else:  # refused while the rate falls: a storm, not the rate; the rate before it holds
@@ -230,14 +261,30 @@ class AdaptiveBudget:
         measured = len(self._answered) / span if span > 0 else self.rate
         return min(self.rate, max(measured, self.rate / 2))
 
+    def _used(self, now: float) -> float:
+        """The slots of the last moments (those reserved ahead too) over what the rate
+        hands out in them."""
+        span = max(SENT_OVER, 5.0 / self.rate)
+        while self._slots and self._slots[0] < now - span:
+            self._slots.popleft()
+        return len(self._slots) / (self.rate * span)
+
     def _grow(self, now: float) -> None:
+        used = self._used(now)
+        if used < SATURATED:
+            return
+        if used < EXERCISED:  # a rate the caller hardly uses says little of the limit
+            self._beyond_since = None
         # Replies come `rate` times a second, so each adds its share of a second's growth.
         if self.good is None:
             target, reason = self.rate + SLOW_START_GROWTH, "slow_start"
         elif self.rate < RETURN_TO * self.good:
             target, reason = self.rate * RECOVERY_GROWTH ** (1 / self.rate), "recovering"
+        elif now - self._stepped_back < WINDOW_SECONDS:
+            return  # a 429 lately near the last good rate: a limit in sight, or noise
         else:  # back towards the rate that met the limit, slowing as it nears; then past it
-            step = max(APPROACH * (self._met_at - self.rate), PROBE_GROWTH * self.good)
+            step = max(APPROACH * (self._met_at - self.rate), self._probe_step(now))
+            step = min(step, (RECOVERY_GROWTH - 1) * self.rate)
             target, reason = self.rate + step / self.rate, "probing"
         if self.ceiling is not None:
             target = min(target, self.ceiling)
@@ -248,6 +295,16 @@ class AdaptiveBudget:
             self.good = max(self.good, target)
         if now - self.history[-1][0] >= 1.0:
             self._record(now, self.history[-1][1], reason)
+
+    def _probe_step(self, now: float) -> float:
+        """Growth per second past the last good rate: small at first, doubling every
+        PROBE_DOUBLING seconds it is used beyond it without a 429."""
+        assert self.good is not None  # probing follows a limit
+        if self.rate < self.good or (self._stated and self.rate >= self._stated):
+            return PROBE_GROWTH * self.good  # past a stated limit, slowly: has it changed?
+        if self._beyond_since is None:
+            self._beyond_since = now
+        return PROBE_GROWTH * self.good * 2 ** ((now - self._beyond_since) / PROBE_DOUBLING)
 
     def _change(self, rate: float, reason: str, evidence: str) -> None:
         old, self.rate = self.rate, rate

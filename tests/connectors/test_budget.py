@@ -177,6 +177,22 @@ async def test_a_real_limit_settles_just_under_it(headers: bool) -> None:
     assert max(rate for _, rate in run.rates) <= (1.1 if headers else 1.15) * 40.0
 
 
+async def test_a_limit_that_rises_is_found_within_seconds() -> None:
+    """Bare 429s at 20/s for a minute (another client shares the quota), then 40/s (it
+    stopped): twenty seconds later the budget uses most of the new limit, not the old one
+    plus a few percent."""
+    clock = Clock()
+    budget = auto(clock)
+    limit = RateLimit(clock, 20.0, headers=False)
+    await drive(budget, clock, 60.0, limit)
+    assert budget.rate <= 1.15 * 20.0
+    limit.rps, limit.capacity = 40.0, 8.0
+    start = clock()
+    run = await drive(budget, clock, 25.0, limit)
+    assert run.answered_per_second(start + 17.0, clock()) >= 0.8 * 40.0
+    assert run.refused_share(start, clock()) <= 0.06
+
+
 def test_the_limit_a_service_states_is_read_per_second() -> None:
     """``RateLimit-Policy`` in the IETF drafts' forms: quota over window, in seconds."""
     assert stated_limit({"RateLimit-Policy": "40;w=1"}) == 40
