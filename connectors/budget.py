@@ -21,10 +21,13 @@ give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 4
   not the rate. Cut again; what was learned before it holds;
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
   not minutes, after a storm); from there, probing: back towards the rate that met the
-  limit (at most 10% past the last good rate), ``APPROACH`` of the gap a second, slowing
+  limit (at most 10% past the last good rate, never past a limit the service stated),
+  ``APPROACH`` of the gap a second, slowing
   as it nears, and on past the last good rate by 0.5% of it a second, a step that doubles
   every ``PROBE_DOUBLING`` seconds used without a 429 (never more than x2 a second): a limit
-  that rose, or a quota another client stopped sharing, is found within seconds.
+  that rose, or a quota another client stopped sharing, is found within seconds. There, a
+  429 too few to cut on steps the rate back by that first step and holds it for
+  ``WINDOW_SECONDS``: bare 429s settle it just under a limit, not a few percent over.
 
 The rate only grows while it is what holds the caller back (a send waited for its slot, and
 the slots of the last moments were mostly used: a caller whose replies come in bursts, each
@@ -55,7 +58,7 @@ RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of i
 BEYOND_GOOD = 1.1  # the rate that met a limit is returned to up to this much past the good
 APPROACH = 0.25  # of the gap to the rate that met the limit, closed per second
 PROBE_GROWTH = 0.005  # of the last good rate per second, at least: where is the limit now?
-PROBE_DOUBLING = 3.0  # seconds beyond the rate that met the limit in which that step doubles
+PROBE_DOUBLING = 3.0  # seconds used past the last good rate, no 429, in which that step doubles
 DECREASE = 0.8
 COOL_DOWN = 1.0  # seconds during which further 429s do not cut again
 FLOOR = 1.0
@@ -231,6 +234,8 @@ class AdaptiveBudget:
             # near a limit met before, a 429 too few to cut on is a step back all the same
             self.rate = max(FLOOR, self.rate - PROBE_GROWTH * self.good)
             self._stepped_back = now
+            if now - self.history[-1][0] >= 1.0:  # logged as growth is, once a second
+                self._record(now, self.history[-1][1], "stepped_back")
 
     def _limit_met(self, now: float, evidence: str, stated: float | None) -> None:
         if now - self._last_cut < COOL_DOWN:
