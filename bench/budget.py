@@ -30,7 +30,8 @@ this interpreter) with `--latency-ms` of latency, and prints a table; no asserti
     done-when words it (within a fifth); the test's function is called as pytest calls it,
     without pytest's own start-up. Beside it, with no target, the same ratio of its migration
     with kills alone: the runs it resumes are under a second each, so a 429 on an issue's
-    chain of comments near the end of one (its second of Retry-After) weighs more there.
+    chain of imports (its attachments go one after another) near the end of one, a second
+    of Retry-After, weighs more there.
     The whole test also runs as `pytest tests/pipelines/test_crash_resume.py -k dropped
     -m "slow or not slow" --durations=3` (the `+429s` case is slow-marked).
 
@@ -233,7 +234,8 @@ def crash_test_seconds(faults: str) -> tuple[float, float, bool]:
             except AssertionError as failure:
                 print(f"    the crash test FAILED with {faults!r}: {failure}")
                 passed = False
-            return time.monotonic() - started, migrating[0], passed
+            took = time.monotonic() - started
+            return took, migrating[0] if migrating else float("nan"), passed
     finally:
         crash.migrate_with_kills = migrate
 

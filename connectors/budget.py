@@ -22,18 +22,17 @@ give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 4
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
   not minutes, after a storm); from there, probing: back towards the rate that met the
   limit (at most 10% past the last good rate, never past a limit the service stated),
-  ``APPROACH`` of the gap a second, slowing
-  as it nears, and on past the last good rate by 0.5% of it a second, a step that doubles
-  every ``PROBE_DOUBLING`` seconds used without a 429 (never more than x2 a second): a limit
-  that rose, or a quota another client stopped sharing, is found within seconds. There, a
-  429 too few to cut on steps the rate back by that first step and holds it for
-  ``WINDOW_SECONDS``: bare 429s settle it just under a limit, not a few percent over.
+  ``APPROACH`` of the gap a second, slowing as it nears, and on past the last good rate by
+  0.5% of it a second, a step that doubles every ``PROBE_DOUBLING`` seconds used without a
+  429 (never more than x2 a second): a limit that rose, or a quota another client stopped
+  sharing, is found within seconds. There, a 429 too few to cut on steps the rate back by
+  that first step and holds it for ``WINDOW_SECONDS``: bare 429s settle it just under a
+  limit, not a few percent over.
 
 The rate only grows while it is what holds the caller back (a send waited for its slot, and
 the slots of the last moments were mostly used: a caller whose replies come in bursts, each
 429 holding its request a second, does not pull the rate far past what it sends), never
-above ``ceiling``, and
-falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
+above ``ceiling``, and falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
 the service says its budget is spent (``RateLimit-Remaining: 0`` with ``RateLimit-Reset``)
 nothing is sent until the reset. Every change of rate is logged (``rate_changed`` with its
 ``reason``) and kept in ``history`` for the run report (growth at most once a second).
@@ -234,14 +233,12 @@ class AdaptiveBudget:
             # near a limit met before, a 429 too few to cut on is a step back all the same
             self.rate = max(FLOOR, self.rate - PROBE_GROWTH * self.good)
             self._stepped_back = now
-            if now - self.history[-1][0] >= 1.0:  # logged as growth is, once a second
-                self._record(now, self.history[-1][1], "stepped_back")
+            self._record_small(now, "stepped_back")
 
     def _limit_met(self, now: float, evidence: str, stated: float | None) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
         self._last_cut = now
-        self._beyond_since = None
         self._stepped_back = float("-inf")
         self._window.clear()
         self._stated = stated
@@ -298,8 +295,7 @@ class AdaptiveBudget:
         self.rate, self._rising = target, True
         if self.good is not None and reason == "probing":
             self.good = max(self.good, target)
-        if now - self.history[-1][0] >= 1.0:
-            self._record(now, self.history[-1][1], reason)
+        self._record_small(now, reason)
 
     def _probe_step(self, now: float) -> float:
         """Growth per second past the last good rate: small at first, doubling every
@@ -310,6 +306,11 @@ class AdaptiveBudget:
         if self._beyond_since is None:
             self._beyond_since = now
         return PROBE_GROWTH * self.good * 2 ** ((now - self._beyond_since) / PROBE_DOUBLING)
+
+    def _record_small(self, now: float, reason: str) -> None:
+        """Small steps (growth, a step back) are logged and kept at most once a second."""
+        if now - self.history[-1][0] >= 1.0:
+            self._record(now, self.history[-1][1], reason)
 
     def _change(self, rate: float, reason: str, evidence: str) -> None:
         old, self.rate = self.rate, rate

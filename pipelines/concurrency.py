@@ -14,6 +14,7 @@ an interrupted load leaves are at most that many trees).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -146,9 +147,21 @@ async def _next(iterator: AsyncIterator[T]) -> T:
     return await anext(iterator)
 
 
-async def gather_all(calls: Sequence[Awaitable[T]]) -> list[T]:
-    """Await every call at once and return their results in order; the first error cancels
-    the rest and is raised as it is (one call is simply awaited)."""
+async def gather_all(calls: Sequence[Awaitable[T]], concurrent: bool = True) -> list[T]:
+    """Await every call at once (else, not `concurrent`, one after another: a benchmark's
+    baseline) and return their results in order; the first error cancels the rest, or closes
+    those not awaited yet, and is raised as it is (one call is simply awaited)."""
+    if not concurrent:
+        results: list[T] = []
+        waiting = iter(calls)
+        try:
+            for call in waiting:
+                results.append(await call)
+        finally:
+            for call in waiting:  # after an error: never awaited, so closed
+                if inspect.iscoroutine(call):
+                    call.close()
+        return results
     if len(calls) == 1:
         return [await calls[0]]
     tasks = [asyncio.ensure_future(call) for call in calls]

@@ -99,11 +99,8 @@ class IssueDrain:
             asyncio.ensure_future(self._fetch_blobs(key, embedded or [])) if early else None
         )
         try:
-            if self.concurrent:
-                replies = await gather_all([listing() for listing in asked.values()])
-                results = dict(zip(asked, replies, strict=True))
-            else:  # one request at a time: the benchmark's baseline
-                results = {entity: await listing() for entity, listing in asked.items()}
+            replies = await gather_all([listing() for listing in asked.values()], self.concurrent)
+            results = dict(zip(asked, replies, strict=True))
             attachments = embedded if embedded is not None else results.get("attachment", [])
             fetching = downloading or self._fetch_blobs(key, attachments)
             blobs, problems = await fetching
@@ -149,11 +146,7 @@ class IssueDrain:
             if problem is not None:
                 problems[name] = problem
 
-        if self.concurrent:  # an issue's attachments download together
-            await gather_all([fetch(attachment) for attachment in attachments])
-        else:
-            for attachment in attachments:
-                await fetch(attachment)
+        await gather_all([fetch(attachment) for attachment in attachments], self.concurrent)
         return blobs, problems
 
     async def _download(self, key: str, attachment: dict[str, Any]) -> str:

@@ -27,7 +27,6 @@ trees of several roots (the extract's streams).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -182,7 +181,7 @@ class PageTree:
             ) from None
 
     async def _page(self, refs: list[Ref], checkpoint: dict[str, Any]) -> Page:
-        replies = await together([self._read(ref) for ref in refs], self.concurrent)
+        replies = await gather_all([self._read(ref) for ref in refs], self.concurrent)
         rows: list[Row] = []
         problems: list[tuple[str, str, str]] = []
         for ref, reply in zip(refs, replies, strict=True):
@@ -211,10 +210,11 @@ class PageTree:
             if ref.page_id is None:
                 page = await self.client.get_page(ref.slug, fields=STAGED_FIELDS)
                 return page, *await self._listings(int(page["id"]))
-            page, (resources, comments) = await together(
-                [self.client.get_page(ref.slug, fields=STAGED_FIELDS), self._listings(ref.page_id)],
-                self.concurrent,
-            )
+            reads: list[Awaitable[Any]] = [
+                self.client.get_page(ref.slug, fields=STAGED_FIELDS),
+                self._listings(ref.page_id),
+            ]
+            page, (resources, comments) = await gather_all(reads, self.concurrent)
             if int(page["id"]) != ref.page_id:
                 resources, comments = await self._listings(int(page["id"]))
         except RecordError as exc:  # this page's problem, not the run's
@@ -222,7 +222,7 @@ class PageTree:
         return page, resources, comments
 
     async def _listings(self, page_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        resources, comments = await together(
+        resources, comments = await gather_all(
             [
                 _collect(self.client.iter_resources(page_id)),
                 _collect(self.client.iter_comments(page_id)),
@@ -299,7 +299,7 @@ class PageDrain:
         return await self.client.get_grid(str(ref["id"]))
 
     async def _all(self, calls: Any) -> list[Any]:
-        return await together(list(calls), self.concurrent)
+        return await gather_all(list(calls), self.concurrent)
 
     async def _attachment_row(self, slug: str, page_id: int, attachment: dict[str, Any]) -> Row:
         source_id = f"{slug}/{attachment['id']}"
@@ -337,23 +337,6 @@ def byte_size(size: Any) -> int | None:
 
 async def _collect(records: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
     return [record async for record in records]
-
-
-async def together(calls: list[Awaitable[Any]], concurrent: bool = True) -> list[Any]:
-    """Await every call, all at once (else one after another), results in order; the first
-    error cancels the rest and is raised as it is."""
-    if not concurrent:
-        results: list[Any] = []
-        waiting = iter(calls)
-        try:
-            for call in waiting:
-                results.append(await call)
-        finally:
-            for call in waiting:  # after an error: never awaited, so closed
-                if inspect.iscoroutine(call):
-                    call.close()
-        return results
-    return await gather_all(calls)
 
 
 def _page_id(value: Any) -> int | None:
