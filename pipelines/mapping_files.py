@@ -2,7 +2,10 @@
 
 Each is CSV of two columns, `source,target`: a header row naming the columns is allowed, blank
 lines and lines starting with `#` are skipped, and anything else that is not two non-empty
-cells is a config error naming the file and line (exit 2).
+cells is a config error naming the file and line (exit 2). A file as spreadsheets save it (a
+byte order mark first, CRLF line ends: Excel's "CSV UTF-8") reads the same as a plain one. A
+source mapped on two lines is a config error naming both: which one was meant is the user's
+call, not the last line's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ def read_pairs(path: Path, *, key: str, columns: str, headers: tuple[str, ...]) 
 
 def _pairs(path: Path, key: str, columns: str, headers: tuple[str, ...]) -> dict[str, str]:
     mapping: dict[str, str] = {}
-    with path.open(newline="", encoding="utf-8") as handle:
+    lines: dict[str, int] = {}  # source -> the line that mapped it
+    # utf-8-sig: a leading BOM would otherwise glue itself to the first row's source
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         for number, row in enumerate(csv.reader(handle, strict=True), start=1):
             cells = [cell.strip() for cell in row]
             if not cells or not any(cells) or cells[0].startswith("#"):
@@ -42,7 +47,13 @@ def _pairs(path: Path, key: str, columns: str, headers: tuple[str, ...]) -> dict
                 )
             if number == 1 and cells[0].lower() in headers:
                 continue
-            mapping[cells[0]] = cells[1]
+            if cells[0] in lines:
+                raise MappingFileError(
+                    f"config error: {key}: {cells[0]!r} is mapped twice, at {path}:"
+                    f"{lines[cells[0]]} (to {mapping[cells[0]]!r}) and at {path}:{number} (to"
+                    f" {cells[1]!r}): keep one of the two lines"
+                )
+            mapping[cells[0]], lines[cells[0]] = cells[1], number
     return mapping
 
 
