@@ -44,6 +44,15 @@ class EntityHolders:
         uid = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
         return self.source_logins.get(uid, _label(ref))
 
+    def missing_group(self, ref: Record) -> str:
+        """How a group that maps to no one is named: by the target group the groups file
+        names (what the target lacks) and the source group, else by its source name."""
+        name, gid = str(ref.get("display") or ref.get("name") or ""), str(ref.get("id") or "")
+        target = self.group_file.get(name) or self.group_file.get(gid)
+        if target and target not in (name, gid):
+            return f"group {target.removeprefix('dir:')} (from source group {name or gid})"
+        return f"group {name or gid}"
+
     def user(self, ref: Any) -> str | None:
         login = self.login_of(ref)
         return self.uids.get(login) if login else None
@@ -101,7 +110,7 @@ def wanted(entity: Record, permissions: Record, holders: EntityHolders) -> Entit
         for ref in held.get("groups") or []:
             gid = holders.group(ref)
             if gid is None:
-                unmapped.add(f"group {ref.get('display') or ref.get('id')}")
+                unmapped.add(holders.missing_group(ref))
             acl[level]["groups"].append(gid or "")
         acl[level]["roles"] = sorted(str(role) for role in held.get("roles") or [])
     names_author = any("AUTHOR" in acl[level]["roles"] for level in LEVELS)

@@ -13,7 +13,8 @@ queue (`GET /queues/{id}/permissions/users/{user}` or `.../groups/{group}`), abo
 
 A user maps through `mapping.users_file`, else the same login; one the target does not know
 is not compared (the load gives its records to the default user, whose permissions are not
-its own), nor is a group that maps to none: both are counted in the summary line.
+its own): it is counted in the summary line. A group whose target group the target lacks is
+not compared either: a warning names that target group and the source group it maps from.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ async def _findings(
 ) -> list[Finding]:
     people = issue_people(store)
     users = _user_holders(config, store)
-    groups, ungrouped = await _group_holders(config, source, target)
-    found, skipped, compared, absent = [], 0, 0, set()
+    groups, ungrouped, missing = await _group_holders(config, source, target)
+    found, skipped, compared, absent = [*missing], 0, 0, set()
     for queue in sorted(people):
         to = config.mapping.queues.get(queue, queue)
         if await _missing_queue(target, to):
@@ -173,24 +174,38 @@ def _user_holders(config: Config, store: StagingStore) -> dict[str, Holder]:
 
 async def _group_holders(
     config: Config, source: TrackerClient, target: TrackerClient
-) -> tuple[list[Holder], set[str]]:
-    """Every source group that maps to a target group; and those that map to none. A service
-    that lists no groups (`/groups` is the official SDK's, not the spec's) leaves the groups
-    uncompared, said in the summary."""
+) -> tuple[list[Holder], set[str], list[Finding]]:
+    """Every source group that maps to a target group; what the summary names as not compared
+    (a service that lists no groups: `/groups` is the official SDK's, not the spec's); and a
+    warning for each source group whose target group the target lacks."""
     explicit = read_groups_csv(config.mapping.groups_file) if config.mapping.groups_file else {}
     try:
         mine, listed = await source.list_groups(), await target.list_groups()
     except NotFoundError:
-        return [], {"groups (the service lists none)"}
+        return [], {"groups (the service lists none)"}, []
     theirs = {str(group.get("name")): str(group["id"]) for group in listed}
-    holders, unmapped = [], set()
+    holders, missing = [], []
     for group in sorted(mine, key=lambda g: str(g.get("name"))):
         name = str(group.get("name"))
         there = explicit.get(name, name)
         found = there.removeprefix("dir:") if there.startswith("dir:") else theirs.get(there)
         shown = name if there == name else f"{name} ({there} in the target)"
         if found is None:
-            unmapped.add(f"group {shown}")
+            missing.append(_missing_group(name, there))
         else:
             holders.append(Holder("groups", str(group["id"]), found, shown))
-    return holders, unmapped
+    return holders, set(), missing
+
+
+def _missing_group(source: str, there: str) -> Finding:
+    """A warning naming the target group the target lacks, and the source group it maps from."""
+    mapped = f" (source group {source} maps to it" + (
+        " in mapping.groups_file)" if there != source else " by its name)"
+    )
+    return Finding(
+        "warning",
+        f"queue permissions: the target has no group {there}{mapped}: its permissions are not"
+        " compared",
+        f"create group {there} in the target, or map {source} to a group the target has in"
+        " mapping.groups_file",
+    )

@@ -169,6 +169,16 @@ class HolderMap:
             return Holder("group", target, by_id[target])
         return None
 
+    def missing(self, entry: Record) -> str:
+        """How an entry whose holder maps to no one is named: a group the groups file maps to
+        another name by that target name (what the target lacks), and the source group."""
+        group: Record = entry.get("group") or {}
+        name, gid = str(group.get("name") or ""), str(group.get("id") or "")
+        target = self.groups.get(name) or self.groups.get(gid)
+        if group and target and target not in (name, gid):
+            return f"group {target} (from source group {name or gid})"
+        return source_label(entry)
+
     def is_me(self, holder: Holder) -> bool:
         return holder.kind == "user" and holder.id == self.directory.me
 
@@ -201,7 +211,7 @@ def wanted(raw: Record, holders: HolderMap, *, root: bool) -> Access:
         access_type = str(policy.get("inherited_access_type") or "all_staff")
         entries += list(lists.get("inherited") or [])
     role = policy.get("all_staff_role") if access_type == "all_staff" else None
-    unmapped = sorted({source_label(entry) for entry in entries if holders.map(entry) is None})
+    unmapped = sorted({holders.missing(entry) for entry in entries if holders.map(entry) is None})
     if unmapped:
         owner = [entry for entry in lists.get("direct") or [] if _is_owner(entry, raw)]
         grants = _grants(owner[:1], holders)

@@ -222,3 +222,44 @@ def test_a_service_that_lists_no_groups_compares_the_users_alone(tmp_path: Path)
     (summary,) = [f.what for f in found if f.level == "ok"]
     assert "1 user and group permissions compared" in summary
     assert "groups (the service lists none)" in summary
+
+
+def test_a_group_missing_in_the_target_is_named_by_its_target_name(tmp_path: Path) -> None:
+    """`mapping.groups_file` maps support to helpdesk, which the target lacks: the warning
+    names helpdesk (what to create) and support (where it comes from), not support alone."""
+    text = (
+        '[source]\ntracker_url = "http://source.invalid/v3"\norg_id = "1"\ntoken_env = "T"\n'
+        '[target]\ntracker_url = "http://target.invalid/v3"\norg_id = "2"\ntoken_env = "T"\n'
+        '[scope]\nqueues = ["DEV"]\n[staging]\npath = "haul.db"\n'
+        '[mapping]\ngroups_file = "groups.csv"\n'
+    )
+    (tmp_path / "haul.toml").write_text(text, encoding="utf-8")
+    (tmp_path / "groups.csv").write_text("support,helpdesk\n", encoding="utf-8")
+    config = load_config(tmp_path / "haul.toml")
+    groups = {"source.invalid": [{"id": 11, "name": "support"}],
+              "target.invalid": [{"id": 21, "name": "engineering"}]}  # fmt: skip
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/v3")
+        if path == "/groups":
+            return httpx.Response(200, json=groups[request.url.host])
+        return httpx.Response(200, json={"key": "DEV"})  # the queue exists on both sides
+
+    def client(host: str) -> TrackerClient:
+        transport = httpx.MockTransport(handler)
+        return TrackerClient.connect(
+            base_url=f"http://{host}/v3", token="t", org_id="1", transport=transport
+        )
+
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        store.upsert_records("issue", [{"source_id": "DEV-1", "raw": {}}])
+
+        async def findings() -> list[Finding]:
+            async with client("source.invalid") as source, client("target.invalid") as target:
+                return await queue_permission_findings(config, source, target, store)
+
+        found = asyncio.run(findings())
+
+    (missing,) = [f for f in found if f.level == "warning"]
+    assert "the target has no group helpdesk (source group support maps to it" in missing.what
+    assert "create group helpdesk in the target" in (missing.fix or "")

@@ -109,6 +109,14 @@ def test_a_holder_mapped_to_no_one_restricts_the_page_to_its_owner() -> None:
     assert lost.grants == () and lost.unmapped == ("user zed",)  # the admin alone
 
 
+def test_a_group_mapped_to_a_group_the_target_lacks_is_named_by_that_target_group() -> None:
+    """`haul check`, `haul plan` and the load name what the target lacks (the group the groups
+    file names) and where it comes from, not the source group alone."""
+    shared = page("custom", [entry(user("heidi"), "author"), entry(group("finance", "14"))])
+    access = wanted(shared, HolderMap(TARGET, groups={"finance": "accounts"}), root=False)
+    assert access.unmapped == ("group accounts (from source group finance)",)
+
+
 def test_one_holder_twice_is_one_entry_with_the_stronger_role() -> None:
     twice = page("custom", [entry(user("bob"), "reader", "not_inherited")],
                  [entry(user("bob"), "editor")], resolved="custom")  # fmt: skip

@@ -1,0 +1,23 @@
+"""Entity permissions mapped on plain dicts: how a holder that maps to no one is named."""
+
+from __future__ import annotations
+
+from haul.pipelines.tracker.entity_access import EntityHolders, wanted
+
+
+def test_a_group_mapped_to_a_group_the_target_lacks_is_named_by_that_target_group() -> None:
+    """The groups file maps finance to accounts, which the target lacks: the entity fails
+    closed naming accounts (what to create) and finance (where it comes from)."""
+    holders = EntityHolders(
+        login_of=lambda ref: None,
+        uids={},
+        groups={"engineering": "7003"},
+        group_file={"finance": "accounts"},
+    )
+    entity = {"fields": {"teamAccess": True}}
+    permissions = {"acl": {"READ": {"groups": [{"id": "14", "display": "finance"}]}}}
+    access = wanted(entity, permissions, holders)
+    assert access.unmapped == ("group accounts (from source group finance)",)
+    plain = wanted(entity, {"acl": {"READ": {"groups": [{"id": "15", "display": "sales"}]}}},
+                   holders)  # fmt: skip
+    assert plain.unmapped == ("group sales",)
