@@ -22,6 +22,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.remote_links import application_findings
 from haul.pipelines.tracker.target import (
@@ -157,14 +158,16 @@ async def _mapping(config: Config, client: TrackerClient, store: StagingStore) -
         ]
     if not found:
         found.append(EVERY_KEY)
-    return found + _users(transform, store)
+    return found + _users(transform, store) + access_findings(store, transform.access)
 
 
 def _users(transform: Any, store: StagingStore) -> list[Finding]:
     refused: set[str] = set()
     for entity in USER_ENTITIES:
         for record in store.iter_records(entity):
-            for ref in user_refs(record.raw):
+            # an access list's holders never fall to the default user (`access_findings`)
+            fields = {name: value for name, value in record.raw.items() if name != "access"}
+            for ref in user_refs(fields):
                 try:
                     transform.users.login(ref)
                 except TransformError:

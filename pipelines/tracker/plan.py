@@ -9,17 +9,20 @@ queue conflict over each number they share: the first (in key order) is created,
 is a conflict naming it. A sub-record is `create` when its issue
 will be created; otherwise the spec's `find` (the probe the load uses to reconcile) says
 whether the target already holds it. What is under a conflicting issue is `blocked`
-(`pipelines.plan` says so before asking).
+(`pipelines.plan` says so before asking). An issue's access row whose list leaves a holder
+out (no target account) is a `conflict` naming them: the load narrows the list and fails it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec
+from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
 from haul.pipelines.tracker.specs import PLANS
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
@@ -34,6 +37,8 @@ class TrackerPlanner:
     specs: dict[str, EntitySpec]
     unique_prefix: str
     queue_key: Any
+    # a staged issue -> the holders its access list leaves out (no target account)
+    unmapped_access: Callable[[dict[str, Any]], tuple[str, ...]] = lambda raw: ()
     _issues: dict[str, Decision] = field(default_factory=dict)
     _going_to: dict[str, str] = field(default_factory=dict)  # target key -> the issue made there
 
@@ -43,6 +48,11 @@ class TrackerPlanner:
             return await SpecPlanner(self.store, self.specs).decide(row, record)
         if row.entity == "issue":
             return await self._issue(record.source_id)
+        if row.entity == ISSUE_ACCESS and (unmapped := self.unmapped_access(record.raw)):
+            return "conflict", (
+                f"{', '.join(unmapped)} has no target account: left out of the issue's access"
+                " list, never given to the default user"
+            )
         issue_key = record.parent or ""
         issue = await self._issue(issue_key)
         if issue[0] != "skip":

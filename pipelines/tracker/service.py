@@ -73,6 +73,7 @@ ENTITIES = (
     Entity("attachment", files=True),
     Entity("checklist"),
     Entity("issue_status", optional=True),  # a status changed at the source after the load
+    Entity("issue_access", staged="issue"),  # an issue whose source lists anyone on `access`
     Entity("link"),
     Entity("remote_link"),  # the planning layer beside the issues (`planning_layer`)
     Entity("filter", optional=True),  # [scope] filters = "all"
@@ -203,7 +204,14 @@ class TrackerService:
         entities = await entity_target(client, store, transform, config, keys.current, keys.key)
         specs += entities.specs
         by_name = {spec.name: spec for spec in specs}
-        planner = TrackerPlanner(client, store, by_name, transform.unique_prefix, queue_map.key)
+        planner = TrackerPlanner(
+            client,
+            store,
+            by_name,
+            transform.unique_prefix,
+            queue_map.key,
+            unmapped_access=lambda raw: transform.access(raw).unmapped,
+        )
         verifier = TrackerVerifier(client, transform, prints)
 
         def not_carried() -> dict[str, int]:

@@ -26,6 +26,9 @@ from haul.pipelines.specs import (
 )
 from haul.pipelines.tracker.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
+from haul.pipelines.tracker.issue_access import failure as access_failure
+from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.statuses import StatusSync, carried_by_import, plan_statuses
@@ -100,6 +103,7 @@ PLANS = {
     "attachment": plan_attachments,
     "checklist": PLAN_CHECKLISTS,
     "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
+    "issue_access": plan_issue_access,
     "link": plan_links,
 }
 
@@ -140,6 +144,8 @@ class TrackerLoad:
                        self.find_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,
                        self.statuses.find),
+            EntitySpec(ISSUE_ACCESS, "issue", plan_issue_access, self.send_access,
+                       self.find_access, refresh=self.refresh_access, sends_conflicts=True),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
                        requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
                        phase=1, fingerprint=link, needs_named=True),
@@ -200,6 +206,52 @@ class TrackerLoad:
         if self.statuses.steps > steps:
             self.changes[("issue", "transitioned")] += 1
         return done
+
+    async def send_access(self, record: StagedRecord, issue_key: str | None) -> str:
+        """Bring the target issue's access list to the source's (mapped, narrowed: see
+        `issue_access`); fail, naming them, when holders were left out."""
+        if issue_key is None:
+            raise RecordFailure(f"issue {record.source_id} is not loaded")
+        access = self.transform.access(record.raw)
+        await self._set_access(issue_key, access.logins)
+        if access.unmapped:
+            raise RecordFailure(access_failure(record.source_id, access))
+        return issue_key
+
+    async def find_access(
+        self, record: StagedRecord, issue_key: str | None, unclaimed: Unclaimed
+    ) -> str | None:
+        """The issue, once its access list is the source's; never one that leaves a holder out
+        (its row stays failed, naming them)."""
+        access = self.transform.access(record.raw)
+        if issue_key is None or access.unmapped:
+            return None
+        found = await self.client.find_issue(issue_key)
+        if found is None or held(found) != self._uids(access.logins):
+            return None
+        return issue_key
+
+    async def refresh_access(self, record: StagedRecord, target_key: str) -> None:
+        """The list changed at the source: the target's follows, removals too (the issue's
+        own edit replaces it first; this reads it back, and edits only what is left)."""
+        access = self.transform.access(record.raw)
+        if await self._set_access(self.keys.key(record.source_id), access.logins):
+            self.changes[(ISSUE_ACCESS, "updated")] += 1
+        if access.unmapped:
+            raise RecordFailure(access_failure(record.source_id, access))
+
+    async def _set_access(self, key: str, logins: tuple[str, ...]) -> bool:
+        """Replace the issue's access list unless it holds `logins` already; True if edited."""
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        if held(found) == self._uids(logins):
+            return False
+        await self.client.update_issue(key, {"access": list(logins)})
+        return True
+
+    def _uids(self, logins: tuple[str, ...]) -> list[str]:
+        return sorted(str(self.prints.uid(login)) for login in logins)
 
     async def send_deletion(self, record: StagedRecord, parent: str | None) -> str:
         assert self.deletions is not None  # the spec exists only then

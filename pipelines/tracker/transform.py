@@ -17,6 +17,8 @@ from typing import Any
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.tracker.issue_access import IssueAccess
+from haul.pipelines.tracker.issue_access import wanted as wanted_access
 
 KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
 
@@ -102,11 +104,22 @@ class UserMap:
     default: str | None = None
     unmapped: set[str] = field(default_factory=set)
 
+    def source_login(self, ref: dict[str, Any] | str) -> str:
+        """A source user reference's login (its uid when the source listed no such user)."""
+        uid = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
+        return self.source_logins.get(uid, uid)
+
+    def holder(self, ref: dict[str, Any] | str) -> str | None:
+        """A source user's target login where the login grants access: by the users file or
+        the same login, and only a login the target has; never the default user (None)."""
+        login = self.source_login(ref)
+        mapped = self.explicit.get(login, login)
+        return mapped if mapped in self.target_logins else None
+
     def login(self, ref: dict[str, Any] | str | None) -> str | None:
         if ref is None:
             return None
-        uid = str(ref.get("id")) if isinstance(ref, dict) else str(ref)
-        login = self.source_logins.get(uid, uid)
+        login = self.source_login(ref)
         mapped = self.explicit.get(login)
         if mapped is not None:
             return mapped
@@ -166,7 +179,7 @@ STRUCTURE_REFS = {  # issue field -> the organisation object its ids name
 }
 PLAIN_FIELDS = ("deadline", "start", "end", "storyPoints")
 ESTIMATES = ("originalEstimation", "estimation", "spent")  # ISO-8601 read, milliseconds sent
-USER_LISTS = ("votedBy", "favoritedBy", "access")
+USER_LISTS = ("votedBy", "favoritedBy")  # `access` maps strictly: see `Transform.access`
 
 
 @dataclass
@@ -308,6 +321,8 @@ class Transform:
         for name in USER_LISTS:
             if issue.get(name):
                 carried[name] = [self.users.login(ref) for ref in issue[name]]
+        if access := self.access(issue).logins:
+            carried["access"] = list(access)
         if issue.get("followingMaillists"):
             carried["followingMaillists"] = [
                 mail_address(item) for item in issue["followingMaillists"]
@@ -321,14 +336,20 @@ class Transform:
                 carried[target_key] = self.users.login(value) if _is_user(value) else value
         return carried
 
+    def access(self, issue: dict[str, Any]) -> IssueAccess:
+        """The issue's target access list, failing closed (see `pipelines.tracker.issue_access`)."""
+        return wanted_access(issue, self.users.holder, self.users.source_login)
+
     def issue_update_body(self, issue: dict[str, Any]) -> dict[str, Any]:
-        """The fields an ordinary edit may change (status needs a workflow transition)."""
+        """The fields an ordinary edit may change (status needs a workflow transition); the
+        access list whole, so a holder removed at the source is removed in the target."""
         body: dict[str, Any] = {
             "summary": issue["summary"],
             "description": self.queues.rewrite(issue.get("description")) or "",
             "tags": list(issue.get("tags") or []),
             "assignee": self.users.login(issue.get("assignee")),
             "followers": [self.users.login(ref) for ref in issue.get("followers") or []],
+            "access": list(self.access(issue).logins),
         }
         for field_name in ("type", "priority"):
             if isinstance(issue.get(field_name), dict):

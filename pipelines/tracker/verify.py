@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints, instant, ref_id
+from haul.pipelines.tracker.issue_access import held
 from haul.pipelines.tracker.transform import (
     ESTIMATES,
     PLAIN_FIELDS,
@@ -48,7 +49,9 @@ class TrackerVerifier:
     prints: TrackerFingerprints
     _statuses: dict[str, str | None] = field(default_factory=dict)  # target key -> status key
 
-    compares: ClassVar[frozenset[str]] = frozenset(("issue", "checklist", "issue_status"))
+    compares: ClassVar[frozenset[str]] = frozenset(
+        ("issue", "checklist", "issue_status", "issue_access")
+    )
 
     async def compare(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
         """(expected, found) for one done ledger row; found is None when the target lacks it."""
@@ -56,6 +59,10 @@ class TrackerVerifier:
             return self._checklist(record), await self._target_checklist(record)
         if row.entity == "issue_status":
             return {"status": self._keys(record.raw)["status"]}, await self._target_status(record)
+        if row.entity == "issue_access":
+            found = await self.client.find_issue(self.prints.key_of(record.source_id))
+            have = None if found is None else {"access": held(found)}
+            return {"access": self._access(record.raw)}, have
         expected = self._issue(record)
         return expected, await self._target_issue(row, expected)
 
@@ -93,6 +100,7 @@ class TrackerVerifier:
             )
             for name in (*USER_LISTS, "followers")
         }
+        fields["access"] = self._access(raw)
         if raw.get("followingMaillists"):
             fields["followingMaillists"] = sorted(map(mail_address, raw["followingMaillists"]))
         structure = self.transform.structure
@@ -103,6 +111,13 @@ class TrackerVerifier:
                 if target_key is not None and value is not None:
                     fields[f"field:{target_key}"] = self._value(value)
         return fields
+
+    def _access(self, raw: Fields) -> list[str]:
+        """The access list as target uids; a holder left out (no target account) as
+        ``unmapped user <login>``, which the target cannot show: verify names it."""
+        access = self.transform.access(raw)
+        uids = sorted(str(self.prints.uid(login)) for login in access.logins)
+        return uids + [f"unmapped {holder}" for holder in access.unmapped]
 
     def _value(self, value: Any) -> Any:
         if isinstance(value, dict) and "/users/" in str(value.get("self", "")):
@@ -115,7 +130,7 @@ class TrackerVerifier:
         fields |= {name: milliseconds(found.get(name)) for name in ESTIMATES if name in expected}
         fields |= {
             name: sorted(str(ref_id(ref)) for ref in found.get(name) or [])
-            for name in (*USER_LISTS, "followers")
+            for name in (*USER_LISTS, "followers", "access")
         }
         if "followingMaillists" in expected:
             fields["followingMaillists"] = sorted(

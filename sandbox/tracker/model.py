@@ -296,6 +296,11 @@ class Org:
             self._index_issue(issue)
 
     # -- users ------------------------------------------------------------------------------
+    def remove_user(self, login: str) -> bool:
+        """The person leaves the org: no longer listed nor found (False: no such login)."""
+        uid = self._logins.pop(login, None)
+        return uid is not None and self.users.pop(uid, None) is not None
+
     def find_user(self, value: object) -> User | None:
         """A user of this org by login, by uid (int or digits), or None."""
         if isinstance(value, bool):

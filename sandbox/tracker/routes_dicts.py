@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from haul.sandbox.tracker import render
+from haul.sandbox.tracker import catalog, render
 from haul.sandbox.tracker.context import open_call
 from haul.sandbox.tracker.errors import ApiError
 from haul.sandbox.tracker.paging import page_of
@@ -81,6 +81,16 @@ async def list_users(request: Request) -> Response:
     has_next = 'rel="next"' in page.headers["Link"]
     body = {"users": [render.user(call.view, u) for u in page.items], "hasNext": has_next}
     return JSONResponse(body, headers=page.headers)
+
+
+async def remove_user(request: Request) -> Response:
+    """DELETE /_sandbox/users/{login} (admin, with the org header): the person leaves this
+    organisation, as one who left the company; what they made stays as it is."""
+    call = open_call(request, admin=True)
+    login = request.path_params["login"]
+    if login in (catalog.ADMIN_LOGIN, catalog.USER_LOGIN) or not call.org.remove_user(login):
+        raise ApiError(404, "User does not exist.", errors={"user": login})
+    return Response(status_code=200)
 
 
 async def get_user(request: Request) -> Response:

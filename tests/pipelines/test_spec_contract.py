@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from haul_fixtures import environ, source_queues, write_config
 
@@ -31,7 +32,8 @@ ORGANISATION = (
 )  # fmt: skip
 TRACKER = (
     *ORGANISATION,
-    *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist", "link"),
+    *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist"),
+    *("issue_access", "link"),
     *("remote_link", "autoaction"),
 )
 WIKI = (
@@ -132,6 +134,7 @@ def extracted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     folders = {}
     with sandbox_server.start_sandbox(size="tiny", seed=SEED) as sandbox:
         info = sandbox.info
+        _open_an_issue_to_two_people(info)
         for key, scope in (("", {}), ("planning", SCOPE)):
             folder = tmp_path_factory.mktemp(f"extracted-{key or 'plain'}")
             config = load_config(_config(folder, info, scope))
@@ -139,6 +142,18 @@ def extracted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
             (folder / "haul.toml").unlink()
             folders[key] = folder
         yield folders
+
+
+def _open_an_issue_to_two_people(info: dict[str, Any]) -> None:
+    """The tiny org seeds no issue access list: one issue gets one at the source (an ordinary
+    edit), so `issue_access` has a row to send."""
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["source"],
+    }
+    reply = httpx.patch(f"{info['tracker']}/issues/DEV-1", headers=headers,
+                        json={"access": ["frank", "grace"]})  # fmt: skip
+    assert reply.status_code == 200, reply.text
 
 
 def _config(folder: Path, info: dict[str, Any], scope: dict[str, str]) -> Path:
