@@ -184,6 +184,11 @@ class Remapping(Section):
     groups_file: Path | None = Field(
         None, description="CSV of source group,target group rows (wiki page access)."
     )
+    email_domains: list[str] = Field(
+        default_factory=list,
+        description="The organisation's email domains: a back-fill author's address on one of "
+        "them may name a target login by its part before @ (any other address only whole).",
+    )
     wiki_roots: dict[Slug, Slug] = Field(default_factory=dict, description="Source -> target slug.")
     wiki_provenance: str = Field(DEFAULT_PROVENANCE, description="Provenance line ('' for none).")
     fields: dict[str, str] = Field(
@@ -196,6 +201,14 @@ class Remapping(Section):
         "boards and sprints the issues need and the target lacks (false: haul check lists "
         "them as errors and nothing is created).",
     )
+
+    @field_validator("email_domains")
+    @classmethod
+    def _bare_domains(cls, domains: list[str]) -> list[str]:
+        for domain in domains:
+            if not domain.strip() or "@" in domain:
+                raise ValueError(f"{domain!r} is not a domain: give it without @, e.g. example.org")
+        return [domain.strip().lower() for domain in domains]
 
 
 class Backfill(Section):

@@ -23,7 +23,7 @@ class SandboxConfig:
     target_token_env: str | None = None  # None: the same variable as the source
     queues: list[str] | None = None  # None: every source queue of the JSON line
     queue_mapping: Mapping[str, str] = field(default_factory=lambda: {"TEST": "NEW"})
-    mapping_extra: Mapping[str, str] = field(default_factory=lambda: {"default_user": "robot"})
+    mapping_extra: Mapping[str, Any] = field(default_factory=lambda: {"default_user": "robot"})
     staging_path: str = "haul.db"
     endpoint_extra: Mapping[str, Any] = field(default_factory=dict)  # read_rps, ...
     sections: str = ""  # extra TOML appended as it is ([tuning] ...)
@@ -86,6 +86,8 @@ def _endpoint(
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return _toml_list(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -21,6 +21,7 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import default_description, render
 from haul.pipelines.forms.staged import answer_order, answers_of, author_login, rules
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.tracker.addresses import TargetPeople
 from haul.pipelines.tracker.backfill_prints import BackfillPrints
 from haul.pipelines.tracker.target import default_user
 from haul.state.store import StagedRecord, StagingStore
@@ -72,6 +73,8 @@ class TrackerBackfill:
         self.prefix = f"haul:forms:{self.config.source.org}"
         self.default_user = default_user(self.store, self.config)
         self.defaulted: set[str] = set()  # who fell to the default user, for the report
+        users = (record.raw for record in self.store.iter_records("target.user"))
+        self.people = TargetPeople.of(users, self.config.mapping.email_domains)
 
     def specs(self) -> list[EntitySpec]:
         plans = tracker_plans(self.config)
@@ -156,22 +159,22 @@ class TrackerBackfill:
 
     def _author(self, rule: Backfill, values: dict[str, Any], survey: dict[str, Any]) -> str:
         """The template's user, else the survey's author, else the default user (the target
-        token's own user when `mapping.default_user` is not set)."""
-        candidates = [
-            render(rule.created_by, values) if rule.created_by else "",
-            author_login(survey),
-        ]
-        for candidate in candidates:
-            login = str(candidate or "").strip()
-            for name in (login, login.partition("@")[0]):
-                if name and name in self.target_logins:
-                    return name
+        token's own user when `mapping.default_user` is not set); an address matches whole,
+        or by its part before @ on the organisation's domains only (`addresses`). A template
+        user that matches no one is named in the report, whoever the answer then goes to."""
+        written = render(rule.created_by, values).strip() if rule.created_by else ""
+        author = author_login(survey)
+        if written and (login := self.people.login_for(written)) is not None:
+            return login
+        if (login := self.people.login_for(author)) is not None:
+            if written:
+                self.defaulted.add(f"{written} (back-fill: loaded as the survey's author {login})")
+            return login
         if self.default_user:
-            self.defaulted.add(f"{candidates[0] or candidates[1] or 'no author'} (back-fill)")
+            self.defaulted.add(f"{written or author or 'no author'} (back-fill)")
             return self.default_user
         raise RecordFailure(
-            f"no target user for {candidates[0] or candidates[1]!r} and no "
-            "mapping.default_user is set"
+            f"no target user for {written or author!r} and no mapping.default_user is set"
         )
 
     async def send_issue(self, record: StagedRecord, parent: str | None) -> str:

@@ -22,6 +22,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.tracker.addresses import TargetPeople
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.remote_links import application_findings
@@ -79,7 +80,8 @@ async def _target_users(
 ) -> list[Finding]:
     """The users-file rows and default_user against the target's logins, who the default
     user is, and the back-fills whose survey's author falls to it."""
-    have = {str(user.get("login")) async for user in client.iter_users()}
+    users = [user async for user in client.iter_users()]
+    have = {str(user.get("login")) for user in users}
     found = []
     explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
     for source, target in sorted(explicit.items()):
@@ -98,12 +100,13 @@ async def _target_users(
         found.append(Finding("ok", f"the default user is {default}, the target token's own user: "
                                    "records whose user has no target user are loaded as it"))  # fmt: skip
     if store is not None:
-        found += _backfill_authors(config, store, have, default)
+        people = TargetPeople.of(users, config.mapping.email_domains)
+        found += _backfill_authors(config, store, people, default)
     return found
 
 
 def _backfill_authors(
-    config: Config, store: StagingStore, have: set[str], default: str
+    config: Config, store: StagingStore, people: TargetPeople, default: str
 ) -> list[Finding]:
     """A tracker back-fill without `created_by` makes its issues as the survey's author."""
     found = []
@@ -112,7 +115,7 @@ def _backfill_authors(
         if rule.created_by or survey is None:
             continue
         author = author_login(survey.raw)
-        if not ({author, author.partition("@")[0]} & have):
+        if people.login_for(author) is None:
             found.append(Finding(
                 "warning",
                 f"backfill[{index}]: the author of survey {rule.survey} ({author or 'none'}) has "

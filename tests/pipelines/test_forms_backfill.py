@@ -192,3 +192,43 @@ def test_the_export_operation_runs_to_its_file(sandbox):
     assert len(lines) - 1 == len(source_answers(info, support))
     retired = httpx.get(info["forms"].replace("/v1", "/v3") + f"/surveys/{support}/answers")
     assert retired.status_code == 404
+
+
+def test_an_address_on_another_domain_is_not_the_organisations_person(tmp_path):
+    """`created_by = "{email}"`: heidi@outsider.example is not the organisation's heidi (only
+    her part before @ is alike): the issue goes the documented way (the survey's author, else
+    the default user) and the report names the address. grace@corp.example.org is the
+    organisation's grace: `mapping.email_domains` names its domain."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as running:
+        info = running.info
+        support, _, feedback = info["surveys"]["source"]
+
+        async def fill() -> None:
+            async with client(info, "forms", "source") as forms:
+                for subject, email in (("Outsider", "heidi@outsider.example"),
+                                       ("Insider", "grace@corp.example.org")):  # fmt: skip
+                    await forms.fill(support, {"subject": subject, "email": email})
+
+        asyncio.run(fill())
+        options = SandboxConfig(
+            source_token_env=TOKEN_ENV,
+            endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+            queues=[],
+            services=("forms", "tracker", "wiki"),
+            wiki_roots=[PAGE],
+            surveys=[support, feedback],
+            mapping_extra={"default_user": "robot", "email_domains": ["corp.example.org"]},
+            sections=rules(info),
+        )
+        config = load_config(write_sandbox_config(tmp_path, info, options))
+        summary = asyncio.run(run_all(config, environ=environ(info)))
+        assert summary.complete
+
+        issues, _ = target_state(info)
+        authors = {issue["summary"].partition(" (")[0]: issue["createdBy"]["display"]
+                   for issue in issues}  # fmt: skip
+        assert authors["Insider"].startswith("Grace")
+        assert not authors["Outsider"].startswith("Heidi"), authors["Outsider"]
+        assert any("heidi@outsider.example" in user for user in summary.unmapped_users)
