@@ -204,8 +204,7 @@ def _missing_group(source: str, there: str) -> Finding:
     )
     return Finding(
         "warning",
-        f"queue permissions: the target has no group {there}{mapped}: its permissions are not"
-        " compared",
+        f"group {there} is missing in the target{mapped}: its queue permissions are not compared",
         f"create group {there} in the target, or map {source} to a group the target has in"
         " mapping.groups_file",
     )

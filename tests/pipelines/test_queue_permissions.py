@@ -261,5 +261,7 @@ def test_a_group_missing_in_the_target_is_named_by_its_target_name(tmp_path: Pat
         found = asyncio.run(findings())
 
     (missing,) = [f for f in found if f.level == "warning"]
-    assert "the target has no group helpdesk (source group support maps to it" in missing.what
+    assert "group helpdesk is missing in the target (source group support maps to it" in (
+        missing.what
+    )
     assert "create group helpdesk in the target" in (missing.fix or "")
