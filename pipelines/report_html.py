@@ -351,8 +351,9 @@ def render_html(report: dict[str, Any]) -> str:
     """The whole page for one report (see `run_report.gather_report`)."""
     run = report["run"]
     command = escape(str(run["command"]))
-    outcome = escape(str(run["outcome"]))
-    outcome_class = "ok" if run["outcome"] == "ok" else "bad"
+    said = report.get("headline") or {"text": run["outcome"], "ok": run["outcome"] == "ok"}
+    outcome = escape(str(said["text"]))
+    outcome_class = "ok" if said["ok"] else "bad"
     error = f" {escape(str(run['error']))}" if run.get("error") else ""
     users = ", ".join(report.get("unmapped_users") or []) or "none"
     return f"""<!doctype html>
@@ -360,7 +361,7 @@ def render_html(report: dict[str, Any]) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>haul {command} report</title>
 <style>{STYLE}</style></head><body>
-<h1>haul {command}: <span class="{outcome_class}">{outcome}</span></h1>
+<h1 id="headline">haul {command}: <span class="{outcome_class}">{outcome}</span></h1>
 <p id="run">Run {run["id"]}, started {escape(str(run["started_at"]))}, ended
 {escape(str(run["ended_at"]))} ({run["seconds"]} s).{error}</p>
 <h2>Next</h2>

@@ -121,20 +121,12 @@ def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def next_step(store: StagingStore, verify: Mapping[str, Any] | None, run_end: str | None) -> str:
-    """What to do next: what `haul status` would say, unless everything is loaded: then verify
-    (again, if the run came after it), or read its differences, or nothing."""
+    """What to do next: what `haul status` would say, with `verify` as the last verify (unless
+    it came before the run ended: then verify again)."""
     from haul.pipelines.registry import services
+    from haul.pipelines.run_report import verify_after
     from haul.pipelines.status import gather_status
 
-    said = gather_status(store, services()).next_action()
-    if not said.startswith("everything staged is loaded"):
-        return said
-    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
-        return said
-    if not verify.get("ok"):
-        count = verify.get("difference_count")
-        return (
-            f"haul verify found {count} difference(s): read verify.csv beside the store, correct "
-            "them (or the config), then run haul verify again"
-        )
-    return "nothing: everything staged is loaded and haul verify found the target matching"
+    status = gather_status(store, services())
+    status.verify = verify_after(verify, run_end)
+    return status.next_action()

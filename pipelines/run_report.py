@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,44 @@ def throughput(store: StagingStore, start: str | None, end: str | None) -> list[
     ]
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The verdict a report opens with, and whether it is good news."""
+
+    text: str
+    ok: bool
+
+
+def headline(outcome: str, failed: int, verify: Mapping[str, Any] | None) -> Headline:
+    """ "ok" only when the run ended well, no record failed and the verify after it (if any)
+    found the target matching; otherwise what is wrong, as the exit status says it (3 for
+    failed records or verify differences, 1 for a run that stopped)."""
+    if outcome != "ok":
+        return Headline(outcome, ok=False)
+    wrong = [f"{failed} record(s) failed"] if failed else []
+    if verify is not None and not verify.get("ok"):
+        wrong.append(f"verify found {verify.get('difference_count')} difference(s)")
+    if wrong:
+        return Headline("done, but " + " and ".join(wrong), ok=False)
+    return Headline("ok, verified" if verify is not None else "ok", ok=True)
+
+
+def verify_after(verify: Mapping[str, Any] | None, run_end: str | None) -> Mapping[str, Any] | None:
+    """The last verify's result if it speaks of this run (it ended after the run did); a verify
+    from before the run says nothing of what the run changed."""
+    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
+        return None
+    return verify
+
+
+def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:
+    """The headline of the store's latest run: its outcome, its failures, the verify after it."""
+    failed = sum(states.get("failed", 0) for states in store.ledger.counts().values())
+    failed += sum(not p.entity.endswith(CHANGE) for p in store.problems)
+    verify = verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), run.get("ended_at"))
+    return headline(run.get("outcome") or "running", failed, verify)
+
+
 def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
     """The causes of the failed records, commonest first (`failures`): each with its root
     records' count and the records waiting under them ("issue X was not loaded")."""
@@ -79,7 +118,9 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
     run = runs[0] if runs else {}
     started, ended = _moment(run.get("started_at")), _moment(run.get("ended_at"))
     details = run.get("counts") or {}
+    verdict = run_headline(store, run)
     return {
+        "headline": {"text": verdict.text, "ok": verdict.ok},
         "run": {
             "id": run.get("id"),
             "command": run.get("command"),
