@@ -18,6 +18,8 @@ from html import escape
 from itertools import pairwise
 from typing import Any
 
+from haul.pipelines.report import COUNTS_CAPTION
+
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
 WIDTH, HEIGHT = 520, 220  # the charts' own units: they scale to the page (at most 640 px)
@@ -246,9 +248,10 @@ def _services(services: list[dict[str, Any]]) -> str:
         )
         parts.append(f'<section class="service" id="service-{name}"><h3>{name}</h3>')
         parts.append(f"<p>{escape(sides or 'No request recorded in this run.')}</p>")
-        columns = ["entity", "staged", "loaded", "failed", "pending"]
+        columns = ["entity", "staged", "to_load", "loaded", "failed", "pending"]
         if service["counts"]:
             parts.append(_table(service["counts"], columns, f"counts-{name}", ["entity"]))
+            parts.append(f"<p>{escape(COUNTS_CAPTION)}.</p>")
         parts.append("</section>")
     return "".join(parts) or "<p>No service has anything staged yet.</p>"
 

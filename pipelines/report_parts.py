@@ -94,9 +94,15 @@ def per_service(details: Mapping[str, Any], counts: list[dict[str, Any]]) -> lis
             for side in SIDES
         }  # fmt: skip
         sides = {side: figures for side, figures in sides.items() if figures}
-        if any(row["staged"] for row in rows) or any(f.get("requests") for f in sides.values()):
+        counted = any(_positive(row[c]) for row in rows for c in ("staged", "to_load"))
+        if counted or any(f.get("requests") for f in sides.values()):
             shown.append({"name": service.name, "counts": rows, "sides": sides})
     return shown
+
+
+def _positive(count: Any) -> bool:
+    """A count above zero ("-" is a count that does not apply)."""
+    return isinstance(count, int) and count > 0
 
 
 def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -133,7 +133,8 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
         "counts": [
             {
                 "entity": row.entity,
-                "staged": row.staged,
+                "staged": row.in_store,
+                "to_load": row.to_load,
                 "loaded": row.loaded,
                 "failed": row.failed,
                 "pending": row.pending,
@@ -168,9 +169,11 @@ def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) ->
 
     verify = store.get_checkpoint(VERIFY_CHECKPOINT)
     counts = [  # with what is staged for exports only (no load figures: "-")
-        {"entity": r.entity, "staged": r.staged, "loaded": r.loaded, "failed": r.failed,
-         "pending": r.pending} if r.loadable else
-        {"entity": r.entity, "staged": r.staged, "loaded": "-", "failed": "-", "pending": "-"}
+        {"entity": r.entity, "staged": "-" if r.in_store is None else r.in_store,
+         "to_load": r.to_load, "loaded": r.loaded, "failed": r.failed, "pending": r.pending}
+        if r.loadable else
+        {"entity": r.entity, "staged": r.in_store, "to_load": "-", "loaded": "-", "failed": "-",
+         "pending": "-"}
         for r in entity_counts(store, in_use(store, services()))
     ]  # fmt: skip
     return {

@@ -35,8 +35,8 @@ log = structlog.get_logger(__name__)
 PLANNED_AT = "ledger.planned"  # the newest staged_at the ledger was planned from
 # what the stages' progress lines count, said once when each starts (off a terminal)
 EXTRACT_LEGEND = (
-    "X staged: records read from the source into the staging store by this run; X drained: "
-    "records whose comments, files and other sub-records were fetched"
+    "X staged: records read from the source into the staging store by this run (the table's "
+    "staged column); X drained: records whose comments, files and other sub-records were fetched"
 )
 LOAD_LEGEND = "records loaded: records sent to the target by this run, of those waiting to load"
 
@@ -62,7 +62,7 @@ class RunSummary:
         it can count is at least what was loaded."""
         if any(self.in_target.get(row.entity, row.loaded) < row.loaded for row in self.counts):
             return False
-        return all(row.loaded == row.staged for row in self.counts if row.loadable)
+        return all(row.loaded == row.to_load for row in self.counts if row.loadable)
 
 
 @dataclass

@@ -332,10 +332,10 @@ def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path)
     report = json.loads((staging_db(tmp_path).parent / "report.json").read_text(encoding="utf-8"))
     assert report["run"]["command"] == "load" and report["run"]["outcome"] == "interrupted"
     issues = next(row for row in report["counts"] if row["entity"] == "issue")
-    assert issues["loaded"] + issues["pending"] == issues["staged"] == 50
+    assert issues["loaded"] + issues["pending"] == issues["to_load"] == 50
     loaded = sum(row["loaded"] for row in report["counts"])
     pending = sum(row["pending"] for row in report["counts"])
-    assert loaded > 0 and (pending > 0 or loaded == sum(r["staged"] for r in report["counts"]))
+    assert loaded > 0 and (pending > 0 or loaded == sum(r["to_load"] for r in report["counts"]))
 
 
 def test_retries_and_rate_limit_waits_are_in_the_report(sandbox: Any, tmp_path: Path) -> None:
