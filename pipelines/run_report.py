@@ -24,12 +24,13 @@ import structlog
 from haul.pipelines import report_parts
 from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
+from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
+from haul.pipelines.status import verify_after
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
 BUCKETS = 60
-VERIFY_CHECKPOINT = "verify.last"
 
 
 def _moment(value: str | None) -> datetime | None:
@@ -85,14 +86,6 @@ def headline(outcome: str, failed: int, verify: Mapping[str, Any] | None) -> Hea
     if wrong:
         return Headline("done, but " + " and ".join(wrong), ok=False)
     return Headline("ok, verified" if verify is not None else "ok", ok=True)
-
-
-def verify_after(verify: Mapping[str, Any] | None, run_end: str | None) -> Mapping[str, Any] | None:
-    """The last verify's result if it speaks of this run (it ended after the run did); a verify
-    from before the run says nothing of what the run changed."""
-    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
-        return None
-    return verify
 
 
 def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:

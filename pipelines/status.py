@@ -26,6 +26,16 @@ from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
 
+VERIFY_CHECKPOINT = "verify.last"  # haul verify's last result, kept in the store
+
+
+def verify_after(verify: Mapping[str, Any] | None, run_end: str | None) -> Mapping[str, Any] | None:
+    """The last verify's result if it speaks of the last run (it ended after the run did); a
+    verify from before the run says nothing of what the run changed."""
+    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
+        return None
+    return verify
+
 
 @dataclass(frozen=True)
 class StatusLine:
@@ -121,8 +131,6 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         if run["outcome"] is None:
             run["outcome"] = "running" if alive and index == 0 else "interrupted"
     known = _source_counts(recent, services)
-    from haul.pipelines.run_report import VERIFY_CHECKPOINT, verify_after
-
     last_end = recent[0]["ended_at"] if recent else None
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
