@@ -191,15 +191,17 @@ def summary_json(
 
 COUNTS_CAPTION = (
     "staged: records in the staging store, as the progress lines count them; to load: the "
-    "ledger rows the load sends (haul status names what is staged and not loaded by design)"
+    'ledger rows the load sends ("-": staged for exports only; haul status names what else is '
+    "staged and not loaded by design)"
 )
 
 
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
     """The per-entity table on the console, with a total of the loadable entities ("-" where
-    a figure does not apply: an entity never loaded, or one loaded from another's records)."""
+    a figure does not apply: an entity never loaded, or one loaded from another's records),
+    then the line that says what its two first columns count."""
     columns = ("to_load", "loaded", "failed", "pending")
-    table = Table(title=title, caption=COUNTS_CAPTION)
+    table = Table(title=title)
     table.add_column("entity")
     for header in ("staged", "to load", "loaded", "failed", "pending"):
         table.add_column(header, justify="right")
@@ -208,7 +210,8 @@ def render_counts(rows: list[EntityCounts], console: Console, title: str) -> Non
         if row.loadable:
             table.add_row(row.entity, staged, *(str(getattr(row, c)) for c in columns))
         else:
-            table.add_row(f"{row.entity} (staged only)", staged, "-", "-", "-", "-")
+            table.add_row(row.entity, staged, "-", "-", "-", "-")
     totals = (sum(getattr(row, c) for row in rows if row.loadable) for c in columns)
     table.add_row("total", "-", *map(str, totals))
     console.print(table)
+    console.print(COUNTS_CAPTION, markup=False, highlight=False, soft_wrap=True)

@@ -138,7 +138,7 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
     }
     assert cells["issue"] == ["6", "5", "3", "1", "1"]
     assert cells["comment_attachment"] == ["-", "2", "2", "0", "0"]  # loads from attachments
-    assert cells["changelog (staged only)"] == ["40", "-", "-", "-", "-"]
+    assert cells["changelog"] == ["40", "-", "-", "-", "-"]
     assert cells["total"] == ["-", "14", "12", "1", "1"]
 
 
