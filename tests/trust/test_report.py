@@ -83,6 +83,7 @@ def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_pat
 def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> None:
     """Failed records or verify differences make the headline bad news (the exit status is 3);
     a stopped run shows its outcome; a verify from before the run says nothing of it."""
+    from haul.pipelines.demo import demo_status
     from haul.pipelines.run_report import Headline, headline
     from haul.pipelines.status import verify_after
 
@@ -95,6 +96,9 @@ def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> Non
         "done, but 2 record(s) failed and verify found 4 difference(s)"
     )
     assert headline("interrupted", 0, matched) == Headline("interrupted", ok=False)
+    assert demo_status(True, headline("ok", 0, differs)) == 3  # the demo exits as verify does
+    assert demo_status(True, headline("ok", 0, matched)) == 0
+    assert demo_status(False, headline("ok", 0, matched)) == 1
     assert verify_after(differs, "2026-01-03T00:00:00") is None
     assert verify_after(differs, "2026-01-01T00:00:00") == differs
 
