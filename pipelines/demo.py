@@ -22,6 +22,7 @@ from haul.pipelines.config import load_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.report import print_run
+from haul.pipelines.run_report import Headline, headline
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify, write_csv
@@ -62,7 +63,7 @@ def run_demo(
     *, workdir: Path, size: str = "small", seed: int = 1, console: Console | None = None
 ) -> int:
     """Run the demo; 0 only when every staged record reached the target and verify found it
-    matching."""
+    matching (see `demo_status`)."""
     console = console or Console()
     if workdir.exists():
         shutil.rmtree(workdir)  # a new sandbox has new orgs: old staging would not match them
@@ -104,6 +105,16 @@ def run_demo(
         if checked.ok
         else f"VERIFY FOUND {len(checked.differences)} DIFFERENCE(S): see {differences}",
     ]
+    verdict = headline("ok", summary.failed + summary.problems, checked.as_dict())
+    lines.append(f"haul demo: {verdict.text}")  # the report's headline, word for word
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return 0 if summary.complete and checked.ok else 1
+    return demo_status(summary.complete, verdict)
+
+
+def demo_status(complete: bool, verdict: Headline) -> int:
+    """As every command's: 3 when records failed or verify found differences, 1 when the
+    target does not hold what was staged, 0 when it does and matches."""
+    if not verdict.ok:
+        return 3
+    return 0 if complete else 1

@@ -24,7 +24,7 @@ from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PLAN_CONFLICTS
 from haul.pipelines.planner import DECISIONS, Decision, Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
-from haul.pipelines.specs import EntitySpec, Ref
+from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
@@ -97,9 +97,18 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
                         if blocker := result.blocker(row, spec, record):
                             result.record(row, ("blocked", blocker))
                         else:
-                            result.record(row, await planner.decide(row, record))
+                            result.record(row, await _decide(planner, row, record))
             store.set_checkpoint(PLAN_CONFLICTS, {"conflicts": result.conflicts})
     return result
+
+
+async def _decide(planner: Planner, row: LedgerRow, record: StagedRecord) -> Decision:
+    """The planner's decision; a record the load could not make (a back-fill's grid page the
+    target lacks) is a conflict with the reason the load would fail it with, not a crash."""
+    try:
+        return await planner.decide(row, record)
+    except RecordFailure as exc:
+        return ("conflict", str(exc))
 
 
 def duration(writes: int, target: Endpoint) -> str:

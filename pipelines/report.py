@@ -1,4 +1,10 @@
-"""Reports: per-entity counts from the staging store and the ledger, as a table for people."""
+"""Reports: per-entity counts from the staging store and the ledger, as a table for people.
+
+Two counts that read alike are told apart by name: `staged` is what the extract put in the
+staging store (what its progress lines count), `to load` the ledger rows the load sends (a
+custom field but not a system one, the sprints of migrated boards, a link once for its two
+staged ends); loaded, failed and pending split `to load`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
-from haul.pipelines.services import Service, loadable, optional, staged_only
+from haul.pipelines.services import Service, entity_named, loadable, optional, staged_only
 from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
 
@@ -18,11 +24,12 @@ class EntityCounts:
     """One entity's line of the report."""
 
     entity: str
-    staged: int
+    to_load: int  # its ledger rows
     loaded: int
     failed: int
     pending: int
     loadable: bool = True
+    in_store: int | None = None  # its staged records; None: its rows load from another kind's
 
 
 def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
@@ -33,7 +40,8 @@ def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
 
 
 def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[EntityCounts]:
-    """Staged (planned ledger rows), loaded, failed and pending, per entity: aggregate queries."""
+    """Staged records, ledger rows to load, loaded, failed and pending, per entity: aggregate
+    queries."""
     ledger = store.ledger.counts()
     staged = store.count_records()
     left_out = not_staged(store)  # by the config: no row of zeros
@@ -42,19 +50,22 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
         planned = [entity for entity in optional(service) if entity in ledger]
         for entity in (*loadable(service), *planned):
             states = ledger.get(entity, {})
+            own_kind = entity_named(services, entity).staged_as == entity
             rows.append(
                 EntityCounts(
                     entity,
-                    staged=sum(states.values()),
+                    to_load=sum(states.values()),
                     loaded=states.get("done", 0),
                     failed=states.get("failed", 0),
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
+                    in_store=staged.get(entity, 0) if own_kind else None,
                 )
             )
         for entity in staged_only(service):
             if entity in left_out and not staged.get(entity):
                 continue
-            rows.append(EntityCounts(entity, staged.get(entity, 0), 0, 0, 0, loadable=False))
+            count = staged.get(entity, 0)
+            rows.append(EntityCounts(entity, 0, 0, 0, 0, loadable=False, in_store=count))
     return rows
 
 
@@ -164,7 +175,8 @@ def summary_json(
         "counts": [
             {
                 "entity": row.entity,
-                "staged": row.staged,
+                "staged": row.in_store,
+                "to_load": row.to_load if row.loadable else None,
                 "loaded": row.loaded if row.loadable else None,
                 "failed": row.failed,
                 "pending": row.pending,
@@ -177,19 +189,29 @@ def summary_json(
     }
 
 
+COUNTS_CAPTION = (
+    "staged: records in the staging store, as the progress lines count them; to load: the "
+    'ledger rows the load sends ("-": staged for exports only; haul status names what else is '
+    "staged and not loaded by design)"
+)
+
+
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
     """The per-entity table on the console, with a total of the loadable entities ("-" where
-    an entity is never loaded)."""
-    columns = ("staged", "loaded", "failed", "pending")
+    a figure does not apply: an entity never loaded, or one loaded from another's records),
+    then the line that says what its two first columns count."""
+    columns = ("to_load", "loaded", "failed", "pending")
     table = Table(title=title)
     table.add_column("entity")
-    for column in columns:
-        table.add_column(column, justify="right")
+    for header in ("staged", "to load", "loaded", "failed", "pending"):
+        table.add_column(header, justify="right")
     for row in rows:
+        staged = "-" if row.in_store is None else str(row.in_store)
         if row.loadable:
-            table.add_row(row.entity, *(str(getattr(row, c)) for c in columns))
+            table.add_row(row.entity, staged, *(str(getattr(row, c)) for c in columns))
         else:
-            table.add_row(f"{row.entity} (staged only)", str(row.staged), "-", "-", "-")
+            table.add_row(row.entity, staged, "-", "-", "-", "-")
     totals = (sum(getattr(row, c) for row in rows if row.loadable) for c in columns)
-    table.add_row("total", *map(str, totals))
+    table.add_row("total", "-", *map(str, totals))
     console.print(table)
+    console.print(COUNTS_CAPTION, markup=False, highlight=False, soft_wrap=True)

@@ -18,6 +18,8 @@ from html import escape
 from itertools import pairwise
 from typing import Any
 
+from haul.pipelines.report import COUNTS_CAPTION
+
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
 WIDTH, HEIGHT = 520, 220  # the charts' own units: they scale to the page (at most 640 px)
@@ -246,9 +248,10 @@ def _services(services: list[dict[str, Any]]) -> str:
         )
         parts.append(f'<section class="service" id="service-{name}"><h3>{name}</h3>')
         parts.append(f"<p>{escape(sides or 'No request recorded in this run.')}</p>")
-        columns = ["entity", "staged", "loaded", "failed", "pending"]
+        columns = ["entity", "staged", "to_load", "loaded", "failed", "pending"]
         if service["counts"]:
             parts.append(_table(service["counts"], columns, f"counts-{name}", ["entity"]))
+            parts.append(f"<p>{escape(COUNTS_CAPTION)}.</p>")
         parts.append("</section>")
     return "".join(parts) or "<p>No service has anything staged yet.</p>"
 
@@ -351,8 +354,9 @@ def render_html(report: dict[str, Any]) -> str:
     """The whole page for one report (see `run_report.gather_report`)."""
     run = report["run"]
     command = escape(str(run["command"]))
-    outcome = escape(str(run["outcome"]))
-    outcome_class = "ok" if run["outcome"] == "ok" else "bad"
+    said = report.get("headline") or {"text": run["outcome"], "ok": run["outcome"] == "ok"}
+    outcome = escape(str(said["text"]))
+    outcome_class = "ok" if said["ok"] else "bad"
     error = f" {escape(str(run['error']))}" if run.get("error") else ""
     users = ", ".join(report.get("unmapped_users") or []) or "none"
     return f"""<!doctype html>
@@ -360,7 +364,7 @@ def render_html(report: dict[str, Any]) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>haul {command} report</title>
 <style>{STYLE}</style></head><body>
-<h1>haul {command}: <span class="{outcome_class}">{outcome}</span></h1>
+<h1 id="headline">haul {command}: <span class="{outcome_class}">{outcome}</span></h1>
 <p id="run">Run {run["id"]}, started {escape(str(run["started_at"]))}, ended
 {escape(str(run["ended_at"]))} ({run["seconds"]} s).{error}</p>
 <h2>Next</h2>

@@ -94,9 +94,15 @@ def per_service(details: Mapping[str, Any], counts: list[dict[str, Any]]) -> lis
             for side in SIDES
         }  # fmt: skip
         sides = {side: figures for side, figures in sides.items() if figures}
-        if any(row["staged"] for row in rows) or any(f.get("requests") for f in sides.values()):
+        counted = any(_positive(row[c]) for row in rows for c in ("staged", "to_load"))
+        if counted or any(f.get("requests") for f in sides.values()):
             shown.append({"name": service.name, "counts": rows, "sides": sides})
     return shown
+
+
+def _positive(count: Any) -> bool:
+    """A count above zero ("-" is a count that does not apply)."""
+    return isinstance(count, int) and count > 0
 
 
 def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -121,20 +127,11 @@ def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def next_step(store: StagingStore, verify: Mapping[str, Any] | None, run_end: str | None) -> str:
-    """What to do next: what `haul status` would say, unless everything is loaded: then verify
-    (again, if the run came after it), or read its differences, or nothing."""
+    """What to do next: what `haul status` would say, with `verify` as the last verify (unless
+    it came before the run ended: then verify again)."""
     from haul.pipelines.registry import services
-    from haul.pipelines.status import gather_status
+    from haul.pipelines.status import gather_status, verify_after
 
-    said = gather_status(store, services()).next_action()
-    if not said.startswith("everything staged is loaded"):
-        return said
-    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
-        return said
-    if not verify.get("ok"):
-        count = verify.get("difference_count")
-        return (
-            f"haul verify found {count} difference(s): read verify.csv beside the store, correct "
-            "them (or the config), then run haul verify again"
-        )
-    return "nothing: everything staged is loaded and haul verify found the target matching"
+    status = gather_status(store, services())
+    status.verify = verify_after(verify, run_end)
+    return status.next_action()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,13 @@ import structlog
 from haul.pipelines import report_parts
 from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
+from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
+from haul.pipelines.status import verify_after
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
 
 BUCKETS = 60
-VERIFY_CHECKPOINT = "verify.last"
 
 
 def _moment(value: str | None) -> datetime | None:
@@ -64,6 +66,36 @@ def throughput(store: StagingStore, start: str | None, end: str | None) -> list[
     ]
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The verdict a report opens with, and whether it is good news."""
+
+    text: str
+    ok: bool
+
+
+def headline(outcome: str, failed: int, verify: Mapping[str, Any] | None) -> Headline:
+    """ "ok" only when the run ended well, no record failed and the verify after it (if any)
+    found the target matching; otherwise what is wrong, as the exit status says it (3 for
+    failed records or verify differences, 1 for a run that stopped)."""
+    if outcome != "ok":
+        return Headline(outcome, ok=False)
+    wrong = [f"{failed} record(s) failed"] if failed else []
+    if verify is not None and not verify.get("ok"):
+        wrong.append(f"verify found {verify.get('difference_count')} difference(s)")
+    if wrong:
+        return Headline("done, but " + " and ".join(wrong), ok=False)
+    return Headline("ok, verified" if verify is not None else "ok", ok=True)
+
+
+def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:
+    """The headline of the store's latest run: its outcome, its failures, the verify after it."""
+    failed = sum(states.get("failed", 0) for states in store.ledger.counts().values())
+    failed += sum(not p.entity.endswith(CHANGE) for p in store.problems)
+    verify = verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), run.get("ended_at"))
+    return headline(run.get("outcome") or "running", failed, verify)
+
+
 def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
     """The causes of the failed records, commonest first (`failures`): each with its root
     records' count and the records waiting under them ("issue X was not loaded")."""
@@ -79,7 +111,9 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
     run = runs[0] if runs else {}
     started, ended = _moment(run.get("started_at")), _moment(run.get("ended_at"))
     details = run.get("counts") or {}
+    verdict = run_headline(store, run)
     return {
+        "headline": {"text": verdict.text, "ok": verdict.ok},
         "run": {
             "id": run.get("id"),
             "command": run.get("command"),
@@ -92,7 +126,8 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
         "counts": [
             {
                 "entity": row.entity,
-                "staged": row.staged,
+                "staged": row.in_store,
+                "to_load": row.to_load,
                 "loaded": row.loaded,
                 "failed": row.failed,
                 "pending": row.pending,
@@ -127,9 +162,11 @@ def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) ->
 
     verify = store.get_checkpoint(VERIFY_CHECKPOINT)
     counts = [  # with what is staged for exports only (no load figures: "-")
-        {"entity": r.entity, "staged": r.staged, "loaded": r.loaded, "failed": r.failed,
-         "pending": r.pending} if r.loadable else
-        {"entity": r.entity, "staged": r.staged, "loaded": "-", "failed": "-", "pending": "-"}
+        {"entity": r.entity, "staged": "-" if r.in_store is None else r.in_store,
+         "to_load": r.to_load, "loaded": r.loaded, "failed": r.failed, "pending": r.pending}
+        if r.loadable else
+        {"entity": r.entity, "staged": r.in_store, "to_load": "-", "loaded": "-", "failed": "-",
+         "pending": "-"}
         for r in entity_counts(store, in_use(store, services()))
     ]  # fmt: skip
     return {

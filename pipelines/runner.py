@@ -33,6 +33,12 @@ from haul.state.store import StagingStore
 log = structlog.get_logger(__name__)
 
 PLANNED_AT = "ledger.planned"  # the newest staged_at the ledger was planned from
+# what the stages' progress lines count, said once when each starts (off a terminal)
+EXTRACT_LEGEND = (
+    "X staged: records read from the source into the staging store by this run (the table's "
+    "staged column); X drained: records whose comments, files and other sub-records were fetched"
+)
+LOAD_LEGEND = "records loaded: records sent to the target by this run, of those waiting to load"
 
 
 @dataclass
@@ -56,7 +62,7 @@ class RunSummary:
         it can count is at least what was loaded."""
         if any(self.in_target.get(row.entity, row.loaded) < row.loaded for row in self.counts):
             return False
-        return all(row.loaded == row.staged for row in self.counts if row.loadable)
+        return all(row.loaded == row.to_load for row in self.counts if row.loadable)
 
 
 @dataclass
@@ -211,7 +217,8 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
         concurrency=stage.config.tuning.concurrency,
         stop_requested=stage.stop_requested,
     )
-    stats = await extractor.run()
+    with stage.progress.stage("extract", EXTRACT_LEGEND):
+        stats = await extractor.run()
     details: dict[str, Any] = {}
     for part in parts:
         if part.details is not None:
@@ -249,7 +256,8 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         concurrency=stage.config.tuning.concurrency,
         stop_requested=stage.stop_requested,
     )
-    stats = await engine.run()
+    with stage.progress.stage("load", LOAD_LEGEND):
+        stats = await engine.run()
     details: dict[str, Any] = {
         "loaded": stats.done,
         "failed": stats.failed,

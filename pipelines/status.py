@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,16 @@ from haul.pipelines.report import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
 from haul.state.store import StagingStore
+
+VERIFY_CHECKPOINT = "verify.last"  # haul verify's last result, kept in the store
+
+
+def verify_after(verify: Mapping[str, Any] | None, run_end: str | None) -> Mapping[str, Any] | None:
+    """The last verify's result if it speaks of the last run (it ended after the run did); a
+    verify from before the run says nothing of what the run changed."""
+    if not verify or (run_end and str(verify.get("ended_at") or "") < run_end):
+        return None
+    return verify
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Status:
     not_carried: dict[str, int] = field(default_factory=dict)  # "field: reason" -> values left out
     # entity -> (records deleted at the source, of them deleted in the target too)
     deleted: dict[str, tuple[int, int]] = field(default_factory=dict)
+    verify: Mapping[str, Any] | None = None  # the last verify, if it came after the last run
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -76,7 +87,24 @@ class Status:
             return "nothing staged yet: run haul extract"
         if pending:
             return f"{pending} records wait to load: run haul load"
-        return "everything staged is loaded: run haul verify to compare the target"
+        if self.verify is None:
+            return "everything staged is loaded: run haul verify to compare the target"
+        if not self.verify.get("ok"):
+            return (
+                f"haul verify found {self.verify.get('difference_count')} difference(s): read "
+                "verify.csv beside the store, correct them (or the config), then run haul verify"
+                " again"
+            )
+        return "nothing: everything staged is loaded and haul verify found the target matching"
+
+    def verify_line(self) -> str:
+        """What the verify after the last run found ("" when none came after it)."""
+        if self.verify is None:
+            return ""
+        if self.verify.get("ok"):
+            return "verify after the last run: the target matches the staged data"
+        count = self.verify.get("difference_count")
+        return f"verify after the last run: {count} difference(s) (verify.csv beside the store)"
 
 
 def lock_held(lock_path: Path) -> bool:
@@ -103,6 +131,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         if run["outcome"] is None:
             run["outcome"] = "running" if alive and index == 0 else "interrupted"
     known = _source_counts(recent, services)
+    last_end = recent[0]["ended_at"] if recent else None
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
         kind = entity_named(services, entity).staged_as
@@ -114,6 +143,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
         deleted=deleted_at_source(store, deletion_kinds(services)),
+        verify=verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), last_end),
     )
     for service in services:
         for entity in loadable(service):
@@ -242,6 +272,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             f"run {run['id']}: {run['command']} {run['outcome']} started {run['started_at']}"
             f" ended {run['ended_at'] or '-'}",
         )
+    if status.verify_line():
+        say(console, status.verify_line())
     say(console, f"next: {status.next_action()}")
 
 

@@ -150,21 +150,25 @@ def staging_db(directory: Path) -> Path:
 
 
 def counts_table(output: str) -> dict[str, dict[str, int | str]]:
-    """The per-entity table haul prints, as entity -> {"staged", "loaded", "failed", "pending"}.
+    """The per-entity table haul prints, as entity -> {"staged", "to load", "loaded", "failed",
+    "pending"}, named by the table's own header.
 
     Reads the rows of a rich table (cells between "│"); a "-" cell stays the string "-".
     """
     rows: dict[str, dict[str, int | str]] = {}
+    columns: list[str] = []
     for line in output.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("│").split("│")]
-        if len(cells) != 5 or not (cells[1].isdigit() or cells[1] == "-"):
+        if line.strip().startswith("┃") and "entity" in line:
+            columns = [cell.strip() for cell in line.strip().strip("┃").split("┃")][1:]
             continue
-        entity, *numbers = cells
-        rows[entity] = {
+        cells = [cell.strip() for cell in line.strip().strip("│").split("│")]
+        if not columns or len(cells) != len(columns) + 1:
+            continue
+        if not all(value.isdigit() or value == "-" for value in cells[1:]):
+            continue
+        rows[cells[0]] = {
             column: int(value) if value.isdigit() else value
-            for column, value in zip(
-                ("staged", "loaded", "failed", "pending"), numbers, strict=True
-            )
+            for column, value in zip(columns, cells[1:], strict=True)
         }
     return rows
 

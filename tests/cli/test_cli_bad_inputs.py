@@ -203,7 +203,7 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
 
     assert again.returncode == 0, again.stderr
     table = counts_table(again.stdout)
-    assert table["total"]["loaded"] == table["total"]["staged"]
+    assert table["total"]["loaded"] == table["total"]["to load"]
     assert table["total"]["failed"] == table["total"]["pending"] == 0
 
 

@@ -218,7 +218,7 @@ def test_status_counts_the_failures_and_everything_else_is_loaded(rejected: Reje
         if row["loaded"] == "-":
             continue  # staged only (changelog)
         assert row["pending"] == 0, entity
-        assert row["loaded"] + row["failed"] == row["staged"], entity
+        assert row["loaded"] + row["failed"] == row["to load"], entity
         expected = len(rejected.listed) if entity == "total" else listed[entity]
         assert row["failed"] == expected, entity
     failed_issues = listed["issue"]
@@ -244,7 +244,7 @@ def test_retry_after_the_fix_loads_the_failed_records_once(rejected: RejectedRun
 
     assert retry.returncode == 0, retry.stderr
     table = counts_table(retry.stdout)
-    assert table["total"]["loaded"] == table["total"]["staged"] > 0
+    assert table["total"]["loaded"] == table["total"]["to load"] > 0
     assert table["total"]["failed"] == table["total"]["pending"] == 0
     assert f"{len(rejected.listed)} loaded, 0 failed" in retry.stdout
     target_queues = [TARGET_QUEUE.get(queue, queue) for queue in rejected.queues]

@@ -52,7 +52,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migration]:
 
 
 def test_run_exits_0_and_prints_the_per_entity_table(migrated: Migration) -> None:
-    """Every staged record is loaded: the table shows staged == loaded, nothing failed or
+    """Every record to load is loaded: the table shows to load == loaded, nothing failed or
     pending, and the target counts as many issues as the source."""
     assert migrated.run.returncode == 0, migrated.run.stderr
     table = counts_table(migrated.run.stdout)
@@ -60,18 +60,38 @@ def test_run_exits_0_and_prints_the_per_entity_table(migrated: Migration) -> Non
     # the organisation objects the issues point to come first, as they load first
     assert (entities[0], entities[-1]) == ("status", "total") and "issue" in entities
     for entity in ("issue", "comment", "attachment", "worklog", "link", "total"):
-        assert table[entity]["staged"] > 0, entity
+        assert table[entity]["to load"] > 0, entity
     for entity, row in table.items():
-        if row["loaded"] == "-":  # staged for exports only: changelog
-            assert entity.endswith("(staged only)")
+        if row["to load"] == "-":  # staged for exports only: changelog
+            assert row["loaded"] == "-" and isinstance(row["staged"], int), entity
             continue
-        assert row["loaded"] == row["staged"], entity
+        assert row["loaded"] == row["to load"], entity
         assert row["failed"] == row["pending"] == 0, entity
     issues = table["issue"]["staged"]
     assert f"issues: {issues} in the source, {issues} in the target" in migrated.run.stdout
     assert "tracker source: " in migrated.run.stdout and "tracker target: " in migrated.run.stdout
     assert "_rate_limit_wait_s" not in migrated.run.stdout  # the raw figures: report.json
     assert "failed" not in migrated.run.stderr
+
+
+def test_the_tables_staged_column_is_what_the_progress_lines_counted(
+    migrated: Migration,
+) -> None:
+    """A first run, piped: each `haul: X staged N` line and the table's staged column for X
+    say the same N; the rows to load are a column of their own (59 fields staged, the 8
+    custom ones to load), and the caption says which is which."""
+    progress = dict(
+        line.removeprefix("haul: ").split(" (", 1)[0].rsplit(" staged ", 1)
+        for line in migrated.run.stderr.splitlines()
+        if line.startswith("haul: ") and " staged " in line and "started" not in line
+    )
+    table = counts_table(migrated.run.stdout)
+    shown = {entity: progress[entity] for entity in table if entity in progress}
+    assert {"issue", "field", "sprint"} <= set(shown), progress
+    for entity, staged in shown.items():
+        assert table[entity]["staged"] == int(staged), entity
+    assert table["field"]["to load"] < table["field"]["staged"]
+    assert "to load: the ledger rows the load sends" in " ".join(migrated.run.stdout.split())
 
 
 def test_status_then_shows_the_same_counts(migrated: Migration) -> None:

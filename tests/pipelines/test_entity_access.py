@@ -156,7 +156,7 @@ def test_the_plain_user_reads_in_the_target_exactly_the_entities_it_read(
     info = migrated.info
     assert migrated.summary.complete, migrated.summary
     counts = {row.entity: row for row in migrated.summary.counts}
-    assert counts["entity_access"].loaded == counts["entity_access"].staged == 14
+    assert counts["entity_access"].loaded == counts["entity_access"].to_load == 14
 
     to = moved(migrated.config)
     everything = entities(info, "source")

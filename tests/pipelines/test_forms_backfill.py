@@ -109,7 +109,7 @@ def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, t
     support, _, feedback = info["surveys"]["source"]
     config = load_config(write_config(tmp_path, info))
     summary = asyncio.run(run_all(config, environ=environ(info)))
-    assert summary.complete, [(c.entity, c.staged, c.loaded, c.failed) for c in summary.counts]
+    assert summary.complete, [(c.entity, c.to_load, c.loaded, c.failed) for c in summary.counts]
 
     answers = source_answers(info, support)
     issues, grids = target_state(info)

@@ -246,7 +246,7 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
         with_changelog = {row.parent for row in store.iter_records("changelog")}
         assert len(with_changelog) == issues
         assert store.get_checkpoint(NOT_STAGED) == {}
-        counted = {row.entity: row.staged for row in entity_counts(store, services())}
+        counted = {row.entity: row.in_store for row in entity_counts(store, services())}
         assert counted["changelog"] == store.count_records()["changelog"]
     third = await extract(want, environ=environ(info))
     assert third.details["issues_drained"] == 0

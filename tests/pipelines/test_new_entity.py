@@ -211,5 +211,5 @@ async def test_a_new_entity_kind_moves_through_every_shared_command(
     exported = run_export(config, ExportRequest(out=tmp_path / "exports"))
     assert {file.table: file.rows for file in exported.files}["notes"] == 5
     with open_store(config.staging_path) as store:
-        counted = {row.entity: row.staged for row in entity_counts(store, registry.services())}
+        counted = {row.entity: row.in_store for row in entity_counts(store, registry.services())}
     assert counted["note"] == 5

@@ -104,7 +104,7 @@ def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opene
     summary = asyncio.run(run_all(config, environ=environ(info)))
     assert summary.complete, summary
     counts = {row.entity: row for row in summary.counts}
-    assert counts["wiki_page_access"].loaded == counts["wiki_page"].staged > 0
+    assert counts["wiki_page_access"].loaded == counts["wiki_page"].to_load > 0
 
     everything = readable(info, "source", "admin")
     alice = readable(info, "source", "user")

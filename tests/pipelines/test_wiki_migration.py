@@ -86,11 +86,11 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
     summary = asyncio.run(run_all(config, environ=environ(info)))
     assert summary.complete, summary
     counts = {row.entity: row for row in summary.counts}
-    assert counts["wiki_page"].loaded == counts["wiki_page"].staged > 0
+    assert counts["wiki_page"].loaded == counts["wiki_page"].to_load > 0
     for entity in ("wiki_attachment", "wiki_grid", "wiki_grid_rows", "wiki_comment"):
-        assert counts[entity].staged > 0, entity
+        assert counts[entity].to_load > 0, entity
         assert counts[entity].failed == 0, entity
-    assert summary.in_target["wiki_page"] == counts["wiki_page"].staged
+    assert summary.in_target["wiki_page"] == counts["wiki_page"].to_load
 
     source, target = snapshots(info)
     assert sorted(target) == sorted(source)

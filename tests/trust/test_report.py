@@ -56,6 +56,53 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
     assert "<script" not in page and "src=" not in page and "href=" not in page  # offline
 
 
+def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_path: Path) -> None:
+    """A run that loaded everything, then a verify that finds a comment edited in the target:
+    report.json, report.html and `haul status` all say the run is not ok, and why."""
+    from trust_fixtures import loaded_rows, target_call
+
+    info = sandbox.info
+    config, env = migrated(tmp_path, info)
+    _, comment_id, issue_key = loaded_rows(tmp_path, "comment")[0]
+    target_call(info, "PATCH", f"/issues/{issue_key}/comments/{comment_id}", json={"text": "x"})
+
+    verified = run_haul("verify", "--config", config, env=env)
+    status = run_haul("status", "--config", config, env=env)
+
+    assert verified.returncode == 3, verified.stdout + verified.stderr
+    folder = staging_db(tmp_path).parent
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    said = "done, but verify found 1 difference(s)"
+    assert report["headline"] == {"text": said, "ok": False}
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    assert f'<h1 id="headline">haul run: <span class="bad">{said}</span></h1>' in page
+    assert "verify after the last run: 1 difference(s)" in status.stdout
+    assert "next: haul verify found 1 difference(s)" in status.stdout
+
+
+def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> None:
+    """Failed records or verify differences make the headline bad news (the exit status is 3);
+    a stopped run shows its outcome; a verify from before the run says nothing of it."""
+    from haul.pipelines.demo import demo_status
+    from haul.pipelines.run_report import Headline, headline
+    from haul.pipelines.status import verify_after
+
+    matched = {"ok": True, "difference_count": 0, "ended_at": "2026-01-02T00:00:00"}
+    differs = {"ok": False, "difference_count": 4, "ended_at": "2026-01-02T00:00:00"}
+    assert headline("ok", 0, None) == Headline("ok", ok=True)
+    assert headline("ok", 0, matched) == Headline("ok, verified", ok=True)
+    assert headline("ok", 0, differs) == Headline("done, but verify found 4 difference(s)", False)
+    assert headline("ok", 2, differs).text == (
+        "done, but 2 record(s) failed and verify found 4 difference(s)"
+    )
+    assert headline("interrupted", 0, matched) == Headline("interrupted", ok=False)
+    assert demo_status(True, headline("ok", 0, differs)) == 3  # the demo exits as verify does
+    assert demo_status(True, headline("ok", 0, matched)) == 0
+    assert demo_status(False, headline("ok", 0, matched)) == 1
+    assert verify_after(differs, "2026-01-03T00:00:00") is None
+    assert verify_after(differs, "2026-01-01T00:00:00") == differs
+
+
 def test_a_failed_extract_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:
     info = sandbox.info
     config = write_config(tmp_path, info, queues=source_queues(info))
@@ -290,10 +337,10 @@ def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path)
     report = json.loads((staging_db(tmp_path).parent / "report.json").read_text(encoding="utf-8"))
     assert report["run"]["command"] == "load" and report["run"]["outcome"] == "interrupted"
     issues = next(row for row in report["counts"] if row["entity"] == "issue")
-    assert issues["loaded"] + issues["pending"] == issues["staged"] == 50
+    assert issues["loaded"] + issues["pending"] == issues["to_load"] == 50
     loaded = sum(row["loaded"] for row in report["counts"])
     pending = sum(row["pending"] for row in report["counts"])
-    assert loaded > 0 and (pending > 0 or loaded == sum(r["staged"] for r in report["counts"]))
+    assert loaded > 0 and (pending > 0 or loaded == sum(r["to_load"] for r in report["counts"]))
 
 
 def test_retries_and_rate_limit_waits_are_in_the_report(sandbox: Any, tmp_path: Path) -> None:

@@ -111,7 +111,8 @@ def test_failures_csv_lists_every_failure_and_status_says_so(sandbox: Any, tmp_p
 
 
 def test_the_counts_table_totals_the_loadable_entities_only() -> None:
-    """A staged-only entity shows its staged count and dashes, and stays out of the total."""
+    """Staged records and the rows to load side by side; a staged-only entity shows its staged
+    count and dashes, and stays out of the total."""
     from rich.console import Console
 
     from haul.pipelines.report import EntityCounts, render_counts
@@ -119,9 +120,10 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
     console = Console(record=True, width=100)
     render_counts(
         [
-            EntityCounts("issue", staged=5, loaded=3, failed=1, pending=1),
-            EntityCounts("comment", staged=7, loaded=7, failed=0, pending=0),
-            EntityCounts("changelog", staged=40, loaded=0, failed=0, pending=0, loadable=False),
+            EntityCounts("issue", to_load=5, loaded=3, failed=1, pending=1, in_store=6),
+            EntityCounts("comment", to_load=7, loaded=7, failed=0, pending=0, in_store=7),
+            EntityCounts("comment_attachment", to_load=2, loaded=2, failed=0, pending=0),
+            EntityCounts("changelog", 0, 0, 0, 0, loadable=False, in_store=40),
         ],
         console,
         title="counts",
@@ -134,9 +136,10 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
             if line.startswith("│")
         )
     }
-    assert cells["issue"] == ["5", "3", "1", "1"]
-    assert cells["changelog (staged only)"] == ["40", "-", "-", "-"]
-    assert cells["total"] == ["12", "10", "1", "1"]
+    assert cells["issue"] == ["6", "5", "3", "1", "1"]
+    assert cells["comment_attachment"] == ["-", "2", "2", "0", "0"]  # loads from attachments
+    assert cells["changelog"] == ["40", "-", "-", "-", "-"]
+    assert cells["total"] == ["-", "14", "12", "1", "1"]
 
 
 def test_a_link_staged_from_both_ends_is_neither_skipped_nor_counted_twice(
