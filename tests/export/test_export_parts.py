@@ -165,10 +165,22 @@ def test_dated_names_then_times_then_counters() -> None:
     assert layout.dated_name(now, {"2024-05-01", "2024-05-01T183012"}) == "2024-05-01T183012-2"
 
 
+HAUL_MANIFEST = {"haul_version": "1.0", "files": [], "tables": {}}
+
+
+def haul_folder(out: Path, name: str) -> Path:
+    """A dated folder as an export leaves it: haul's manifest inside."""
+    folder = out / name
+    folder.mkdir()
+    layout.write_json(folder / layout.MANIFEST, HAUL_MANIFEST)
+    return folder
+
+
 def test_prune_keeps_the_newest_and_what_latest_names(tmp_path: Path) -> None:
     """--keep N removes the oldest dated folders, never other files or the latest one."""
-    for name in ("2024-05-01", "2024-05-02", "2024-05-02T101010", "2024-05-03", "notes"):
-        (tmp_path / name).mkdir()
+    for name in ("2024-05-01", "2024-05-02", "2024-05-02T101010", "2024-05-03"):
+        haul_folder(tmp_path, name)
+    (tmp_path / "notes").mkdir()
     layout.point_latest(tmp_path, "2024-05-03")
     removed = layout.prune(tmp_path, 2)
     assert [path.name for path in removed] == ["2024-05-01", "2024-05-02"]
@@ -179,6 +191,48 @@ def test_prune_keeps_the_newest_and_what_latest_names(tmp_path: Path) -> None:
         "notes",
     ]
     assert layout.latest(tmp_path) == tmp_path / "2024-05-03"
+
+
+def test_prune_leaves_dated_folders_haul_did_not_write(tmp_path: Path) -> None:
+    """A dated folder without haul's manifest (a person's own, or another tool's manifest,
+    or one that is not JSON) is never removed by --keep, however old; haul's own are."""
+    for name in ("2024-01-01", "2024-01-02", "2024-01-03"):
+        haul_folder(tmp_path, name)
+    mine = tmp_path / "2023-12-31"
+    mine.mkdir()
+    (mine / "budget.xlsx").write_bytes(b"a person's file")
+    other = tmp_path / "2023-12-30"
+    other.mkdir()
+    (other / layout.MANIFEST).write_text('{"tool": "something else", "files": []}')
+    broken = tmp_path / "2023-12-29"
+    broken.mkdir()
+    (broken / layout.MANIFEST).write_text("not json")
+    layout.point_latest(tmp_path, "2024-01-03")
+
+    removed = layout.prune(tmp_path, 1)
+
+    assert [path.name for path in removed] == ["2024-01-01", "2024-01-02"]
+    assert (mine / "budget.xlsx").read_bytes() == b"a person's file"
+    assert other.is_dir() and broken.is_dir()
+
+
+def test_a_name_too_long_for_the_file_system_is_cut_and_kept_apart(tmp_path: Path) -> None:
+    """A table's name past 255 bytes (Cyrillic is two a letter) becomes a file name the file
+    system takes, temporary `.part` form included; two names alike but for their end stay
+    apart; a short name is kept as it is."""
+    long_a = "wiki_grid_" + "квартальный_отчёт_" * 20 + "a_1234abcd"
+    long_b = "wiki_grid_" + "квартальный_отчёт_" * 20 + "b_1234abcd"
+    short = layout.file_name("issues", ".csv")
+    cut_a, cut_b = layout.file_name(long_a, ".parquet"), layout.file_name(long_b, ".parquet")
+
+    assert short == "issues.csv"
+    assert (
+        cut_a != cut_b and cut_a.startswith("wiki_grid_квартальный") and cut_a.endswith(".parquet")
+    )
+    for name in (cut_a, cut_b):
+        assert len(f".{name}.part".encode()) <= 255
+        (tmp_path / f".{name}.part").write_text("x")  # the file system takes it
+        (tmp_path / name).write_text("x")
 
 
 def test_a_failed_block_leaves_neither_file_nor_folder(tmp_path: Path) -> None:

@@ -1,0 +1,86 @@
+"""One export problem never stops the others: a grid title too long for a file name, a survey
+whose questions cannot make a table. A real store in a temp folder, exported by `haul export`
+as a subprocess (as the nightly job runs it), its files read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from export_fixtures import only_folder, run_haul
+
+from haul.state.store import StagingStore
+
+OPEN = {"access_type": "all_staff", "all_staff_role": "reader"}
+LONG_TITLE = "Квартальный отчёт по закупкам оборудования и лицензий " * 4  # ~440 bytes
+
+
+def grid(grid_id: str, title: str) -> dict:
+    return {
+        "id": grid_id,
+        "title": title,
+        "structure": {"columns": [{"slug": "item", "title": "Item", "type": "string"}]},
+        "rows": [{"id": "r1", "row": ["laptops"]}, {"id": "r2", "row": ["licences"]}],
+    }
+
+
+def stage(path: Path) -> None:
+    """An open page with two grids whose long titles differ only at their end, and a survey
+    asking a question whose slug is that of the answers table's own first column."""
+    with StagingStore.open(path) as store:
+        page = {"slug": "team/budget", "id": 7, "title": "Budget",
+                "access_policy": OPEN, "access_lists": {"direct": [], "inherited": []}}  # fmt: skip
+        store.upsert_records("wiki_page", [{"source_id": "team/budget", "raw": page}])
+        store.upsert_records("wiki_grid", [
+            {"source_id": "a1b2c3d4e5", "parent": "team/budget", "raw": grid("a1b2c3d4e5", LONG_TITLE + "2023")},
+            {"source_id": "f6a7b8c9d0", "parent": "team/budget", "raw": grid("f6a7b8c9d0", LONG_TITLE + "2024")},
+        ])  # fmt: skip
+        survey = {"name": "Lunch", "questions": [{"slug": "answer_id", "type": "string"}]}
+        store.upsert_records("survey", [{"source_id": "5" * 24, "raw": survey}])
+        store.upsert_records("survey_answer", [
+            {"source_id": "s/1", "parent": "5" * 24, "raw": {"id": 1, "values": {"answer_id": "x"}}},
+        ])  # fmt: skip
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    stage(tmp_path / "haul.db")
+    path = tmp_path / "haul.toml"
+    path.write_text(
+        '[source]\nwiki_url = "https://wiki.example/v1"\nforms_url = "https://forms.example/v1"\n'
+        'org_id = "1"\ntoken_env = "T"\n\n[scope]\nwiki_roots = ["team"]\nsurveys = ["'
+        + "5" * 24
+        + '"]\n\n[staging]\npath = "haul.db"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "xlsx"])
+def test_a_title_too_long_and_a_broken_table_stop_nothing_else(config: Path, fmt: str) -> None:
+    """Each grid is written under a name the file system takes (cut, with a digest: the two
+    stay apart); the survey's answers cannot be a table (two `answer_id` columns), so that
+    table is named as failed in the manifest and the summary, every other table is written,
+    and the export exits 3."""
+    out = config.parent / "exports"
+
+    done = run_haul("export", "--config", config, "--out", out, "--format", fmt)
+
+    assert done.returncode == 3, done.stderr
+    folder = only_folder(out)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    grids = [entry for entry in manifest["files"] if entry["table"].startswith("wiki_grid_")]
+    assert len(grids) == 2 and grids[0]["file"] != grids[1]["file"]
+    for entry in grids:
+        assert len(entry["file"].encode()) < 255 and entry["rows"] == 2
+        assert (folder / entry["file"]).is_file()
+        assert entry["table"].startswith("wiki_grid_квартальный_отчёт")  # the whole name kept
+    if fmt == "parquet":
+        assert list(pd.read_parquet(folder / grids[0]["file"])["item"]) == ["laptops", "licences"]
+    assert {entry["table"] for entry in manifest["files"]} >= {"wiki_pages", "surveys"}
+    assert list(manifest["failed"]) == ["survey_<name>_<id>"]
+    assert "answer_id" in manifest["failed"]["survey_<name>_<id>"]
+    assert "failed: survey_<name>_<id>" in done.stdout
+    assert "exit 3" in done.stdout
