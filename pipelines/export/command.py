@@ -41,6 +41,7 @@ from haul.pipelines.config_types import http_url
 from haul.pipelines.export import duck, layout
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError, stops_every_table
 from haul.pipelines.export.tables import (
+    BrokenTable,
     ExportContext,
     Registry,
     Table,
@@ -266,10 +267,16 @@ def chosen_tables(
     failed: dict[str, str] | None = None,
 ) -> list[Table]:
     """The tables to write: those `names` choose (table or entity names; all when empty)
-    whose entity has staged records. ExportOptionError for a name no table has. A family
-    that cannot build its tables is noted in `failed` (given) instead of stopping the rest."""
-    every = registry.tables_for(store, failed)
+    whose entity has staged records. ExportOptionError for a name no table has. A table a
+    family cannot build, among those chosen, is noted in `failed` (when given)."""
+    broken: list[BrokenTable] = []
+    every = registry.tables_for(store, broken)
     wanted = set(names)
+    for table in broken:
+        if not wanted or wanted & {table.name, table.entity}:
+            log.warning("table_not_built", table=table.name, error=table.reason)
+            if failed is not None:
+                failed[table.name] = table.reason
     known = {table.name for table in every} | {table.entity for table in every}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))

@@ -361,7 +361,36 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-TableFamily = Callable[[StagingStore], Iterable[Table]]
+@dataclass(frozen=True)
+class BrokenTable:
+    """What a family could not make a table of: `name` says which (by id: a title may be
+    restricted), `error` why."""
+
+    name: str
+    error: Exception
+    entity: str = ""  # the staged entity its rows would have come from
+
+    @property
+    def reason(self) -> str:
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+def each_table(
+    records: Iterable[StagedRecord],
+    build: Callable[[StagedRecord], Table],
+    name: Callable[[StagedRecord], str],
+    entity: str,
+) -> Iterator[Table | BrokenTable]:
+    """A family's tables, one per record: a record `build` fails on is a BrokenTable named by
+    `name(record)`, so one grid or survey haul cannot read leaves the others' tables."""
+    for record in records:
+        try:
+            yield build(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            yield BrokenTable(name(record), exc, entity)
+
+
+TableFamily = Callable[[StagingStore], Iterable[Table | BrokenTable]]
 
 
 @dataclass(frozen=True)
@@ -407,19 +436,26 @@ class Registry:
         """The families, in registration order."""
         return list(self._families.values())
 
-    def tables_for(self, store: StagingStore, failed: dict[str, str] | None = None) -> list[Table]:
-        """Every table of this store: the fixed ones, then each family's. A family that cannot
-        build its tables (a grid or survey haul cannot read) is noted in `failed` when given,
-        the other tables kept; raised when not."""
-        built = []
+    def tables_for(
+        self, store: StagingStore, broken: list[BrokenTable] | None = None
+    ) -> list[Table]:
+        """Every table of this store: the fixed ones, then each family's. A table a family
+        cannot build (a grid or survey haul cannot read) is added to `broken` when given, the
+        other tables kept; raised when not."""
+        built: list[Table] = []
         for family in self._families.values():
+            made: list[Table | BrokenTable]
             try:
-                built += list(family.build(store))
+                made = list(family.build(store))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                if failed is None:
-                    raise
-                log.warning("table_family_failed", family=family.name, error=str(exc))
-                failed[family.name] = f"{type(exc).__name__}: {exc}"
+                made = [BrokenTable(family.name, exc)]
+            for table in made:
+                if isinstance(table, Table):
+                    built.append(table)
+                elif broken is None:
+                    raise table.error
+                else:
+                    broken.append(table)
         names = [table.name for table in (*self._tables.values(), *built)]
         if clashes := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"export tables built twice under one name: {', '.join(clashes)}")

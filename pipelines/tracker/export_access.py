@@ -6,8 +6,8 @@
 - A link is restricted when either end is (its row names the other issue's title): to the
   people of that end, or to those of both ends when both are.
 - A project, portfolio or goal with `teamAccess` is restricted to the READ holders of its
-  staged permissions (users by login, groups by id, roles by name: `role OWNER`); its
-  comments, checklist, files and links follow it.
+  staged permissions (users by login, groups by name, roles as the people they name on it:
+  MEMBER its team, OWNER its lead, ...); its comments, checklist, files and links follow it.
 
 Each rule reads a small dictionary built once per export (`ExportContext.memo`): the restricted
 issues and entities, never the whole org.
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from haul.pipelines.export.tables import ExportContext, Restriction
+from haul.pipelines.tracker.entity_access import ROLE_PEOPLE
 from haul.pipelines.tracker.entity_bodies import KINDS
 from haul.state.store import StagedRecord, StagingStore
 
@@ -86,19 +87,33 @@ def restricted_entities(store: StagingStore) -> dict[str, Restriction]:
     for kind in KINDS:
         for entity in store.iter_records(kind):
             if (entity.raw.get("fields") or {}).get("teamAccess"):
-                found[entity.source_id] = _entity_readers(store, entity.source_id, logins)
+                found[entity.source_id] = _entity_readers(store, entity, logins)
     return found
 
 
-def _entity_readers(store: StagingStore, entity_id: str, logins: dict[str, str]) -> Restriction:
-    permissions = store.get_record("entity_access", f"{entity_id}/access")
+def _entity_readers(
+    store: StagingStore, entity: StagedRecord, logins: dict[str, str]
+) -> Restriction:
+    """Who reads a team-only entity: its READ users and groups, and the people its READ roles
+    name on it (MEMBER: its team, OWNER: its lead, ...)."""
+    permissions = store.get_record("entity_access", f"{entity.source_id}/access")
     if permissions is None:  # staged without its permissions: who reads it is unknown
         return Restriction(None)
     held = (permissions.raw.get("acl") or {}).get("READ") or {}
-    holders = {_person(uid, logins) for uid in held.get("users") or []}
-    holders |= {f"group {gid}" for gid in held.get("groups") or []}
-    holders |= {f"role {role}" for role in held.get("roles") or []}
+    holders = {_person(ref, logins) for ref in held.get("users") or []}
+    holders |= {_group(ref) for ref in held.get("groups") or []}
+    fields = entity.raw.get("fields") or {}
+    for role in held.get("roles") or []:
+        named = fields.get(ROLE_PEOPLE.get(str(role), ""))
+        refs = named if isinstance(named, list) else [named] if named else []
+        holders |= {_person(ref, logins) for ref in refs}
     return Restriction(tuple(sorted(holders)))
+
+
+def _group(ref: Any) -> str:
+    if isinstance(ref, dict):
+        return f"group {ref.get('name') or ref.get('display') or ref.get('id')}"
+    return f"group {ref}"
 
 
 def _entities(context: ExportContext) -> dict[str, Restriction]:

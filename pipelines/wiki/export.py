@@ -23,12 +23,14 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.tables import (
+    BrokenTable,
     Column,
     ColumnType,
     ExportContext,
     Item,
     Restriction,
     Table,
+    each_table,
     register_table,
     register_tables,
 )
@@ -166,13 +168,28 @@ def grid_table(record: StagedRecord, restriction: Restriction | None = None) -> 
     )
 
 
-def grid_tables(store: StagingStore) -> Iterable[Table]:
+def grid_tables(store: StagingStore) -> Iterable[Table | BrokenTable]:
     """A table per staged grid."""
     pages = restricted_pages(store)
-    return [
-        grid_table(record, pages.get(record.parent or ""))
-        for record in store.iter_records("wiki_grid")
-    ]
+
+    def build(record: StagedRecord) -> Table:
+        restriction = pages.get(record.parent or "")
+        try:
+            return grid_table(record, restriction)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if restriction is None:
+                raise
+            # the error names the table, and so the grid's title: restricted too
+            raise ValueError(
+                f"a grid on a restricted page cannot be a table ({type(exc).__name__})"
+            ) from None
+
+    return each_table(
+        store.iter_records("wiki_grid"),
+        build,
+        lambda record: f"wiki grid {record.source_id}",  # not its title: it may be restricted
+        "wiki_grid",
+    )
 
 
 register_tables(

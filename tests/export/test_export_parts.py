@@ -3,11 +3,13 @@ writers, the folder layout and the options. No sandbox: a real store in a temp f
 
 from __future__ import annotations
 
+import csv
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from openpyxl import load_workbook
 
 from haul.pipelines.config import parse_config
 from haul.pipelines.export import layout
@@ -155,6 +157,37 @@ def test_xlsx_continues_on_a_new_sheet_at_the_row_limit_and_cleans_text(tmp_path
         "d",
     ]
     assert sheet_title("grid: a/b [x]?" * 3) == "grid_ a_b _x__grid_ a_b _x__gri"  # 31 characters
+
+
+RISKY = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tlead", "\rline", "-5", "+1.5", "plain", "a=b"]
+
+
+def test_text_a_spreadsheet_would_run_is_text_and_numbers_stay_numbers(tmp_path: Path) -> None:
+    """Text starting with =, +, -, @, tab or CR: a text cell in XLSX holding it exactly, a `'`
+    before it in CSV; text that is just a number (`-5`) and number cells (-5.0) as they are;
+    Parquet keeps the text raw."""
+    table = Table("notes", "note", (
+        value("text", "string", "", "text"), value("points", "float", "", "points"),
+    ))  # fmt: skip
+    rows = [(text, -5.0, None) for text in RISKY]  # staged_at last, empty here
+    for fmt in ("csv", "parquet", "xlsx"):
+        writer = open_writer(fmt, tmp_path / f"notes.{fmt}", table)
+        writer.write(rows)
+        writer.close()
+
+    sheet = load_workbook(tmp_path / "notes.xlsx")["notes"]
+    cells = list(sheet.iter_rows(min_row=2, max_col=2))
+    # XML reads a bare CR as a line feed: the one change a reader of any XLSX would see
+    assert [text.value for text, _ in cells] == [text.replace("\r", "\n") for text in RISKY]
+    assert {text.data_type for text, _ in cells} == {"s"}  # none is a formula
+    assert {(points.value, points.data_type) for _, points in cells} == {(-5, "n")}
+    with (tmp_path / "notes.csv").open(encoding="utf-8", newline="") as file:
+        written = [row[:2] for row in csv.reader(file)][1:]
+    assert [text for text, _ in written] == [
+        "'=1+1", "'+SUM(A1)", "'-2+3", "'@cmd", "'\tlead", "'\rline", "-5", "+1.5", "plain", "a=b",
+    ]  # fmt: skip
+    assert {points for _, points in written} == {"-5.0"}
+    assert pd.read_parquet(tmp_path / "notes.parquet")["text"].tolist() == RISKY
 
 
 def test_dated_names_then_times_then_counters() -> None:

@@ -14,6 +14,7 @@ from export_fixtures import only_folder, run_haul
 from haul.state.store import StagingStore
 
 OPEN = {"access_type": "all_staff", "all_staff_role": "reader"}
+BROKEN, GOOD = "5" * 24, "6" * 24
 LONG_TITLE = "Квартальный отчёт по закупкам оборудования и лицензий " * 4  # ~440 bytes
 
 
@@ -37,10 +38,14 @@ def stage(path: Path) -> None:
             {"source_id": "a1b2c3d4e5", "parent": "team/budget", "raw": grid("a1b2c3d4e5", LONG_TITLE + "2023")},
             {"source_id": "f6a7b8c9d0", "parent": "team/budget", "raw": grid("f6a7b8c9d0", LONG_TITLE + "2024")},
         ])  # fmt: skip
-        survey = {"name": "Lunch", "questions": [{"slug": "answer_id", "type": "string"}]}
-        store.upsert_records("survey", [{"source_id": "5" * 24, "raw": survey}])
+        broken = {"name": "Lunch", "questions": [{"slug": "answer_id", "type": "string"}]}
+        good = {"name": "Dinner", "questions": [{"slug": "dish", "type": "string"}]}
+        store.upsert_records("survey", [
+            {"source_id": BROKEN, "raw": broken}, {"source_id": GOOD, "raw": good},
+        ])  # fmt: skip
         store.upsert_records("survey_answer", [
-            {"source_id": "s/1", "parent": "5" * 24, "raw": {"id": 1, "values": {"answer_id": "x"}}},
+            {"source_id": "b/1", "parent": BROKEN, "raw": {"id": 1, "values": {"answer_id": "x"}}},
+            {"source_id": "g/1", "parent": GOOD, "raw": {"id": 1, "values": {"dish": "soup"}}},
         ])  # fmt: skip
 
 
@@ -51,7 +56,7 @@ def config(tmp_path: Path) -> Path:
     path.write_text(
         '[source]\nwiki_url = "https://wiki.example/v1"\nforms_url = "https://forms.example/v1"\n'
         'org_id = "1"\ntoken_env = "T"\n\n[scope]\nwiki_roots = ["team"]\nsurveys = ["'
-        + "5" * 24
+        + f'{BROKEN}", "{GOOD}'
         + '"]\n\n[staging]\npath = "haul.db"\n',
         encoding="utf-8",
     )
@@ -61,9 +66,9 @@ def config(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "xlsx"])
 def test_a_title_too_long_and_a_broken_table_stop_nothing_else(config: Path, fmt: str) -> None:
     """Each grid is written under a name the file system takes (cut, with a digest: the two
-    stay apart); the survey's answers cannot be a table (two `answer_id` columns), so that
-    table is named as failed in the manifest and the summary, every other table is written,
-    and the export exits 3."""
+    stay apart); one survey's answers cannot be a table (two `answer_id` columns), so that
+    table is named as failed (by the survey's id) in the manifest and the summary, every other
+    table (the other survey's too) is written, and the export exits 3."""
     out = config.parent / "exports"
 
     done = run_haul("export", "--config", config, "--out", out, "--format", fmt)
@@ -79,8 +84,41 @@ def test_a_title_too_long_and_a_broken_table_stop_nothing_else(config: Path, fmt
         assert entry["table"].startswith("wiki_grid_квартальный_отчёт")  # the whole name kept
     if fmt == "parquet":
         assert list(pd.read_parquet(folder / grids[0]["file"])["item"]) == ["laptops", "licences"]
-    assert {entry["table"] for entry in manifest["files"]} >= {"wiki_pages", "surveys"}
-    assert list(manifest["failed"]) == ["survey_<name>_<id>"]
-    assert "answer_id" in manifest["failed"]["survey_<name>_<id>"]
-    assert "failed: survey_<name>_<id>" in done.stdout
+    tables = {entry["table"] for entry in manifest["files"]}
+    assert tables >= {"wiki_pages", "surveys", f"survey_dinner_{GOOD[:8]}"}
+    assert list(manifest["failed"]) == [f"survey {BROKEN}"]
+    assert "answer_id appear twice" in manifest["failed"][f"survey {BROKEN}"]
+    assert f"failed: survey {BROKEN}: ValueError" in done.stdout
     assert "exit 3" in done.stdout
+
+
+def test_keep_removes_only_the_folders_haul_wrote(config: Path) -> None:
+    """`export --keep 1` in a folder where a person keeps dated folders of their own (one
+    with files, one with another tool's manifest.json) removes haul's older export, and
+    nothing of theirs."""
+    out = config.parent / "shared"
+    theirs = out / "2020-01-01"
+    theirs.mkdir(parents=True)
+    (theirs / "report.xlsx").write_bytes(b"a person's report")
+    tool = out / "2020-01-02"
+    tool.mkdir()
+    (tool / "manifest.json").write_text('{"tool": "backup", "files": ["a"]}')
+
+    first = run_haul("export", "--config", config, "--out", out, "--entities", "wiki_pages")
+    assert first.returncode == 0, first.stderr
+    haul_first = (out / "latest").resolve()
+    second = run_haul(
+        "export", "--config", config, "--out", out, "--entities", "wiki_pages", "--keep", "1"
+    )
+
+    assert second.returncode == 0, second.stderr
+    assert not haul_first.exists()
+    assert f"removed (--keep): {haul_first.name}" in second.stdout
+    assert (theirs / "report.xlsx").read_bytes() == b"a person's report"
+    assert (tool / "manifest.json").is_file()
+    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == [
+        "2020-01-01",
+        "2020-01-02",
+        (out / "latest").resolve().name,
+        "latest",
+    ]
