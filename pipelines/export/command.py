@@ -39,7 +39,7 @@ from haul.connectors.errors import StorageError
 from haul.pipelines.config import Config, Export
 from haul.pipelines.config_types import http_url
 from haul.pipelines.export import duck, layout
-from haul.pipelines.export.errors import ExportOptionError, ExportWriteError, stops_every_table
+from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.tables import (
     BrokenTable,
     ExportContext,
@@ -247,15 +247,13 @@ def _write_one(
 ) -> None:
     """Write one table into `written`, or note why it could not be: left out whole when it is
     restricted content the export excludes; failed (the others go on) when its rows or its
-    file cannot be written, unless what failed stops every table (re-raised)."""
+    file cannot be written (what would stop every table is raised by `write_table`)."""
     if table.restriction is not None and not context.includes_restricted:
         written.withhold(table, count_rows(table, since, context))
         return
     try:
         written.add(table, write_table(table, folder, request, since, context, progress, database))
     except TableFailure as failure:
-        if stops_every_table(failure.cause):
-            raise failure.cause from None
         log.warning("table_failed", table=table.name, error=failure.reason)
         written.failed[table.name] = failure.reason
 

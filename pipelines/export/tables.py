@@ -289,7 +289,7 @@ def flatten_derived(table: Table, context: ExportContext) -> Iterator[tuple[Any,
 def _cell(table: Table, column: Column, item: Item) -> Any:
     try:
         return coerce(column.type, column.read(item))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         log.warning(
             "export_value_unreadable",
             table=table.name,
@@ -319,10 +319,16 @@ def _to_string(value: Any) -> str:
     return str(value)
 
 
+INT64 = range(-(2**63), 2**63)  # what an int column holds in Parquet and DuckDB
+
+
 def _to_int(value: Any) -> int:
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{value!r} is not an integer")
-    return int(value)
+    number = int(value)
+    if number not in INT64:
+        raise ValueError(f"{value!r} is larger than a 64-bit integer")
+    return number
 
 
 def _to_bool(value: Any) -> bool:

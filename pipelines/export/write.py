@@ -4,6 +4,7 @@ export's database, a chunk at a time, the file appearing only complete (see `lay
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import pyarrow as pa
 import structlog
 
 from haul.pipelines.export import duck, layout
+from haul.pipelines.export.errors import stops_every_table
 from haul.pipelines.export.tables import (
     ExportContext,
     Table,
@@ -96,14 +98,15 @@ class TableFailure(Exception):
     """One table could not be written: nothing of it was kept (file or database table)."""
 
     def __init__(self, table: Table, cause: BaseException) -> None:
-        self.cause = cause
         self.reason = f"{type(cause).__name__}: {cause}"
         super().__init__(f"table {table.name}: {self.reason}")
 
 
 # what one table's rows or file can fail with (a value pyarrow or DuckDB refuses, a name the
 # file system refuses); anything else is a fault of haul's and stops the export
-TABLE_ERRORS = (OSError, ValueError, TypeError, KeyError, pa.ArrowException, duckdb.Error)
+TABLE_ERRORS = (
+    OSError, ValueError, TypeError, KeyError, ArithmeticError, pa.ArrowException, duckdb.Error,
+)  # fmt: skip
 
 
 def write_table(
@@ -121,9 +124,11 @@ def write_table(
     try:
         return _write_table(table, folder, request, since, context, progress, database)
     except TABLE_ERRORS as exc:
+        as_os = duck.as_os_error(exc, folder) if isinstance(exc, duckdb.Error) else exc
+        if stops_every_table(as_os):  # a full disk: no other table would do better
+            raise as_os from exc
         database.drop(table)
-        cause = duck.as_os_error(exc, folder) if isinstance(exc, duckdb.Error) else exc
-        raise TableFailure(table, cause) from exc
+        raise TableFailure(table, exc) from exc
 
 
 def count_rows(table: Table, since: tuple[str | None, bool], context: ExportContext) -> int:
@@ -210,10 +215,11 @@ def table_files(
         monthly = MonthlyParquetWriter(folder, table, request.chunk_rows)
         try:
             yield monthly, files
+            monthly.close()
         except BaseException:
             monthly.abort()
+            shutil.rmtree(monthly.root, ignore_errors=True)  # the others' files stay: not its
             raise
-        monthly.close()
         files.update(sorted(monthly.rows.items()))
         return
     final = folder / layout.file_name(table.name, f".{request.format}")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from export_fixtures import only_folder, run_haul
 
+from haul.pipelines.export import duck
 from haul.state.store import StagingStore
 
 OPEN = {"access_type": "all_staff", "all_staff_role": "reader"}
@@ -27,6 +28,15 @@ def grid(grid_id: str, title: str) -> dict:
     }
 
 
+# a grid whose column has no slug: DuckDB refuses a nameless column while the table is written
+NAMELESS = {
+    "id": "0a0b0c0d0e",
+    "title": "Stock",
+    "structure": {"columns": [{"slug": "", "title": "?", "type": "string"}]},
+    "rows": [{"id": "r1", "row": ["chairs"]}],
+}
+
+
 def stage(path: Path) -> None:
     """An open page with two grids whose long titles differ only at their end, and a survey
     asking a question whose slug is that of the answers table's own first column."""
@@ -37,15 +47,22 @@ def stage(path: Path) -> None:
         store.upsert_records("wiki_grid", [
             {"source_id": "a1b2c3d4e5", "parent": "team/budget", "raw": grid("a1b2c3d4e5", LONG_TITLE + "2023")},
             {"source_id": "f6a7b8c9d0", "parent": "team/budget", "raw": grid("f6a7b8c9d0", LONG_TITLE + "2024")},
+            {"source_id": "0a0b0c0d0e", "parent": "team/budget", "raw": NAMELESS},
         ])  # fmt: skip
         broken = {"name": "Lunch", "questions": [{"slug": "answer_id", "type": "string"}]}
-        good = {"name": "Dinner", "questions": [{"slug": "dish", "type": "string"}]}
+        good = {
+            "name": "Dinner",
+            "questions": [
+                {"slug": "dish", "type": "string"},
+                {"slug": "guests", "type": "integer"},
+            ],
+        }
         store.upsert_records("survey", [
             {"source_id": BROKEN, "raw": broken}, {"source_id": GOOD, "raw": good},
         ])  # fmt: skip
         store.upsert_records("survey_answer", [
             {"source_id": "b/1", "parent": BROKEN, "raw": {"id": 1, "values": {"answer_id": "x"}}},
-            {"source_id": "g/1", "parent": GOOD, "raw": {"id": 1, "values": {"dish": "soup"}}},
+            {"source_id": "g/1", "parent": GOOD, "raw": {"id": 1, "values": {"dish": "soup", "guests": 10**30}}},
         ])  # fmt: skip
 
 
@@ -65,9 +82,10 @@ def config(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "xlsx"])
 def test_a_title_too_long_and_a_broken_table_stop_nothing_else(config: Path, fmt: str) -> None:
-    """Each grid is written under a name the file system takes (cut, with a digest: the two
-    stay apart); one survey's answers cannot be a table (two `answer_id` columns), so that
-    table is named as failed (by the survey's id) in the manifest and the summary, every other
+    """Each long-titled grid is written under a name the file system takes (cut, with a
+    digest: the two stay apart); one survey's answers cannot be a table (two `answer_id`
+    columns), and one grid fails while written (DuckDB refuses its nameless column): both are
+    named as failed in the manifest and the summary, nothing of them is left, every other
     table (the other survey's too) is written, and the export exits 3."""
     out = config.parent / "exports"
 
@@ -85,11 +103,18 @@ def test_a_title_too_long_and_a_broken_table_stop_nothing_else(config: Path, fmt
     if fmt == "parquet":
         assert list(pd.read_parquet(folder / grids[0]["file"])["item"]) == ["laptops", "licences"]
     tables = {entry["table"] for entry in manifest["files"]}
-    assert tables >= {"wiki_pages", "surveys", f"survey_dinner_{GOOD[:8]}"}
-    assert list(manifest["failed"]) == [f"survey {BROKEN}"]
+    dinner = f"survey_dinner_{GOOD[:8]}"
+    assert tables >= {"wiki_pages", "surveys", dinner}
+    assert sorted(manifest["failed"]) == [f"survey {BROKEN}", "wiki_grid_stock_0a0b0c0d"]
     assert "answer_id appear twice" in manifest["failed"][f"survey {BROKEN}"]
+    assert "zero-length" in manifest["failed"]["wiki_grid_stock_0a0b0c0d"]
     assert f"failed: survey {BROKEN}: ValueError" in done.stdout
-    assert "exit 3" in done.stdout
+    assert "failed: wiki_grid_stock_0a0b0c0d: " in done.stdout and "exit 3" in done.stdout
+    assert not any(path.name.startswith("wiki_grid_stock") for path in folder.iterdir())
+    database = duck.table_rows(folder / duck.DATABASE)
+    assert "wiki_grid_stock_0a0b0c0d" not in database and database[dinner] == 1
+    # a number too large for a 64-bit column is an empty cell, as any unreadable value
+    assert manifest["tables"][dinner]["rows"] == 1
 
 
 def test_keep_removes_only_the_folders_haul_wrote(config: Path) -> None:
