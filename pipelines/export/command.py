@@ -141,7 +141,7 @@ class ExportResult:
 
     @property
     def failed(self) -> dict[str, str]:
-        """Table (or family) -> why it could not be written."""
+        """Table (or, for one a family could not build, its grid or survey) -> why it is missing."""
         failed: dict[str, str] = self.manifest.get("failed") or {}
         return failed
 
