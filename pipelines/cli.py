@@ -320,6 +320,8 @@ def export_command(config_path: Path | None, describe: bool, **options: Any) -> 
     command.print_export(result, console)
     for warning in result.warnings:
         click.echo(f"haul: warning: {warning}", err=True)
+    if result.exit_code:
+        raise Exit(result.exit_code)
 
 
 @main.command("config-schema")

@@ -265,6 +265,13 @@ class Export(Section):
     format: Literal["csv", "parquet", "xlsx"] = "csv"
     keep: int | None = Field(None, gt=0)
     healthcheck_url: str | None = None
+    restricted: Literal["exclude", "include"] = Field(
+        "exclude",
+        description="What the export does with content the source restricts (a wiki page or "
+        "grid not open to all staff, an issue with an access list, a team-only project, and "
+        'what belongs to them): "exclude" (the default) leaves it out and counts it in the '
+        'manifest; "include" writes it, marked in the restricted and access_holders columns.',
+    )
     # the flow model: business seconds count these days and hours, in this zone, whose
     # days and ISO weeks also bound issue_daily and flow_weekly
     work_days: tuple[Weekday, ...] = Field(("mon", "tue", "wed", "thu", "fri"), min_length=1)

@@ -7,6 +7,13 @@ keeps those staged after the watermark of the previous export in the same folder
 `staged_at` it saw), so a nightly export after an incremental extract carries only what
 changed. A failed write leaves neither a file nor a folder behind (see `layout`).
 
+Restricted content (see `tables`) is left out unless `[export] restricted = "include"`: the
+rows left out are counted per table in the manifest's `restricted` part and in the summary; a
+table restricted as a whole (a grid on a restricted page) is counted under its entity, its name
+unsaid. One table that cannot be written (its rows, its file) does not stop the others: it is
+named in the manifest's `failed` and the summary, and the command exits 3. What stops every
+table (a full disk, a folder haul may not write) stops the export, nothing kept.
+
 Derived tables (the tracker's flow model) are computed as of `model_as_of`: the instant the
 staged data describes (the end of the last extract, or the newest staging), never the
 export's own clock, so exporting the same store twice writes the same bytes. Each table's
@@ -34,12 +41,19 @@ from haul.pipelines.config_types import http_url
 from haul.pipelines.export import duck, layout
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.tables import (
+    BrokenTable,
     ExportContext,
     Registry,
     Table,
 )
 from haul.pipelines.export.values import parse_timestamp
-from haul.pipelines.export.write import ExportedFile, WrittenTables, write_table
+from haul.pipelines.export.write import (
+    ExportedFile,
+    TableFailure,
+    WrittenTables,
+    count_rows,
+    write_table,
+)
 from haul.pipelines.export.writers import FORMATS
 from haul.pipelines.progress import Progress
 from haul.pipelines.streams import not_staged
@@ -126,6 +140,17 @@ class ExportResult:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def failed(self) -> dict[str, str]:
+        """Table (or, for one a family could not build, its grid or survey) -> why it is missing."""
+        failed: dict[str, str] = self.manifest.get("failed") or {}
+        return failed
+
+    @property
+    def exit_code(self) -> int:
+        """0, or 3 when a table could not be written (the others were)."""
+        return 3 if self.failed else 0
+
+    @property
     def rows(self) -> int:
         return sum(file.rows for file in self.files)
 
@@ -171,7 +196,8 @@ def _export(
     progress: Progress,
     now: datetime,
 ) -> ExportResult:
-    tables = chosen_tables(store, registry, request.entities)
+    failed: dict[str, str] = {}
+    tables = chosen_tables(store, registry, request.entities, failed)
     warnings: list[str] = [
         f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
         for entity, why in not_staged(store).items()
@@ -184,16 +210,15 @@ def _export(
             with layout.building(out) as folder:
                 as_of = model_as_of(store, now)
                 context = ExportContext(store, as_of=as_of, settings=request.settings)
-                written = WrittenTables()
+                written = WrittenTables(failed=failed)
                 with duck.database(folder / duck.DATABASE) as database:
                     for table in tables:
-                        written.add(
-                            table,
-                            write_table(table, folder, request, (since, inclusive), context,
-                                        progress, database),
-                        )  # fmt: skip
+                        _write_one(table, folder, request, (since, inclusive), context,
+                                   progress, database, written)  # fmt: skip
                 files = written.files
                 manifest = _manifest(store, request, written, since, inclusive, now)
+                manifest["restricted"] = _restricted_entry(request, context, written)
+                manifest["failed"] = written.failed  # table or family -> why it is missing
                 manifest["model_as_of"] = as_of.isoformat(timespec="milliseconds")
                 manifest["duckdb"] = _duck_entry(folder / duck.DATABASE, database)
                 layout.write_json(folder / layout.MANIFEST, manifest)
@@ -210,11 +235,46 @@ def _export(
     return result
 
 
-def chosen_tables(store: StagingStore, registry: Registry, names: Iterable[str]) -> list[Table]:
+def _write_one(
+    table: Table,
+    folder: Path,
+    request: ExportRequest,
+    since: tuple[str | None, bool],
+    context: ExportContext,
+    progress: Progress,
+    database: duck.DuckDatabase,
+    written: WrittenTables,
+) -> None:
+    """Write one table into `written`, or note why it could not be: left out whole when it is
+    restricted content the export excludes; failed (the others go on) when its rows or its
+    file cannot be written (what would stop every table is raised by `write_table`)."""
+    if table.restriction is not None and not context.includes_restricted:
+        written.withhold(table, count_rows(table, since, context))
+        return
+    try:
+        written.add(table, write_table(table, folder, request, since, context, progress, database))
+    except TableFailure as failure:
+        log.warning("table_failed", table=table.name, error=failure.reason)
+        written.failed[table.name] = failure.reason
+
+
+def chosen_tables(
+    store: StagingStore,
+    registry: Registry,
+    names: Iterable[str],
+    failed: dict[str, str] | None = None,
+) -> list[Table]:
     """The tables to write: those `names` choose (table or entity names; all when empty)
-    whose entity has staged records. ExportOptionError for a name no table has."""
-    every = registry.tables_for(store)
+    whose entity has staged records. ExportOptionError for a name no table has. A table a
+    family cannot build, among those chosen, is noted in `failed` (when given)."""
+    broken: list[BrokenTable] = []
+    every = registry.tables_for(store, broken)
     wanted = set(names)
+    for table in broken:
+        if not wanted or wanted & {table.name, table.entity}:
+            log.warning("table_not_built", table=table.name, error=table.reason)
+            if failed is not None:
+                failed[table.name] = table.reason
     known = {table.name for table in every} | {table.entity for table in every}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))
@@ -313,6 +373,18 @@ def _manifest(
     }
 
 
+def _restricted_entry(
+    request: ExportRequest, context: ExportContext, written: WrittenTables
+) -> dict[str, Any]:
+    """The manifest's `restricted` part: the setting, the rows each table left out, and the
+    tables left out whole, by entity (their names hold restricted titles)."""
+    return {
+        "mode": request.settings.restricted,
+        "left_out": {name: rows for name, rows in sorted(context.left_out.items()) if rows},
+        "tables_left_out": written.withheld,
+    }
+
+
 def _duck_entry(path: Path, database: duck.DuckDatabase) -> dict[str, Any]:
     """The manifest's entry for `haul.duckdb`: its bytes (not the same twice: DuckDB's file
     carries its own bookkeeping) and each table's rows (the whole model under --since)."""
@@ -357,6 +429,32 @@ def print_export(result: ExportResult, console: Console) -> None:
         summary.add_row(file.file, f"{file.rows:,}", f"{file.bytes:,}")
     summary.add_row("total", f"{result.rows:,}", f"{result.bytes:,}", style="bold")
     console.print(summary)
+    for line in restricted_lines(result.manifest.get("restricted") or {}):
+        console.print(line, markup=False, highlight=False)
+    for table, reason in result.failed.items():
+        console.print(
+            f"failed: {table}: {reason} (the other tables were written; exit 3)",
+            markup=False,
+            highlight=False,
+        )
     if result.pruned:
         names = ", ".join(path.name for path in result.pruned)
         console.print(f"removed (--keep): {names}", markup=False, highlight=False)
+
+
+def restricted_lines(restricted: dict[str, Any]) -> list[str]:
+    """The summary's lines on restricted content left out (none when nothing was)."""
+    left_out = dict(restricted.get("left_out") or {})
+    whole = restricted.get("tables_left_out") or {}
+    if not left_out and not whole:
+        return []
+    parts = [f"{table} {rows:,} rows" for table, rows in left_out.items()]
+    parts += [
+        f"{entry['tables']} {entity} table(s) ({entry['rows']:,} rows)"
+        for entity, entry in whole.items()
+    ]
+    return [
+        "left out as restricted at the source: "
+        + ", ".join(parts)
+        + ' (counted in manifest.json; [export] restricted = "include" writes them)'
+    ]

@@ -106,6 +106,11 @@ class DuckDatabase:
         self.tables[table.name] = DuckTable(self._db, table)
         return self.tables[table.name]
 
+    def drop(self, table: Table) -> None:
+        """Remove `table` (one that failed half-way), if it was made."""
+        if self.tables.pop(table.name, None) is not None:
+            self._db.execute(f"DROP TABLE IF EXISTS {quoted(table.name)}")
+
     def row_counts(self) -> dict[str, int]:
         """Table -> the rows written to it."""
         return {name: table.rows for name, table in self.tables.items()}

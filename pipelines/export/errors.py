@@ -6,7 +6,8 @@
     │                       folder haul may not write); nothing partial was kept
     └── ExportBusyError     exit 1: another export is writing into the same folder
 
-A store that cannot be read is the runner's StorageError, as for every command.
+A store that cannot be read is the runner's StorageError, as for every command. One table
+that cannot be written is not an error here: the others are written and the export exits 3.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ class ExportOptionError(HaulError):
     """The export cannot start as asked: the message names the option and the way out."""
 
     exit_code: ClassVar[int] = 2
+
+
+# what stops every table, not one: the disk, the quota, the folder's permissions, a file size
+# limit the kernel sets for every file
+_EVERY_TABLE = frozenset({
+    errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS,
+})  # fmt: skip
+
+
+def stops_every_table(exc: BaseException) -> bool:
+    """Whether `exc`, raised writing one table, would stop any other table as well."""
+    return isinstance(exc, OSError) and exc.errno in _EVERY_TABLE
 
 
 class ExportWriteError(HaulError):

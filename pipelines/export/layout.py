@@ -8,6 +8,10 @@
       latest -> 2024-05-01T183012   a symlink; a text file holding the name where links fail
       .haul-export.lock        one export at a time per OUT
 
+`--keep` removes only folders that are haul's: a dated name with haul's manifest inside;
+anything else in OUT (a person's own `2024-01-01` folder) is left alone. A table's name too
+long for a file name is cut, with a digest of the whole name to keep it apart (`file_name`).
+
 Nothing appears half-written: each file is written under a temporary name in its folder and
 renamed when complete; the dated folder is built under a hidden temporary name in OUT and
 renamed when every file and the manifest are in it; only then does `latest` move (replaced
@@ -36,6 +40,7 @@ MANIFEST = "manifest.json"
 LATEST = "latest"
 LOCK = ".haul-export.lock"
 TEMP_PREFIX = ".incoming-"
+NAME_MAX_BYTES = 255  # one name's limit on ext4, XFS, btrfs, APFS and NTFS
 DATED = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{6})?(-\d+)?")
 
 
@@ -164,19 +169,47 @@ def latest_manifest(out: Path) -> dict[str, Any] | None:
 
 
 def dated_folders(out: Path) -> list[Path]:
-    """The export folders in OUT, oldest first (their names sort by time)."""
+    """The export folders haul wrote in OUT, oldest first (their names sort by time)."""
     return sorted(
         (
             path
             for path in out.iterdir()
-            if path.is_dir() and not path.is_symlink() and DATED.fullmatch(path.name)
+            if path.is_dir()
+            and not path.is_symlink()
+            and DATED.fullmatch(path.name)
+            and written_by_haul(path)
         ),
         key=lambda path: path.name,
     )
 
 
+def written_by_haul(folder: Path) -> bool:
+    """Whether `folder` holds the manifest of a haul export (what `--keep` may remove)."""
+    manifest = folder / MANIFEST
+    if manifest.is_symlink() or not manifest.is_file():
+        return False
+    try:
+        document = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(document, dict) and {"haul_version", "files", "tables"} <= document.keys()
+
+
+def file_name(name: str, suffix: str) -> str:
+    """`name + suffix` as a file name: cut when longer than a file system takes (with the
+    temporary `.NAME.part` it is first written as), on a character's edge, then `-` and 8 hex
+    digits of the whole name's sha256, so two long names that start alike stay apart."""
+    budget = NAME_MAX_BYTES - len(".") - len(".part") - len(suffix.encode())
+    encoded = name.encode("utf-8")
+    if len(encoded) <= budget:
+        return name + suffix
+    digest = hashlib.sha256(encoded).hexdigest()[:8]
+    head = encoded[: budget - len(digest) - 1].decode("utf-8", errors="ignore")
+    return f"{head}-{digest}{suffix}"
+
+
 def prune(out: Path, keep: int) -> list[Path]:
-    """Remove the dated folders beyond the newest `keep`, never the one `latest` names."""
+    """Remove haul's dated folders beyond the newest `keep`, never the one `latest` names."""
     current = latest(out)
     doomed = [path for path in dated_folders(out)[:-keep] if path != current]
     for path in doomed:

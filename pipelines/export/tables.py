@@ -18,6 +18,13 @@ itself, and the `ExportContext` (a small cache of lookups in the store, such as 
 Every table also gets `staged_at`, when haul last staged a change to the record. The writers
 (`writers.py`) know nothing but the types; nobody else knows a table by name.
 
+A table whose records the source can restrict (`access=`, a rule giving a record's
+`Restriction`, or None when it is open) also gets `restricted` and `access_holders`; a
+restricted record's rows are left out, and counted in `ExportContext.left_out`, unless
+`[export] restricted = "include"`. A table that is restricted content as a whole (a grid on
+a restricted page: even its name is) says so in `restriction`, and the export leaves it out
+whole.
+
 A *derived* table (`derive=`) is computed from the store rather than read one row per staged
 record: its function streams `Derived` groups of rows, each about one subject (an issue, a
 queue) with the newest `staged_at` of what it was computed from, so `--since` keeps the rows
@@ -27,7 +34,7 @@ of the subjects that moved. `entity` then names what it needs staged (no rows wi
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -54,6 +61,15 @@ COLUMN_TYPES: tuple[ColumnType, ...] = (
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Restriction:
+    """A record the source lets only some people read: `holders` names them (``user alice``,
+    ``group hr``), sorted; None when the source did not say who (it is restricted all the same:
+    an access haul could not read fails closed)."""
+
+    holders: tuple[str, ...] | None = None
+
+
 class ExportContext:
     """What a column may look up beyond its record: the store, through a bounded cache.
 
@@ -76,6 +92,19 @@ class ExportContext:
         self.settings = settings or Export()
         self._size = size
         self._cache: OrderedDict[Hashable, Any] = OrderedDict()
+        self.left_out: Counter[str] = Counter()  # table -> restricted rows left out
+
+    @property
+    def includes_restricted(self) -> bool:
+        """Whether restricted content is written (`[export] restricted = "include"`)."""
+        return self.settings.restricted == "include"
+
+    def withholds(self, table: str, restriction: Restriction | None, rows: int = 1) -> bool:
+        """Whether `rows` of `table` under `restriction` are left out (then counted)."""
+        if restriction is None or self.includes_restricted:
+            return False
+        self.left_out[table] += rows
+        return True
 
     def memo(self, key: Hashable, build: Callable[[StagingStore], T]) -> T:
         """`build(store)`, computed once per `key` while it stays among the recent ones."""
@@ -99,6 +128,7 @@ class Item:
     record: StagedRecord
     context: ExportContext
     position: int = 0
+    restriction: Restriction | None = None  # the record's, when its table has an access rule
 
     def get(self, *path: str) -> Any:
         """The value at `path` in `raw` (`item.get("queue", "key")`), or None on the way."""
@@ -137,6 +167,28 @@ STAGED_AT = Column(
 )
 
 
+def _holders(item: Item) -> list[str] | None:
+    restriction = item.restriction
+    return None if restriction is None or restriction.holders is None else [*restriction.holders]
+
+
+RESTRICTED = Column(
+    "restricted",
+    "bool",
+    "whether the source lets only some people read this record (or what it belongs to)",
+    lambda item: item.restriction is not None,
+)
+ACCESS_HOLDERS = Column(
+    "access_holders",
+    "json",
+    "who may read it at the source when restricted, a JSON list (`user alice`, `group hr`); "
+    "empty when open, or when haul could not read its access",
+    _holders,
+)
+ACCESS_COLUMNS = (RESTRICTED, ACCESS_HOLDERS)
+AccessRule = Callable[[StagedRecord, "ExportContext"], Restriction | None]
+
+
 DERIVED_STAGED_AT = Column(
     "staged_at",
     "timestamp",
@@ -162,8 +214,10 @@ Derive = Callable[[ExportContext], Iterable[Derived]]
 class Table:
     """One exported file: rows of `entity`'s staged records (only those under `parent`, when
     given), `items(record)` rows per record, each read through `columns`; or, for a derived
-    table, the rows `derive(context)` computes. `partition_by` names the timestamp or date
-    column `--partition month` splits the table by (the large tables only)."""
+    table, the rows `derive(context)` computes (a group's `subject` stands for its record).
+    `partition_by` names the timestamp or date column `--partition month` splits the table by
+    (the large tables only). `access` gives a record's `Restriction` (None: it is open) and
+    adds the access columns; `restriction` marks a table that is restricted as a whole."""
 
     name: str
     entity: str
@@ -174,10 +228,13 @@ class Table:
     items: Callable[[StagedRecord], Iterable[dict[str, Any]]] = whole_record
     derive: Derive | None = None
     partition_by: str | None = None
+    access: AccessRule | None = None
+    restriction: Restriction | None = None
     all_columns: tuple[Column, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        columns = (*self.columns, STAGED_AT if self.derive is None else DERIVED_STAGED_AT)
+        access = ACCESS_COLUMNS if self.access is not None else ()
+        columns = (*self.columns, *access, STAGED_AT if self.derive is None else DERIVED_STAGED_AT)
         names = [column.name for column in columns]
         if duplicated := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"table {self.name}: columns {', '.join(duplicated)} appear twice")
@@ -199,12 +256,17 @@ def flatten(
     """The rows of `table` for `records`, each a tuple of typed values in column order.
 
     A value a column cannot read (a malformed date, an id of the wrong shape) is left empty
-    and counted in the log, never the end of the export.
+    and counted in the log, never the end of the export. A restricted record's rows are left
+    out (and counted) unless the export includes restricted content.
     """
     columns = table.all_columns
     for record in records:
-        for position, raw in enumerate(table.items(record)):
-            item = Item(raw, record, context, position)
+        restriction = table.access(record, context) if table.access is not None else None
+        items = list(table.items(record))
+        if context.withholds(table.name, restriction, len(items)):
+            continue
+        for position, raw in enumerate(items):
+            item = Item(raw, record, context, position, restriction)
             yield tuple(_cell(table, column, item) for column in columns)
 
 
@@ -215,15 +277,19 @@ def flatten_derived(table: Table, context: ExportContext) -> Iterator[tuple[Any,
     columns = table.all_columns
     for group in table.derive(context):
         record = StagedRecord(table.name, group.subject, None, None, "", None, {}, group.staged_at)
-        for position, raw in enumerate(group.rows):
-            item = Item(raw, record, context, position)
+        restriction = table.access(record, context) if table.access is not None else None
+        rows = list(group.rows)
+        if context.withholds(table.name, restriction, len(rows)):
+            continue
+        for position, raw in enumerate(rows):
+            item = Item(raw, record, context, position, restriction)
             yield tuple(_cell(table, column, item) for column in columns)
 
 
 def _cell(table: Table, column: Column, item: Item) -> Any:
     try:
         return coerce(column.type, column.read(item))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         log.warning(
             "export_value_unreadable",
             table=table.name,
@@ -253,10 +319,16 @@ def _to_string(value: Any) -> str:
     return str(value)
 
 
+INT64 = range(-(2**63), 2**63)  # what an int column holds in Parquet and DuckDB
+
+
 def _to_int(value: Any) -> int:
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{value!r} is not an integer")
-    return int(value)
+    number = int(value)
+    if number not in INT64:
+        raise ValueError(f"{value!r} is larger than a 64-bit integer")
+    return number
 
 
 def _to_bool(value: Any) -> bool:
@@ -295,7 +367,36 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-TableFamily = Callable[[StagingStore], Iterable[Table]]
+@dataclass(frozen=True)
+class BrokenTable:
+    """What a family could not make a table of: `name` says which (by id: a title may be
+    restricted), `error` why."""
+
+    name: str
+    error: Exception
+    entity: str = ""  # the staged entity its rows would have come from
+
+    @property
+    def reason(self) -> str:
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+def each_table(
+    records: Iterable[StagedRecord],
+    build: Callable[[StagedRecord], Table],
+    name: Callable[[StagedRecord], str],
+    entity: str,
+) -> Iterator[Table | BrokenTable]:
+    """A family's tables, one per record: a record `build` fails on is a BrokenTable named by
+    `name(record)`, so one grid or survey haul cannot read leaves the others' tables."""
+    for record in records:
+        try:
+            yield build(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            yield BrokenTable(name(record), exc, entity)
+
+
+TableFamily = Callable[[StagingStore], Iterable[Table | BrokenTable]]
 
 
 @dataclass(frozen=True)
@@ -341,9 +442,26 @@ class Registry:
         """The families, in registration order."""
         return list(self._families.values())
 
-    def tables_for(self, store: StagingStore) -> list[Table]:
-        """Every table of this store: the fixed ones, then each family's."""
-        built = [table for family in self._families.values() for table in family.build(store)]
+    def tables_for(
+        self, store: StagingStore, broken: list[BrokenTable] | None = None
+    ) -> list[Table]:
+        """Every table of this store: the fixed ones, then each family's. A table a family
+        cannot build (a grid or survey haul cannot read) is added to `broken` when given, the
+        other tables kept; raised when not."""
+        built: list[Table] = []
+        for family in self._families.values():
+            made: list[Table | BrokenTable]
+            try:
+                made = list(family.build(store))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                made = [BrokenTable(family.name, exc)]
+            for table in made:
+                if isinstance(table, Table):
+                    built.append(table)
+                elif broken is None:
+                    raise table.error
+                else:
+                    broken.append(table)
         names = [table.name for table in (*self._tables.values(), *built)]
         if clashes := sorted({name for name in names if names.count(name) > 1}):
             raise ValueError(f"export tables built twice under one name: {', '.join(clashes)}")

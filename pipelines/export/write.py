@@ -4,6 +4,7 @@ export's database, a chunk at a time, the file appearing only complete (see `lay
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -11,9 +12,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
+import duckdb
+import pyarrow as pa
 import structlog
 
 from haul.pipelines.export import duck, layout
+from haul.pipelines.export.errors import stops_every_table
 from haul.pipelines.export.tables import (
     ExportContext,
     Table,
@@ -67,18 +71,42 @@ class TableWritten:
 
 @dataclass
 class WrittenTables:
-    """Every table an export wrote, in order."""
+    """Every table an export wrote, in order; the tables left out whole as restricted (by
+    entity: their names are restricted too), and those that failed, with why."""
 
     tables: dict[str, TableWritten] = field(default_factory=dict)
+    withheld: dict[str, dict[str, int]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
 
     def add(self, table: Table, written: TableWritten) -> None:
         """Note what writing `table` left."""
         self.tables[table.name] = written
 
+    def withhold(self, table: Table, rows: int) -> None:
+        """Note `table` left out whole, with the rows it had."""
+        entry = self.withheld.setdefault(table.entity, {"tables": 0, "rows": 0})
+        entry["tables"] += 1
+        entry["rows"] += rows
+
     @property
     def files(self) -> list[ExportedFile]:
         """Every file, table by table."""
         return [file for written in self.tables.values() for file in written.files]
+
+
+class TableFailure(Exception):
+    """One table could not be written: nothing of it was kept (file or database table)."""
+
+    def __init__(self, table: Table, cause: BaseException) -> None:
+        self.reason = f"{type(cause).__name__}: {cause}"
+        super().__init__(f"table {table.name}: {self.reason}")
+
+
+# what one table's rows or file can fail with (a value pyarrow or DuckDB refuses, a name the
+# file system refuses); anything else is a fault of haul's and stops the export
+TABLE_ERRORS = (
+    OSError, ValueError, TypeError, KeyError, ArithmeticError, pa.ArrowException, duckdb.Error,
+)  # fmt: skip
 
 
 def write_table(
@@ -91,7 +119,34 @@ def write_table(
     database: duck.DuckDatabase,
 ) -> TableWritten:
     """One table into `folder` (`<table>.<format>`, or a folder of monthly Parquet files),
-    a chunk at a time, appearing only complete; and into the export's database."""
+    a chunk at a time, appearing only complete; and into the export's database.
+    TableFailure when it cannot be, with neither its file nor its database table left."""
+    try:
+        return _write_table(table, folder, request, since, context, progress, database)
+    except TABLE_ERRORS as exc:
+        as_os = duck.as_os_error(exc, folder) if isinstance(exc, duckdb.Error) else exc
+        if stops_every_table(as_os):  # a full disk: no other table would do better
+            raise as_os from exc
+        database.drop(table)
+        raise TableFailure(table, exc) from exc
+
+
+def count_rows(table: Table, since: tuple[str | None, bool], context: ExportContext) -> int:
+    """The rows `table` holds `since`, read but not written (a table left out whole)."""
+    rows, keep, _ = table_rows(table, since, context)
+    read = sum(1 for row in rows if keep is None or keep(row))  # rows its records did not hold back
+    return read + context.left_out.pop(table.name, 0)  # counted as a whole table, not by name
+
+
+def _write_table(
+    table: Table,
+    folder: Path,
+    request: FileOptions,
+    since: tuple[str | None, bool],
+    context: ExportContext,
+    progress: Progress,
+    database: duck.DuckDatabase,
+) -> TableWritten:
     rows, keep, total = table_rows(table, since, context)
     task = progress.task(f"{table.name} exported", total)
     in_database = database.table(table)
@@ -160,13 +215,14 @@ def table_files(
         monthly = MonthlyParquetWriter(folder, table, request.chunk_rows)
         try:
             yield monthly, files
+            monthly.close()
         except BaseException:
             monthly.abort()
+            shutil.rmtree(monthly.root, ignore_errors=True)  # the others' files stay: not its
             raise
-        monthly.close()
         files.update(sorted(monthly.rows.items()))
         return
-    final = folder / f"{table.name}.{request.format}"
+    final = folder / layout.file_name(table.name, f".{request.format}")
     with layout.atomic_file(final) as partial:
         writer = open_writer(request.format, partial, table)
         counting = _Counting(writer)

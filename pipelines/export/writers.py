@@ -4,18 +4,26 @@ A writer takes rows as tuples of typed values in the table's column order (see `
 never the whole table: memory stays at one chunk whatever the size of the store.
 
 - CSV: UTF-8, a header row, `,` and `"` quoting; empty for no value; timestamps ISO-8601 in
-  UTC (`2024-05-01T12:00:00.000000+00:00`), booleans `true`/`false`, JSON as its text.
+  UTC (`2024-05-01T12:00:00.000000+00:00`), booleans `true`/`false`, JSON as its text. Text
+  a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage
+  return: OWASP's CSV injection list) gets a leading `'`; a number, and text that is just a
+  number (`-5`), is written as it is.
 - Parquet: a pyarrow schema from the column types (timestamp[us, tz=UTC], int64, double,
   bool, date32, string); each column's meaning in its field metadata; a row group per chunk.
 - XLSX: openpyxl in write-only mode (rows stream to disk); one sheet named after the table
   with a header row, continued on `<name> (2)`, ... past Excel's 1 048 576 rows. Excel has no
   time zones: timestamps are written in UTC without one. Text longer than a cell holds
-  (32 767 characters) is cut, and characters XML forbids are dropped.
+  (32 767 characters) is cut, and characters XML forbids are dropped. Text is always a text
+  cell, never a formula, whatever it starts with (openpyxl would make `=...` one).
+
+Parquet and the DuckDB file keep text as it is: they are read by programs, not opened as
+spreadsheets.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 from collections.abc import Sequence
 from contextlib import suppress
@@ -27,9 +35,11 @@ from zipfile import ZIP_DEFLATED, ZipFile, ZipInfo
 import pyarrow as pa
 import pyarrow.parquet as pq
 from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.writer.excel import ExcelWriter
 
+from haul.pipelines.export.layout import file_name
 from haul.pipelines.export.tables import ColumnType, Table
 
 FORMATS = ("csv", "parquet", "xlsx")
@@ -37,6 +47,8 @@ EXCEL_MAX_ROWS = 1_048_576  # the header row included
 EXCEL_MAX_TEXT = 32_767
 
 Rows = Sequence[tuple[Any, ...]]
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run (OWASP)
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 class TableWriter(Protocol):
@@ -81,9 +93,17 @@ class CsvWriter:
             self._file.close()
 
 
+def may_run(text: str) -> bool:
+    """Whether a spreadsheet could take `text` for a formula (`=SUM(A1)`, `@cmd`, `-1+2`):
+    it starts with one of FORMULA_STARTS and is not simply a number (`-5`, `+1.5`)."""
+    return text.startswith(FORMULA_STARTS) and PLAIN_NUMBER.fullmatch(text) is None
+
+
 def _csv_text(cell: Any) -> Any:
     if cell is None:
         return ""
+    if isinstance(cell, str):
+        return "'" + cell if may_run(cell) else cell
     if isinstance(cell, bool):
         return "true" if cell else "false"
     if isinstance(cell, datetime):
@@ -170,7 +190,7 @@ class MonthlyParquetWriter:
     def __init__(self, folder: Path, table: Table, chunk_rows: int) -> None:
         if table.partition_by is None:
             raise ValueError(f"table {table.name} has no column to partition by")
-        self.root = folder / table.name
+        self.root = folder / file_name(table.name, "")
         self.root.mkdir()
         self._schema = arrow_schema(table)
         self._column = [column.name for column in table.all_columns].index(table.partition_by)
@@ -235,8 +255,17 @@ class XlsxWriter:
         for row in rows:
             if self._filled >= self._max_rows:
                 self._new_sheet()
-            self._sheet.append([_xlsx_cell(cell) for cell in row])
+            self._sheet.append([self._cell(cell) for cell in row])
             self._filled += 1
+
+    def _cell(self, cell: Any) -> Any:
+        """The value to append; text a spreadsheet would run is a text cell, kept exact."""
+        value = _xlsx_cell(cell)
+        if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+            return value
+        text = WriteOnlyCell(self._sheet, value=value)
+        text.data_type = "s"  # openpyxl makes a text starting with "=" a formula
+        return text
 
     def close(self) -> None:
         # openpyxl's own save stamps the workbook and each zip entry with the time: without

@@ -9,10 +9,12 @@ from typing import Any
 
 from haul.pipelines.export.columns import as_json, identifier, timestamp, value
 from haul.pipelines.export.tables import (
+    BrokenTable,
     Column,
     ColumnType,
     Item,
     Table,
+    each_table,
     register_table,
     register_tables,
 )
@@ -62,9 +64,14 @@ def answers_table(survey_id: str, survey: dict[str, Any]) -> Table:
     )
 
 
-def survey_tables(store: StagingStore) -> Iterable[Table]:
+def survey_tables(store: StagingStore) -> Iterable[Table | BrokenTable]:
     """A table per staged survey."""
-    return [answers_table(record.source_id, record.raw) for record in store.iter_records("survey")]
+    return each_table(
+        store.iter_records("survey"),
+        lambda record: answers_table(record.source_id, record.raw),
+        lambda record: f"survey {record.source_id}",
+        "survey_answer",
+    )
 
 
 register_tables(

@@ -26,6 +26,7 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.tables import Column, Item, Table, register_table
+from haul.pipelines.tracker.export_access import of_issue, of_link, of_parent_issue
 from haul.state.store import StagedRecord, StagingStore
 
 SERVICE = "tracker"
@@ -161,7 +162,8 @@ ISSUES = Table("issues", "issue", (
     value("checklist_total", "int", "checklist items", "checklistTotal"),
     value("version", "int", "the issue's version (edits so far)", "version"),
     Column("other_fields", "json", "every other field (local ones too), a JSON object", _other_fields),
-), doc="one row per issue", service=SERVICE, partition_by="created_at")  # fmt: skip
+), doc="one row per issue", service=SERVICE, partition_by="created_at",
+   access=of_issue)  # fmt: skip
 
 
 def _attachment_ids(item: Item) -> list[str] | None:
@@ -181,7 +183,8 @@ COMMENTS = Table("comments", "comment", (
     *_created_and_updated("comment"),
     Column("attachment_ids", "json", "its attachments' ids (attachments.comment_id)", _attachment_ids),
     value("version", "int", "the comment's version (edits so far)", "version"),
-), doc="one row per comment", service=SERVICE, partition_by="created_at")  # fmt: skip
+), doc="one row per comment", service=SERVICE, partition_by="created_at",
+   access=of_parent_issue)  # fmt: skip
 
 WORKLOGS = Table("worklogs", "worklog", (
     identifier("id", "the worklog's id", "id"),
@@ -191,7 +194,7 @@ WORKLOGS = Table("worklogs", "worklog", (
     value("duration", "string", "time logged as the tracker wrote it (ISO-8601)", "duration"),
     value("comment", "string", "the note", "comment"),
     *_created_and_updated("worklog"),
-), doc="one row per worklog record", service=SERVICE)  # fmt: skip
+), doc="one row per worklog record", service=SERVICE, access=of_parent_issue)  # fmt: skip
 
 
 def _changes(item: Item) -> list[dict[str, Any]] | None:
@@ -232,7 +235,8 @@ CHANGELOG = Table("changelog", "changelog", (
     *person("updated_by", "who did it", "updatedBy"),
     Column("fields_changed", "string", "the fields it changed, comma-separated ids", _changed_fields),
     Column("changes", "json", 'a JSON list of {"field", "from", "to"}, values by key', _changes),
-), doc="one row per changelog entry", service=SERVICE, partition_by="updated_at")  # fmt: skip
+), doc="one row per changelog entry", service=SERVICE, partition_by="updated_at",
+   access=of_parent_issue)  # fmt: skip
 
 
 def _relationship(item: Item) -> Any:
@@ -252,7 +256,7 @@ LINKS = Table("links", "link", (
     *_created_and_updated("link"),
 ), doc=(
     "one row per link as each issue shows it (a link between two staged issues is in twice)"
-), service=SERVICE)  # fmt: skip
+), service=SERVICE, access=of_link)  # fmt: skip
 
 
 def comment_owners(issue: str) -> Any:
@@ -286,7 +290,8 @@ ATTACHMENTS = Table("attachments", "attachment", (
     blob_sha256(),
     timestamp("created_at", "when it was attached", "createdAt"),
     *person("created_by", "who attached it", "createdBy"),
-), doc="one row per attachment (metadata only)", service=SERVICE)  # fmt: skip
+), doc="one row per attachment (metadata only)", service=SERVICE,
+   access=of_parent_issue)  # fmt: skip
 
 
 def checklist_items(record: StagedRecord) -> Iterable[dict[str, Any]]:
@@ -306,7 +311,7 @@ CHECKLIST_ITEMS = Table("checklist_items", "checklist", (
     timestamp("deadline", "the item's deadline", "deadline", "date"),
     value("deadline_type", "string", "date or dateTime", "deadline", "deadlineType"),
 ), doc="one row per checklist item, in checklist order", service=SERVICE,
-   items=checklist_items)  # fmt: skip
+   items=checklist_items, access=of_parent_issue)  # fmt: skip
 
 
 def _dictionary_table(name: str, entity: str, what: str, *extra: Column) -> Table:

@@ -16,6 +16,7 @@ from haul.pipelines.export.columns import (
 from haul.pipelines.export.tables import Column, Item, Table, register_table
 from haul.pipelines.tracker.entity_bodies import KINDS
 from haul.pipelines.tracker.export import checklist_items, people, person
+from haul.pipelines.tracker.export_access import of_entity, of_parent_entity, of_parent_issue
 from haul.pipelines.tracker.saved import status_keys
 from haul.state.store import StagingStore
 
@@ -63,7 +64,8 @@ register_table(Table("remote_links", "remote_link", (
     value("direction", "string", "outward or inward", "direction"),
     *person("created_by", "who made it", "createdBy"),
     timestamp("created_at", "when it was made", "createdAt"),
-), doc="the issues' links to objects in external applications", service=SERVICE))  # fmt: skip
+), doc="the issues' links to objects in external applications", service=SERVICE,
+   access=of_parent_issue))  # fmt: skip
 
 register_table(Table("autoactions", "autoaction", (
     parent("queue_key", "the queue it runs in"),
@@ -121,7 +123,7 @@ def _entity_table(name: str, kind: str, parents: str) -> Table:
         timestamp("updated_at", "when it last changed (a comment, file or link too)",
                   "updatedAt"),
     ), doc=f'the {kind}s ([scope] entities = "all", or naming {kind})',
-       service=SERVICE)  # fmt: skip
+       service=SERVICE, access=of_entity)  # fmt: skip
 
 
 register_table(_entity_table("portfolios", "portfolio", "portfolio"))
@@ -140,7 +142,8 @@ register_table(Table("entity_comments", "entity_comment", (
     *person("created_by", "who wrote it", "createdBy"),
     timestamp("created_at", "when it was written", "createdAt"),
     timestamp("updated_at", "when it was last edited", "updatedAt"),
-), doc="the comments on projects, portfolios and goals", service=SERVICE))  # fmt: skip
+), doc="the comments on projects, portfolios and goals", service=SERVICE,
+   access=of_parent_entity))  # fmt: skip
 
 register_table(Table("entity_checklist_items", "entity_checklist", (
     ENTITY_ID,
@@ -153,7 +156,7 @@ register_table(Table("entity_checklist_items", "entity_checklist", (
     *person("assignee", "the item's assignee", "assignee"),
     timestamp("deadline", "the item's deadline", "deadline", "date"),
 ), doc="one row per checklist item of a project, portfolio or goal, in checklist order",
-   service=SERVICE, items=checklist_items))  # fmt: skip
+   service=SERVICE, items=checklist_items, access=of_parent_entity))  # fmt: skip
 
 register_table(Table("entity_attachments", "entity_attachment", (
     ENTITY_ID,
@@ -166,7 +169,7 @@ register_table(Table("entity_attachments", "entity_attachment", (
     *person("created_by", "who attached it", "createdBy"),
     timestamp("created_at", "when it was attached", "createdAt"),
 ), doc="the files of projects, portfolios and goals (metadata; the bytes stay in the blob store)",
-   service=SERVICE))  # fmt: skip
+   service=SERVICE, access=of_parent_entity))  # fmt: skip
 
 register_table(Table("entity_links", "entity_link", (
     ENTITY_ID,
@@ -184,4 +187,4 @@ register_table(Table("entity_links", "entity_link", (
     timestamp("created_at", "when it was made", "createdAt"),
 ), doc=(
     "one row per link as each entity shows it (a link between two staged entities is in twice)"
-), service=SERVICE))  # fmt: skip
+), service=SERVICE, access=of_parent_entity))  # fmt: skip

@@ -28,6 +28,7 @@ from haul.pipelines.export.tables import (
     register_table,
     register_tables,
 )
+from haul.pipelines.tracker.export_access import of_issue
 from haul.state.store import StagingStore
 
 SERVICE = "tracker"
@@ -150,6 +151,7 @@ def custom_field_tables(store: StagingStore) -> Iterable[Table]:
             (identifier("issue_key", "the issue's key", "key"), *columns),
             doc="one row per issue, a typed column per custom field (global and local)",
             service=SERVICE,
+            access=of_issue,
         )
     ]
 

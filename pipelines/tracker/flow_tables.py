@@ -22,6 +22,7 @@ import structlog
 from haul.pipelines.export.columns import display_text, timestamp, value
 from haul.pipelines.export.tables import Column, Derived, ExportContext, Table
 from haul.pipelines.export.values import parse_timestamp
+from haul.pipelines.tracker.export_access import of_issue
 from haul.pipelines.tracker.flow import (
     Change,
     StatusInfo,
@@ -162,7 +163,7 @@ STATUS_INTERVALS = Table("status_intervals", "changelog", (
     value("duration_s", "int", "seconds in the status (the current one: until the as-of instant)", "duration_s"),
     value("business_s", "int", "of those, seconds within [export] work_days and work_hours, in its timezone", "business_s"),
 ), doc="one row per status an issue sat in, contiguous from its creation to the export's as-of instant",
-   service=SERVICE, derive=derive_intervals, partition_by="entered_at")  # fmt: skip
+   service=SERVICE, derive=derive_intervals, access=of_issue, partition_by="entered_at")  # fmt: skip
 
 
 def _text(data: Any) -> str | None:
@@ -201,7 +202,7 @@ ISSUE_FIELD_HISTORY = Table("issue_field_history", "changelog", (
 ), doc=(
     "one row per value a field of an issue held (status, type, priority, queue, assignee, "
     "resolution, and any other field its changelog changed), by field then time"
-), service=SERVICE, derive=derive_field_history)  # fmt: skip
+), service=SERVICE, derive=derive_field_history, access=of_issue)  # fmt: skip
 
 
 def derive_daily(context: ExportContext) -> Iterator[Derived]:
@@ -240,7 +241,7 @@ ISSUE_DAILY = Table("issue_daily", "changelog", (
     "one row per issue per day it was open (its status not of a done or cancelled type at the "
     "day's end, or at the as-of instant on the export day), from [export] daily_since "
     "(default 90 days before) to the export day"
-), service=SERVICE, derive=derive_daily, partition_by="day")  # fmt: skip
+), service=SERVICE, derive=derive_daily, access=of_issue, partition_by="day")  # fmt: skip
 
 
 def derive_cycle_times(context: ExportContext) -> Iterator[Derived]:
@@ -277,4 +278,4 @@ CYCLE_TIMES = Table("cycle_times", "changelog", (
     value("lead_s", "int", "seconds from creation to first done (empty: not done)", "lead_s"),
     value("cycle_s", "int", "seconds from first started to first done (empty: not both, in that order)", "cycle_s"),
 ), doc="one row per issue: when it was created, first started and first done", service=SERVICE,
-   derive=derive_cycle_times)  # fmt: skip
+   derive=derive_cycle_times, access=of_issue)  # fmt: skip

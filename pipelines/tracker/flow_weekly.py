@@ -10,6 +10,9 @@ arrival to the week of the as-of instant. An issue counts in its queue now:
 - cycle percentiles: of the cycle seconds (first started to first done) of that week's
   throughput, linear between ranks (pandas' default); empty when none has one.
 
+A restricted issue (see `export_access`) counts only when the export includes restricted
+content; otherwise it is left out of every figure, and counted as one row left out.
+
 The issues stream through once, leaving per issue three numbers and a count per week it was
 open, so memory grows by a few bytes an issue; pandas then groups the per-issue numbers.
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
+from haul.pipelines.tracker.export_access import of_issue
 from haul.pipelines.tracker.flow import Interval, WorkCalendar, cycle_time, status_intervals
 from haul.pipelines.tracker.flow_tables import (
     SERVICE,
@@ -134,6 +138,8 @@ def derive_flow_weekly(context: ExportContext) -> Iterator[Derived]:
     flow, statuses = FlowSettings.of(context), statuses_of(context)
     facts = WeeklyFacts()
     for history in issue_histories(context):
+        if context.withholds("flow_weekly", of_issue(history.issue, context)):
+            continue
         intervals = status_intervals(
             history.issue.raw, history.changes, statuses, flow.now, flow.calendar
         )

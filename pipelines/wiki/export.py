@@ -2,6 +2,11 @@
 comments, and one table per grid (its own columns, typed after the grid's, a row per grid row).
 
 People on the wiki's replies carry their login (`username`) and display name themselves.
+
+A page is restricted when its access does not resolve to all staff (a custom policy, or one it
+inherits): to the holders of the entries that reach it. A page staged without its access is
+restricted too (who reads it is unknown: fail closed). Its comments, files and grids follow
+it; a grid on a restricted page is restricted as a whole (its table's name holds its title).
 """
 
 from __future__ import annotations
@@ -18,13 +23,18 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.tables import (
+    BrokenTable,
     Column,
     ColumnType,
+    ExportContext,
     Item,
+    Restriction,
     Table,
+    each_table,
     register_table,
     register_tables,
 )
+from haul.pipelines.wiki.access import ALL_STAFF, readers, staged_with_access
 from haul.state.store import StagedRecord, StagingStore
 
 SERVICE = "wiki"
@@ -46,6 +56,37 @@ def _display(prefix: str, doc: str, *path: str) -> tuple[Column, Column]:
     return login, name
 
 
+def page_restriction(raw: dict[str, Any]) -> Restriction | None:
+    """A staged page's restriction; None when all staff read it."""
+    if not staged_with_access(raw):
+        return Restriction(None)
+    holders = readers(raw, None)
+    return None if ALL_STAFF in holders else Restriction(tuple(holders))
+
+
+def restricted_pages(store: StagingStore) -> dict[str, Restriction]:
+    """Page slug -> its restriction, for the staged restricted pages."""
+    found = {}
+    for page in store.iter_records("wiki_page"):
+        if (restriction := page_restriction(page.raw)) is not None:
+            found[page.source_id] = restriction
+    return found
+
+
+def _pages(context: ExportContext) -> dict[str, Restriction]:
+    return context.memo("wiki.restricted_pages", restricted_pages)
+
+
+def of_page(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """A page's restriction."""
+    return _pages(context).get(record.source_id)
+
+
+def of_parent_page(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """The restriction of the page a record belongs to."""
+    return _pages(context).get(record.parent or "")
+
+
 PAGES = register_table(Table("wiki_pages", "wiki_page", (
     identifier("slug", "the page's slug at the source", "slug"),
     identifier("id", "the page's numeric id at the source", "id"),
@@ -55,7 +96,7 @@ PAGES = register_table(Table("wiki_pages", "wiki_page", (
     *_display("author", "who wrote the current revision", "active_revision", "author"),
     value("comments_count", "int", "comments on the page", "attributes", "comments_count"),
     value("content", "string", "the page's markdown, as the source holds it", "content"),
-), doc="wiki pages under the configured roots", service=SERVICE))  # fmt: skip
+), doc="wiki pages under the configured roots", service=SERVICE, access=of_page))  # fmt: skip
 
 ATTACHMENTS = register_table(Table("wiki_attachments", "wiki_attachment", (
     PAGE,
@@ -66,7 +107,7 @@ ATTACHMENTS = register_table(Table("wiki_attachments", "wiki_attachment", (
     timestamp("created_at", "when it was attached", "created_at"),
     *_display("author", "who attached it", "user"),
     blob_sha256(),
-), doc="files attached to wiki pages", service=SERVICE))  # fmt: skip
+), doc="files attached to wiki pages", service=SERVICE, access=of_parent_page))  # fmt: skip
 
 COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
     PAGE,
@@ -75,7 +116,8 @@ COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
     value("body", "string", "the comment's text", "body"),
     timestamp("created_at", "when it was written", "created_at"),
     *_display("author", "who wrote it", "author"),
-), doc="comments on wiki pages, replies naming the comment they answer", service=SERVICE))  # fmt: skip
+), doc="comments on wiki pages, replies naming the comment they answer", service=SERVICE,
+   access=of_parent_page))  # fmt: skip
 
 
 def _rows_of(grid_id: str) -> Any:
@@ -95,8 +137,9 @@ def _cell(index: int) -> Any:
     return read
 
 
-def grid_table(record: StagedRecord) -> Table:
-    """One grid: its row id, then one column per grid column, by slug."""
+def grid_table(record: StagedRecord, restriction: Restriction | None = None) -> Table:
+    """One grid: its row id, then one column per grid column, by slug; `restriction` is its
+    page's."""
     columns = (record.raw.get("structure") or {}).get("columns") or []
     title = "".join(
         c if c.isalnum() else "_" for c in str(record.raw.get("title") or "grid").lower()
@@ -120,12 +163,33 @@ def grid_table(record: StagedRecord) -> Table:
         service=SERVICE,
         parent=record.parent,  # read only the grids of its page, not every grid
         items=_rows_of(record.source_id),
+        access=of_parent_page,
+        restriction=restriction,
     )
 
 
-def grid_tables(store: StagingStore) -> Iterable[Table]:
+def grid_tables(store: StagingStore) -> Iterable[Table | BrokenTable]:
     """A table per staged grid."""
-    return [grid_table(record) for record in store.iter_records("wiki_grid")]
+    pages = restricted_pages(store)
+
+    def build(record: StagedRecord) -> Table:
+        restriction = pages.get(record.parent or "")
+        try:
+            return grid_table(record, restriction)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if restriction is None:
+                raise
+            # the error names the table, and so the grid's title: restricted too
+            raise ValueError(
+                f"a grid on a restricted page cannot be a table ({type(exc).__name__})"
+            ) from None
+
+    return each_table(
+        store.iter_records("wiki_grid"),
+        build,
+        lambda record: f"wiki grid {record.source_id}",  # not its title: it may be restricted
+        "wiki_grid",
+    )
 
 
 register_tables(

@@ -3,11 +3,13 @@ writers, the folder layout and the options. No sandbox: a real store in a temp f
 
 from __future__ import annotations
 
+import csv
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from openpyxl import load_workbook
 
 from haul.pipelines.config import parse_config
 from haul.pipelines.export import layout
@@ -157,6 +159,37 @@ def test_xlsx_continues_on_a_new_sheet_at_the_row_limit_and_cleans_text(tmp_path
     assert sheet_title("grid: a/b [x]?" * 3) == "grid_ a_b _x__grid_ a_b _x__gri"  # 31 characters
 
 
+RISKY = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tlead", "\rline", "-5", "+1.5", "plain", "a=b"]
+
+
+def test_text_a_spreadsheet_would_run_is_text_and_numbers_stay_numbers(tmp_path: Path) -> None:
+    """Text starting with =, +, -, @, tab or CR: a text cell in XLSX holding it exactly, a `'`
+    before it in CSV; text that is just a number (`-5`) and number cells (-5.0) as they are;
+    Parquet keeps the text raw."""
+    table = Table("notes", "note", (
+        value("text", "string", "", "text"), value("points", "float", "", "points"),
+    ))  # fmt: skip
+    rows = [(text, -5.0, None) for text in RISKY]  # staged_at last, empty here
+    for fmt in ("csv", "parquet", "xlsx"):
+        writer = open_writer(fmt, tmp_path / f"notes.{fmt}", table)
+        writer.write(rows)
+        writer.close()
+
+    sheet = load_workbook(tmp_path / "notes.xlsx")["notes"]
+    cells = list(sheet.iter_rows(min_row=2, max_col=2))
+    # XML reads a bare CR as a line feed: the one change a reader of any XLSX would see
+    assert [text.value for text, _ in cells] == [text.replace("\r", "\n") for text in RISKY]
+    assert {text.data_type for text, _ in cells} == {"s"}  # none is a formula
+    assert {(points.value, points.data_type) for _, points in cells} == {(-5, "n")}
+    with (tmp_path / "notes.csv").open(encoding="utf-8", newline="") as file:
+        written = [row[:2] for row in csv.reader(file)][1:]
+    assert [text for text, _ in written] == [
+        "'=1+1", "'+SUM(A1)", "'-2+3", "'@cmd", "'\tlead", "'\rline", "-5", "+1.5", "plain", "a=b",
+    ]  # fmt: skip
+    assert {points for _, points in written} == {"-5.0"}
+    assert pd.read_parquet(tmp_path / "notes.parquet")["text"].tolist() == RISKY
+
+
 def test_dated_names_then_times_then_counters() -> None:
     """The first export of a day is its date; later ones add the time, then a counter."""
     now = datetime(2024, 5, 1, 18, 30, 12, tzinfo=UTC)
@@ -165,10 +198,22 @@ def test_dated_names_then_times_then_counters() -> None:
     assert layout.dated_name(now, {"2024-05-01", "2024-05-01T183012"}) == "2024-05-01T183012-2"
 
 
+HAUL_MANIFEST = {"haul_version": "1.0", "files": [], "tables": {}}
+
+
+def haul_folder(out: Path, name: str) -> Path:
+    """A dated folder as an export leaves it: haul's manifest inside."""
+    folder = out / name
+    folder.mkdir()
+    layout.write_json(folder / layout.MANIFEST, HAUL_MANIFEST)
+    return folder
+
+
 def test_prune_keeps_the_newest_and_what_latest_names(tmp_path: Path) -> None:
     """--keep N removes the oldest dated folders, never other files or the latest one."""
-    for name in ("2024-05-01", "2024-05-02", "2024-05-02T101010", "2024-05-03", "notes"):
-        (tmp_path / name).mkdir()
+    for name in ("2024-05-01", "2024-05-02", "2024-05-02T101010", "2024-05-03"):
+        haul_folder(tmp_path, name)
+    (tmp_path / "notes").mkdir()
     layout.point_latest(tmp_path, "2024-05-03")
     removed = layout.prune(tmp_path, 2)
     assert [path.name for path in removed] == ["2024-05-01", "2024-05-02"]
@@ -179,6 +224,48 @@ def test_prune_keeps_the_newest_and_what_latest_names(tmp_path: Path) -> None:
         "notes",
     ]
     assert layout.latest(tmp_path) == tmp_path / "2024-05-03"
+
+
+def test_prune_leaves_dated_folders_haul_did_not_write(tmp_path: Path) -> None:
+    """A dated folder without haul's manifest (a person's own, or another tool's manifest,
+    or one that is not JSON) is never removed by --keep, however old; haul's own are."""
+    for name in ("2024-01-01", "2024-01-02", "2024-01-03"):
+        haul_folder(tmp_path, name)
+    mine = tmp_path / "2023-12-31"
+    mine.mkdir()
+    (mine / "budget.xlsx").write_bytes(b"a person's file")
+    other = tmp_path / "2023-12-30"
+    other.mkdir()
+    (other / layout.MANIFEST).write_text('{"tool": "something else", "files": []}')
+    broken = tmp_path / "2023-12-29"
+    broken.mkdir()
+    (broken / layout.MANIFEST).write_text("not json")
+    layout.point_latest(tmp_path, "2024-01-03")
+
+    removed = layout.prune(tmp_path, 1)
+
+    assert [path.name for path in removed] == ["2024-01-01", "2024-01-02"]
+    assert (mine / "budget.xlsx").read_bytes() == b"a person's file"
+    assert other.is_dir() and broken.is_dir()
+
+
+def test_a_name_too_long_for_the_file_system_is_cut_and_kept_apart(tmp_path: Path) -> None:
+    """A table's name past 255 bytes (Cyrillic is two a letter) becomes a file name the file
+    system takes, temporary `.part` form included; two names alike but for their end stay
+    apart; a short name is kept as it is."""
+    long_a = "wiki_grid_" + "квартальный_отчёт_" * 20 + "a_1234abcd"
+    long_b = "wiki_grid_" + "квартальный_отчёт_" * 20 + "b_1234abcd"
+    short = layout.file_name("issues", ".csv")
+    cut_a, cut_b = layout.file_name(long_a, ".parquet"), layout.file_name(long_b, ".parquet")
+
+    assert short == "issues.csv"
+    assert (
+        cut_a != cut_b and cut_a.startswith("wiki_grid_квартальный") and cut_a.endswith(".parquet")
+    )
+    for name in (cut_a, cut_b):
+        assert len(f".{name}.part".encode()) <= 255
+        (tmp_path / f".{name}.part").write_text("x")  # the file system takes it
+        (tmp_path / name).write_text("x")
 
 
 def test_a_failed_block_leaves_neither_file_nor_folder(tmp_path: Path) -> None:

@@ -31,8 +31,9 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with sandbox_server.start_sandbox(size="tiny", seed=17) as sandbox:
         info = sandbox.info
         options = SandboxConfig(
-            source_token_env=TOKEN_ENV, services=("forms", "wiki"), with_target=False, queues=[]
-        )
+            source_token_env=TOKEN_ENV, services=("forms", "wiki"), with_target=False, queues=[],
+            sections='\n[export]\nrestricted = "include"  # every staged row, to compare\n',
+        )  # fmt: skip
         config = write_sandbox_config(directory, info, options)
         asyncio.run(extract(load_config(config), environ=environ(info)))
         yield config

@@ -30,7 +30,7 @@ from entity_snapshot import (
 )
 from haul_fixtures import environ, source_queues, write_config, writes, written_since
 
-from haul.pipelines.config import Config, load_config
+from haul.pipelines.config import Config, Export, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import VerifyResult, verify
@@ -176,7 +176,8 @@ def test_the_export_has_a_row_per_staged_entity_and_sub_record(
     """`haul export` writes the entities and what hangs off them: a row per staged record (a
     checklist: per item), people by login, each sub-record with its entity's id and type."""
     out = tmp_path_factory.mktemp("entity-export")
-    request = ExportRequest(out=out, format="csv", entities=tuple(ENTITY_TABLES))
+    every = Export(restricted="include")  # every staged record, team-only ones too
+    request = ExportRequest(out=out, format="csv", entities=tuple(ENTITY_TABLES), settings=every)
     result = run_export(migrated.config, request)
     tables = {
         file.table: list(csv.DictReader(io.StringIO((result.folder / file.file).read_text())))

@@ -1,0 +1,135 @@
+"""Which staged tracker records the source restricts, for the export's access columns.
+
+- An issue with an access list (`access`, people by id) is restricted to those people;
+  what belongs to it (comments, worklogs, changelog entries, attachments, checklist items,
+  remote links, and the flow model's rows about it) is as restricted as the issue.
+- A link is restricted when either end is (its row names the other issue's title): to the
+  people of that end, or to those of both ends when both are.
+- A project, portfolio or goal with `teamAccess` is restricted to the READ holders of its
+  staged permissions (users by login, groups by name, roles as the people they name on it:
+  MEMBER its team, OWNER its lead, ...); its comments, checklist, files and links follow it.
+
+Each rule reads a small dictionary built once per export (`ExportContext.memo`): the restricted
+issues and entities, never the whole org.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haul.pipelines.export.tables import ExportContext, Restriction
+from haul.pipelines.tracker.entity_access import ROLE_PEOPLE
+from haul.pipelines.tracker.entity_bodies import KINDS
+from haul.state.store import StagedRecord, StagingStore
+
+
+def _logins(store: StagingStore) -> dict[str, str]:
+    return {row.source_id: str(row.raw.get("login")) for row in store.iter_records("user")}
+
+
+def _person(ref: Any, logins: dict[str, str]) -> str:
+    """`user <login>` for a reference to a person (its id when no staged user has it)."""
+    if isinstance(ref, dict):
+        login = ref.get("login") or logins.get(str(ref.get("id"))) or ref.get("id")
+    else:
+        login = logins.get(str(ref)) or ref
+    return f"user {login}"
+
+
+def restricted_issues(store: StagingStore) -> dict[str, Restriction]:
+    """Issue key -> its restriction, for the staged issues with an access list."""
+    logins = _logins(store)
+    found = {}
+    for issue in store.iter_records("issue"):
+        people = issue.raw.get("access")
+        if isinstance(people, list) and people:
+            found[issue.source_id] = Restriction(
+                tuple(sorted({_person(p, logins) for p in people}))
+            )
+    return found
+
+
+def _issues(context: ExportContext) -> dict[str, Restriction]:
+    return context.memo("tracker.restricted_issues", restricted_issues)
+
+
+def of_issue(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """An issue's restriction (a flow model row's: its subject is the issue's key)."""
+    return _issues(context).get(record.source_id)
+
+
+def of_parent_issue(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """The restriction of the issue a record belongs to."""
+    return _issues(context).get(record.parent or "")
+
+
+def of_link(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """A link's: the restricted ends', their people in common when both are."""
+    other = (record.raw.get("object") or {}).get("key")
+    ends = [of_parent_issue(record, context), _issues(context).get(str(other))]
+    return _narrowest([end for end in ends if end is not None])
+
+
+def _narrowest(restrictions: list[Restriction]) -> Restriction | None:
+    """One restriction that all of `restrictions` allow: the holders they share."""
+    if not restrictions:
+        return None
+    if any(each.holders is None for each in restrictions):
+        return Restriction(None)
+    shared = set.intersection(*(set(each.holders or ()) for each in restrictions))
+    return Restriction(tuple(sorted(shared)))
+
+
+def restricted_entities(store: StagingStore) -> dict[str, Restriction]:
+    """Entity id -> its restriction, for the staged team-only projects, portfolios, goals."""
+    logins = _logins(store)
+    found = {}
+    for kind in KINDS:
+        for entity in store.iter_records(kind):
+            if (entity.raw.get("fields") or {}).get("teamAccess"):
+                found[entity.source_id] = _entity_readers(store, entity, logins)
+    return found
+
+
+def _entity_readers(
+    store: StagingStore, entity: StagedRecord, logins: dict[str, str]
+) -> Restriction:
+    """Who reads a team-only entity: its READ users and groups, and the people its READ roles
+    name on it (MEMBER: its team, OWNER: its lead, ...)."""
+    permissions = store.get_record("entity_access", f"{entity.source_id}/access")
+    if permissions is None:  # staged without its permissions: who reads it is unknown
+        return Restriction(None)
+    held = (permissions.raw.get("acl") or {}).get("READ") or {}
+    holders = {_person(ref, logins) for ref in held.get("users") or []}
+    holders |= {_group(ref) for ref in held.get("groups") or []}
+    fields = entity.raw.get("fields") or {}
+    for role in held.get("roles") or []:
+        named = fields.get(ROLE_PEOPLE.get(str(role), ""))
+        refs = named if isinstance(named, list) else [named] if named else []
+        holders |= {_person(ref, logins) for ref in refs}
+    return Restriction(tuple(sorted(holders)))
+
+
+def _group(ref: Any) -> str:
+    if isinstance(ref, dict):
+        return f"group {ref.get('name') or ref.get('display') or ref.get('id')}"
+    return f"group {ref}"
+
+
+def _entities(context: ExportContext) -> dict[str, Restriction]:
+    return context.memo("tracker.restricted_entities", restricted_entities)
+
+
+def of_entity(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """A project's, portfolio's or goal's restriction."""
+    return _entities(context).get(record.source_id)
+
+
+def of_parent_entity(record: StagedRecord, context: ExportContext) -> Restriction | None:
+    """The restriction of the entity a record belongs to; an entity link to a restricted
+    issue is restricted too (its row names the issue's title)."""
+    own = _entities(context).get(record.parent or "")
+    other = None
+    if record.entity == "entity_link" and record.raw.get("entityType") == "issue":
+        other = _issues(context).get(str((record.raw.get("linkFieldValues") or {}).get("key")))
+    return _narrowest([end for end in (own, other) if end is not None])
