@@ -98,6 +98,7 @@ class LoadEngine:
         self._parents = self.ledger.parent_entities()  # no children query for a leaf's row
         self._conflicts = planned_conflicts(self.store)
         self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
+        self._cycles: dict[Ref, tuple[list[Ref], str]] = {}  # its first member -> it, named
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
@@ -216,10 +217,12 @@ class LoadEngine:
         """Walk up the parents of the row's own phase to the topmost planned row, remembering
         the root of every parent on the way (not of the row itself: rows far outnumber
         parents, and a cache of every row held about 200 bytes per ledger row, 180 MB on the
-        100 000-issue org). A parent of another phase loaded before: the row is a root."""
+        100 000-issue org). A parent of another phase loaded before: the row is a root. A
+        walk that comes back to a row it passed met a cycle (staged from reads taken at
+        different moments): its first member is the root, and its tree fails, named."""
         root = Ref(row.entity, row.source_id)
         phase = self._phase(row.entity)
-        parents: list[Ref] = []
+        path: dict[Ref, None] = {root: None}  # the row, then its parents upwards, in order
         current: LedgerRow | None = row
         while current is not None and current.parent_entity:
             parent = Ref(current.parent_entity, current.parent or "")
@@ -228,17 +231,52 @@ class LoadEngine:
             if parent in found:
                 root = found[parent]
                 break
+            if parent in path:
+                members = list(path)
+                root = self._cycle(members[members.index(parent) :])
+                break
             current = self.ledger.get(*parent)
             if current is not None:  # else the parent is not planned: the walk ends below it
-                parents.append(parent)
+                path[parent] = None
                 root = parent
-        for ref in parents:
+        for ref in list(path)[1:]:
             found[ref] = root
         return root
+
+    def _cycle(self, members: list[Ref]) -> Ref:
+        """Keep a cycle of parents under its first member (the least), named from there:
+        "parent cycle: portfolio 12 -> 15 -> 12" (each lies under the next)."""
+        start = members.index(min(members))
+        members = members[start:] + members[:start]
+        steps = [*members, members[0]]
+        if len({ref.entity for ref in members}) == 1:
+            named = f"{members[0].entity} " + " -> ".join(ref.source_id for ref in steps)
+        else:
+            named = " -> ".join(str(ref) for ref in steps)
+        self._cycles[members[0]] = (members, f"parent cycle: {named}")
+        return members[0]
+
+    def _fail_cycle(self, root: Ref) -> None:
+        """Fail every record of the cycle kept under `root`, and everything under them."""
+        members, named = self._cycles[root]
+        log.warning("parent_cycle", entity=root.entity, record=root.source_id, cycle=named)
+        reason = (
+            f"{named} (each is staged under the next): give one of them another parent at"
+            " the source, run haul extract, then haul load --retry-failed"
+        )
+        rows = [row for ref in members if (row := self.ledger.get(*ref)) is not None]
+        for row in rows:
+            self._fail_pending(row, reason)
+        seen = set(members)
+        for row in rows:
+            self._fail_below(row, f"{row.entity} {row.source_id} was not loaded", seen)
 
     # -- loading a tree ---------------------------------------------------------------------
 
     async def _load_tree(self, root: Ref) -> None:
+        if root in self._cycles:
+            self._fail_cycle(root)
+            return
         row = self.ledger.get(*root)
         if row is None:
             return
@@ -441,15 +479,22 @@ class LoadEngine:
             self.ledger.fail(row.entity, row.source_id, reason)
             self.stats.failed += 1
 
-    def _fail_subtree(self, row: LedgerRow, reason: str) -> None:
+    def _fail_subtree(self, row: LedgerRow, reason: str, seen: set[Ref] | None = None) -> None:
         self._fail_pending(row, reason)
         blocked = BLOCKED in reason  # what a conflict blocks, it blocks all the way down
-        self._fail_below(row, reason if blocked else f"{row.entity} {row.source_id} was not loaded")
+        below = reason if blocked else f"{row.entity} {row.source_id} was not loaded"
+        self._fail_below(row, below, seen)
 
-    def _fail_below(self, row: LedgerRow, reason: str) -> None:
-        """Fail what waits below a record that did not load; deferred phases judge for themselves."""
+    def _fail_below(self, row: LedgerRow, reason: str, seen: set[Ref] | None = None) -> None:
+        """Fail what waits below a record that did not load; deferred phases judge for
+        themselves. `seen`: rows already failed here (a cycle's, which would lead back)."""
         for child in self._children(row):
-            self._fail_subtree(child, reason)
+            ref = Ref(child.entity, child.source_id)
+            if seen is not None and ref in seen:
+                continue
+            if seen is not None:
+                seen.add(ref)
+            self._fail_subtree(child, reason, seen)
 
 
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:

@@ -51,7 +51,7 @@ class FakeTarget:
 
         plan = each_record(
             name,
-            parent=(lambda r: Ref(parent, r.parent or "")) if parent else (lambda r: None),
+            parent=lambda r: Ref(parent, r.parent) if parent and r.parent else None,
             sort_key=lambda r: r.source_id,
         )
         spec = EntitySpec(name, name, plan, send, find, phase=phase)
@@ -272,3 +272,28 @@ async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carri
     assert list(store.problems) == []
     assert ("refresh", "a", "t-page-a") in target.sent
     assert list(store.ledger.iter_changed("page")) == []
+
+
+async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(
+    store: StagingStore,
+) -> None:
+    """Two records each other's parent, and one its own: each fails naming its cycle, what
+    hangs under them fails as not loaded, and every other tree loads."""
+    target = FakeTarget()
+    stage(store, "goal", "g1", parent="g2")
+    stage(store, "goal", "g2", parent="g1")
+    stage(store, "goal", "g3", parent="g3")
+    stage(store, "goal", "g4", parent="g1")
+    stage(store, "goal", "g5")
+    stage(store, "goal", "g6", parent="g5")
+    load = engine(store, [target.spec("goal", parent="goal")])
+
+    stats = await load.run()
+
+    ledger = store.ledger
+    for goal in ("g1", "g2"):
+        assert "parent cycle: goal g1 -> g2 -> g1" in (ledger.get("goal", goal).error or "")  # type: ignore[union-attr]
+    assert "parent cycle: goal g3 -> g3" in (ledger.get("goal", "g3").error or "")  # type: ignore[union-attr]
+    assert ledger.get("goal", "g4").error == "goal g1 was not loaded"  # type: ignore[union-attr]
+    assert [sent for _, sent, _ in target.sent] == ["g5", "g6"]
+    assert (stats.done, stats.failed) == (2, 4)
