@@ -99,6 +99,7 @@ class LoadEngine:
         self._conflicts = planned_conflicts(self.store)
         self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
         self._cycles: dict[Ref, tuple[list[Ref], str]] = {}  # its first member -> it, named
+        self._found_now: set[Ref] = set()  # found in the target just now, children to load
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
@@ -280,7 +281,7 @@ class LoadEngine:
         row = self.ledger.get(*root)
         if row is None:
             return
-        parent_target = None
+        parent_target, parent_found = None, False
         if row.parent_entity:  # a root whose parent is known but not loaded
             parent_ref = Ref(row.parent_entity, row.parent or "")
             await self._settled(parent_ref, self._specs[row.entity].phase)
@@ -289,23 +290,30 @@ class LoadEngine:
                 ref = Ref(row.parent_entity, row.parent or "")
                 self._fail_subtree(row, self._blocked.get(ref, f"{ref} was not loaded"))
                 return
-            parent_target = parent.target_id
-        await self._load_node(row, parent_target)
+            parent_target, parent_found = parent.target_id, bool(parent.found)
+        await self._load_node(row, parent_target, parent_found)
 
-    async def _load_node(self, row: LedgerRow, parent_target: str | None) -> None:
+    async def _load_node(
+        self, row: LedgerRow, parent_target: str | None, parent_found: bool = False
+    ) -> None:
+        """Load the row, then what hangs under it; `parent_found`: the row's parent was found
+        in the target rather than made (a rerun with a lost store), so the row is looked for
+        before it is made."""
         spec = self._specs[row.entity]
         if (missing := await self._unmet(spec, row)) is not None:
             self._fail_subtree(row, missing)
             return
-        target_id = await self._apply(spec, row, parent_target)
+        target_id = await self._apply(spec, row, parent_target, parent_found)
+        ref = Ref(row.entity, row.source_id)
+        found = bool(row.found) if row.status == "done" else ref in self._found_now
+        self._found_now.discard(ref)
         if target_id is None:
-            ref = Ref(row.entity, row.source_id)
             self._fail_below(row, self._blocked.get(ref, f"{ref} was not loaded"))
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
         for wave in self._waves(row):
-            await gather_all([self._load_siblings(group, target_id) for group in wave])
+            await gather_all([self._load_siblings(group, target_id, found) for group in wave])
 
     def _waves(self, row: LedgerRow) -> list[list[list[LedgerRow]]]:
         """The row's children by spec, in waves: a spec's group joins the wave before it
@@ -318,16 +326,18 @@ class LoadEngine:
                 waves.append([list(group)])
         return waves
 
-    async def _load_siblings(self, siblings: list[LedgerRow], parent_target: str) -> None:
+    async def _load_siblings(
+        self, siblings: list[LedgerRow], parent_target: str, parent_found: bool
+    ) -> None:
         if self._specs[siblings[0].entity].siblings_together and len(siblings) > 1:
             await for_each(
                 siblings,
-                lambda child: self._load_node(child, parent_target),
+                lambda child: self._load_node(child, parent_target, parent_found),
                 self.concurrency,
             )
         else:
             for child in siblings:
-                await self._load_node(child, parent_target)
+                await self._load_node(child, parent_target, parent_found)
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
         """The next level down in the row's own phase: in spec order, then sibling order
@@ -380,9 +390,11 @@ class LoadEngine:
     # -- one record, exactly once -------------------------------------------------------------
 
     async def _apply(
-        self, spec: EntitySpec, row: LedgerRow, parent_target: str | None
+        self, spec: EntitySpec, row: LedgerRow, parent_target: str | None, parent_found: bool
     ) -> str | None:
-        """Load one record exactly once; its target id when it is in the target, else None."""
+        """Load one record exactly once; its target id when it is in the target, else None.
+        Looked for first where the target may hold it already: a spec that reuses what is
+        there (`find_first`), or a record under a parent found there (a lost store's rerun)."""
         if row.status == "done":
             return row.target_id
         if row.status == "failed":
@@ -392,8 +404,9 @@ class LoadEngine:
             return self._fail(
                 row, RecordFailure(f"{row.entity} {row.source_id} is no longer staged")
             )
-        if spec.find_first and (found := await self._find(spec, record, parent_target)):
-            return self._done(row, found)  # the target has it already: reused, not sent
+        look_first = spec.find_first or parent_found
+        if look_first and (found := await self._find(spec, record, parent_target)):
+            return self._done(row, found, found=True)  # the target has it: reused, not sent
         conflict = self._conflicts.get(Ref(row.entity, row.source_id))
         if conflict is not None and not spec.sends_conflicts:
             return await self._planned_conflict(spec, row, record, parent_target, conflict)
@@ -411,8 +424,8 @@ class LoadEngine:
                     error=str(exc),
                     found=bool(found),
                 )
-                if found:
-                    return self._done(row, found)
+                if found:  # after a conflict, the target held it before this write
+                    return self._done(row, found, found=isinstance(exc, ConflictError))
                 if isinstance(exc, ConflictError):
                     self._block(row, str(exc))
                     return self._fail(row, exc)
@@ -431,7 +444,7 @@ class LoadEngine:
         """A record the plan found in conflict: done if the target now holds it as ours, else
         failed with the plan's reason, unsent (exactly once: nothing was written)."""
         if found := await self._find(spec, record, parent):
-            return self._done(row, found)
+            return self._done(row, found, found=True)
         self._block(row, why)
         return self._fail(
             row,
@@ -461,8 +474,11 @@ class LoadEngine:
             return None
         return self.ledger.target_id(row.parent_entity, row.parent or "")
 
-    def _done(self, row: LedgerRow, target_id: str) -> str:
-        self.ledger.done(row.entity, row.source_id, target_id)
+    def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
+        """Record the row done; `found`: the target held it before this store sent it."""
+        self.ledger.done(row.entity, row.source_id, target_id, found=found)
+        if found and row.entity in self._parents:  # its children look before they are made
+            self._found_now.add(Ref(row.entity, row.source_id))
         self.stats.done += 1
         self.progress.advance(self._task)
         return target_id

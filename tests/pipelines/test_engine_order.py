@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref, each_record
 from haul.state.store import StagedRecord, StagingStore
@@ -25,6 +26,7 @@ class FakeTarget:
     sent: list[tuple[str, str, str | None]] = field(default_factory=list)
     held: dict[tuple[str, str], str] = field(default_factory=dict)  # (entity, source id) -> id
     refuse: set[str] = field(default_factory=set)
+    unique: set[str] = field(default_factory=set)  # entities the target refuses twice (409)
 
     def spec(
         self,
@@ -39,6 +41,8 @@ class FakeTarget:
         async def send(record: StagedRecord, parent_target: str | None) -> str:
             if record.source_id in self.refuse:
                 raise RecordFailure(f"the target refuses {record.source_id}")
+            if name in self.unique and (name, record.source_id) in self.held:
+                raise ConflictError(f"{name} {record.source_id} exists", service="fake")
             target_id = f"t-{name}-{record.source_id}"
             self.sent.append((name, record.source_id, parent_target))
             self.held[name, record.source_id] = target_id
@@ -297,3 +301,29 @@ async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(
     assert ledger.get("goal", "g4").error == "goal g1 was not loaded"  # type: ignore[union-attr]
     assert [sent for _, sent, _ in target.sent] == ["g5", "g6"]
     assert (stats.done, stats.failed) == (2, 4)
+
+
+async def test_under_a_record_found_in_the_target_each_record_is_looked_for_first(
+    store: StagingStore,
+) -> None:
+    """A rerun with a lost store: the issue the target already holds is found (its send
+    conflicts), and each comment under it is looked for before it is sent, so the one the
+    target holds is not made twice; under an issue this load made, nothing is looked for."""
+    target = FakeTarget(unique={"issue"})
+    target.held["issue", "i1"] = "t-issue-i1"  # made by the run whose store was lost
+    target.held["comment", "c1"] = "t-comment-c1"
+    stage(store, "issue", "i1", "i2")
+    stage(store, "comment", "c1", "c2", parent="i1")
+    stage(store, "comment", "c3", parent="i2")
+    load = engine(store, [target.spec("issue"), target.spec("comment", parent="issue")])
+
+    await load.run()
+
+    assert [(entity, sent) for entity, sent, _ in target.sent] == [
+        ("comment", "c2"),
+        ("issue", "i2"),
+        ("comment", "c3"),
+    ]
+    assert store.ledger.get("issue", "i1").found  # type: ignore[union-attr]
+    assert store.ledger.get("comment", "c1").target_id == "t-comment-c1"  # type: ignore[union-attr]
+    assert not store.ledger.get("issue", "i2").found  # type: ignore[union-attr]
