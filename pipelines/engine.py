@@ -100,6 +100,9 @@ class LoadEngine:
         self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
         self._cycles: dict[Ref, tuple[list[Ref], str]] = {}  # its first member -> it, named
         self._found_now: set[Ref] = set()  # found in the target just now, children to load
+        # the target held a record of this migration that this store had not sent (a rerun
+        # with a lost store): a root, whose parent is the target org, is looked for too
+        self._org_found = self.ledger.any_found(s.name for s in self.specs if not s.find_first)
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
@@ -281,7 +284,7 @@ class LoadEngine:
         row = self.ledger.get(*root)
         if row is None:
             return
-        parent_target, parent_found = None, False
+        parent_target, parent_found = None, self._org_found
         if row.parent_entity:  # a root whose parent is known but not loaded
             parent_ref = Ref(row.parent_entity, row.parent or "")
             await self._settled(parent_ref, self._specs[row.entity].phase)
@@ -479,6 +482,8 @@ class LoadEngine:
         self.ledger.done(row.entity, row.source_id, target_id, found=found)
         if found and row.entity in self._parents:  # its children look before they are made
             self._found_now.add(Ref(row.entity, row.source_id))
+        if found and not self._specs[row.entity].find_first:  # not an object merely reused
+            self._org_found = True
         self.stats.done += 1
         self.progress.advance(self._task)
         return target_id

@@ -219,6 +219,18 @@ class Ledger:
         )
         return found is not None
 
+    def any_found(self, entities: Iterable[str]) -> bool:
+        """Whether a done row of one of `entities` was found in the target, not sent."""
+        names = list(entities)
+        if not names:
+            return False
+        hit = fetch_one(
+            self._db,
+            f"SELECT 1 AS hit FROM ledger WHERE found = 1 AND entity IN ({_marks(names)})",
+            names,
+        )
+        return hit is not None
+
     def iter_changed(self, entity: str) -> Iterator[LedgerRow]:
         """Done rows of `entity` whose staged record changed since they were loaded."""
         rows = iter_keyset(

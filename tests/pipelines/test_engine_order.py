@@ -327,3 +327,22 @@ async def test_under_a_record_found_in_the_target_each_record_is_looked_for_firs
     assert store.ledger.get("issue", "i1").found  # type: ignore[union-attr]
     assert store.ledger.get("comment", "c1").target_id == "t-comment-c1"  # type: ignore[union-attr]
     assert not store.ledger.get("issue", "i2").found  # type: ignore[union-attr]
+
+
+async def test_once_the_target_shows_a_lost_store_roots_are_looked_for_too(
+    store: StagingStore,
+) -> None:
+    """A record the target held before this store sent it (an issue found by its `unique`)
+    tells that an earlier run's store was lost: a root of a later phase (a goal) is then
+    looked for before it is made, in this load and the next."""
+    target = FakeTarget(unique={"issue"})
+    target.held["issue", "i1"] = "t-issue-i1"
+    target.held["goal", "g1"] = "t-goal-g1"
+    stage(store, "issue", "i1")
+    stage(store, "goal", "g1", "g2")
+    specs = [target.spec("issue"), target.spec("goal", phase=2)]
+
+    await engine(store, specs).run()
+
+    assert [(entity, sent) for entity, sent, _ in target.sent] == [("goal", "g2")]
+    assert store.ledger.get("goal", "g1").target_id == "t-goal-g1"  # type: ignore[union-attr]

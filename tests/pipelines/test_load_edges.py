@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from entity_snapshot import counted, sdk_client
 from haul_fixtures import client_for, environ, source_queues, write_config
 from org_snapshot import org_snapshot
 
@@ -59,12 +60,15 @@ def sub_records(snapshot: dict[str, Any]) -> Counter[str]:
 async def test_a_rerun_with_a_lost_store_duplicates_nothing(sandbox: Any, tmp_path: Path) -> None:
     """Migrate, lose the staging store, run the same migration again: the issues are found by
     their `unique`, and every comment, worklog and attachment under them is looked for before
-    it is made, so the target holds each once, as after the first run."""
+    it is made, and so is every entity (a project, a goal) once the target is known to hold
+    this migration: the target holds each once, as after the first run."""
     info = sandbox.info
     queues = source_queues(info)
-    config = load_config(write_config(tmp_path, info, queues=queues))
+    path = write_config(tmp_path, info, queues=queues, scope={"entities": "all"})
+    config = load_config(path)
     first = await run_all(config, environ=environ(info))
     assert first.complete and first.failed == 0
+    entities_first = counted(sdk_client(info, "target"))
     mapped = [{"TEST": "NEW"}.get(queue, queue) for queue in queues]
     async with client_for(info, "target") as target:
         after_first = await org_snapshot(target, mapped, rename={"NEW": "TEST"})
@@ -78,3 +82,4 @@ async def test_a_rerun_with_a_lost_store_duplicates_nothing(sandbox: Any, tmp_pa
     assert sub_records(after_first)["comments"] > 0
     assert sub_records(after_second) == sub_records(after_first)
     assert after_second == after_first
+    assert counted(sdk_client(info, "target")) == entities_first
