@@ -6,6 +6,12 @@ the target (the spec's `find`); an ambiguous write (it may have been applied) is
 same way at once. A record the target rejects is `failed` with its reason, and so is every
 record below it ("... was not loaded"), and the run goes on.
 
+A record found in the target rather than made (its send conflicts and `find` shows it is
+ours: a rerun with a lost store) is `done` and marked found; each record under it is looked
+for before it is made, and once any record was found so, every root is too (its parent is the
+target org). A cycle of parents (staged from reads taken at different moments) fails its
+records, named ("parent cycle: portfolio 12 -> 15 -> 12"), and what hangs under them.
+
 The ledger is the plan: each row names the node it loads under. The engine loads in phases,
 lowest first (the organisation objects below 0, the trees at 0, what needs both ends above):
 in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
