@@ -6,15 +6,15 @@ finds them (and what hangs under them) instead of failing them or making anythin
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from haul_fixtures import environ
+from test_load_edges import lose_store
 from test_wiki_migration import mapping_for, snapshots, wiki_client, write_wiki_config
 
-from haul.pipelines.config import Config, load_config
+from haul.pipelines.config import load_config
 from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
@@ -62,12 +62,6 @@ def read_back(info: dict[str, Any], slug: str) -> tuple[dict[str, Any], dict[str
     return asyncio.run(read())
 
 
-def lose_store(config: Config) -> None:
-    path = config.staging_path
-    for leftover in path.parent.glob(f"{path.name}*"):
-        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-
-
 def test_a_page_haul_did_not_make_is_a_conflict_and_a_lost_store_finds_haul_s_own(
     sandbox: Any, tmp_path: Path
 ) -> None:
@@ -89,7 +83,7 @@ def test_a_page_haul_did_not_make_is_a_conflict_and_a_lost_store_finds_haul_s_ow
     assert read_back(info, taken) == before  # neither its content nor its readers changed
     _, migrated = snapshots(info)
 
-    lose_store(config)
+    lose_store(config.staging_path)
     asyncio.run(extract(config, environ=environ(info)))
     plan = asyncio.run(make_plan(config, environ=environ(info)))
 
