@@ -37,6 +37,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordError
 from haul.pipelines.concurrency import for_each, gather_all
+from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.ledger import LedgerRow
@@ -254,16 +255,9 @@ class LoadEngine:
         return root
 
     def _cycle(self, members: list[Ref]) -> Ref:
-        """Keep a cycle of parents under its first member (the least), named from there:
-        "parent cycle: portfolio 12 -> 15 -> 12" (each lies under the next)."""
-        start = members.index(min(members))
-        members = members[start:] + members[:start]
-        steps = [*members, members[0]]
-        if len({ref.entity for ref in members}) == 1:
-            named = f"{members[0].entity} " + " -> ".join(ref.source_id for ref in steps)
-        else:
-            named = " -> ".join(str(ref) for ref in steps)
-        self._cycles[members[0]] = (members, f"parent cycle: {named}")
+        """Keep a cycle of parents under its first member, named from there."""
+        members, named = name_cycle(members)
+        self._cycles[members[0]] = (members, named)
         return members[0]
 
     def _fail_cycle(self, root: Ref) -> None:

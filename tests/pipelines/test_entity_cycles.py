@@ -1,6 +1,7 @@
 """A cycle in entity parents, as reads taken at different moments can stage it (portfolio A read
-under B, then B moved under A and read; a goal under itself): the load fails the records of the
-cycle, naming it, and what hangs under them, and loads the rest; it never spins."""
+under B, then B moved under A and read; a goal under itself): `haul plan` names it as a
+conflict, the load fails the records of the cycle, naming it, and what hangs under them, and
+loads the rest; it never spins."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from entity_snapshot import found, sdk_client
 from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
+from haul.pipelines.plan import make_plan
+from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
 
 pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
@@ -51,13 +53,22 @@ def test_a_cycle_in_entity_parents_fails_its_records_named_and_the_rest_loads(
     plant_parent(info, "goal", own, own)
     path = write_config(tmp_path, info, queues=source_queues(info), scope={"entities": "all"})
     config = load_config(path)
+    first, second = sorted((top, under))
+    cycle = f"parent cycle: portfolio {first} -> {second} -> {first}"
+    asyncio.run(extract(config, environ=environ(info)))
+
+    plan = asyncio.run(make_plan(config, environ=environ(info)))
+
+    assert {(entity, source, why) for entity, source, why in plan.conflicts} == {
+        ("portfolio", top, cycle),
+        ("portfolio", under, cycle),
+        ("goal", own, f"parent cycle: goal {own} -> {own}"),
+    }
 
     summary = asyncio.run(run_all(config, environ=environ(info)))
 
     with StagingStore.open(config.staging_path) as store:
         ledger = store.ledger
-        first, second = sorted((top, under))
-        cycle = f"parent cycle: portfolio {first} -> {second} -> {first}"
         for portfolio in (top, under):
             row = ledger.get("portfolio", portfolio)
             assert row is not None and row.status == "failed" and cycle in (row.error or ""), row
