@@ -532,7 +532,12 @@ class HttpCore:
             async with self._in_flight, asyncio.timeout(self._deadline):
                 response = await self._send(request, stream=stream)
         except TimeoutError:
-            raise httpx.ReadTimeout(self._deadline_note(), request=request) from None
+            late = httpx.ReadTimeout(self._deadline_note(), request=request)
+            if not repeatable:  # the body was sent: the write may have been applied
+                raise self._transport_error(
+                    AmbiguousWriteError, request, late, "the write may have been applied"
+                ) from None
+            raise late from None
         except AFTER_SEND_ERRORS as exc:
             if not repeatable:
                 raise self._transport_error(

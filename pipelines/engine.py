@@ -6,6 +6,12 @@ the target (the spec's `find`); an ambiguous write (it may have been applied) is
 same way at once. A record the target rejects is `failed` with its reason, and so is every
 record below it ("... was not loaded"), and the run goes on.
 
+A record found in the target rather than made (its send conflicts and `find` shows it is
+ours: a rerun with a lost store) is `done` and marked found; each record under it is looked
+for before it is made, and once any record was found so, every root is too (its parent is the
+target org). A cycle of parents (staged from reads taken at different moments) fails its
+records, named ("parent cycle: portfolio 12 -> 15 -> 12"), and what hangs under them.
+
 The ledger is the plan: each row names the node it loads under. The engine loads in phases,
 lowest first (the organisation objects below 0, the trees at 0, what needs both ends above):
 in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
@@ -31,6 +37,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordError
 from haul.pipelines.concurrency import for_each, gather_all
+from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.ledger import LedgerRow
@@ -98,6 +105,11 @@ class LoadEngine:
         self._parents = self.ledger.parent_entities()  # no children query for a leaf's row
         self._conflicts = planned_conflicts(self.store)
         self._blocked: dict[Ref, str] = {}  # a record in conflict -> what it blocks says
+        self._cycles: dict[Ref, tuple[list[Ref], str]] = {}  # its first member -> it, named
+        self._found_now: set[Ref] = set()  # found in the target just now, children to load
+        # the target held a record of this migration that this store had not sent (a rerun
+        # with a lost store): a root, whose parent is the target org, is looked for too
+        self._org_found = self.ledger.any_found(s.name for s in self.specs if not s.find_first)
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
@@ -216,10 +228,12 @@ class LoadEngine:
         """Walk up the parents of the row's own phase to the topmost planned row, remembering
         the root of every parent on the way (not of the row itself: rows far outnumber
         parents, and a cache of every row held about 200 bytes per ledger row, 180 MB on the
-        100 000-issue org). A parent of another phase loaded before: the row is a root."""
+        100 000-issue org). A parent of another phase loaded before: the row is a root. A
+        walk that comes back to a row it passed met a cycle (staged from reads taken at
+        different moments): its first member is the root, and its tree fails, named."""
         root = Ref(row.entity, row.source_id)
         phase = self._phase(row.entity)
-        parents: list[Ref] = []
+        path: dict[Ref, None] = {root: None}  # the row, then its parents upwards, in order
         current: LedgerRow | None = row
         while current is not None and current.parent_entity:
             parent = Ref(current.parent_entity, current.parent or "")
@@ -228,21 +242,49 @@ class LoadEngine:
             if parent in found:
                 root = found[parent]
                 break
+            if parent in path:
+                members = list(path)
+                root = self._cycle(members[members.index(parent) :])
+                break
             current = self.ledger.get(*parent)
             if current is not None:  # else the parent is not planned: the walk ends below it
-                parents.append(parent)
+                path[parent] = None
                 root = parent
-        for ref in parents:
+        for ref in list(path)[1:]:
             found[ref] = root
         return root
+
+    def _cycle(self, members: list[Ref]) -> Ref:
+        """Keep a cycle of parents under its first member, named from there."""
+        members, named = name_cycle(members)
+        self._cycles[members[0]] = (members, named)
+        return members[0]
+
+    def _fail_cycle(self, root: Ref) -> None:
+        """Fail every record of the cycle kept under `root`, and everything under them."""
+        members, named = self._cycles[root]
+        log.warning("parent_cycle", entity=root.entity, record=root.source_id, cycle=named)
+        reason = (
+            f"{named} (each is staged under the next): give one of them another parent at"
+            " the source, run haul extract, then haul load --retry-failed"
+        )
+        rows = [row for ref in members if (row := self.ledger.get(*ref)) is not None]
+        for row in rows:
+            self._fail_pending(row, reason)
+        seen = set(members)
+        for row in rows:
+            self._fail_below(row, f"{row.entity} {row.source_id} was not loaded", seen)
 
     # -- loading a tree ---------------------------------------------------------------------
 
     async def _load_tree(self, root: Ref) -> None:
+        if root in self._cycles:
+            self._fail_cycle(root)
+            return
         row = self.ledger.get(*root)
         if row is None:
             return
-        parent_target = None
+        parent_target, parent_found = None, self._org_found
         if row.parent_entity:  # a root whose parent is known but not loaded
             parent_ref = Ref(row.parent_entity, row.parent or "")
             await self._settled(parent_ref, self._specs[row.entity].phase)
@@ -251,23 +293,30 @@ class LoadEngine:
                 ref = Ref(row.parent_entity, row.parent or "")
                 self._fail_subtree(row, self._blocked.get(ref, f"{ref} was not loaded"))
                 return
-            parent_target = parent.target_id
-        await self._load_node(row, parent_target)
+            parent_target, parent_found = parent.target_id, bool(parent.found)
+        await self._load_node(row, parent_target, parent_found)
 
-    async def _load_node(self, row: LedgerRow, parent_target: str | None) -> None:
+    async def _load_node(
+        self, row: LedgerRow, parent_target: str | None, parent_found: bool = False
+    ) -> None:
+        """Load the row, then what hangs under it; `parent_found`: the row's parent was found
+        in the target rather than made (a rerun with a lost store), so the row is looked for
+        before it is made."""
         spec = self._specs[row.entity]
         if (missing := await self._unmet(spec, row)) is not None:
             self._fail_subtree(row, missing)
             return
-        target_id = await self._apply(spec, row, parent_target)
+        target_id = await self._apply(spec, row, parent_target, parent_found)
+        ref = Ref(row.entity, row.source_id)
+        found = bool(row.found) if row.status == "done" else ref in self._found_now
+        self._found_now.discard(ref)
         if target_id is None:
-            ref = Ref(row.entity, row.source_id)
             self._fail_below(row, self._blocked.get(ref, f"{ref} was not loaded"))
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
         for wave in self._waves(row):
-            await gather_all([self._load_siblings(group, target_id) for group in wave])
+            await gather_all([self._load_siblings(group, target_id, found) for group in wave])
 
     def _waves(self, row: LedgerRow) -> list[list[list[LedgerRow]]]:
         """The row's children by spec, in waves: a spec's group joins the wave before it
@@ -280,16 +329,18 @@ class LoadEngine:
                 waves.append([list(group)])
         return waves
 
-    async def _load_siblings(self, siblings: list[LedgerRow], parent_target: str) -> None:
+    async def _load_siblings(
+        self, siblings: list[LedgerRow], parent_target: str, parent_found: bool
+    ) -> None:
         if self._specs[siblings[0].entity].siblings_together and len(siblings) > 1:
             await for_each(
                 siblings,
-                lambda child: self._load_node(child, parent_target),
+                lambda child: self._load_node(child, parent_target, parent_found),
                 self.concurrency,
             )
         else:
             for child in siblings:
-                await self._load_node(child, parent_target)
+                await self._load_node(child, parent_target, parent_found)
 
     def _children(self, row: LedgerRow) -> list[LedgerRow]:
         """The next level down in the row's own phase: in spec order, then sibling order
@@ -342,9 +393,11 @@ class LoadEngine:
     # -- one record, exactly once -------------------------------------------------------------
 
     async def _apply(
-        self, spec: EntitySpec, row: LedgerRow, parent_target: str | None
+        self, spec: EntitySpec, row: LedgerRow, parent_target: str | None, parent_found: bool
     ) -> str | None:
-        """Load one record exactly once; its target id when it is in the target, else None."""
+        """Load one record exactly once; its target id when it is in the target, else None.
+        Looked for first where the target may hold it already: a spec that reuses what is
+        there (`find_first`), or a record under a parent found there (a lost store's rerun)."""
         if row.status == "done":
             return row.target_id
         if row.status == "failed":
@@ -354,8 +407,9 @@ class LoadEngine:
             return self._fail(
                 row, RecordFailure(f"{row.entity} {row.source_id} is no longer staged")
             )
-        if spec.find_first and (found := await self._find(spec, record, parent_target)):
-            return self._done(row, found)  # the target has it already: reused, not sent
+        look_first = spec.find_first or parent_found
+        if look_first and (found := await self._find(spec, record, parent_target)):
+            return self._done(row, found, found=True)  # the target has it: reused, not sent
         conflict = self._conflicts.get(Ref(row.entity, row.source_id))
         if conflict is not None and not spec.sends_conflicts:
             return await self._planned_conflict(spec, row, record, parent_target, conflict)
@@ -373,8 +427,8 @@ class LoadEngine:
                     error=str(exc),
                     found=bool(found),
                 )
-                if found:
-                    return self._done(row, found)
+                if found:  # after a conflict, the target held it before this write
+                    return self._done(row, found, found=isinstance(exc, ConflictError))
                 if isinstance(exc, ConflictError):
                     self._block(row, str(exc))
                     return self._fail(row, exc)
@@ -393,7 +447,7 @@ class LoadEngine:
         """A record the plan found in conflict: done if the target now holds it as ours, else
         failed with the plan's reason, unsent (exactly once: nothing was written)."""
         if found := await self._find(spec, record, parent):
-            return self._done(row, found)
+            return self._done(row, found, found=True)
         self._block(row, why)
         return self._fail(
             row,
@@ -423,8 +477,13 @@ class LoadEngine:
             return None
         return self.ledger.target_id(row.parent_entity, row.parent or "")
 
-    def _done(self, row: LedgerRow, target_id: str) -> str:
-        self.ledger.done(row.entity, row.source_id, target_id)
+    def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
+        """Record the row done; `found`: the target held it before this store sent it."""
+        self.ledger.done(row.entity, row.source_id, target_id, found=found)
+        if found and row.entity in self._parents:  # its children look before they are made
+            self._found_now.add(Ref(row.entity, row.source_id))
+        if found and not self._specs[row.entity].find_first:  # not an object merely reused
+            self._org_found = True
         self.stats.done += 1
         self.progress.advance(self._task)
         return target_id
@@ -441,15 +500,22 @@ class LoadEngine:
             self.ledger.fail(row.entity, row.source_id, reason)
             self.stats.failed += 1
 
-    def _fail_subtree(self, row: LedgerRow, reason: str) -> None:
+    def _fail_subtree(self, row: LedgerRow, reason: str, seen: set[Ref] | None = None) -> None:
         self._fail_pending(row, reason)
         blocked = BLOCKED in reason  # what a conflict blocks, it blocks all the way down
-        self._fail_below(row, reason if blocked else f"{row.entity} {row.source_id} was not loaded")
+        below = reason if blocked else f"{row.entity} {row.source_id} was not loaded"
+        self._fail_below(row, below, seen)
 
-    def _fail_below(self, row: LedgerRow, reason: str) -> None:
-        """Fail what waits below a record that did not load; deferred phases judge for themselves."""
+    def _fail_below(self, row: LedgerRow, reason: str, seen: set[Ref] | None = None) -> None:
+        """Fail what waits below a record that did not load; deferred phases judge for
+        themselves. `seen`: rows already failed here (a cycle's, which would lead back)."""
         for child in self._children(row):
-            self._fail_subtree(child, reason)
+            ref = Ref(child.entity, child.source_id)
+            if seen is not None and ref in seen:
+                continue
+            if seen is not None:
+                seen.add(ref)
+            self._fail_subtree(child, reason, seen)
 
 
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:

@@ -1,7 +1,8 @@
 """`haul plan`: what the load would do, per entity, without writing to the target.
 
 Every ledger row is create (one write), skip (the ledger says done, or the target already holds
-it) or conflict (a key taken by something else), as each service's planner decides
+it) or conflict (a key taken by something else; a record staged under itself through its
+parents, "parent cycle: ..."), as each service's planner decides
 (`pipelines.planner`), or blocked: under a record that conflicts (or is blocked), or needing
 one (a link's other end), it cannot be made until that is resolved. The writes are timed at
 the target's configured write budget. The conflicts are kept in the store (`PLAN_CONFLICTS`):
@@ -22,6 +23,7 @@ from rich.table import Table
 
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PLAN_CONFLICTS
+from haul.pipelines.parent_cycles import parent_cycle
 from haul.pipelines.planner import DECISIONS, Decision, Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
@@ -94,7 +96,11 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
                         record = store.get_record(spec.staged, row.source_id)
                         if record is None:
                             continue
-                        if blocker := result.blocker(row, spec, record):
+                        # only a record under its own kind can be its own ancestor
+                        own_kind = row.parent_entity == row.entity
+                        if own_kind and (cycle := parent_cycle(store.ledger, row)):
+                            result.record(row, ("conflict", cycle))
+                        elif blocker := result.blocker(row, spec, record):
                             result.record(row, ("blocked", blocker))
                         else:
                             result.record(row, await _decide(planner, row, record))

@@ -16,7 +16,9 @@ by name::
                            -> bring a loaded record that changed at the source up to date,
                               optional
     find_first             -> look for the record in the target before sending it at all (the
-                              organisation objects: reuse a component or field that is there)
+                              organisation objects: reuse a component or field that is there);
+                              the engine also looks first for every record under a parent
+                              found in the target rather than made (a lost store's rerun)
     fingerprint            -> what tells the record apart in the target, written once: `find`
                               is `fingerprint.find`, and `haul verify` compares every field of
                               it (a spec without one brings its service's verifier), optional

@@ -8,6 +8,8 @@ pattern on the request path (no GLOB: every path):
 - ``5xx:RATE``              answer 503
 - ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
 - ``drop_after:RATE``       apply the request, then abort the connection without replying
+- ``slow_after:RATE:MS``    apply the request, then hold its reply MS milliseconds (a reply
+                            slower than the client's timeout: the write was applied)
 - ``html:RATE``             answer 200 with an HTML page (a proxy's login page, say)
 - ``error_object:RATE``     answer 200 with the tracker's error object (where a list belongs)
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
@@ -56,6 +58,7 @@ _KINDS = (
     "5xx",
     "drop_before",
     "drop_after",
+    "slow_after",
     "html",
     "error_object",
     "short_body",
@@ -113,6 +116,9 @@ def _parse_item(item: str) -> Fault:
         if kind == "429":
             rate, _, seconds = args.partition(":")
             return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
+        if kind == "slow_after":
+            rate, _, hold = args.partition(":")
+            return Fault(kind, rate=_rate(rate), latency_ms=float(hold), glob=glob)
         if kind == "ratelimit":
             return _ratelimit(args, glob)
         return Fault(kind, rate=_rate(args), glob=glob)
@@ -156,6 +162,7 @@ class Decision:
     action: str | None = None  # one of the non-latency kinds
     retry_after: int = 1
     headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429
+    hold_s: float = 0.0  # slow_after: how long the reply waits once the request is applied
 
 
 class FaultPlan:
@@ -198,9 +205,10 @@ class FaultPlan:
                 if f.kind not in ("latency", "ratelimit") and self._rng.random() < f.rate
             ]
         first = hits[0] if hits else None
-        return Decision(
-            delay_ms / 1000, first.kind if first else None, first.retry_after if first else 1
-        )
+        if first is None:
+            return Decision(delay_ms / 1000)
+        hold_s = first.latency_ms / 1000 if first.kind == "slow_after" else 0.0
+        return Decision(delay_ms / 1000, first.kind, first.retry_after, hold_s=hold_s)
 
     def _bucket(self, key: tuple[str, str, int], fault: Fault) -> TokenBucket:
         if key not in self._buckets:
@@ -300,6 +308,8 @@ class FaultMiddleware:
         elif decision.action == "drop_after":
             await self.app(scope, receive, _discard)
             await drop_connection(send)
+        elif decision.action == "slow_after":
+            await _held(self.app, scope, receive, send, decision.hold_s)
         elif decision.action in ("html", "error_object"):
             await _wrong_body(send, decision.action)
         elif decision.action in ("short_body", "cut_body"):
@@ -325,6 +335,19 @@ def _host_of(scope: Scope) -> str:
 
 async def _discard(message: Message) -> None:
     """Swallow the reply of a request whose connection is about to be dropped."""
+
+
+async def _held(app: ASGIApp, scope: Scope, receive: Receive, send: Send, hold_s: float) -> None:
+    """Apply the request at once, then send its reply `hold_s` seconds later."""
+    messages: list[Message] = []
+
+    async def keep(message: Message) -> None:
+        messages.append(message)
+
+    await app(scope, receive, keep)
+    await asyncio.sleep(hold_s)
+    for message in messages:
+        await send(message)
 
 
 async def _refuse(send: Send, decision: Decision) -> None:

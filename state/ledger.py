@@ -7,8 +7,10 @@ Statuses and the moves between them::
        +-----release------+  +--fail--> failed --retry_failed--> pending
 
 ``done`` and ``fail`` also accept a pending row (a record resolved or rejected without a
-POST); ``begin`` accepts any row that is not done. Every move is one committed
-transaction, or joins the caller's ``StagingStore.transaction()`` when one is open.
+POST); ``begin`` accepts any row that is not done. A row ``done`` because the target already
+held its record (not sent by this store: a rerun with a lost store) is marked ``found``.
+Every move is one committed transaction, or joins the caller's
+``StagingStore.transaction()`` when one is open.
 
 Besides the moves, a row follows its record when it changes identity: ``rename`` and
 ``rename_under`` re-key the rows of a record the source renamed (and of those keyed under
@@ -38,7 +40,7 @@ STATUSES = ("pending", "in_flight", "done", "failed")
 _RESEND = "resend"
 _COLUMNS = (
     "entity, source_id, parent_entity, parent, sort_key, status, target_id, payload_hash,"
-    " staged_hash, error, attempts, updated_at"
+    " staged_hash, error, attempts, updated_at, found"
 )
 # A planned row takes its parent, order and staged hash from the staged data every time; what
 # the target holds (payload_hash) follows the staged hash only until the row is done.
@@ -79,7 +81,8 @@ class LedgerRow:
 
     The row loads under (`parent_entity`, `parent`), after its siblings of lower `sort_key`.
     `payload_hash` is the hash of what the target holds once done; `staged_hash` that of
-    the record staged now: a done row whose two differ changed at the source since.
+    the record staged now: a done row whose two differ changed at the source since. `found`:
+    done because the target already held it (not made by a write of this store).
     """
 
     entity: str
@@ -94,6 +97,7 @@ class LedgerRow:
     error: str | None
     attempts: int
     updated_at: str
+    found: int = 0  # done, and the target held it before this store sent it
 
     @property
     def changed(self) -> bool:
@@ -148,15 +152,16 @@ class Ledger:
             "status = 'in_flight', attempts = attempts + 1",
         )
 
-    def done(self, entity: str, source_id: str, target_id: str) -> None:
-        """Record that the target holds the record, under `target_id`."""
+    def done(self, entity: str, source_id: str, target_id: str, *, found: bool = False) -> None:
+        """Record that the target holds the record, under `target_id`; `found` when it held
+        it before this store sent it (what loads under it may be there too)."""
         self._move(
             entity,
             source_id,
             "done",
             ("pending", "in_flight"),
-            "status = 'done', target_id = ?, error = NULL, payload_hash = staged_hash",
-            [target_id],
+            "status = 'done', target_id = ?, error = NULL, payload_hash = staged_hash, found = ?",
+            [target_id, int(found)],
         )
 
     def fail(self, entity: str, source_id: str, error: str) -> None:
@@ -213,6 +218,18 @@ class Ledger:
             [target_id, *names],
         )
         return found is not None
+
+    def any_found(self, entities: Iterable[str]) -> bool:
+        """Whether a done row of one of `entities` was found in the target, not sent."""
+        names = list(entities)
+        if not names:
+            return False
+        hit = fetch_one(
+            self._db,
+            f"SELECT 1 AS hit FROM ledger WHERE found = 1 AND entity IN ({_marks(names)})",
+            names,
+        )
+        return hit is not None
 
     def iter_changed(self, entity: str) -> Iterator[LedgerRow]:
         """Done rows of `entity` whose staged record changed since they were loaded."""

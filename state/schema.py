@@ -125,6 +125,14 @@ STEPS: tuple[Step, ...] = (
             )""",
         ),
     ),
+    Step(
+        "the ledger knows a record found in the target from one it made",
+        (
+            # found = 1: the target held the record before this store sent it (a rerun with a
+            # lost store): what loads under it is looked for before it is made
+            "ALTER TABLE ledger ADD COLUMN found INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )
 
 

@@ -3,8 +3,9 @@
 Both name each page that would fail closed (a holder that maps to no target user or group)
 with the holders that make it: `haul check` as one warning per holder with the pages it
 restricts, `haul plan` as a conflict on the page's `wiki_page_access` row (the load writes it
-restricted to its owner and the migrating admin, and fails the row). Everything else `haul plan`
-decides as the specs' own `find` does.
+restricted to its owner and the migrating admin, and fails the row). `haul plan` also names
+each page whose target slug is taken by a page haul did not make (`pipelines.wiki.ownership`)
+as a conflict. Everything else it decides as the specs' own `find` does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.wiki.access import staged_with_access
 from haul.pipelines.wiki.access_sync import PageAccess
+from haul.pipelines.wiki.specs import WikiLoad
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
@@ -72,18 +74,33 @@ def access_findings(store: StagingStore, access: PageAccess) -> list[Finding]:
 
 @dataclass
 class WikiPlanner:
-    """`haul plan` for the wiki: a page that fails closed is a conflict, naming its holders."""
+    """`haul plan` for the wiki: a page that fails closed is a conflict, naming its holders;
+    so is a page whose slug another page holds in the target, naming it."""
 
     store: StagingStore
     specs: dict[str, EntitySpec]
     access: PageAccess
+    load: WikiLoad
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
-        """conflict for a page access row that fails closed; else as the specs' `find`."""
+        """conflict for a page access row that fails closed, or a page whose slug is taken;
+        else as the specs' `find`."""
         access_row = row.entity == "wiki_page_access" and staged_with_access(record.raw)
         if access_row and (unmapped := self.access.wanted(record).unmapped):
             return "conflict", (
                 f"{', '.join(unmapped)} maps to no target holder: the page would be"
                 " restricted to its owner and the migrating admin"
             )
+        if row.entity == "wiki_page":
+            return await self._page(record)
         return await SpecPlanner(self.store, self.specs).decide(row, record)
+
+    async def _page(self, record: StagedRecord) -> Decision:
+        """skip a page haul made at its slug, conflict over one it did not, else create."""
+        slug = self.load.target_slug(record.source_id)
+        there = await self.load.client.find_page(slug)
+        if there is None:
+            return "create", ""
+        if self.load.ownership.ours(there, record.source_id):
+            return "skip", f"the target holds it as {there['id']} (made by haul)"
+        return "conflict", self.load.ownership.taken(slug, there)

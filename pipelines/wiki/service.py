@@ -29,6 +29,7 @@ from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
 from haul.pipelines.wiki.moves import follow_page_moves
+from haul.pipelines.wiki.ownership import PageOwnership
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
 from haul.pipelines.wiki.streams import Listed, PageDrain, PageTree
 from haul.pipelines.wiki.verify import WikiVerifier
@@ -100,7 +101,9 @@ class WikiService:
         rewriter = Rewriter(slugs, dict(config.mapping.queues))
         access = await page_access(config, client, store)
         mirror = config.sync.deletions == "mirror"
-        load = WikiLoad(client, store, rewriter, config.mapping.wiki_provenance, access, mirror)
+        ownership = PageOwnership(f"haul:{config.source.org}")
+        provenance = config.mapping.wiki_provenance
+        load = WikiLoad(client, store, rewriter, provenance, access, ownership, mirror)
 
         async def in_target() -> dict[str, int]:
             pages = 0
@@ -112,7 +115,7 @@ class WikiService:
         check_rules(config, store, "wiki_grid")
         specs = load.specs() + GridBackfill(client, store, config).specs()
         verifier = WikiVerifier(client, load)
-        planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access)
+        planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access, load)
 
         def changes() -> dict[str, dict[str, int]]:
             return sync_changes(load.changes, deleted_counts(store))

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from haul.connectors.errors import ConflictError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.downloads import HashSink
 from haul.pipelines.specs import (
@@ -39,6 +40,7 @@ from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
 from haul.pipelines.wiki.deletions import DELETED, WikiDeletions, deletion_plan
 from haul.pipelines.wiki.grids import GridSync
 from haul.pipelines.wiki.moves import move_in_target
+from haul.pipelines.wiki.ownership import WAY_OUT, PageOwnership, with_marker
 from haul.pipelines.wiki.streams import byte_size
 from haul.state.store import StagedRecord, StagingStore
 
@@ -103,6 +105,7 @@ class WikiLoad:
     rewriter: Rewriter
     provenance: str
     access: PageAccess
+    ownership: PageOwnership  # the line that marks the pages haul made
     mirror: bool = False  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -220,10 +223,11 @@ class WikiLoad:
         return slug
 
     def page_content(self, record: StagedRecord) -> str:
-        """The page's markdown as the target holds it: links rewritten, provenance first."""
+        """The page's markdown as the target holds it: haul's line (`ownership`), then the
+        provenance line, then the content with its links rewritten."""
         content = self.rewriter.rewrite(str(record.raw.get("content") or ""), record.source_id)
         line = provenance(self.provenance, record.raw, record.source_id)
-        return with_provenance(content, line)
+        return with_marker(with_provenance(content, line), self.ownership.line(record.source_id))
 
     def comment_body(self, record: StagedRecord) -> str:
         page = record.parent or ""
@@ -241,21 +245,41 @@ class WikiLoad:
         return str(record.raw.get("title") or record.source_id)
 
     async def send_page(self, record: StagedRecord, parent: str | None) -> str:
-        """Make the page with its policy; one that only its entries read, with no content."""
+        """Make the page with its policy; one that only its entries read, with no content
+        but haul's line. A slug taken by a page haul did not make is a conflict, named."""
         access = self.access.wanted(record)
-        page = await self.client.create_page(
-            slug=self.target_slug(record.source_id),
-            title=self.page_title(record),
-            content="" if access.restricted else self.page_content(record),
-            access_policy=access.policy(),
-        )
+        slug = self.target_slug(record.source_id)
+        try:
+            page = await self.client.create_page(
+                slug=slug,
+                title=self.page_title(record),
+                content=(
+                    self.ownership.line(record.source_id)
+                    if access.restricted
+                    else self.page_content(record)
+                ),
+                access_policy=access.policy(),
+            )
+        except ConflictError as exc:  # the engine asks `find_page` whether it is ours
+            raise await self._taken(record, slug, exc) from exc
         return self._made("wiki_page", str(page["id"]))
+
+    async def _taken(self, record: StagedRecord, slug: str, exc: ConflictError) -> ConflictError:
+        """The conflict of a page whose slug is taken, naming who holds it and the way out."""
+        there = await self.client.find_page(slug)
+        why = self.ownership.taken(slug, there) if there else f"{slug} is taken: {exc}"
+        message = f"wiki page {record.source_id}: {why}: {WAY_OUT}"
+        return ConflictError(message, **exc.context())
 
     async def find_page(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
     ) -> str | None:
-        page = await self.client.find_page(self.target_slug(record.source_id), fields=None)
-        return str(page["id"]) if page else None
+        """The target page at the record's slug, if haul made it for this record (its line):
+        a page someone else made there is not this record."""
+        page = await self.client.find_page(self.target_slug(record.source_id))
+        if page is None or not self.ownership.ours(page, record.source_id):
+            return None
+        return str(page["id"])
 
     async def refresh_page(self, record: StagedRecord, target_id: str) -> None:
         """A page changed at the source since it was loaded: moved to its new slug first (a

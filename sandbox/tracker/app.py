@@ -187,6 +187,11 @@ def _routes() -> list[Route]:
             methods=["PUT"],
         ),
         Route(
+            "/_sandbox/entities/{entity_type}/{entity_id}/parent",
+            edits.plant_entity_parent,
+            methods=["PUT"],
+        ),
+        Route(
             "/_sandbox/queues/{queue}/permissions/{kind}/{holder}",
             queue_access.set_permissions,
             methods=["PUT"],

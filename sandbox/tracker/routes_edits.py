@@ -1,6 +1,9 @@
-"""Sandbox only: replace an attachment's bytes (``PUT /_sandbox/attachments/...``), a damage no
-API call can do, so that `haul verify` has something to find. The ordinary edits a person
-makes (transitions, comments, worklogs, links...) are in :mod:`routes_changes`."""
+"""Sandbox only: damage no API call can do. Replace an attachment's bytes (``PUT
+/_sandbox/attachments/...``), so that `haul verify` has something to find; plant an entity's
+parent past the rule that an entity never lies under itself (``PUT /_sandbox/entities/...``),
+as reads taken at different moments can stage it (portfolio A read under B, then B moved
+under A and read). The ordinary edits a person makes (transitions, comments, worklogs,
+links...) are in :mod:`routes_changes`."""
 
 from __future__ import annotations
 
@@ -8,8 +11,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from haul.sandbox.tracker.blobs import StoredBlob
-from haul.sandbox.tracker.context import open_call
+from haul.sandbox.tracker.context import json_object, open_call
+from haul.sandbox.tracker.entities import PARENT_TYPES
 from haul.sandbox.tracker.errors import ApiError
+from haul.sandbox.tracker.planning import ENTITY_TYPES, planning_of
 from haul.sandbox.tracker.routes_issues import find_issue
 
 
@@ -23,3 +28,24 @@ async def replace_attachment_bytes(request: Request) -> Response:
             attachment.blob = StoredBlob(await request.body())
             return Response(status_code=204)
     raise ApiError(404, f"Attachment {wanted} not found")
+
+
+async def plant_entity_parent(request: Request) -> Response:
+    """PUT /_sandbox/entities/{entity_type}/{entity_id}/parent {"parent": id or null} (admin
+    only): the entity's primary parent, unchecked, a cycle included."""
+    call = open_call(request, admin=True)
+    planning = planning_of(call.org)
+    kind = request.path_params["entity_type"]
+    entity = (
+        planning.find_entity(kind, request.path_params["entity_id"])
+        if kind in ENTITY_TYPES
+        else None
+    )
+    if entity is None:
+        raise ApiError(404, f"Entity {request.path_params['entity_id']} not found")
+    wanted = (await json_object(request)).get("parent")
+    parent = planning.find_entity(PARENT_TYPES[kind], str(wanted)) if wanted is not None else None
+    if wanted is not None and parent is None:
+        raise ApiError(404, f"No {PARENT_TYPES[kind]} {wanted} to put {kind} {entity.id} under")
+    entity.parent = parent.id if parent is not None else None
+    return Response(status_code=204)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref, each_record
 from haul.state.store import StagedRecord, StagingStore
@@ -25,6 +26,7 @@ class FakeTarget:
     sent: list[tuple[str, str, str | None]] = field(default_factory=list)
     held: dict[tuple[str, str], str] = field(default_factory=dict)  # (entity, source id) -> id
     refuse: set[str] = field(default_factory=set)
+    unique: set[str] = field(default_factory=set)  # entities the target refuses twice (409)
 
     def spec(
         self,
@@ -39,6 +41,8 @@ class FakeTarget:
         async def send(record: StagedRecord, parent_target: str | None) -> str:
             if record.source_id in self.refuse:
                 raise RecordFailure(f"the target refuses {record.source_id}")
+            if name in self.unique and (name, record.source_id) in self.held:
+                raise ConflictError(f"{name} {record.source_id} exists", service="fake")
             target_id = f"t-{name}-{record.source_id}"
             self.sent.append((name, record.source_id, parent_target))
             self.held[name, record.source_id] = target_id
@@ -51,7 +55,7 @@ class FakeTarget:
 
         plan = each_record(
             name,
-            parent=(lambda r: Ref(parent, r.parent or "")) if parent else (lambda r: None),
+            parent=lambda r: Ref(parent, r.parent) if parent and r.parent else None,
             sort_key=lambda r: r.source_id,
         )
         spec = EntitySpec(name, name, plan, send, find, phase=phase)
@@ -272,3 +276,73 @@ async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carri
     assert list(store.problems) == []
     assert ("refresh", "a", "t-page-a") in target.sent
     assert list(store.ledger.iter_changed("page")) == []
+
+
+async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(
+    store: StagingStore,
+) -> None:
+    """Two records each other's parent, and one its own: each fails naming its cycle, what
+    hangs under them fails as not loaded, and every other tree loads."""
+    target = FakeTarget()
+    stage(store, "goal", "g1", parent="g2")
+    stage(store, "goal", "g2", parent="g1")
+    stage(store, "goal", "g3", parent="g3")
+    stage(store, "goal", "g4", parent="g1")
+    stage(store, "goal", "g5")
+    stage(store, "goal", "g6", parent="g5")
+    load = engine(store, [target.spec("goal", parent="goal")])
+
+    stats = await load.run()
+
+    ledger = store.ledger
+    for goal in ("g1", "g2"):
+        assert "parent cycle: goal g1 -> g2 -> g1" in (ledger.get("goal", goal).error or "")  # type: ignore[union-attr]
+    assert "parent cycle: goal g3 -> g3" in (ledger.get("goal", "g3").error or "")  # type: ignore[union-attr]
+    assert ledger.get("goal", "g4").error == "goal g1 was not loaded"  # type: ignore[union-attr]
+    assert [sent for _, sent, _ in target.sent] == ["g5", "g6"]
+    assert (stats.done, stats.failed) == (2, 4)
+
+
+async def test_under_a_record_found_in_the_target_each_record_is_looked_for_first(
+    store: StagingStore,
+) -> None:
+    """A rerun with a lost store: the issue the target already holds is found (its send
+    conflicts), and each comment under it is looked for before it is sent, so the one the
+    target holds is not made twice; under an issue this load made, nothing is looked for."""
+    target = FakeTarget(unique={"issue"})
+    target.held["issue", "i1"] = "t-issue-i1"  # made by the run whose store was lost
+    target.held["comment", "c1"] = "t-comment-c1"
+    stage(store, "issue", "i1", "i2")
+    stage(store, "comment", "c1", "c2", parent="i1")
+    stage(store, "comment", "c3", parent="i2")
+    load = engine(store, [target.spec("issue"), target.spec("comment", parent="issue")])
+
+    await load.run()
+
+    assert [(entity, sent) for entity, sent, _ in target.sent] == [
+        ("comment", "c2"),
+        ("issue", "i2"),
+        ("comment", "c3"),
+    ]
+    assert store.ledger.get("issue", "i1").found  # type: ignore[union-attr]
+    assert store.ledger.get("comment", "c1").target_id == "t-comment-c1"  # type: ignore[union-attr]
+    assert not store.ledger.get("issue", "i2").found  # type: ignore[union-attr]
+
+
+async def test_once_the_target_shows_a_lost_store_roots_are_looked_for_too(
+    store: StagingStore,
+) -> None:
+    """A record the target held before this store sent it (an issue found by its `unique`)
+    tells that an earlier run's store was lost: a root of a later phase (a goal) is then
+    looked for before it is made, in this load and the next."""
+    target = FakeTarget(unique={"issue"})
+    target.held["issue", "i1"] = "t-issue-i1"
+    target.held["goal", "g1"] = "t-goal-g1"
+    stage(store, "issue", "i1")
+    stage(store, "goal", "g1", "g2")
+    specs = [target.spec("issue"), target.spec("goal", phase=2)]
+
+    await engine(store, specs).run()
+
+    assert [(entity, sent) for entity, sent, _ in target.sent] == [("goal", "g2")]
+    assert store.ledger.get("goal", "g1").target_id == "t-goal-g1"  # type: ignore[union-attr]

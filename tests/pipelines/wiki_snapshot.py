@@ -26,7 +26,10 @@ class _Hasher:
 
 
 def strip_provenance(text: str, marker: str = "_Migrated from ") -> str:
-    """The text without a first provenance line (the default template starts with `marker`)."""
+    """The text without haul's line that marks the pages it made, nor a first provenance line
+    (the default template starts with `marker`)."""
+    if text.startswith("[//]: # (haul:"):
+        text = text.partition("\n\n")[2] if "\n\n" in text else ""
     if text.startswith(marker):
         return text.partition("\n\n")[2]
     return text

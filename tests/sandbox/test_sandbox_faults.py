@@ -83,6 +83,17 @@ def test_drop_after_applies_the_request(fresh: RunningSandbox) -> None:
         assert client.post("/issues/_import", json={**ISSUE, "key": "TEST-8"}).status_code == 409
 
 
+def test_slow_after_applies_the_request_and_holds_its_reply(fresh: RunningSandbox) -> None:
+    """slow_after:RATE:MS applies the request, then answers MS later: a client that gives up
+    first sees a timeout, yet the import DID happen."""
+    fresh.set_faults("slow_after:1:2000@/v3/issues/_import")
+    with client_for(fresh, "target") as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post("/issues/_import", json={**ISSUE, "key": "TEST-9"}, timeout=0.3)
+        fresh.set_faults("")
+        assert client.get("/issues/TEST-9").json()["summary"] == "s"
+
+
 def test_faults_are_repeatable_per_seed() -> None:
     """The dice are seeded: the same seed fails the same requests."""
 
@@ -138,6 +149,7 @@ def test_stats_count_requests_by_route(fresh: RunningSandbox) -> None:
         "429:2",
         "5xx:-0.1",
         "drop_after:x",
+        "slow_after:1",
         "latency:5+x",
         "ratelimit:0",
         "ratelimit:5:sideways",

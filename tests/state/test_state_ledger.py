@@ -180,3 +180,12 @@ def test_refreshed_takes_the_new_hash_of_a_done_row_only(ledger: Ledger) -> None
     assert (row.status, row.target_id, row.payload_hash) == ("done", "T-1", "changed")
     with pytest.raises(LedgerTransitionError):
         ledger.refreshed("issue", "A-2", "changed")
+
+
+def test_done_tells_a_record_found_in_the_target_from_one_sent(ledger: Ledger) -> None:
+    """`done(found=True)` marks a record the target already held; a plain done does not."""
+    planned(ledger, "A-1", "A-2")
+    ledger.done("issue", "A-1", "1001", found=True)
+    ledger.done("issue", "A-2", "1002")
+    assert ledger.get("issue", "A-1").found  # type: ignore[union-attr]
+    assert not ledger.get("issue", "A-2").found  # type: ignore[union-attr]
