@@ -23,6 +23,7 @@ import structlog
 from haul.pipelines import report_parts
 from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
+from haul.state.private import open_private
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -148,8 +149,11 @@ def write_reports(store: StagingStore) -> tuple[Path, Path]:
     report = gather_report(store)
     json_path = store.path.with_name("report.json")
     html_path = store.path.with_name("report.html")
-    json_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    html_path.write_text(render_html(report), encoding="utf-8")
+    # private like the store they describe: they name records and people
+    with open_private(json_path, encoding="utf-8") as out:
+        out.write(json.dumps(report, indent=2, default=str))
+    with open_private(html_path, encoding="utf-8") as out:
+        out.write(render_html(report))
     log.info("report_written", json=str(json_path), html=str(html_path))
     return json_path, html_path
 
