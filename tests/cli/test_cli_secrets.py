@@ -87,7 +87,8 @@ def sigkill(sandbox: Any, config: Path, env: dict[str, str]) -> Ended:
 
 def an_internal_error(sandbox: Any, config: Path, env: dict[str, str]) -> Ended:
     done = subprocess.run(
-        [sys.executable, str(CRASH_LAUNCHER), "load", "--config", str(config)],
+        # -v: the traceback goes to the console (a cron mail, a CI log) as well
+        [sys.executable, str(CRASH_LAUNCHER), "-v", "load", "--config", str(config)],
         env=env,
         capture_output=True,
         text=True,
@@ -95,6 +96,7 @@ def an_internal_error(sandbox: Any, config: Path, env: dict[str, str]) -> Ended:
         check=False,
     )
     assert "internal error: RuntimeError: a planted bug" in done.stderr
+    assert "Traceback" in done.stderr and "a planted bug under an import request" in done.stderr
     return Ended(done.returncode, done.stdout + done.stderr)
 
 
@@ -133,7 +135,8 @@ def test_a_run_that_ends_badly_leaves_no_secret_anywhere(
     ending: Callable[[Any, Path, dict[str, str]], Ended],
 ) -> None:
     """Exit 1; neither token nor the stray variable is in what haul printed or in any file
-    it left; the log's tracebacks have frames but no local variables."""
+    it left; the tracebacks (in the log, and on the console with -v) have frames but no
+    local variables: no request's headers."""
     config, env = extracted
     try:
         ended = ending(sandbox, config, env)
@@ -146,6 +149,8 @@ def test_a_run_that_ends_badly_leaves_no_secret_anywhere(
     if ending is not sigkill:
         assert '"exception"' in log and '"frames"' in log  # a traceback was logged, as data
     assert '"locals"' not in log
+    for text in (log, ended.output):  # no request's headers rendered, not even redacted
+        assert "Authorization" not in text and "authorization" not in text
     for secret in (env["HAUL_CLI_SOURCE_TOKEN"], STRAY_SECRET):
         assert secret not in ended.output
         assert files_containing(config.parent, secret) == []
