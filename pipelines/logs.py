@@ -132,6 +132,10 @@ def _add_log_file(root: logging.Logger, log_path: Path, shared: list[Any]) -> No
     global _log_path
     try:
         make_private_folder(log_path.parent)
+    except OSError:  # the store's own open names what is in the folder's way, and stops
+        _log_path = None
+        return
+    try:
         to_file = _LogFile(log_path, encoding="utf-8")
     except OSError as exc:
         _log_path = None

@@ -25,10 +25,14 @@ _OPEN_FLAGS = {
 
 def make_private_folder(path: Path) -> None:
     """Create `path` and its missing parents, each 0700; existing folders stay as they are."""
-    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+    for folder in reversed((path, *path.parents)):  # the outermost first
+        if folder.is_dir():
+            continue
+        try:
             folder.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            if not folder.is_dir():  # a file is in the way (a folder made meanwhile is not)
+                raise
 
 
 def open_private(path: Path, mode: str = "w", **text: Any) -> IO[Any]:
