@@ -47,7 +47,8 @@ EXIT_STATUS = """\b
 Exit status:
   0  done
   1  stopped: a rejected token, a service that kept failing, a held or broken
-     staging store, a signal (run the same command to resume)
+     staging store, a log file that cannot be written, a signal (run the same
+     command to resume)
   2  usage or config error (every problem is listed with its key)
   3  done, but records failed (haul failures lists them)
   4  stopped by rate limiting; resumable (the message says when)
