@@ -24,6 +24,7 @@ from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.findings import Finding
 from haul.pipelines.registry import services
 from haul.pipelines.services import Service
+from haul.state.private import make_private_folder
 from haul.state.store import StagingStore
 
 
@@ -69,7 +70,7 @@ def _size(value: Any) -> int:
 def _storage(config: Config) -> list[Finding]:
     folder = config.staging_path.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_folder(folder)  # as the store would make it
         with tempfile.NamedTemporaryFile(dir=folder):
             pass
     except OSError as exc:

@@ -20,7 +20,13 @@ from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.logs import configure_logging, current_log_path, settle_console
+from haul.pipelines.logs import (
+    configure_logging,
+    current_log_path,
+    log_trouble,
+    settle_console,
+    without_secrets,
+)
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
 from haul.pipelines.report import (
@@ -30,7 +36,7 @@ from haul.pipelines.report import (
     service_lines,
     summary_json,
 )
-from haul.pipelines.runner import RunSummary, extract, load, open_store, run_all
+from haul.pipelines.runner import Interrupted, RunSummary, extract, load, open_store, run_all
 from haul.pipelines.stopping import GracefulStop
 from haul.state.errors import StoreError
 
@@ -41,7 +47,8 @@ EXIT_STATUS = """\b
 Exit status:
   0  done
   1  stopped: a rejected token, a service that kept failing, a held or broken
-     staging store, a signal (run the same command to resume)
+     staging store, a log file that cannot be written, a signal (run the same
+     command to resume)
   2  usage or config error (every problem is listed with its key)
   3  done, but records failed (haul failures lists them)
   4  stopped by rate limiting; resumable (the message says when)
@@ -105,7 +112,7 @@ def _fail(code: int, message: str, exc: BaseException | None = None) -> NoReturn
     """The last stderr line and the exit status; the traceback goes to the log file only."""
     log.info("run_stopped", exit_status=code, reason=message, exc_info=exc)
     settle_console()
-    click.echo(f"haul: {message}", err=True)
+    click.echo(f"haul: {without_secrets(message)}", err=True)
     sys.exit(code)
 
 
@@ -386,21 +393,41 @@ def sandbox_serve(
 
 def _run_stage(stage: Callable[..., Any], config: Config, **options: Any) -> RunSummary:
     """Run one library stage with progress bars on a terminal; the first SIGINT or SIGTERM
-    stops it gracefully (see `stopping`)."""
+    stops it gracefully (see `stopping`), and so does a log file that cannot be written: a
+    run whose log is lost could not be traced, so it ends with exit 1 naming the file."""
 
     async def supervised() -> RunSummary:
         stop = GracefulStop()
         stop.install()
         try:
             result: RunSummary = await stage(
-                config, progress=progress, stop_requested=stop.requested, **options
+                config,
+                progress=progress,
+                stop_requested=lambda: stop.requested() or log_trouble() is not None,
+                **options,
             )
             return result
         finally:
             stop.uninstall()
 
-    with LiveProgress() as progress:
-        return asyncio.run(supervised())
+    _stop_if_log_lost()
+    try:
+        with LiveProgress() as progress:
+            summary = asyncio.run(supervised())
+    except Interrupted:
+        _stop_if_log_lost()
+        raise
+    _stop_if_log_lost()
+    return summary
+
+
+class LogLostError(HaulError):
+    """The log file cannot be written (a full disk): the run stopped, resumable."""
+
+
+def _stop_if_log_lost() -> None:
+    if (trouble := log_trouble()) is not None:
+        raise LogLostError(f"stopped: {trouble}; then run the same command to resume")
 
 
 def _print_summary(summary: RunSummary, as_json: bool) -> None:

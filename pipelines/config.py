@@ -5,7 +5,7 @@ Every problem is reported at once, each by its key path (`source.tracker_url`,
 typo silently ignored in a migration config is a wrong migration. `haul config-schema`
 prints the JSON Schema. Tokens are never in the file: it names the environment variables
 that hold them (`token_env`), and `Endpoint.token()` reads them only when a client is built.
-Relative paths are relative to the config file's folder.
+Relative paths are relative to the config file's folder; `~` is the user's home.
 """
 
 from __future__ import annotations
@@ -429,15 +429,18 @@ def _check_sides(config: Config) -> None:
 
 
 def _resolved(config: Config, base: Path) -> Config:
-    """Relative paths joined to the config's folder; each side told its name."""
+    """Paths starting with `~` in the user's home, relative paths joined to the config's
+    folder; each side told its name."""
     users, groups = config.mapping.users_file, config.mapping.groups_file
-    if users is not None and not (base / users).is_file():
-        raise ConfigError("mapping.users_file", f"{base / users} does not exist")
-    if groups is not None and not (base / groups).is_file():
-        raise ConfigError("mapping.groups_file", f"{base / groups} does not exist")
+    users = None if users is None else base / users.expanduser()
+    groups = None if groups is None else base / groups.expanduser()
+    if users is not None and not users.is_file():
+        raise ConfigError("mapping.users_file", f"{users} does not exist")
+    if groups is not None and not groups.is_file():
+        raise ConfigError("mapping.groups_file", f"{groups} does not exist")
     export = config.export
     if export is not None and export.out is not None:
-        export = export.model_copy(update={"out": (base / export.out).resolve()})
+        export = export.model_copy(update={"out": (base / export.out.expanduser()).resolve()})
     return config.model_copy(
         update={
             "source": config.source.model_copy(update={"section": "source"}),
@@ -445,12 +448,9 @@ def _resolved(config: Config, base: Path) -> Config:
             if config.target
             else None,
             "mapping": config.mapping.model_copy(
-                update={
-                    "users_file": (base / users) if users is not None else None,
-                    "groups_file": (base / groups) if groups is not None else None,
-                }
+                update={"users_file": users, "groups_file": groups}
             ),
-            "staging": Staging(path=(base / config.staging.path).resolve()),
+            "staging": Staging(path=(base / config.staging.path.expanduser()).resolve()),
             "export": export,
         }
     )

@@ -11,6 +11,7 @@ import re
 import string
 from datetime import time
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 
@@ -75,6 +76,11 @@ def http_url(value: str, suffix: str | None = None) -> str:
     value = value.strip().rstrip("/")
     if not value.startswith(("http://", "https://")):
         raise ValueError("must be an http(s) URL")
+    if "@" in urlsplit(value).netloc:  # never echoed: the part before @ is a password
+        raise ValueError(
+            "must not hold a user name or password (user:...@host): remove them from the "
+            "URL; a service's token comes from the variable token_env names"
+        )
     if suffix and not value.endswith(suffix):
         raise ValueError(f"must end in {suffix} (the API version)")
     return value

@@ -2,6 +2,11 @@
 one short human line per kind of trouble (`TroubleLines`), or the events themselves with
 `verbose` (`haul -v`).
 
+No secret reaches a sink: a traceback keeps its frames but never their local variables (a
+request's headers hold the token, `environ` every variable), values under secret-sounding
+keys are redacted, and the tokens haul read (`hide_in_logs`) are cut out of every rendered
+line. The log file is private to the user (0600): it names restricted records.
+
 Library code only does `structlog.get_logger(__name__).info("event_name", key=value)`.
 A kind of trouble (retries of one service for one reason, failures of one entity) is said
 once when it first happens, then as a count at most every `REPEAT_EVERY` seconds while it
@@ -11,18 +16,44 @@ repeats, and once more at the end if it repeated since: cron mail stays a few li
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import logging
 import sys
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
+from haul.state.private import make_private_folder, open_private
+
 SECRET_KEYS = ("token", "authorization", "password", "secret")
 REPEAT_EVERY = 10.0  # seconds between two counts of the same kind of trouble
+MIN_SECRET_LENGTH = 8  # shorter values are not cut out of lines: they would maim common words
+# frames as data, without their locals (structlog's default shows them)
+FRAMES_WITHOUT_LOCALS = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+
+_secrets: set[str] = set()
+
+
+def hide_in_logs(secret: str) -> None:
+    """Cut `secret` (a token just read) out of every line a log sink writes from now on."""
+    if len(secret) >= MIN_SECRET_LENGTH:
+        _secrets.add(secret)
+
+
+def without_secrets(text: str) -> str:
+    """`text` with every secret given to `hide_in_logs` replaced by `[redacted]`."""
+    for secret in _secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+def _cut_secrets(_: Any, __: str, rendered: str) -> str:
+    return without_secrets(rendered)
 
 
 def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -34,6 +65,7 @@ def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableM
 
 
 _log_path: Path | None = None
+_log_trouble: str | None = None
 
 
 def current_log_path() -> Path | None:
@@ -41,13 +73,19 @@ def current_log_path() -> Path | None:
     return _log_path
 
 
+def log_trouble() -> str | None:
+    """Why the log file configured last cannot be opened or written, once that happened:
+    a run stops on it (nothing it does could be traced afterwards)."""
+    return _log_trouble
+
+
 def configure_logging(
     log_path: Path | None, *, console_level: int = logging.WARNING, verbose: bool = False
 ) -> None:
     """Route structlog through stdlib logging: JSON to `log_path`; on stderr one short line
     per kind of trouble, or with `verbose` every event from INFO up, rendered."""
-    global _log_path
-    _log_path = log_path
+    global _log_path, _log_trouble
+    _log_path, _log_trouble = log_path, None
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -74,29 +112,58 @@ def configure_logging(
     root.setLevel(logging.INFO if log_path else console_level)
     console: logging.Handler
     if verbose:
+        # stderr may be a cron mail or a file too: tracebacks without locals
+        rendered = structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
         console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(_formatter(shared, structlog.dev.ConsoleRenderer(colors=False)))
+        console.setFormatter(_formatter(shared, rendered, _cut_secrets))
     else:
         console = TroubleLines(has_log=log_path is not None)
     console.setLevel(console_level)
     root.addHandler(console)
     if log_path is not None:
-        try:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            to_file = _LogFile(log_path, encoding="utf-8")
-        except OSError as exc:  # the store's own open will say what is wrong with the folder
-            _log_path = None
-            structlog.get_logger(__name__).warning(
-                "log_file_unwritable", path=str(log_path), error=str(exc)
-            )
-        else:
-            to_file.setLevel(logging.INFO)
-            # tracebacks go to the file only, as data
-            json_lines = [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
-            to_file.setFormatter(_formatter(shared, *json_lines))
-            root.addHandler(to_file)
+        _add_log_file(root, log_path, shared)
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.access", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _add_log_file(root: logging.Logger, log_path: Path, shared: list[Any]) -> None:
+    global _log_path
+    try:
+        make_private_folder(log_path.parent)
+    except OSError:  # the store's own open names what is in the folder's way, and stops
+        _log_path = None
+        return
+    try:
+        to_file = _LogFile(log_path, encoding="utf-8")
+    except OSError as exc:
+        _log_path = None
+        _broken(log_path, exc)
+        return
+    to_file.setLevel(logging.INFO)
+    # tracebacks go to the file only, as data
+    json_lines = [
+        structlog.processors.ExceptionRenderer(FRAMES_WITHOUT_LOCALS),
+        structlog.processors.JSONRenderer(),
+        _cut_secrets,
+    ]
+    to_file.setFormatter(_formatter(shared, *json_lines))
+    root.addHandler(to_file)
+
+
+def _broken(log_path: Path, error: BaseException) -> None:
+    """Say once on stderr that the log cannot be written, and keep why for `log_trouble`."""
+    global _log_trouble
+    if _log_trouble is not None:
+        return
+    reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    full = getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    fix = "free space on its disk" if full else "make it writable or choose another staging.path"
+    _log_trouble = f"the log file {log_path} cannot be written ({reason}): {fix}"
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"haul: {_log_trouble}\n")
+        sys.stderr.flush()
 
 
 def settle_console() -> None:
@@ -191,21 +258,25 @@ class TroubleLines(logging.Handler):
     def _say(self, text: str) -> None:
         stream = self._stream or sys.stderr  # looked up late: tests swap sys.stderr
         with contextlib.suppress(OSError, ValueError):
-            stream.write(text + "\n")
+            stream.write(without_secrets(text) + "\n")
             stream.flush()
 
 
 class _LogFile(logging.FileHandler):
-    """The log file; when it cannot be written (a full disk), one line on stderr says so,
-    once, instead of Python's "--- Logging error ---" block after every record."""
+    """The log file, private to the user; when it cannot be written (a full disk), one line
+    on stderr says so, once, instead of Python's "--- Logging error ---" block after every
+    record, and `log_trouble` tells the run to stop."""
 
-    failed = False
+    def _open(self) -> io.TextIOWrapper:
+        # text mode: os.fdopen gives the TextIOWrapper logging's own open would
+        return cast(io.TextIOWrapper, open_private(Path(self.baseFilename), "a", encoding="utf-8"))
 
     def handleError(self, record: logging.LogRecord) -> None:
-        if not self.failed:
-            self.failed = True
-            error = sys.exc_info()[1]
-            sys.stderr.write(f"haul: the log file {self.baseFilename} cannot be written: {error}\n")
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            _broken(Path(self.baseFilename), error)
+        else:  # a record that cannot be rendered is a bug, not a broken file
+            super().handleError(record)
 
     def close(self) -> None:
         # the last flush of a file that cannot be written fails too: that was already said

@@ -28,6 +28,7 @@ from haul.pipelines.planner import DECISIONS, Decision, Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
 from haul.state.ledger import LedgerRow
+from haul.state.private import open_private
 from haul.state.store import StagedRecord
 
 
@@ -160,7 +161,7 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
 def write_conflicts(path: Path, plan: LoadPlan) -> None:
     """The conflicts, then what they block, as CSV (entity, source_id, reason, decision) for a
     person to review."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with open_private(path, newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "reason", "decision"])
         writer.writerows((*row, "conflict") for row in plan.conflicts)

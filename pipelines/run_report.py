@@ -26,6 +26,7 @@ from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
 from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
 from haul.pipelines.status import verify_after
+from haul.state.private import open_private
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -185,8 +186,11 @@ def write_reports(store: StagingStore) -> tuple[Path, Path]:
     report = gather_report(store)
     json_path = store.path.with_name("report.json")
     html_path = store.path.with_name("report.html")
-    json_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    html_path.write_text(render_html(report), encoding="utf-8")
+    # private like the store they describe: they name records and people
+    with open_private(json_path, encoding="utf-8") as out:
+        out.write(json.dumps(report, indent=2, default=str))
+    with open_private(html_path, encoding="utf-8") as out:
+        out.write(render_html(report))
     log.info("report_written", json=str(json_path), html=str(html_path))
     return json_path, html_path
 

@@ -29,6 +29,7 @@ from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
+from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
@@ -171,8 +172,10 @@ def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning)
     """What every service's client is built with from one side of the config: the token (read
     now, from the variable the config names), the org, the budgets, the patience, and room
     for the requests of `concurrency` records in flight at once."""
+    token = endpoint.token(environ)
+    hide_in_logs(token)  # whatever carries it by mistake, no log line will
     return {
-        "token": endpoint.token(environ),
+        "token": token,
         "org_id": endpoint.org_id,
         "cloud_org_id": endpoint.cloud_org_id,
         "auth_scheme": endpoint.auth_scheme,

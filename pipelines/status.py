@@ -24,6 +24,7 @@ from haul.pipelines.engine import CHANGE
 from haul.pipelines.report import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
+from haul.state.private import open_private
 from haul.state.store import StagingStore
 
 VERIFY_CHECKPOINT = "verify.last"  # haul verify's last result, kept in the store
@@ -286,7 +287,7 @@ def write_failures_csv(path: Path, problems: Sequence[Any], rows: Sequence[Any])
     """Every failure as a CSV row: entity, source_id, stage, attempts, error."""
     import csv
 
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with open_private(path, newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "stage", "attempts", "error"])
         writer.writerows(

@@ -27,6 +27,7 @@ from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
 from haul.state.ledger import LedgerRow
+from haul.state.private import open_private
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -287,7 +288,7 @@ async def _by_fingerprint(
 def write_csv(path: Path, found: Sequence[Difference]) -> None:
     """Every difference as one CSV row (entity, source_id, target_id, field, source, target,
     kind)."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with open_private(path, newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "target_id", "field", "source", "target", "kind"])
         for item in found:

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
+from haul.state.private import make_private_folder
+
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".incoming-"
 _TEMP_NUMBERS = itertools.count()
@@ -40,7 +42,7 @@ class BlobStore:
     def make_root(self) -> None:
         """Create the blob folder (once per store)."""
         if not self._root_made:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.root)
             self._root_made = True
 
     def new_temp(self) -> tuple[Path, int]:
@@ -151,7 +153,7 @@ class BlobWriter:
         try:
             os.replace(temp, final)
         except FileNotFoundError:  # the first blob of its folder
-            final.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(final.parent)
             os.replace(temp, final)
         self._sha256 = digest
 

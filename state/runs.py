@@ -106,7 +106,7 @@ def latest_run(db: Database, commands: Sequence[str]) -> dict[str, Any] | None:
 
 
 def _take_lock(db: Database, lock_path: Path) -> int:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         # A fresh descriptor each time: flock locks belong to the open file, so a second
         # run in this same process is refused too.

@@ -29,6 +29,7 @@ from haul.state.clock import Clock, utc_now
 from haul.state.errors import store_errors
 from haul.state.hashing import canonical_json, parse_json, text_hash
 from haul.state.ledger import Ledger
+from haul.state.private import create_private_file, make_private_folder, narrow_if_present
 from haul.state.problems import Problems
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
@@ -109,7 +110,7 @@ class StagingStore:
         migrated to the current schema."""
         path = Path(path)
         with store_errors(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_private(path)
             db = sqlite_utils.Database(path, execute_plugins=False)
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -447,6 +448,15 @@ class StagingStore:
     def latest_run(self, *commands: str) -> dict[str, Any] | None:
         """The newest run of any of `commands` (e.g. "extract", "run"), or None."""
         return latest_run(self.db, commands)
+
+
+def _make_private(path: Path) -> None:
+    """The database private to the user before SQLite opens it (its WAL and shared memory
+    take the database's mode); files an older haul made wider are narrowed."""
+    make_private_folder(path.parent)
+    create_private_file(path)
+    for suffix in ("-wal", "-shm"):
+        narrow_if_present(path.with_name(path.name + suffix))
 
 
 def _record_filter(

@@ -166,3 +166,22 @@ def test_a_log_file_that_cannot_be_written_says_so_once(capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert "Logging error" not in err and "Traceback" not in err
     assert err.count("the log file /dev/full cannot be written") == 1
+
+
+@pytest.mark.parametrize(
+    "url", ["http://ann:pa55-w0rd-Secret@127.0.0.1:9/v3", "https://pa55-w0rd-Secret@example/v3"]
+)
+def test_a_url_with_a_password_exits_2_and_never_shows_it(tmp_path: Path, url: str) -> None:
+    """Credentials in a service URL are refused before anything runs: exit 2 naming the key,
+    and the password is in no output and no file haul leaves (not an internal error)."""
+    config = write_config(tmp_path, NOWHERE, queues=["TEST"], source_url=url)
+
+    tokens = {SOURCE_TOKEN_ENV: "s", TARGET_TOKEN_ENV: "t"}
+    done = run_haul("-v", "run", "--config", config, env=haul_env(tokens))
+
+    assert done.returncode == 2, done.stderr
+    assert "config error: source.tracker_url: must not hold a user name or password" in done.stderr
+    for output in (done.stdout, done.stderr):
+        assert "pa55-w0rd-Secret" not in output
+    others = [path for path in tmp_path.rglob("*") if path.is_file() and path != config]
+    assert [path for path in others if b"pa55-w0rd-Secret" in path.read_bytes()] == []

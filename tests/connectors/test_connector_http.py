@@ -228,7 +228,8 @@ async def test_connect_failures_used_up_raise_transient_error(make_core):
 
 
 async def test_token_never_appears_in_errors_reprs_or_logs(make_core):
-    """Even a server echoing the token back cannot put it into our messages or logs."""
+    """Even a server echoing the token back cannot put it into our messages or logs, nor
+    can the request an error carries (its headers show `[secure]`)."""
     echo = error_reply(403, f"token {TOKEN} is not an admin")
     handler = replies(error_reply(503, f"bad OAuth {TOKEN}"), echo)
     core = make_core(handler, max_attempts=2)
@@ -242,6 +243,9 @@ async def test_token_never_appears_in_errors_reprs_or_logs(make_core):
     raised.append(transient.value)
     texts = [str(e) for e in raised] + [repr(e) for e in raised]
     texts += [e.server_message for e in raised] + [repr(core), repr(TrackerClient(core))]
+    request = raised[0].response.request  # the error carries the request: its headers too
+    texts += [repr(raised[0].response), repr(request), repr(request.headers), str(request.url)]
+    assert request.headers["Authorization"] == f"OAuth {TOKEN}"
     texts += [repr(log) for log in logs]
     assert logs, "the retry was logged"
     assert all(TOKEN not in text for text in texts)

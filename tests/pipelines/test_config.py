@@ -85,6 +85,24 @@ def test_the_groups_file_is_relative_to_the_configs_folder(tmp_path: Path) -> No
     assert config.mapping.groups_file == tmp_path.resolve() / "groups.csv"
 
 
+def test_a_path_starting_with_a_tilde_is_in_the_users_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`~/...` is the home folder (as in a shell), not a folder named `~` beside the config."""
+    home = tmp_path / "home"
+    (home / "maps").mkdir(parents=True)
+    (home / "maps" / "users.csv").write_text("alice,alice\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    text = VALID.replace('path = "work/haul.db"', 'path = "~/haul/acme.db"').replace(
+        'default_user = "robot"', 'default_user = "robot"\nusers_file = "~/maps/users.csv"'
+    )
+    (tmp_path / "configs").mkdir()
+    config = load_config(write(tmp_path / "configs", text))
+    assert config.staging_path == home / "haul" / "acme.db"
+    assert config.log_path == home / "haul" / "acme.log"
+    assert config.mapping.users_file == home / "maps" / "users.csv"
+
+
 def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
     """A missing file or broken TOML is a config error too, not a traceback."""
     with pytest.raises(ConfigError, match="cannot read"):
