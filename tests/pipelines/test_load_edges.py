@@ -35,9 +35,9 @@ async def test_a_write_whose_reply_comes_after_the_deadline_is_settled_by_asking
     assert summary.complete and summary.failed == 0, summary
     assert summary.details["ambiguous_writes"] > 0, summary.details
     by_entity = {row.entity: row for row in summary.counts}
-    assert by_entity["issue"].loaded == by_entity["issue"].staged > 0
+    assert by_entity["issue"].loaded == by_entity["issue"].to_load > 0
     with StagingStore.open(config.staging_path) as store:
-        assert store.ledger.counts()["issue"] == {"done": by_entity["issue"].staged}
+        assert store.ledger.counts()["issue"] == {"done": by_entity["issue"].to_load}
 
 
 def lose_store(path: Path) -> None:
