@@ -58,6 +58,7 @@ from haul.connectors.retrying import (
     retrying,
     waiting_aside,
 )
+from haul.connectors.server_clock import ServerClock
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
 log = structlog.get_logger("haul.connectors")
@@ -140,6 +141,7 @@ class HttpCore:
         self.retries = 0
         self.rate_limit_wait = 0.0  # seconds requests waited on 429s
         self.answered = False  # any reply in this command: see "First contact" above
+        self.server_clock = ServerClock()  # the service's "now", from its replies' Date
         self._token = token
         self._max_attempts = max_attempts
         self._max_backoff = max_backoff
@@ -540,6 +542,7 @@ class HttpCore:
                 ) from exc
             raise
         self.answered = True
+        self.server_clock.observe(response.headers.get("Date"))
         budget.on_reply(response.status_code, response.headers)
         if response.status_code < 400:
             return response
@@ -665,6 +668,10 @@ class ServiceClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.core!r})"
+
+    def server_now(self) -> datetime | None:
+        """The service's own "now" from its replies' `Date` (None before any reply)."""
+        return self.core.server_clock.now()
 
     async def _list(self, path: str, what: str) -> list[dict[str, Any]]:
         """A GET whose reply must be a list of objects (null: none); anything else is an

@@ -13,6 +13,11 @@ pattern on the request path (no GLOB: every path):
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
 - ``cut_body:RATE``         send the first half of the body under the full Content-Length,
                             then abort the connection (a download broken off mid-stream)
+- ``dribble:RATE[:MS]``     send the reply's body one byte every MS milliseconds (default
+                            100): a reply that never stalls long enough for a read timeout,
+                            yet takes far longer than any request should
+- ``no_key:RATE``           the first object of a JSON list reply comes without its ``key``
+                            (a search index lagging behind its store)
 - ``ratelimit:RPS[:reads|:writes][:bare]``
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org, of its reads
@@ -60,6 +65,8 @@ _KINDS = (
     "error_object",
     "short_body",
     "cut_body",
+    "dribble",
+    "no_key",
     "ratelimit",
 )
 CONTROL_PREFIX = "/_sandbox/"
@@ -75,6 +82,7 @@ class Fault:
     rps: float = 0.0
     direction: str | None = None  # "reads" or "writes": the requests a ratelimit counts
     headers: bool = True  # a ratelimit's 429 says RateLimit-*
+    byte_ms: float = 100.0  # a dribble's pause between two bytes
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
@@ -115,6 +123,9 @@ def _parse_item(item: str) -> Fault:
             return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
         if kind == "ratelimit":
             return _ratelimit(args, glob)
+        if kind == "dribble":
+            rate, _, pause = args.partition(":")
+            return Fault(kind, rate=_rate(rate), byte_ms=float(pause or 100), glob=glob)
         return Fault(kind, rate=_rate(args), glob=glob)
     except ValueError as error:
         raise ValueError(f"bad fault {item!r}: {error}") from None
@@ -156,6 +167,7 @@ class Decision:
     action: str | None = None  # one of the non-latency kinds
     retry_after: int = 1
     headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429
+    byte_ms: float = 0.0  # a dribble's pause between two bytes
 
 
 class FaultPlan:
@@ -197,10 +209,10 @@ class FaultPlan:
                 for f in faults
                 if f.kind not in ("latency", "ratelimit") and self._rng.random() < f.rate
             ]
-        first = hits[0] if hits else None
-        return Decision(
-            delay_ms / 1000, first.kind if first else None, first.retry_after if first else 1
-        )
+        if not hits:
+            return Decision(delay_ms / 1000)
+        first = hits[0]
+        return Decision(delay_ms / 1000, first.kind, first.retry_after, byte_ms=first.byte_ms)
 
     def _bucket(self, key: tuple[str, str, int], fault: Fault) -> TokenBucket:
         if key not in self._buckets:
@@ -304,6 +316,10 @@ class FaultMiddleware:
             await _wrong_body(send, decision.action)
         elif decision.action in ("short_body", "cut_body"):
             await _halved(self.app, scope, receive, send, cut=decision.action == "cut_body")
+        elif decision.action == "dribble":
+            await _dribbled(self.app, scope, receive, send, decision.byte_ms / 1000)
+        elif decision.action == "no_key":
+            await _first_without_key(self.app, scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -350,8 +366,8 @@ async def _wrong_body(send: Send, kind: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, cut: bool) -> None:
-    """Run the request, then send only the first half of its body (see the docstring)."""
+async def _reply_of(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[Message, bytes]:
+    """Run the request; its reply's start message and whole body, unsent."""
     start: Message = {}
     chunks: list[bytes] = []
 
@@ -363,7 +379,42 @@ async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, c
             chunks.append(message.get("body", b""))
 
     await app(scope, receive, keep)
-    body = b"".join(chunks)
+    return start, b"".join(chunks)
+
+
+async def _dribbled(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, pause_s: float
+) -> None:
+    """Run the request, then send its body one byte at a time, `pause_s` apart."""
+    start, body = await _reply_of(app, scope, receive)
+    await send(start)
+    for index in range(len(body)):
+        await send(
+            {"type": "http.response.body", "body": body[index : index + 1], "more_body": True}
+        )
+        await asyncio.sleep(pause_s)
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _first_without_key(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run the request; a JSON list reply's first object loses its ``key``."""
+    start, body = await _reply_of(app, scope, receive)
+    try:
+        items = json.loads(body) if body else None
+    except ValueError:
+        items = None
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        items[0].pop("key", None)
+        body = json.dumps(items).encode()
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, cut: bool) -> None:
+    """Run the request, then send only the first half of its body (see the docstring)."""
+    start, body = await _reply_of(app, scope, receive)
     half = body[: len(body) // 2]
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     announced = len(body) if cut else len(half)

@@ -122,10 +122,15 @@ async def find_vanished_issues(
         if count >= len(mine):
             continue
         listed: set[str] = set()
+        keyless = 0
         async for page in client.scroll_issues(
             query=query, per_scroll=1000, scroll_type="unsorted"
         ):
-            listed |= {str(issue["key"]) for issue in page}
+            listed |= {str(issue["key"]) for issue in page if issue.get("key")}
+            keyless += sum(not issue.get("key") for issue in page)
+        if keyless:  # one of them may be a staged issue: none is judged gone on this listing
+            log.warning("vanished_not_judged", queue=queue, listed_without_key=keyless)
+            continue
         for key in sorted(mine - listed):
             await _vanished(client, store, key, staged | listed)
     return sum(counts)
