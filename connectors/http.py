@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -54,6 +55,7 @@ from haul.connectors.retrying import (
     Patience,
     RetryableBadReply,
     RetryableStatus,
+    Stopwatch,
     parse_retry_after,
     retrying,
     waiting_aside,
@@ -411,11 +413,15 @@ class HttpCore:
         the retry controller (a tenth of the CPU a request costs), whose first attempt then
         re-raises that failure, so attempts, waits and messages are as if it had run them all.
         """
+        started = time.monotonic()
         try:
             return await once()
         except Exception as exc:  # the retry policy below judges it
             first: Exception | None = exc
+        # the attempts' own time counts in the patience (a reply that trickles in takes a
+        # deadline per attempt); a first contact's few connect timeouts are its own bound
         first_contact = not self.answered and isinstance(first, FIRST_CONTACT_ERRORS)
+        busy = None if first_contact else Stopwatch(time.monotonic() - started)
         patience, attempts = self._patience, self._max_attempts
         if first_contact:
             outage = min(patience.outage, FIRST_CONTACT_PATIENCE)
@@ -428,6 +434,7 @@ class HttpCore:
             patience=patience,
             sleep=self._wait_aside,
             before_sleep=lambda state: self._log_retry(request, state),
+            busy=busy,
         )
         try:
             async for attempt in controller:
@@ -435,7 +442,7 @@ class HttpCore:
                     if first is not None:
                         failed, first = first, None
                         raise failed
-                    result = await once()
+                    result = await (busy.timed(once) if busy else once())
         except RetryableStatus as exc:
             raise self._gave_up(request, exc.response, controller.statistics) from None
         except RetryableBadReply as exc:
