@@ -266,7 +266,7 @@ class HttpCore:
             location = response.headers.get("Location")
             if response.status_code not in REDIRECT_STATUSES or location is None:
                 if not stream:
-                    await response.aread()
+                    await _read_or_close(response)
                 return response
             await response.aclose()
             target = request.url.join(location)
@@ -305,7 +305,7 @@ class HttpCore:
 
     async def get_json(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
         """GET and decode the JSON reply (None for an empty body)."""
-        return await self._json_request("GET", path, params=params)
+        return await self.request_json("GET", path, params=params)
 
     async def post_json(
         self,
@@ -317,28 +317,40 @@ class HttpCore:
         repeatable: bool | None = None,
     ) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body)."""
-        return await self._json_request(
+        return await self.request_json(
             "POST", path, params=params, json=json, write=write, repeatable=repeatable
         )
 
-    async def _json_request(
+    async def request_json(
         self,
         method: str,
         path: str,
         *,
         params: dict[str, Any] | None = None,
         json: Any = None,
+        files: Any = None,
         write: bool | None = None,
         repeatable: bool | None = None,
     ) -> Any:
-        """One request whose reply must be JSON: a reply that is not is retried a few times
-        (a proxy's error page passes), then raises BadReplyError."""
-        request = self._build(method, path, params=params, json=json)
+        """`request`, whose reply must be JSON: decoded (None for an empty body).
+
+        A reply that is not JSON is asked again a few times (a proxy's error page passes),
+        then raises BadReplyError; to a write that may not be repeated it is not asked
+        again (the write may have been applied): AmbiguousWriteError naming the reply, which
+        the load settles by asking the target.
+        """
+        request = self._build(method, path, params=params, json=json, files=files)
         writing = is_write(method, write)
         again = is_repeatable(writing, repeatable)
 
         async def once() -> Any:
-            return _decoded(await self._attempt(request, write=writing, repeatable=again))
+            response = await self._attempt(request, write=writing, repeatable=again)
+            try:
+                return _decoded(response)
+            except RetryableBadReply as problem:
+                if again:
+                    raise
+                raise self._unreadable_write(request, problem) from None
 
         return await self._with_retries(request, again, once)
 
@@ -529,6 +541,23 @@ class HttpCore:
             response=response,
         )
 
+    def _unreadable_write(
+        self, request: httpx.Request, problem: RetryableBadReply
+    ) -> AmbiguousWriteError:
+        """A write answered with something that is not the API's JSON: it may have been
+        applied, so it is not sent again here; the message says what answered and what to do."""
+        bad = self._bad_reply(request, problem)
+        response = problem.response
+        kind = response.headers.get("Content-Type", "no content type")
+        return AmbiguousWriteError(
+            f"{self.service} {request.method} {request.url} -> {response.status_code} ({kind}):"
+            f" {problem.problem} ({bad.server_message!r}): something in front of the API"
+            " answered (a proxy, a firewall, a login page?); whether the write was applied is"
+            f" unknown, so the load looks for it in the target before sending it again. Make"
+            f" requests to {self.base_url} reach the API, then run haul load --retry-failed",
+            **bad.context(),
+        )
+
     async def _attempt(
         self, request: httpx.Request, *, write: bool, repeatable: bool, stream: bool = False
     ) -> httpx.Response:
@@ -628,6 +657,16 @@ def _parsed_url(url: str) -> httpx.URL:
     """The URL parsed once: httpx's parser took about a third of building a request, and a
     load sends to the same few URLs per issue (an issue's comments, worklogs, files)."""
     return httpx.URL(url)
+
+
+async def _read_or_close(response: httpx.Response) -> None:
+    """Read the whole body; cut off (the request deadline, a broken connection), the reply is
+    closed, so its connection is dropped rather than left to the garbage collector."""
+    try:
+        await response.aread()
+    except BaseException:
+        await response.aclose()
+        raise
 
 
 def _decoded(response: httpx.Response) -> Any:
