@@ -315,12 +315,11 @@ class IssueScroll:
             moment = min(moment, self._held)
         return {"updated_at": format_time(moment), "key": key}
 
-    def _source_now(self) -> datetime | None:
-        if self.now is not None:
-            return self.now()
+    def _source_now(self) -> datetime:
+        told = self.now() if self.now is not None else self.client.server_now()
         # no Date from the service: the local clock, the best left (an early one only
         # reads more again)
-        return self.client.server_now() or datetime.now(UTC)
+        return told or datetime.now(UTC)
 
 
 KEYLESS = "the tracker listed an issue without a key"
