@@ -385,15 +385,27 @@ async def _reply_of(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[Messa
 async def _dribbled(
     app: ASGIApp, scope: Scope, receive: Receive, send: Send, pause_s: float
 ) -> None:
-    """Run the request, then send its body one byte at a time, `pause_s` apart."""
+    """Run the request, then send its body one byte at a time, `pause_s` apart, until the
+    client hangs up (a client that gave up is not dribbled at for hours)."""
     start, body = await _reply_of(app, scope, receive)
-    await send(start)
-    for index in range(len(body)):
-        await send(
-            {"type": "http.response.body", "body": body[index : index + 1], "more_body": True}
-        )
-        await asyncio.sleep(pause_s)
-    await send({"type": "http.response.body", "body": b""})
+    gone = asyncio.create_task(_hung_up(receive))
+    try:
+        await send(start)
+        for index in range(len(body)):
+            if gone.done():
+                return
+            piece = body[index : index + 1]
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(pause_s)
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        gone.cancel()
+
+
+async def _hung_up(receive: Receive) -> None:
+    """Returns once the client has disconnected (the request's body is read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _first_without_key(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
