@@ -221,7 +221,7 @@ class IssueScroll:
     async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
         """Scroll to the end; an expired scroll restarts past what this run has staged."""
         stalled = 0
-        since = since_watermark(saved(), self.lookback)
+        since = self._since(saved())
         while stalled < MAX_SCROLL_RESTARTS:
             log.info("scroll_started", queue=self.queue, since=since)
             scroll = self.client.scroll_issues(
@@ -234,7 +234,7 @@ class IssueScroll:
             try:
                 async with aclosing(scroll):
                     async for issues in scroll:
-                        page = self._page([i for i in issues if not self._passed(i)], saved())
+                        page = self._page([i for i in issues if not self._passed(i)], saved)
                         if page.rows or page.problems:
                             yield page
                 return
@@ -252,6 +252,20 @@ class IssueScroll:
             "progress: raise [tuning] scroll_ttl_ms or lower per_scroll"
         )
 
+    def _since(self, checkpoint: dict[str, Any] | None) -> str | None:
+        """Where the run's first scroll starts: the watermark less the lookback; the whole
+        queue when the watermark lies past the source's now (left so by an older haul: the
+        changes since its true place are unknown, so all are read once more)."""
+        if checkpoint and checkpoint.get("updated_at"):
+            now = self._source_now()
+            if parse_time(checkpoint["updated_at"]) > now:
+                log.warning(
+                    "watermark_in_future", queue=self.queue,
+                    watermark=checkpoint["updated_at"], source_now=format_time(now),
+                )  # fmt: skip
+                return None
+        return since_watermark(checkpoint, self.lookback)
+
     def _passed(self, issue: dict[str, Any]) -> bool:
         moment = _moment(issue)
         return (
@@ -260,7 +274,11 @@ class IssueScroll:
             and self._position.passed(str(issue["key"]), moment)
         )
 
-    def _page(self, issues: list[dict[str, Any]], saved: dict[str, Any] | None = None) -> Page:
+    def _page(
+        self,
+        issues: list[dict[str, Any]],
+        saved: Callable[[], dict[str, Any] | None] = lambda: None,
+    ) -> Page:
         """Rows for the issues that have a key; the watermark of the last readable update time.
 
         An issue without a key cannot be staged (nothing would name it): it is kept as a
@@ -290,11 +308,12 @@ class IssueScroll:
             last = (moment, key)
         return Page(rows, self._watermark(last), problems, settled)
 
-    def _hold(self, moment: datetime | None, saved: dict[str, Any] | None) -> None:
+    def _hold(self, moment: datetime | None, saved: Callable[[], dict[str, Any] | None]) -> None:
         """Keep the watermark at or before a keyless issue (at the last one committed when
         its own time cannot be read; where it was, when nothing was committed yet)."""
-        if moment is None and saved and saved.get("updated_at"):
-            moment = parse_time(saved["updated_at"])
+        committed = saved() if moment is None else None
+        if committed and committed.get("updated_at"):
+            moment = parse_time(committed["updated_at"])
         held = moment or NOWHERE
         self._held = held if self._held is None else min(self._held, held)
 

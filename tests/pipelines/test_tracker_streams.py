@@ -4,6 +4,7 @@ issue drain asks only for the listings an issue (or its org) says it may have.""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -193,3 +194,26 @@ def test_an_issue_without_a_key_holds_the_watermark() -> None:
     assert page.checkpoint == {"updated_at": "2024-01-01T11:00:00.000+0000", "key": "TEST-2"}
     whole = scroll()._page([{"key": "TEST-7", "id": "abc", "updatedAt": "2024-01-03"}])
     assert ("issue", "TEST:id=abc") in whole.settled
+
+
+async def test_a_watermark_left_in_the_future_reads_the_queue_whole_once() -> None:
+    """A store whose watermark an older haul carried past the source's now (its `Date`):
+    the changes since its true place are unknown, so the scroll asks for the whole queue."""
+    queries: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.content:  # a search, not the clock's first reply
+            queries.append(json.loads(request.content)["query"])
+        return httpx.Response(200, json=[], headers={"Date": "Mon, 01 Jan 2024 12:00:00 GMT"})
+
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3", token="t", org_id="1",
+        transport=httpx.MockTransport(handler),
+    )  # fmt: skip
+    await client.myself()  # the source's clock, from its reply
+    ahead = {"updated_at": "2024-01-02T12:00:00.000+0000", "key": "TEST-9"}
+    async with client:
+        pages = [page async for page in IssueScroll(client, "TEST").pages(lambda: ahead)]
+
+    assert pages == []
+    assert queries[-1] == 'Queue: TEST "Sort By": Updated ASC'
