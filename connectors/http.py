@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -54,10 +55,12 @@ from haul.connectors.retrying import (
     Patience,
     RetryableBadReply,
     RetryableStatus,
+    Stopwatch,
     parse_retry_after,
     retrying,
     waiting_aside,
 )
+from haul.connectors.server_clock import ServerClock
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
 log = structlog.get_logger("haul.connectors")
@@ -140,6 +143,7 @@ class HttpCore:
         self.retries = 0
         self.rate_limit_wait = 0.0  # seconds requests waited on 429s
         self.answered = False  # any reply in this command: see "First contact" above
+        self.server_clock = ServerClock()  # the service's "now", from its replies' Date
         self._token = token
         self._max_attempts = max_attempts
         self._max_backoff = max_backoff
@@ -262,7 +266,7 @@ class HttpCore:
             location = response.headers.get("Location")
             if response.status_code not in REDIRECT_STATUSES or location is None:
                 if not stream:
-                    await response.aread()
+                    await _read_or_close(response)
                 return response
             await response.aclose()
             target = request.url.join(location)
@@ -301,7 +305,7 @@ class HttpCore:
 
     async def get_json(self, path: str, *, params: dict[str, Any] | None = None) -> Any:
         """GET and decode the JSON reply (None for an empty body)."""
-        return await self._json_request("GET", path, params=params)
+        return await self.request_json("GET", path, params=params)
 
     async def post_json(
         self,
@@ -313,28 +317,40 @@ class HttpCore:
         repeatable: bool | None = None,
     ) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body)."""
-        return await self._json_request(
+        return await self.request_json(
             "POST", path, params=params, json=json, write=write, repeatable=repeatable
         )
 
-    async def _json_request(
+    async def request_json(
         self,
         method: str,
         path: str,
         *,
         params: dict[str, Any] | None = None,
         json: Any = None,
+        files: Any = None,
         write: bool | None = None,
         repeatable: bool | None = None,
     ) -> Any:
-        """One request whose reply must be JSON: a reply that is not is retried a few times
-        (a proxy's error page passes), then raises BadReplyError."""
-        request = self._build(method, path, params=params, json=json)
+        """`request`, whose reply must be JSON: decoded (None for an empty body).
+
+        A reply that is not JSON is asked again a few times (a proxy's error page passes),
+        then raises BadReplyError; to a write that may not be repeated it is not asked
+        again (the write may have been applied): AmbiguousWriteError naming the reply, which
+        the load settles by asking the target.
+        """
+        request = self._build(method, path, params=params, json=json, files=files)
         writing = is_write(method, write)
         again = is_repeatable(writing, repeatable)
 
         async def once() -> Any:
-            return _decoded(await self._attempt(request, write=writing, repeatable=again))
+            response = await self._attempt(request, write=writing, repeatable=again)
+            try:
+                return _decoded(response)
+            except RetryableBadReply as problem:
+                if again:
+                    raise
+                raise self._unreadable_write(request, problem) from None
 
         return await self._with_retries(request, again, once)
 
@@ -409,11 +425,15 @@ class HttpCore:
         the retry controller (a tenth of the CPU a request costs), whose first attempt then
         re-raises that failure, so attempts, waits and messages are as if it had run them all.
         """
+        started = time.monotonic()
         try:
             return await once()
         except Exception as exc:  # the retry policy below judges it
             first: Exception | None = exc
+        # the attempts' own time counts in the patience (a reply that trickles in takes a
+        # deadline per attempt); a first contact's few connect timeouts are its own bound
         first_contact = not self.answered and isinstance(first, FIRST_CONTACT_ERRORS)
+        busy = None if first_contact else Stopwatch(time.monotonic() - started)
         patience, attempts = self._patience, self._max_attempts
         if first_contact:
             outage = min(patience.outage, FIRST_CONTACT_PATIENCE)
@@ -426,6 +446,7 @@ class HttpCore:
             patience=patience,
             sleep=self._wait_aside,
             before_sleep=lambda state: self._log_retry(request, state),
+            busy=busy,
         )
         try:
             async for attempt in controller:
@@ -433,7 +454,7 @@ class HttpCore:
                     if first is not None:
                         failed, first = first, None
                         raise failed
-                    result = await once()
+                    result = await (busy.timed(once) if busy else once())
         except RetryableStatus as exc:
             raise self._gave_up(request, exc.response, controller.statistics) from None
         except RetryableBadReply as exc:
@@ -520,6 +541,23 @@ class HttpCore:
             response=response,
         )
 
+    def _unreadable_write(
+        self, request: httpx.Request, problem: RetryableBadReply
+    ) -> AmbiguousWriteError:
+        """A write answered with something that is not the API's JSON: it may have been
+        applied, so it is not sent again here; the message says what answered and what to do."""
+        bad = self._bad_reply(request, problem)
+        response = problem.response
+        kind = response.headers.get("Content-Type", "no content type")
+        return AmbiguousWriteError(
+            f"{self.service} {request.method} {request.url} -> {response.status_code} ({kind}):"
+            f" {problem.problem} ({bad.server_message!r}): something in front of the API"
+            " answered (a proxy, a firewall, a login page?); whether the write was applied is"
+            f" unknown, so the load looks for it in the target before sending it again. Make"
+            f" requests to {self.base_url} reach the API, then run haul load --retry-failed",
+            **bad.context(),
+        )
+
     async def _attempt(
         self, request: httpx.Request, *, write: bool, repeatable: bool, stream: bool = False
     ) -> httpx.Response:
@@ -545,6 +583,7 @@ class HttpCore:
                 ) from exc
             raise
         self.answered = True
+        self.server_clock.observe(response.headers.get("Date"))
         budget.on_reply(response.status_code, response.headers)
         if response.status_code < 400:
             return response
@@ -625,6 +664,16 @@ def _parsed_url(url: str) -> httpx.URL:
     return httpx.URL(url)
 
 
+async def _read_or_close(response: httpx.Response) -> None:
+    """Read the whole body; cut off (the request deadline, a broken connection), the reply is
+    closed, so its connection is dropped rather than left to the garbage collector."""
+    try:
+        await response.aread()
+    except BaseException:
+        await response.aclose()
+        raise
+
+
 def _decoded(response: httpx.Response) -> Any:
     """The JSON body (None when empty); RetryableBadReply when it is not JSON."""
     if not response.content:
@@ -670,6 +719,10 @@ class ServiceClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.core!r})"
+
+    def server_now(self) -> datetime | None:
+        """The service's own "now" from its replies' `Date` (None before any reply)."""
+        return self.core.server_clock.now()
 
     async def _list(self, path: str, what: str) -> list[dict[str, Any]]:
         """A GET whose reply must be a list of objects (null: none); anything else is an

@@ -10,9 +10,12 @@ they grow exponentially with full jitter (a uniform draw below the exponential b
 capped), so that many clients backing off together do not return in lock-step.
 
 Every wait has a bound. A 429 is waited out for up to the rate-limit patience, a 5xx or a
-connection failure for up to the outage patience (both counted in time waited, so a fake
-sleep in tests counts as real); a ``Retry-After`` longer than what is left of the patience
-stops at once. A reply that is not JSON is tried a few times only. ``max_attempts``, when
+connection failure for up to the outage patience; a ``Retry-After`` longer than what is left
+of the patience stops at once. The patience counts the waits (as asked of the injected sleep,
+so a fake sleep in tests counts as real) and the failed attempts' own time (`Stopwatch`):
+each attempt ends at the request deadline, so a reply that trickles in a byte at a time
+costs one deadline per attempt, and a request that keeps failing ends within its patience
+plus one deadline, however many attempts that is. A reply that is not JSON is tried a few times only. ``max_attempts``, when
 given, caps the attempts as well.
 
 A caller holding one of a stage's few places (the load engine's trees) may lend it while its
@@ -23,17 +26,20 @@ request waits to be sent again: it sets ``LENDER`` in its context, and the core 
 from __future__ import annotations
 
 import email.utils
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base, wait_random_exponential
+
+T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -107,26 +113,45 @@ class Patience:
     rate_limit: float = 900.0
     outage: float = 300.0
 
-    def allows(self, retry_state: RetryCallState) -> bool:
-        """Whether the wait now due still fits in the patience of this failure's kind."""
+    def allows(self, retry_state: RetryCallState, busy: float = 0.0) -> bool:
+        """Whether the wait now due still fits in the patience of this failure's kind, with
+        the `busy` seconds the attempts themselves took."""
         error = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(error, RetryableBadReply):
             return retry_state.attempt_number < BAD_REPLY_ATTEMPTS
         budget = self.rate_limit if is_rate_limit(error) else self.outage
-        return retry_state.idle_for + (retry_state.upcoming_sleep or 0.0) <= budget
+        return retry_state.idle_for + busy + (retry_state.upcoming_sleep or 0.0) <= budget
+
+
+class Stopwatch:
+    """The time a request's attempts took, in all (tenacity's `idle_for` holds the waits)."""
+
+    def __init__(self, spent: float = 0.0) -> None:
+        self.spent = spent
+
+    async def timed(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        started = time.monotonic()
+        try:
+            return await attempt()
+        finally:
+            self.spent += time.monotonic() - started
 
 
 class StopOnPatience(stop_base):
     """Stop when the next wait would go past the patience, or after ``max_attempts``."""
 
-    def __init__(self, patience: Patience, max_attempts: int | None) -> None:
+    def __init__(
+        self, patience: Patience, max_attempts: int | None, busy: Stopwatch | None = None
+    ) -> None:
         self.patience = patience
         self.max_attempts = max_attempts
+        self.busy = busy
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         if self.max_attempts is not None and retry_state.attempt_number >= self.max_attempts:
             return True
-        return not self.patience.allows(retry_state)
+        busy = self.busy.spent if self.busy is not None else 0.0
+        return not self.patience.allows(retry_state, busy)
 
 
 def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
@@ -187,13 +212,15 @@ def retrying(
     sleep: Callable[[float], Awaitable[None]],
     before_sleep: Callable[[RetryCallState], Any] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    busy: Stopwatch | None = None,
 ) -> AsyncRetrying:
-    """The tenacity controller for one request; it re-raises the last failure when done."""
+    """The tenacity controller for one request; it re-raises the last failure when done
+    (`busy`: the attempts' own time, counted in the patience)."""
     retry_on = (RetryableStatus, RetryableBadReply, *CONNECT_STAGE_ERRORS)
     if repeatable:  # a lost reply may be asked again; a write's outcome must be looked up
         retry_on = (*retry_on, *AFTER_SEND_ERRORS)
     return AsyncRetrying(
-        stop=StopOnPatience(patience, max_attempts),
+        stop=StopOnPatience(patience, max_attempts, busy),
         wait=WaitRetryAfter(full_jitter_backoff(max_backoff), now),
         retry=retry_if_exception_type(retry_on),
         sleep=sleep,

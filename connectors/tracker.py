@@ -15,7 +15,6 @@ from urllib.parse import quote
 
 import structlog
 
-from haul.connectors.decoding import decode_json
 from haul.connectors.errors import HaulHTTPError, NotFoundError
 from haul.connectors.http import Sink
 from haul.connectors.pagination import (
@@ -358,10 +357,9 @@ class TrackerClient(EntityCalls):
     async def update_issue(self, key: str, body: Record) -> Record:
         """PATCH /issues/{key}: only the fields sent change. A write, but repeatable: retried
         after a lost reply like a read."""
-        response = await self.core.request(
+        return await self.core.request_json(
             "PATCH", f"/issues/{_segment(key)}", json=body, repeatable=True
         )
-        return decode_json(response.content)
 
     async def add_checklist_items(self, key: str, items: list[Record]) -> Record:
         """Append checklist items; the reply is the issue with its ``checklistItems``."""
@@ -391,14 +389,12 @@ class TrackerClient(EntityCalls):
     async def update_comment(self, key: str, comment_id: str | int, body: Record) -> Record:
         """PATCH a comment's text (repeatable)."""
         path = f"/issues/{_segment(key)}/comments/{_segment(comment_id)}"
-        response = await self.core.request("PATCH", path, json=body, repeatable=True)
-        return decode_json(response.content)
+        return await self.core.request_json("PATCH", path, json=body, repeatable=True)
 
     async def update_worklog(self, key: str, worklog_id: str | int, body: Record) -> Record:
         """PATCH a worklog record's duration, start or comment (repeatable)."""
         path = f"/issues/{_segment(key)}/worklog/{_segment(worklog_id)}"
-        response = await self.core.request("PATCH", path, json=body, repeatable=True)
-        return decode_json(response.content)
+        return await self.core.request_json("PATCH", path, json=body, repeatable=True)
 
     async def delete_record(self, key: str, kind: str, record_id: str | int) -> bool:
         """DELETE one of an issue's ``comments``, ``worklog``, ``links`` or ``attachments``;
@@ -428,8 +424,7 @@ class TrackerClient(EntityCalls):
     async def update_filter(self, filter_id: str | int, body: Record) -> Record:
         """PATCH /filters/{id} (no version lock): only the fields sent change (repeatable)."""
         path = f"/filters/{_segment(filter_id)}"
-        response = await self.core.request("PATCH", path, json=body, repeatable=True)
-        return decode_json(response.content)
+        return await self.core.request_json("PATCH", path, json=body, repeatable=True)
 
     async def list_dashboards(self) -> list[Record]:
         """The org's dashboards (the sandbox's listing: the spec shows none, so a service
@@ -477,10 +472,9 @@ class TrackerClient(EntityCalls):
         the spec shows only its creation). Repeatable: a second send of the same settings
         leaves it as the first, and a stale version is refused, not applied."""
         path = f"/queues/{_segment(queue)}/autoactions/{_segment(action_id)}"
-        response = await self.core.request(
+        return await self.core.request_json(
             "PATCH", path, params={"version": version}, json=body, repeatable=True
         )
-        return decode_json(response.content)
 
     async def create_autoaction(self, queue: str, body: Record) -> Record:
         """POST /queues/{queue}/autoactions (name, actions, query or filter, ...)."""
@@ -508,10 +502,9 @@ class TrackerClient(EntityCalls):
         params = {"filename": filename, "createdAt": created_at, "createdBy": created_by}
         with _opened(source) as stream:
             # httpx reads a file object in chunks while sending, and rewinds it on a retry
-            response = await self.core.request(
+            return await self.core.request_json(
                 "POST", path, params=params, files={"file": (filename, stream)}
             )
-        return decode_json(response.content)
 
 
 @contextmanager

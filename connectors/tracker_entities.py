@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from haul.connectors.decoding import decode_json
 from haul.connectors.http import ServiceClient, Sink
 from haul.connectors.pagination import FromCursorPaginator, PageNumberPaginator, paginate
 
@@ -105,17 +104,15 @@ class EntityCalls(ServiceClient):
 
     async def update_entity(self, kind: str, entity_id: str, body: Record) -> Record:
         """PATCH ``{fields: {...}}``: only the fields sent change (repeatable)."""
-        response = await self.core.request(
+        return await self.core.request_json(
             "PATCH", _entity(kind, entity_id), json=body, repeatable=True
         )
-        return decode_json(response.content)
 
     async def edit_entity_permissions(self, kind: str, entity_id: str, body: Record) -> Record:
         """PATCH ``{grant, revoke}`` of the entity's permissions (repeatable: a grant given
         twice is one grant)."""
         path = f"{_entity(kind, entity_id)}/permissions"
-        response = await self.core.request("PATCH", path, json=body, repeatable=True)
-        return decode_json(response.content)
+        return await self.core.request_json("PATCH", path, json=body, repeatable=True)
 
     async def create_entity_comment(self, kind: str, entity_id: str, body: Record) -> Record:
         """POST a comment (``text``) as the token's user (201)."""
@@ -127,10 +124,9 @@ class EntityCalls(ServiceClient):
     ) -> Record:
         """PATCH a comment's ``text`` (repeatable: the same text twice is one edit)."""
         path = f"{_entity(kind, entity_id)}/comments/{_segment(comment_id)}"
-        response = await self.core.request(
+        return await self.core.request_json(
             "PATCH", path, json=body, params={"notify": "false"}, repeatable=True
         )
-        return decode_json(response.content)
 
     async def clear_entity_checklist(self, kind: str, entity_id: str) -> None:
         """DELETE the whole checklist (repeatable: a cleared checklist stays cleared)."""
@@ -157,14 +153,13 @@ class EntityCalls(ServiceClient):
         return await self._upload_temporary(filename, source)
 
     async def _upload_temporary(self, filename: str, stream: IO[bytes]) -> Record:
-        response = await self.core.request(
+        return await self.core.request_json(
             "POST",
             "/attachments",
             params={"filename": filename},
             files={"file": (filename, stream)},
             repeatable=True,
         )
-        return decode_json(response.content)
 
     async def attach_entity_file(self, kind: str, entity_id: str, file_id: str) -> Record:
         """Attach a temporary file to the entity (the reply is the entity)."""

@@ -137,8 +137,9 @@ class WikiClient(ServiceClient):
     async def delete_page(self, page_id: int, *, recursive: bool = False) -> str:
         """Delete a page (and its subtree when recursive); return the recovery token."""
         params = {"recursive": "true" if recursive else "false"}
-        response = await self.core.request("DELETE", f"/pages/{_segment(page_id)}", params=params)
-        return str(response.json()["recovery_token"])
+        path = f"/pages/{_segment(page_id)}"
+        reply = await self.core.request_json("DELETE", path, params=params)
+        return str(reply["recovery_token"])
 
     async def move_page(self, source: str, target: str) -> int:
         """Move a page and its subtree to another slug (the ids stay; the old slugs answer 404)
@@ -339,7 +340,7 @@ class WikiClient(ServiceClient):
         """Remove columns by slug (their cells go with them); return the new revision."""
         body = {"revision": revision, "column_slugs": slugs}
         path = f"/grids/{_segment(grid_id)}/columns"
-        return _revision((await self.core.request("DELETE", path, json=body)).json())
+        return _revision(await self.core.request_json("DELETE", path, json=body))
 
     async def add_rows(
         self, grid_id: str, revision: str, rows: list[Record]
@@ -352,8 +353,8 @@ class WikiClient(ServiceClient):
     async def remove_rows(self, grid_id: str, revision: str, row_ids: list[str]) -> str:
         """Remove rows by id; return the new revision."""
         body = {"revision": revision, "row_ids": row_ids}
-        response = await self.core.request("DELETE", f"/grids/{_segment(grid_id)}/rows", json=body)
-        return _revision(response.json())
+        path = f"/grids/{_segment(grid_id)}/rows"
+        return _revision(await self.core.request_json("DELETE", path, json=body))
 
     async def update_cells(self, grid_id: str, revision: str, cells: list[Record]) -> str:
         """Set cells (``row_id``, ``column_slug``, ``value``); repeatable."""

@@ -413,6 +413,7 @@ class LoadEngine:
         conflict = self._conflicts.get(Ref(row.entity, row.source_id))
         if conflict is not None and not spec.sends_conflicts:
             return await self._planned_conflict(spec, row, record, parent_target, conflict)
+        uncertain = ""  # the last uncertain write's error: the failure names it
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)
             try:
@@ -433,12 +434,16 @@ class LoadEngine:
                     self._block(row, str(exc))
                     return self._fail(row, exc)
                 self.ledger.release(row.entity, row.source_id)
+                uncertain = str(exc)
                 continue
             except (RecordError, RecordFailure) as exc:
                 return self._fail(row, exc)
             return self._done(row, target_id)
         return self._fail(
-            row, RecordFailure("the write's outcome stayed uncertain; the target does not show it")
+            row,
+            RecordFailure(
+                f"the write's outcome stayed uncertain; the target does not show it: {uncertain}"
+            ),
         )
 
     async def _planned_conflict(

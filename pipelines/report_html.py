@@ -327,7 +327,15 @@ def _failures(causes: list[dict[str, Any]]) -> str:
     )
 
 
-CHANGES = ("created", "updated", "transitioned", "moved", "deleted", "deleted_at_source")
+CHANGES = (
+    "created",
+    "updated",
+    "transitioned",
+    "moved",
+    "deleted",
+    "deleted_at_source",
+    "out_of_scope",
+)
 
 
 def _changes(changes: dict[str, dict[str, int]]) -> str:
@@ -337,7 +345,9 @@ def _changes(changes: dict[str, dict[str, int]]) -> str:
     rows = [{"entity": e, **{c: n.get(c, 0) for c in CHANGES}} for e, n in sorted(changes.items())]
     return _table(rows, ["entity", *CHANGES], "changes") + (
         "<p>deleted at source: found deleted at the source by this run's extract; deleted: "
-        'removed from the target too ([sync] deletions = "mirror").</p>'
+        'removed from the target too ([sync] deletions = "mirror"); out of scope: still at the'
+        " source but no longer in the scope (moved out, or no longer matching its query), left"
+        " in the target as loaded.</p>"
     )
 
 

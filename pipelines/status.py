@@ -65,6 +65,8 @@ class Status:
     # entity -> (records deleted at the source, of them deleted in the target too)
     deleted: dict[str, tuple[int, int]] = field(default_factory=dict)
     verify: Mapping[str, Any] | None = None  # the last verify, if it came after the last run
+    # entity -> records still at the source but out of the scope now (left in the target)
+    out_of_scope: dict[str, int] = field(default_factory=dict)
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -145,6 +147,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         not_carried=_not_carried(recent),
         deleted=deleted_at_source(store, deletion_kinds(services)),
         verify=verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), last_end),
+        out_of_scope=out_of_scope(store, deletion_kinds(services)),
     )
     for service in services:
         for entity in loadable(service):
@@ -196,6 +199,8 @@ def deleted_at_source(
     replaced: set[str] = set()
     for staged in dict.fromkeys(staged for staged, _ in kinds):
         for record in store.iter_records(staged):
+            if record.raw.get("out_of_scope"):  # alive at the source: see out_of_scope()
+                continue
             if record.raw.get("replaced"):
                 replaced.add(record.source_id)
                 continue
@@ -208,6 +213,21 @@ def deleted_at_source(
                 entity = row.source_id.split(":", 1)[0]
                 mirrored[entity] = mirrored.get(entity, 0) + 1
     return {entity: (n, mirrored.get(entity, 0)) for entity, n in sorted(found.items())}
+
+
+def out_of_scope(
+    store: StagingStore, kinds: Sequence[tuple[str, str]] = (("deleted", "deletion"),)
+) -> dict[str, int]:
+    """Entity -> its records a sync found still at the source but out of the scope now
+    (moved out of it, or no longer matching its query): staged among the deletions with
+    ``out_of_scope``, never deleted in the target."""
+    found: dict[str, int] = {}
+    for staged in dict.fromkeys(staged for staged, _ in kinds):
+        for record in store.iter_records(staged):
+            if record.raw.get("out_of_scope"):
+                entity = str(record.raw.get("entity"))
+                found[entity] = found.get(entity, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def deletion_kinds(services: Sequence[Service]) -> list[tuple[str, str]]:
@@ -266,6 +286,13 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
         say(
             console,
             f"deleted at the source: {entity}: {deleted}, deleted in the target: {mirrored}{left}",
+        )
+    for entity, count in status.out_of_scope.items():
+        say(
+            console,
+            f"out of the scope now: {entity}: {count} (still at the source, no longer in the"
+            " scope (moved out of it, or no longer matching its query): left in the target as"
+            " loaded, never deleted there)",
         )
     for run in status.runs:
         say(

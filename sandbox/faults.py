@@ -15,6 +15,11 @@ pattern on the request path (no GLOB: every path):
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
 - ``cut_body:RATE``         send the first half of the body under the full Content-Length,
                             then abort the connection (a download broken off mid-stream)
+- ``dribble:RATE[:MS]``     send the reply's body one byte every MS milliseconds (default
+                            100): a reply that never stalls long enough for a read timeout,
+                            yet takes far longer than any request should
+- ``no_key:RATE``           the first object of a JSON list reply comes without its ``key``
+                            (a search index lagging behind its store)
 - ``ratelimit:RPS[:reads|:writes][:bare]``
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org, of its reads
@@ -63,6 +68,8 @@ _KINDS = (
     "error_object",
     "short_body",
     "cut_body",
+    "dribble",
+    "no_key",
     "ratelimit",
 )
 CONTROL_PREFIX = "/_sandbox/"
@@ -78,6 +85,7 @@ class Fault:
     rps: float = 0.0
     direction: str | None = None  # "reads" or "writes": the requests a ratelimit counts
     headers: bool = True  # a ratelimit's 429 says RateLimit-*
+    byte_ms: float = 100.0  # a dribble's pause between two bytes
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
@@ -121,6 +129,9 @@ def _parse_item(item: str) -> Fault:
             return Fault(kind, rate=_rate(rate), latency_ms=float(hold), glob=glob)
         if kind == "ratelimit":
             return _ratelimit(args, glob)
+        if kind == "dribble":
+            rate, _, pause = args.partition(":")
+            return Fault(kind, rate=_rate(rate), byte_ms=float(pause or 100), glob=glob)
         return Fault(kind, rate=_rate(args), glob=glob)
     except ValueError as error:
         raise ValueError(f"bad fault {item!r}: {error}") from None
@@ -163,6 +174,7 @@ class Decision:
     retry_after: int = 1
     headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429
     hold_s: float = 0.0  # slow_after: how long the reply waits once the request is applied
+    byte_ms: float = 0.0  # a dribble's pause between two bytes
 
 
 class FaultPlan:
@@ -208,7 +220,9 @@ class FaultPlan:
         if first is None:
             return Decision(delay_ms / 1000)
         hold_s = first.latency_ms / 1000 if first.kind == "slow_after" else 0.0
-        return Decision(delay_ms / 1000, first.kind, first.retry_after, hold_s=hold_s)
+        return Decision(
+            delay_ms / 1000, first.kind, first.retry_after, hold_s=hold_s, byte_ms=first.byte_ms
+        )
 
     def _bucket(self, key: tuple[str, str, int], fault: Fault) -> TokenBucket:
         if key not in self._buckets:
@@ -314,6 +328,10 @@ class FaultMiddleware:
             await _wrong_body(send, decision.action)
         elif decision.action in ("short_body", "cut_body"):
             await _halved(self.app, scope, receive, send, cut=decision.action == "cut_body")
+        elif decision.action == "dribble":
+            await _dribbled(self.app, scope, receive, send, decision.byte_ms / 1000)
+        elif decision.action == "no_key":
+            await _first_without_key(self.app, scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -373,8 +391,8 @@ async def _wrong_body(send: Send, kind: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, cut: bool) -> None:
-    """Run the request, then send only the first half of its body (see the docstring)."""
+async def _reply_of(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[Message, bytes]:
+    """Run the request; its reply's start message and whole body, unsent."""
     start: Message = {}
     chunks: list[bytes] = []
 
@@ -386,7 +404,54 @@ async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, c
             chunks.append(message.get("body", b""))
 
     await app(scope, receive, keep)
-    body = b"".join(chunks)
+    return start, b"".join(chunks)
+
+
+async def _dribbled(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, pause_s: float
+) -> None:
+    """Run the request, then send its body one byte at a time, `pause_s` apart, until the
+    client hangs up (a client that gave up is not dribbled at for hours)."""
+    start, body = await _reply_of(app, scope, receive)
+    gone = asyncio.create_task(_hung_up(receive))
+    try:
+        await send(start)
+        for index in range(len(body)):
+            if gone.done():
+                return
+            piece = body[index : index + 1]
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(pause_s)
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        gone.cancel()
+
+
+async def _hung_up(receive: Receive) -> None:
+    """Returns once the client has disconnected (the request's body is read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _first_without_key(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run the request; a JSON list reply's first object loses its ``key``."""
+    start, body = await _reply_of(app, scope, receive)
+    try:
+        items = json.loads(body) if body else None
+    except ValueError:
+        items = None
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        items[0].pop("key", None)
+        body = json.dumps(items).encode()
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _halved(app: ASGIApp, scope: Scope, receive: Receive, send: Send, *, cut: bool) -> None:
+    """Run the request, then send only the first half of its body (see the docstring)."""
+    start, body = await _reply_of(app, scope, receive)
     half = body[: len(body) // 2]
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     announced = len(body) if cut else len(half)

@@ -9,7 +9,9 @@ How each is found, without asking the source for anything it was not asked alrea
   counts fewer than are staged does it list the queue's keys, and each staged key missing
   there is asked for once: gone (404), moved to a queue outside the scope, or no longer
   matching the scope's query (`find_vanished_issues`). A move inside the scope is not a
-  deletion (`pipelines.tracker.moves`).
+  deletion (`pipelines.tracker.moves`). An issue still at the source but out of the scope now
+  (moved out, or no longer matching the query) is not a deletion either: it is staged
+  `out_of_scope`, reported as such, and never deleted in the target (it is alive).
 
 Each becomes one staged `deleted` record (what it was, its target id, why). With `[sync]
 deletions = "report"` they are listed by `haul status` and the run report; with "mirror"
@@ -51,8 +53,14 @@ def _now() -> str:
 
 
 def _deleted_row(
-    entity: str, source_id: str, issue: str, target_id: str | None, why: str
+    entity: str,
+    source_id: str,
+    issue: str,
+    target_id: str | None,
+    why: str,
+    out_of_scope: bool = False,
 ) -> dict[str, Any]:
+    raw_extra = {"out_of_scope": True} if out_of_scope else {}
     return {
         "source_id": f"{entity}:{source_id}",
         "parent": issue,
@@ -64,6 +72,7 @@ def _deleted_row(
             "target_id": target_id,
             "reason": why,
             "detected_at": _now(),
+            **raw_extra,
         },
     }
 
@@ -101,7 +110,8 @@ def deletion_plan(mirror: bool) -> Callable[[StagingStore], Iterator[Planned]]:
         find_deleted_children(store)
         if mirror:
             for record in store.iter_records(DELETED):
-                yield Planned(record, sort_key=str(record.raw.get("detected_at") or ""))
+                if not record.raw.get("out_of_scope"):  # alive at the source: not deleted
+                    yield Planned(record, sort_key=str(record.raw.get("detected_at") or ""))
 
     return plan
 
@@ -122,10 +132,15 @@ async def find_vanished_issues(
         if count >= len(mine):
             continue
         listed: set[str] = set()
+        keyless = 0
         async for page in client.scroll_issues(
             query=query, per_scroll=1000, scroll_type="unsorted"
         ):
-            listed |= {str(issue["key"]) for issue in page}
+            listed |= {str(issue["key"]) for issue in page if issue.get("key")}
+            keyless += sum(not issue.get("key") for issue in page)
+        if keyless:  # one of them may be a staged issue: none is judged gone on this listing
+            log.warning("vanished_not_judged", queue=queue, listed_without_key=keyless)
+            continue
         for key in sorted(mine - listed):
             await _vanished(client, store, key, staged | listed)
     return sum(counts)
@@ -139,15 +154,14 @@ async def _vanished(client: TrackerClient, store: StagingStore, key: str, known:
     if found is None:
         why = "deleted at the source"
     elif now != key:
-        why = f"moved to {now}, outside the scope"
+        why = f"moved to {now}, outside the scope (still at the source)"
     else:
-        why = "no longer matches the scope's query"
+        why = "no longer matches the scope's query (still at the source)"
     ledger_row = store.ledger.get("issue", key)
+    target_id = ledger_row.target_id if ledger_row else None
+    row = _deleted_row("issue", key, key, target_id, why, out_of_scope=found is not None)
     with store.transaction():
-        store.upsert_records(
-            DELETED,
-            [_deleted_row("issue", key, key, ledger_row.target_id if ledger_row else None, why)],
-        )
+        store.upsert_records(DELETED, [row])
         store.delete_record("issue", key)
         store.delete_under(key, keep=[DELETED])
     log.info("issue_vanished", issue=key, reason=why)
@@ -207,12 +221,16 @@ def vanished_issues(store: StagingStore) -> set[str]:
     }
 
 
-def deleted_counts(store: StagingStore, since: str | None = None) -> dict[str, int]:
+def deleted_counts(
+    store: StagingStore, since: str | None = None, *, out_of_scope: bool = False
+) -> dict[str, int]:
     """Entity -> how many of its records were found deleted at the source (`since`: staged
-    at or after that instant of the store's clock, e.g. this run's start)."""
+    at or after that instant of the store's clock, e.g. this run's start); `out_of_scope`:
+    how many were found alive but out of the scope instead."""
     counts: dict[str, int] = {}
     for record in store.iter_records(DELETED, staged_from=since):
-        counts[record.raw["entity"]] = counts.get(record.raw["entity"], 0) + 1
+        if bool(record.raw.get("out_of_scope")) == out_of_scope:
+            counts[record.raw["entity"]] = counts.get(record.raw["entity"], 0) + 1
     return counts
 
 

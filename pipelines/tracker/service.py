@@ -223,7 +223,8 @@ class TrackerService:
             """What this run did, and what its extract found deleted at the source."""
             runs = store.recent_runs(1)
             since = runs[0]["started_at"] if runs else None
-            issues = sync_changes(load.changes, deleted_counts(store, since))
+            left = deleted_counts(store, since, out_of_scope=True)
+            issues = sync_changes(load.changes, deleted_counts(store, since), left)
             return issues | sync_changes(entities.changes(), {})
 
         return TargetParts(
@@ -288,13 +289,18 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
 
 
 def sync_changes(
-    made: Mapping[tuple[str, str], int], deleted_at_source: Mapping[str, int]
+    made: Mapping[tuple[str, str], int],
+    deleted_at_source: Mapping[str, int],
+    out_of_scope: Mapping[str, int] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Per entity, what the load did (created, updated, moved, deleted) and what the source
-    deleted (``deleted_at_source``, listed whether or not it was mirrored)."""
+    """Per entity, what the load did (created, updated, moved, deleted), what the source
+    deleted (``deleted_at_source``, listed whether or not it was mirrored) and what left the
+    scope while still at the source (``out_of_scope``, never deleted in the target)."""
     summary: dict[str, dict[str, int]] = {}
     for (entity, what), count in sorted(made.items()):
         summary.setdefault(entity, {})[what] = count
     for entity, count in sorted(deleted_at_source.items()):
         summary.setdefault(entity, {})["deleted_at_source"] = count
+    for entity, count in sorted((out_of_scope or {}).items()):
+        summary.setdefault(entity, {})["out_of_scope"] = count
     return summary

@@ -181,6 +181,7 @@ def _routes() -> list[Route]:
         Route("/_sandbox/stats", get_stats, methods=["GET"]),
         Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),
         Route("/_sandbox/users/{login}", dicts.remove_user, methods=["DELETE"]),
+        Route("/_sandbox/issues/{key}/updated_at", changes.restamp_issue, methods=["PUT"]),
         Route(
             "/_sandbox/attachments/{key}/{attachment_id}",
             edits.replace_attachment_bytes,

@@ -4,10 +4,12 @@ issue to another queue, and, sandbox only, make an issue vanish."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from haul.sandbox.timefmt import now_ms
+from haul.sandbox.timefmt import now_ms, parse_instant
 from haul.sandbox.tracker import changes, render
 from haul.sandbox.tracker.context import Call, json_object, open_call
 from haul.sandbox.tracker.editing import add_comment
@@ -204,6 +206,18 @@ async def move_issue(request: Request) -> Response:
         call.org, issue, queue, call.user.uid, now_ms(), initial_status=initial
     )
     return JSONResponse(render.issue(call.view, moved))
+
+
+async def restamp_issue(request: Request) -> Response:
+    """PUT /_sandbox/issues/{key}/updated_at {"updatedAt": ...} (admin): the issue's update
+    time as a clock that ran ahead leaves it (in the future, say); nothing else changes."""
+    call, issue = _issue(request, admin=True)
+    when = parse_instant((await json_object(request)).get("updatedAt"))
+    if when is None:
+        raise ApiError(400, "updatedAt must be a timestamp", errors={"updatedAt": ""})
+    call.org.records(issue)  # a generated issue's records come from its header before it changes
+    call.org.put_issue(replace(issue, updated_at=when))
+    return JSONResponse(render.issue(call.view, call.org.issues[issue.key]))
 
 
 async def vanish_issue(request: Request) -> Response:

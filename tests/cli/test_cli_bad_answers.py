@@ -87,3 +87,30 @@ async def test_a_listing_that_comes_whole_again_settles_its_problem() -> None:
     pages = [page async for page in ListStream("user", users, id_key="uid").pages(lambda: None)]
 
     assert pages[0].problems == [] and pages[0].settled == [("user", "user listing")]
+
+
+def test_an_html_page_answering_an_upload_fails_that_file_not_the_run(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A page of HTML with status 200 answers every attachment upload: each file's record
+    fails (exit 3) naming the service, the method and path, the status, the content type and
+    what to do; the issues and comments load; no "internal error", no JSONDecodeError."""
+    info = sandbox.info
+    config = write_config(tmp_path, info, queues=source_queues(info))
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    sandbox.set_faults("html:1.0@*/attachments/_import")
+    try:
+        done = run_haul("load", "--config", config, env=env)
+    finally:
+        sandbox.set_faults("")
+    failures = run_haul("failures", "--config", config, env=env).stdout
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "internal error" not in done.stderr and "JSONDecodeError" not in done.stderr
+    lines = [line for line in failures.splitlines() if line.startswith("attachment ")]
+    assert lines, failures
+    assert all("tracker POST" in line and "/attachments/_import" in line for line in lines)
+    assert all("-> 200 (text/html): the reply is not JSON but text/html" in line for line in lines)
+    assert all("haul load --retry-failed" in line for line in lines)
+    assert "issue " not in failures and "comment " not in failures

@@ -384,3 +384,19 @@ async def test_at_most_max_connections_requests_are_in_flight() -> None:
         await asyncio.gather(*(core.get_json("/myself") for _ in range(30)))
     assert peak == 6
     assert core.requests_sent == 30
+
+
+async def test_the_services_clock_is_read_from_its_replies(make_core) -> None:
+    """The `Date` of a reply is the service's "now" (not the local clock's): a watermark is
+    capped by it. Before any reply it is unknown."""
+    from haul.connectors.http import ServiceClient
+
+    stamped = httpx.Response(200, headers={"Date": "Mon, 01 Jan 2024 12:00:00 GMT"}, json={})
+    client = ServiceClient(make_core(lambda request: stamped))
+    assert client.server_now() is None
+    async with client:
+        await client.core.get_json("/myself")
+        now = client.server_now()
+
+    assert now is not None and now >= datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+    assert now.date() == datetime(2024, 1, 1).date()

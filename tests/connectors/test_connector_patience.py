@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from haul.connectors.errors import (
+    AmbiguousWriteError,
     BadReplyError,
     BodyMismatch,
     RateLimitedError,
@@ -109,6 +110,22 @@ async def test_html_with_200_is_a_bad_reply_after_a_few_tries(make_core, sleep) 
     assert len(handler.calls) == 3
     message = str(caught.value)
     assert "text/html" in message and "not JSON" in message and "<html>Login" in message
+
+
+async def test_html_with_200_to_a_write_is_not_sent_again(make_core, sleep) -> None:
+    """An HTML page answering an import (an upload, say): the write may have been applied,
+    so it is sent once only and is an AmbiguousWriteError (the load asks the target) naming
+    the service, method, path, status, content type and what to do."""
+    page = httpx.Response(200, headers={"Content-Type": "text/html"}, content=b"<html>Login</html>")
+    handler = answering(page)
+    async with make_core(handler) as core:
+        with pytest.raises(AmbiguousWriteError) as caught:
+            await core.request_json("POST", "/issues/T-1/attachments/_import", files={"file": b"x"})
+    assert len(handler.calls) == 1
+    message = str(caught.value)
+    assert "tracker POST https://tracker.test/v3/issues/T-1/attachments/_import" in message
+    assert "-> 200 (text/html): the reply is not JSON but text/html" in message
+    assert "haul load --retry-failed" in message and TOKEN not in message
 
 
 async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) -> None:

@@ -300,3 +300,27 @@ async def test_scroll_outliving_its_ttl_raises_scroll_expired(source):
         await asyncio.sleep(0.05)
         with pytest.raises(ScrollExpiredError):
             await anext(pages)
+
+
+async def test_a_reply_that_trickles_in_ends_within_the_patience_and_a_deadline(
+    sandbox, no_faults
+) -> None:
+    """A reply sent a byte every 50 ms: each attempt is cut at the request deadline, and the
+    attempts' own time counts in the outage patience, so the request gives up after about
+    patience / deadline attempts, not after as many as the (here tiny) waits alone allow."""
+    waits: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) > 20:
+            raise AssertionError("still trying after 20 attempts: the patience ignores them")
+
+    no_faults("dribble:1.0:50@*/myself")
+    deadline, patience = 0.3, 1.0
+    options = {"request_timeout": deadline, "outage_patience": patience, "max_backoff": 0.001}
+    async with connect(sandbox, "source", sleep=no_wait, **options) as client:
+        with pytest.raises(TransientError, match=r"within the request deadline of 0\.3 s"):
+            await client.myself()
+        attempts = client.core.requests_sent
+
+    assert attempts <= patience / deadline + 1

@@ -3,8 +3,12 @@ issue drain asks only for the listings an issue (or its org) says it may have.""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -142,3 +146,74 @@ async def test_remote_links_are_asked_for_only_when_the_org_has_an_application(
     assert asked.count("/applications") == 1
     remote = [path for path in asked if path.endswith("/remotelinks")]
     assert remote == ([f"/issues/TEST-{n}/remotelinks" for n in (1, 2, 3)] if listed else [])
+
+
+async def test_an_expired_scroll_restarts_past_the_issues_it_staged(sandbox: Any) -> None:
+    """Every issue changed inside the lookback, a scroll page of two, and a scroll that
+    expires after each page: each restart goes on past what was staged, so the queue is
+    staged whole, each issue once, instead of re-reading its first page until it stalls."""
+    from haul_fixtures import client_for, source_queues
+
+    info = sandbox.info
+    queue = source_queues(info)[0]
+    committed: dict[str, Any] = {}  # the checkpoint as the extract would commit it
+    staged: list[str] = []
+    async with client_for(info, "source") as client:
+        everyone = [i["key"] async for i in client.search_issues(query=f"Queue: {queue}")]
+        scroll = IssueScroll(client, queue, per_scroll=2, ttl_ms=1, lookback=timedelta(days=9999))
+        async for page in scroll.pages(lambda: committed.get("checkpoint")):
+            staged += [row["source_id"] for row in page.rows]
+            committed["checkpoint"] = page.checkpoint or committed.get("checkpoint")
+            await asyncio.sleep(0.02)  # slower than the scroll's TTL: it expires meanwhile
+
+    assert sorted(staged) == sorted(everyone)
+    assert scroll.restarts >= len(everyone) // 2 - 1
+
+
+def test_a_page_never_moves_the_watermark_past_the_sources_now() -> None:
+    """An issue stamped a day after the source's clock: staged, but the watermark stops at
+    the source's now, so a later run still asks for what changes after it."""
+    source_now = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+    future = replace(scroll(), now=lambda: source_now)
+    page = future._page([{"key": "TEST-9", "updatedAt": "2024-01-02T12:00:00.000+0000"}])
+    assert [row["source_id"] for row in page.rows] == ["TEST-9"]
+    assert page.checkpoint == {"updated_at": "2024-01-01T12:00:00.000+0000", "key": "TEST-9"}
+
+
+def test_an_issue_without_a_key_holds_the_watermark() -> None:
+    """The issues after a keyless one are staged, but the watermark stays at the keyless
+    one's time, so the next run lists it again; its key back, its problem is settled."""
+    page = scroll()._page(
+        [
+            {"key": "TEST-1", "updatedAt": "2024-01-01T10:00:00.000+0000"},
+            {"id": "abc", "updatedAt": "2024-01-01T11:00:00.000+0000"},
+            {"key": "TEST-2", "id": "def", "updatedAt": "2024-01-01T12:00:00.000+0000"},
+        ]
+    )
+    assert [row["source_id"] for row in page.rows] == ["TEST-1", "TEST-2"]
+    assert page.checkpoint == {"updated_at": "2024-01-01T11:00:00.000+0000", "key": "TEST-2"}
+    whole = scroll()._page([{"key": "TEST-7", "id": "abc", "updatedAt": "2024-01-03"}])
+    assert ("issue", "TEST:id=abc") in whole.settled
+
+
+async def test_a_watermark_left_in_the_future_reads_the_queue_whole_once() -> None:
+    """A store whose watermark an older haul carried past the source's now (its `Date`):
+    the changes since its true place are unknown, so the scroll asks for the whole queue."""
+    queries: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.content:  # a search, not the clock's first reply
+            queries.append(json.loads(request.content)["query"])
+        return httpx.Response(200, json=[], headers={"Date": "Mon, 01 Jan 2024 12:00:00 GMT"})
+
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3", token="t", org_id="1",
+        transport=httpx.MockTransport(handler),
+    )  # fmt: skip
+    await client.myself()  # the source's clock, from its reply
+    ahead = {"updated_at": "2024-01-02T12:00:00.000+0000", "key": "TEST-9"}
+    async with client:
+        pages = [page async for page in IssueScroll(client, "TEST").pages(lambda: ahead)]
+
+    assert pages == []
+    assert queries[-1] == 'Queue: TEST "Sort By": Updated ASC'

@@ -185,3 +185,35 @@ async def test_an_issue_gone_from_the_source_is_reported_and_mirrored_only_by_ha
 
 def _control(info: dict[str, Any]) -> str:
     return info["tracker"].rsplit("/v3", 1)[0]
+
+
+async def test_an_issue_that_leaves_the_query_scope_is_out_of_scope_not_deleted(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The scope is a query; an issue changed at the source so that it no longer matches it
+    is alive: reported as out of the scope, never as deleted nor as a deletion to make by
+    hand, even when deletions are mirrored; it stays in the target as loaded."""
+    info = sandbox.info
+    async with client_for(info, "source") as source:
+        first = (await issues_of(source, "DEV"))[0]
+        priority = first["priority"]["key"]
+        others = [p["key"] for p in await source.list_priorities() if p["key"] != priority]
+    scope = {"query": f"Priority: {priority}"}
+    config = load_config(
+        write_config(tmp_path, info, queues=source_queues(info), extra=MIRROR, scope=scope)
+    )
+    await run_all(config, environ=environ(info))  # links to issues outside the query fail
+    links = _failures(config)
+    async with client_for(info, "source") as source:
+        await source.update_issue(first["key"], {"priority": others[0]})
+
+    second = await run_all(config, environ=environ(info))
+
+    assert [f for f in _failures(config) if f[0] != "link"] == [], _failures(config)
+    assert len(_failures(config)) <= len(links)
+    assert second.details["changes"]["issue"] == {"out_of_scope": 1}
+    with StagingStore.open(config.staging_path) as store:
+        status = gather_status(store, services())
+    assert status.deleted == {} and status.out_of_scope == {"issue": 1}
+    async with client_for(info, "target") as target:
+        assert await target.find_issue(first["key"]) is not None

@@ -213,3 +213,24 @@ def test_a_ratelimit_answers_429_with_retry_after_and_ratelimit_headers(
         refused = next(reply for reply in replies if reply.status_code == 429)
         assert refused.headers["Retry-After"] == "1"
         assert "RateLimit-Remaining" not in refused.headers
+
+
+def test_dribble_sends_the_whole_reply_a_byte_at_a_time(fresh: RunningSandbox) -> None:
+    """dribble:RATE:MS sends the same reply, one byte every MS milliseconds."""
+    with client_for(fresh, "source") as client:
+        whole = client.get("/myself").json()
+        fresh.set_faults("dribble:1.0:2@*/myself")
+        with client.stream("GET", "/myself") as reply:
+            pieces = list(reply.iter_raw())
+    assert len(pieces) > 5  # bytes read together when the reader lags, never the whole at once
+    assert httpx.Response(200, content=b"".join(pieces)).json() == whole
+
+
+def test_no_key_takes_the_key_of_a_lists_first_item(fresh: RunningSandbox) -> None:
+    """no_key:RATE: the first object of a JSON list reply comes without its key."""
+    with client_for(fresh, "source") as client:
+        listed = client.post("/issues/_search", json={"queue": "TEST"}).json()
+        fresh.set_faults("no_key:1.0@*/_search")
+        keyless = client.post("/issues/_search", json={"queue": "TEST"}).json()
+    assert "key" not in keyless[0] and keyless[0]["id"] == listed[0]["id"]
+    assert keyless[1:] == listed[1:]
