@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import (
+
+from tests.helpers.cli_fixtures import (
     count_issues,
     counts_table,
     run_haul,

@@ -11,11 +11,7 @@ import httpx
 import pytest
 
 from haul.connectors.http import HttpCore
-
-# the test modules repeat these three: conftest is not importable as a module
-TOKEN = "s3cr3t-token-never-printed"
-ORG = "123"
-BASE = "https://tracker.test/v3"
+from tests.helpers.mock_core import BASE, ORG, TOKEN
 
 
 class RecordingSleep:

@@ -22,10 +22,7 @@ from haul.connectors.errors import (
 )
 from haul.connectors.http import HttpCore
 from haul.connectors.tracker import TrackerClient
-
-TOKEN = "s3cr3t-token-never-printed"  # the make_core fixture's token
-BASE = "https://tracker.test/v3"
-ORG = "123"
+from tests.helpers.mock_core import BASE, ORG, TOKEN
 
 
 def replies(*responses: httpx.Response | Exception):

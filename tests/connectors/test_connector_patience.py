@@ -27,8 +27,6 @@ from haul.connectors.http import (
     HttpCore,
 )
 
-TOKEN = "s3cr3t-token-never-printed"
-
 
 def answering(*responses: httpx.Response) -> Any:
     """A handler answering with `responses` in turn, then the last again; it counts calls."""

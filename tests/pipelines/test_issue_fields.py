@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
 

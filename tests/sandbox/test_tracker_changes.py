@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.sandbox_clients import client_for
 
 sdk = pytest.importorskip("yandex_tracker_client")
 

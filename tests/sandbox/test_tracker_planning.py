@@ -15,8 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
-from sandbox_shapes import assert_like_recording
 from yandex_tracker_client import TrackerClient
 from yandex_tracker_client.collections import AutoActions
 from yandex_tracker_client.exceptions import (
@@ -30,6 +28,8 @@ from yandex_tracker_client.exceptions import (
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.tracker.generate import build_world
 from haul.sandbox.tracker.planning import planning_of
+from tests.helpers.sandbox_clients import client_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 CREATED = {"createdAt": "2023-03-01T10:00:00.000+0000", "createdBy": "alice"}
 

@@ -7,10 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from trust_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
 
 from haul.pipelines.progress import LiveProgress, plain_line
 from haul.state.store import StagingStore
+from tests.helpers.trust_fixtures import (
+    run_haul,
+    source_queues,
+    staging_db,
+    tokens_env,
+    write_config,
+)
 
 
 def test_plain_line_gives_done_of_total_rate_and_eta() -> None:

@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_fixtures import (
+
+from haul.pipelines.registry import services
+from haul.pipelines.status import gather_status
+from haul.state.store import StagingStore
+from tests.helpers.trust_fixtures import (
     load_under_way,
     migrated,
     run_haul,
@@ -18,10 +22,6 @@ from trust_fixtures import (
     tokens_env,
     write_config,
 )
-
-from haul.pipelines.registry import services
-from haul.pipelines.status import gather_status
-from haul.state.store import StagingStore
 
 
 @pytest.mark.slow  # one of several full runs of its kind; make test-all runs it
