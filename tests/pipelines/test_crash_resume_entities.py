@@ -27,8 +27,6 @@ from tests.helpers.crash_runs import finish, kill_when
 from tests.helpers.entity_snapshot import change_at_source, sdk_client, unlike_the_source
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 
-pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
-
 ENTITY_ROWS = (
     "portfolio", "project", "goal", "entity_access", "entity_comment", "entity_checklist",
     "entity_attachment", "entity_link",

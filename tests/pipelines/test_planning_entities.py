@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
@@ -35,8 +36,6 @@ from tests.helpers.entity_snapshot import (
     unlike_the_source,
 )
 from tests.helpers.haul_fixtures import environ, source_queues, write_config, writes, written_since
-
-sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
 
 HIDDEN_GOAL = "Ship a stable platform"  # team-only to the security group, led by eve
 

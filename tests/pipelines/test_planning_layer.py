@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -28,8 +29,6 @@ from haul.pipelines.runner import extract, run_all
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
-
-sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
 
 SCOPE = {"filters": "all", "dashboards": "all"}
 GHOST = {"name": "Ghost work", "query": "Queue: GHOST AND Key: TEST-1"}

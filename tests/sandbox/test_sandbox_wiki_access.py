@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import ya_wiki_api
 
 from haul.sandbox.groups import MEMBERS
 from haul.sandbox.server import RunningSandbox
@@ -328,7 +329,6 @@ def test_a_third_party_client_as_the_user_is_refused_and_lists_less(
     sandbox: RunningSandbox,
 ) -> None:
     """`ya-wiki-api` has no access calls: it reads, and is refused, as the real service would."""
-    ya_wiki_api = pytest.importorskip("ya_wiki_api")
     info = sandbox.info
     with ya_wiki_api.WikiClient(token=info["tokens"]["user"], org_id=info["orgs"]["source"],
                                 base_url=info["wiki"]) as wiki:  # fmt: skip

@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+import yandex_tracker_client as sdk
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from tests.helpers.sandbox_clients import client_for
-
-sdk = pytest.importorskip("yandex_tracker_client")
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,10 @@ def _reply(response: httpx.Response) -> tuple[int, object]:
 def test_pages_read_like_the_live_service(wiki: httpx.Client) -> None:
     root = wiki.get("/pages", params={"slug": "team/handbook", "fields": "content,attributes"})
     assert_like_recording("wiki:pages/get", *_reply(root))
-    assert root.json()["attributes"]["comments_count"] >= 0
+    commented = pages_with(wiki, "team/handbook", "comments")
+    counted = wiki.get(f"/pages/{commented['id']}", params={"fields": "attributes"}).json()
+    listed = drain_cursor(wiki, f"/pages/{commented['id']}/comments")
+    assert counted["attributes"]["comments_count"] == len(listed) > 0
     bare = wiki.get(f"/pages/{root.json()['id']}").json()
     assert set(bare) <= {"id", "slug", "title", "page_type"}  # no fields: only the identity
     assert_like_recording("wiki:pages/descendants_list", *_reply(
