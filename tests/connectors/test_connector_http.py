@@ -24,6 +24,8 @@ from haul.connectors.http import HttpCore
 from haul.connectors.tracker import TrackerClient
 from tests.helpers.mock_core import BASE, ORG, TOKEN
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def replies(*responses: httpx.Response | Exception):
     """A handler answering with ``responses`` in turn (exceptions are raised), then the last."""

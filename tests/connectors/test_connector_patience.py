@@ -27,6 +27,8 @@ from haul.connectors.http import (
     HttpCore,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def answering(*responses: httpx.Response) -> Any:
     """A handler answering with `responses` in turn, then the last again; it counts calls."""

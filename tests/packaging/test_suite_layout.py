@@ -5,7 +5,12 @@ lives in `tests.helpers`, never in a conftest or another test module."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -59,3 +64,22 @@ def test_the_suite_imports_its_helpers_by_their_package_name() -> None:
         if (found := [m for m in imported_modules(path) if m.partition(".")[0] in helpers])
     }
     assert bare == {}, f"import them as tests.helpers.<name>: {bare}"
+
+
+# the sandbox started or imported, a test or fixture taking a `sandbox` fixture, haul run
+SANDBOX_OR_PROCESS = re.compile(
+    r"start_sandbox|haul\.sandbox|run_haul|start_haul|def \w+\([^)]*\bsandbox\b"
+)
+
+
+def test_a_module_marked_fast_starts_no_sandbox_and_no_haul_process() -> None:
+    """`make test-fast` runs the modules marked fast: they stay out of the sandbox."""
+    fast = [p for p in python_files() if "pytestmark = pytest.mark.fast" in p.read_text("utf-8")]
+    assert fast, "no module is marked fast: make test-fast would run nothing"
+    offenders = {
+        str(path.relative_to(TESTS)): sorted(set(found))
+        for path in fast
+        if path != Path(__file__).resolve()
+        and (found := SANDBOX_OR_PROCESS.findall(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}, f"unmark them or move those tests out: {offenders}"

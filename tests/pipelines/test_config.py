@@ -6,6 +6,8 @@ import pytest
 
 from haul.pipelines.config import ConfigError, load_config
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 VALID = """
 [source]
 tracker_url = "http://127.0.0.1:8700/v3"
