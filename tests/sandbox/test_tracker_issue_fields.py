@@ -125,7 +125,7 @@ class TestTargetAndEmptyOrgs:
             for side, client in (("source", source), ("target", target))
         }
         shared = {name for name in names["target"] if name[0] != "NEW"}  # NEW: target only
-        assert shared < set(names["source"])
+        assert shared and shared < set(names["source"])
         assert all(names["source"][n] != names["target"][n] for n in shared)
         assert target.get("/boards").json() == []
         versions = {(v["queue"]["key"], v["name"]) for v in target.get("/versions").json()}

@@ -41,7 +41,8 @@ def test_status_after_a_clean_run_says_verify_next(sandbox: Any, tmp_path: Path)
     assert [lines[n] for n in nexts] == [
         "next: everything staged is loaded: run haul verify to compare the target"
     ]
-    assert all(line.startswith("last run: ") for line in lines[nexts[0] + 1 :])
+    requests = lines[nexts[0] + 1 :]
+    assert requests and all(line.startswith("last run: ") for line in requests)
 
 
 def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> None:
