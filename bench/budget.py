@@ -66,7 +66,8 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
-sys.path.insert(0, str(Path(__file__).parents[1]))  # the crash test: tests.pipelines.test_crash_resume
+# the crash test is imported as tests.pipelines.test_crash_resume, from the repository root
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
