@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all lint bench clean browser
+.PHONY: demo test test-fast test-all lint bench clean browser
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/pytest -q -n auto --dist loadfile
+
+# the tests marked fast (pyproject.toml): no sandbox, no haul process, under a minute on one core;
+# a marker, not a list of folders, because most folders hold both kinds
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m fast
 
 # the default run leaves out the longest end-to-end runs (marked slow); this runs everything
 test-all: $(STAMP) browser

@@ -66,7 +66,8 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "pipelines"))  # the crash test
+# the crash test is imported as tests.pipelines.test_crash_resume, from the repository root
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 HAUL = str(Path(sys.executable).parent / "haul")
 TOKEN_ENV = "HAUL_BENCH_TOKEN"
@@ -212,7 +213,7 @@ def load_figures(args: argparse.Namespace, faults: str, label: str) -> Figures:
 def crash_test_seconds(faults: str) -> tuple[float, float, bool]:
     """The crash test with `faults`, its function called as pytest calls it: the seconds of
     the whole test and of its migration with kills alone, and whether it passed."""
-    import test_crash_resume as crash  # tests/pipelines is on sys.path (above)
+    from tests.pipelines import test_crash_resume as crash  # the repository root is on sys.path
 
     migrate = crash.migrate_with_kills
     migrating: list[float] = []

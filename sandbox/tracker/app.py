@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.tracker import queue_access
+from haul.sandbox.tracker import routes_autoactions as autoactions
 from haul.sandbox.tracker import routes_boards as boards
 from haul.sandbox.tracker import routes_changes as changes
 from haul.sandbox.tracker import routes_dicts as dicts
@@ -191,6 +192,11 @@ def _routes() -> list[Route]:
             "/_sandbox/entities/{entity_type}/{entity_id}/parent",
             edits.plant_entity_parent,
             methods=["PUT"],
+        ),
+        Route(
+            "/_sandbox/queues/{queue}/autoactions/{action_id}/runs",
+            autoactions.plant_run,
+            methods=["POST"],
         ),
         Route(
             "/_sandbox/queues/{queue}/permissions/{kind}/{holder}",

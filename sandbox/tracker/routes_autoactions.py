@@ -3,13 +3,16 @@
 Create: ``name`` and ``actions`` (a non-empty list of objects with a ``type``) are required,
 with a ``filter`` or a ``query`` (at least one; a query the search would refuse is a 400);
 ``intervalMillis`` (default one hour, at least a minute), ``active``, ``enableNotifications``
-and ``calendar`` optional.  The sandbox never fires an autoaction: only seeded ones have runs.
+and ``calendar`` optional.  The sandbox never fires an autoaction: seeded ones have runs, and a
+test plants one with ``POST /_sandbox/queues/{queue}/autoactions/{id}/runs`` (sandbox only).
 PATCH (under the version lock: ``version`` or ``If-Match``) changes the settings sent; DELETE
 answers 200.  ``GET .../{id}/logs`` lists run summaries, ``GET .../{id}/logs/{run}`` one run's
 issues.
 """
 
 from __future__ import annotations
+
+import secrets
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,7 +23,7 @@ from haul.sandbox.tracker.checks import Checks
 from haul.sandbox.tracker.context import Call, json_object, open_call
 from haul.sandbox.tracker.errors import ApiError
 from haul.sandbox.tracker.locking import check_version
-from haul.sandbox.tracker.planning import AutoAction, planning_of
+from haul.sandbox.tracker.planning import AutoAction, AutoActionRun, RunOutcome, planning_of
 from haul.sandbox.tracker.query import parse_body
 from haul.sandbox.tracker.routes_structure import numeric, queue_of_path
 
@@ -142,3 +145,23 @@ async def get_run(request: Request) -> Response:
     if run is None:
         raise ApiError(404, "Run does not exist.", errors={"run": wanted})
     return JSONResponse(shapes.run_outcomes(call.view, run))
+
+
+async def plant_run(request: Request) -> Response:
+    """POST /_sandbox/queues/{queue}/autoactions/{id}/runs {"issues": {key: "success" |
+    "failure"}} (admin, sandbox only): a run over those issues of the queue, launched now, as
+    if the autoaction had fired; 201 with its summary. A test plants the run its case needs."""
+    call = open_call(request, admin=True)
+    found = _autoaction(call, request)
+    issues = (await json_object(request)).get("issues")
+    if not isinstance(issues, dict) or not issues:
+        raise ApiError(422, "issues: an object of issue keys to success or failure is required")
+    for key, status in issues.items():
+        issue = call.org.issues.get(key)
+        if issue is None or issue.queue != found.queue or status not in ("success", "failure"):
+            raise ApiError(422, f"issues: {key!r} -> {status!r} is no issue of the queue "
+                           "with success or failure")  # fmt: skip
+    outcomes = tuple(RunOutcome(key, status) for key, status in issues.items())
+    run = AutoActionRun(secrets.token_hex(12), now_ms(), len(outcomes), outcomes)
+    found.runs.append(run)
+    return JSONResponse(shapes.run_summary(run), status_code=201)

@@ -1,4 +1,4 @@
-"""Fixtures for the CLI tests (helpers live in cli_fixtures.py: conftest is not importable)."""
+"""Fixtures for the CLI tests; the helpers they share are in tests/helpers/."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cli_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
+from tests.helpers.cli_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
 
 
 def test_a_json_reply_cut_short_says_so(sandbox: Any, tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import (
+
+from tests.helpers.cli_fixtures import (
     counts_table,
     files_containing,
     haul_env,
@@ -165,7 +166,7 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
     import signal
     import subprocess
 
-    from cli_fixtures import HAUL
+    from tests.helpers.cli_fixtures import HAUL
 
     info = sandbox.info
     token = info["tokens"]["admin"]

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, haul_env, run_haul, write_config
+
+from tests.helpers.cli_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
+    haul_env,
+    run_haul,
+    write_config,
+)
 
 # Nothing listens here: a config error must be found before any connection is tried.
 NOWHERE = {
@@ -129,7 +136,7 @@ def test_config_schema_prints_a_json_schema() -> None:
 def test_extract_needs_no_target(sandbox: Any, tmp_path: Path) -> None:
     """A nightly export's config has only a source: `haul extract` stages it, exit 0, and
     `haul load` says the target is missing (exit 2)."""
-    from cli_fixtures import tokens_env
+    from tests.helpers.cli_fixtures import tokens_env
 
     info = sandbox.info
     config = write_config(tmp_path, info, queues=["DEV"])

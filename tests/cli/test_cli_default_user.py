@@ -8,9 +8,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, run_haul, staging_db, tokens_env
-
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.cli_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
+    run_haul,
+    staging_db,
+    tokens_env,
+)
 
 
 def test_a_backfill_whose_author_has_no_target_user_loads_as_the_tokens_user(

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from cli_fixtures import run_haul, source_issues, source_queues, tokens_env, write_config
+
+from tests.helpers.cli_fixtures import (
+    run_haul,
+    source_issues,
+    source_queues,
+    tokens_env,
+    write_config,
+)
 
 
 def _admin(info: dict[str, Any]) -> dict[str, str]:

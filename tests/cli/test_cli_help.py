@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cli_fixtures import run_haul
+
+from tests.helpers.cli_fixtures import run_haul
 
 # command words -> words its help must contain (from its purpose, not its exact wording)
 COMMANDS = {

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
+
+from tests.helpers.cli_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
 
 
 def last_line(stderr: str) -> str:

@@ -9,9 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, run_haul, tokens_env
-
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, run_haul, tokens_env
 
 README = Path(__file__).parents[2] / "README.md"
 PLACEHOLDER = "0123456789abcdef01234567"  # the survey id the README's examples show

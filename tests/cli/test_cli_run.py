@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import (
+
+from tests.helpers.cli_fixtures import (
     counts_table,
     files_containing,
     finish,

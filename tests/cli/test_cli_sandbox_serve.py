@@ -6,7 +6,8 @@ import json
 
 import httpx
 import pytest
-from cli_fixtures import read_line, source_get, start_haul, stop
+
+from tests.helpers.cli_fixtures import read_line, source_get, start_haul, stop
 
 
 def test_serve_prints_one_json_line_and_serves_until_terminated() -> None:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import (
+
+from tests.helpers.cli_fixtures import (
     files_containing,
     finish,
     run_haul,
@@ -35,7 +36,7 @@ from cli_fixtures import (
 )
 
 STRAY_SECRET = "stray-secret-in-the-environment-7Qm2"
-CRASH_LAUNCHER = Path(__file__).with_name("crash_launcher.py")
+CRASH_LAUNCHER = Path(__file__).parents[1] / "helpers" / "crash_launcher.py"
 
 
 @dataclass

@@ -9,9 +9,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cli_fixtures import run_haul, source_queues, tokens_env, write_config
-
 from haul.pipelines.logs import TroubleLines
+from tests.helpers.cli_fixtures import run_haul, source_queues, tokens_env, write_config
 
 
 def record(**event: Any) -> logging.LogRecord:

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fixtures import files_containing, run_haul, staging_db, tokens_env, write_config
+
+from tests.helpers.cli_fixtures import (
+    files_containing,
+    run_haul,
+    staging_db,
+    tokens_env,
+    write_config,
+)
 
 MADE_UP = "made-up-token-Zq8vX3kP0wL5"
 

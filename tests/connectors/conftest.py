@@ -3,7 +3,6 @@ a real sandbox (tiny org) for the tests that go over sockets."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,11 +10,7 @@ import httpx
 import pytest
 
 from haul.connectors.http import HttpCore
-
-# the test modules repeat these three: conftest is not importable as a module
-TOKEN = "s3cr3t-token-never-printed"
-ORG = "123"
-BASE = "https://tracker.test/v3"
+from tests.helpers.mock_core import BASE, ORG, TOKEN
 
 
 class RecordingSleep:
@@ -54,10 +49,8 @@ def make_core(sleep: RecordingSleep) -> Callable[..., HttpCore]:
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Any]:
-    """A running tiny sandbox, one per test module; skipped while sandbox.server is missing."""
-    if importlib.util.find_spec("haul.sandbox.server") is None:
-        pytest.skip("sandbox.server does not exist yet; the sandbox integration tests wait for it")
-    from haul.sandbox.server import start_sandbox  # a broken sandbox fails here, loudly
+    """A running tiny sandbox, one per test module."""
+    from haul.sandbox.server import start_sandbox
 
     with start_sandbox(size="tiny", seed=1, faults="") as running:
         yield running

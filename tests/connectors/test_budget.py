@@ -21,6 +21,8 @@ from haul.connectors.budget import (
     stated_limit,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 Reply = tuple[int, Mapping[str, str]]
 OK: Reply = (200, {})
 

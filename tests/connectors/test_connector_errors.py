@@ -19,6 +19,8 @@ from haul.connectors.errors import (
     error_class_for_status,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 @pytest.mark.parametrize(
     ("body", "expected"),

@@ -22,10 +22,9 @@ from haul.connectors.errors import (
 )
 from haul.connectors.http import HttpCore
 from haul.connectors.tracker import TrackerClient
+from tests.helpers.mock_core import BASE, ORG, TOKEN
 
-TOKEN = "s3cr3t-token-never-printed"  # the make_core fixture's token
-BASE = "https://tracker.test/v3"
-ORG = "123"
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 def replies(*responses: httpx.Response | Exception):

@@ -18,6 +18,8 @@ from haul.connectors.pagination import (
     query_of,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 class Server:
     """A mock server answering each request with ``reply(request)``; keeps every request."""

@@ -27,8 +27,9 @@ from haul.connectors.http import (
     FIRST_CONTACT_PATIENCE,
     HttpCore,
 )
+from tests.helpers.mock_core import TOKEN
 
-TOKEN = "s3cr3t-token-never-printed"
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 def answering(*responses: httpx.Response) -> Any:

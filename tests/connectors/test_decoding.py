@@ -7,6 +7,8 @@ import pytest
 
 from haul.connectors.decoding import decode_json
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 TEXTS = [
     '{"key": "TEST-1", "summary": "Ünïcode ✓ 🎉", "votes": 0, "spent": null, "tags": []}',
     '[{"id": 123456789012345678901234567890}, {"id": -9223372036854775809}]',  # past int64

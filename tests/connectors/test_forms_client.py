@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 
 import httpx
+import pytest
 
 from haul.connectors.forms import FormsClient
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 FORMS = "https://forms.test/v1"
 SURVEY = "0123456789abcdef01234567"

@@ -12,6 +12,8 @@ import pytest
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient, search_body
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 class Tracker:
     """A mock tracker: routes "METHOD /path" (after /v3) to handlers; records requests."""

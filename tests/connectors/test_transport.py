@@ -21,6 +21,8 @@ from haul.connectors.errors import AmbiguousWriteError, BodyMismatch, TransientE
 from haul.connectors.http import HttpCore, ssl_context
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 Reply = Callable[[bytes, asyncio.StreamWriter], Awaitable[None]]
 
 

@@ -11,6 +11,8 @@ import pytest
 from haul.connectors.errors import AmbiguousWriteError, ConflictError, NotFoundError
 from haul.connectors.wiki import MIN_PART_SIZE, WikiClient, _part_sizes
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 WIKI = "https://wiki.test/v1"
 
 

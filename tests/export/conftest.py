@@ -1,11 +1,12 @@
-"""Fixtures for the export tests (helpers live in export_fixtures.py: conftest is not importable)."""
+"""Fixtures for the export tests; the helpers they share are in tests/helpers/."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from export_fixtures import Staged, stage_sandbox
+
+from tests.helpers.export_fixtures import Staged, stage_sandbox
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ import duckdb
 import httpx
 import pandas as pd
 import pytest
-from export_fixtures import TOKEN_ENV, Staged, haul_env, only_folder
 from openpyxl import load_workbook
 
 from haul.pipelines.export.tables import ExportContext
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.wiki.export import restricted_pages
 from haul.state.store import StagingStore
+from tests.helpers.export_fixtures import TOKEN_ENV, Staged, haul_env, only_folder
 
 SHARED_WITH = "eve"  # the one person the restricted issue is shared with
 SHARED = "DEV-3"  # the issue with an access list (it has comments and a changelog)

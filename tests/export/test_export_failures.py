@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from export_fixtures import Staged, only_folder
+
+from tests.helpers.export_fixtures import Staged, only_folder
 
 
 def files_under(out: Path) -> list[str]:

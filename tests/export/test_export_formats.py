@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from export_fixtures import Staged, expected_rows, only_folder, tracker_tables
 
 from haul.pipelines.export.layout import sha256_of
 from haul.pipelines.export.values import parse_duration_seconds
 from haul.pipelines.export.writers import arrow_schema
 from haul.state.store import StagingStore
+from tests.helpers.export_fixtures import Staged, expected_rows, only_folder, tracker_tables
 
 FORMATS = ("csv", "parquet", "xlsx")
 

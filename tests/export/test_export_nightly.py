@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from export_fixtures import Staged, expected_rows
 
 from haul.connectors.tracker import TrackerClient
+from tests.helpers.export_fixtures import Staged, expected_rows
 
 
 async def change_the_source(info: dict, key: str) -> None:

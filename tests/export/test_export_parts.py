@@ -21,6 +21,8 @@ from haul.pipelines.export.values import parse_duration_seconds, parse_timestamp
 from haul.pipelines.export.writers import XlsxWriter, open_writer, sheet_title
 from haul.state.store import StagedRecord, StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 @pytest.mark.parametrize(
     ("text", "seconds"),

@@ -11,10 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from export_fixtures import haul_env, only_folder
-
 from haul.pipelines.export.describe import describe_markdown, readme_copy
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.export_fixtures import haul_env, only_folder
 
 README = Path(__file__).parents[2] / "README.md"
 CRON_HOME = "/srv/haul"

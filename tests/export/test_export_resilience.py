@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from export_fixtures import only_folder, run_haul
 
 from haul.pipelines.export import duck
 from haul.state.store import StagingStore
+from tests.helpers.export_fixtures import only_folder, run_haul
 
 OPEN = {"access_type": "all_staff", "all_staff_role": "reader"}
 BROKEN, GOOD = "5" * 24, "6" * 24

@@ -14,7 +14,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from export_fixtures import Staged, only_folder, stage_sandbox
+
+from tests.helpers.export_fixtures import Staged, only_folder, stage_sandbox
 
 FINISHED = {"done", "cancelled"}
 

@@ -20,6 +20,8 @@ from haul.pipelines.tracker.flow import (
     whole_seconds,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 STATUSES = {
     "open": StatusInfo("open", "Open", "new"),
     "inProgress": StatusInfo("inProgress", "In progress", "inProgress"),

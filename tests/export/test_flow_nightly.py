@@ -15,10 +15,10 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow.dataset as ds
-from export_fixtures import HAUL, Staged
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.export.layout import sha256_of
+from tests.helpers.export_fixtures import HAUL, Staged
 
 LARGE = ("issues", "comments", "changelog", "status_intervals", "issue_daily")
 MODEL = ("status_intervals", "issue_field_history", "issue_daily", "cycle_times", "flow_weekly")

@@ -93,6 +93,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.fast
 def test_the_import_graph_has_no_cycle() -> None:
     """No module reaches itself through the modules it imports."""
     known = modules()
@@ -100,6 +101,7 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert cycles(graph) == []
 
 
+@pytest.mark.fast
 def test_shared_pipeline_modules_import_no_service_package() -> None:
     """The engine, the runner, check, plan, verify, status, reports and export reach the
     services through the registry only."""

@@ -1,4 +1,4 @@
-"""Fixtures for pipeline tests (helpers live in haul_fixtures.py: conftest is not importable by name)."""
+"""Fixtures for the pipeline tests; the helpers they share are in tests/helpers/."""
 
 from __future__ import annotations
 

@@ -3,7 +3,11 @@ before @ on the organisation's own domains only."""
 
 from __future__ import annotations
 
+import pytest
+
 from haul.pipelines.tracker.addresses import TargetPeople
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 USERS = [
     {"login": "heidi", "email": "heidi@example.org"},

@@ -14,6 +14,8 @@ from haul.connectors.http import HttpCore
 from haul.connectors.retrying import waiting_aside
 from haul.pipelines.concurrency import for_each, prefetched
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 PATIENCE = 10  # seconds a test waits for what it expects before it fails, rather than hang
 
 

@@ -13,20 +13,18 @@ import asyncio
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
-from org_snapshot import org_snapshot, org_structure
 
 from haul.state.store import StagingStore
+from tests.helpers.crash_runs import finish, haul, kill_when
+from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot, org_structure
 
-HAUL = str(Path(sys.executable).parent / "haul")
 KILLS_PER_STAGE = 5
 MAPPING = {"TEST": "NEW"}
 # replies lost after the write was applied (bench/budget.py runs the same with random 429s)
@@ -35,42 +33,6 @@ DROPPED_IMPORTS = (
     "drop_after:0.3@*/sprints"
 )
 RANDOM_429S = "429:0.02@*/_import"  # a busy service, not a rate limit
-
-
-def haul(config: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [HAUL, *args, "--config", str(config)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def kill_when(
-    config: Path,
-    env: dict[str, str],
-    rng: random.Random,
-    ready: Callable[[], bool],
-    *,
-    stage: str = "load",
-    jitter: float = 0.03,
-    exits: tuple[int, ...] = (0, 1, 3),
-) -> bool:
-    """Start `haul <stage>`, SIGKILL it a random instant of up to `jitter` seconds after
-    `ready()` holds; True if it was killed before it ended."""
-    process = haul(config, stage, env=env)
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if ready():
-            time.sleep(rng.uniform(0, jitter))
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                process.communicate()
-                return True
-        time.sleep(0.005)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode in exits, stderr.decode()
-    return False
 
 
 def progress_of(db: Path, stage: str) -> int:
@@ -92,18 +54,6 @@ def kill_mid_work(
     threshold = start + rng.randint(1, max(1, (total - start) // (KILLS_PER_STAGE + 2)))
     ready = lambda: progress_of(db, stage) >= threshold  # noqa: E731
     return kill_when(config, env, rng, ready, stage=stage, exits=(0, 1))
-
-
-def finish(config: Path, stage: str, env: dict[str, str]) -> None:
-    """Run `haul <stage>` to the end; on a failure, say which records failed and why."""
-    process = haul(config, stage, env=env)
-    stdout, stderr = process.communicate(timeout=300)
-    if process.returncode != 0:
-        failures = subprocess.run(
-            [HAUL, "failures", "--config", str(config)], env=env, capture_output=True
-        )
-        output = stdout + stderr + failures.stdout + failures.stderr
-        raise AssertionError(f"haul {stage} exited {process.returncode}:\n{output.decode()}")
 
 
 def migrate_with_kills(
@@ -242,9 +192,8 @@ def test_a_killed_sync_resumes_with_nothing_twice(tmp_path: Path, faults: str) -
     """After a complete first run, one change of each kind at the source; the sync run is
     SIGKILLed at random instants, then resumed: the target equals the source, every change
     carried once (a comment or link twice, a worklog twice, shows in the snapshot)."""
-    from sync_changes import MIRROR, people_change_everything, without_sync_times
-
     from haul.sandbox import server as sandbox_server
+    from tests.helpers.sync_changes import MIRROR, people_change_everything, without_sync_times
 
     with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
         info = sandbox.info

@@ -19,15 +19,13 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from entity_snapshot import change_at_source, sdk_client, unlike_the_source
-from haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
-from test_crash_resume import finish, kill_when
 
 from haul.pipelines.config import load_config
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
-
-pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+from tests.helpers.crash_runs import finish, kill_when
+from tests.helpers.entity_snapshot import change_at_source, sdk_client, unlike_the_source
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 
 ENTITY_ROWS = (
     "portfolio", "project", "goal", "entity_access", "entity_comment", "entity_checklist",

@@ -16,13 +16,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-from haul_fixtures import TOKEN_ENV
-from test_crash_resume import finish, kill_when
-from test_forms_backfill import client, write_config
-from test_wiki_access import roles
-from wiki_snapshot import wiki_snapshot
-
 from haul.state.store import StagingStore
+from tests.helpers.crash_runs import finish, kill_when
+from tests.helpers.forms_backfill import client, write_config
+from tests.helpers.haul_fixtures import TOKEN_ENV
+from tests.helpers.wiki_fixtures import roles
+from tests.helpers.wiki_snapshot import wiki_snapshot
 
 KILLS_PER_STAGE = 2
 

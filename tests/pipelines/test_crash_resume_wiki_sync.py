@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import TOKEN_ENV
-from test_crash_resume import finish, haul
-from test_wiki_migration import mapping_for, wiki_client
-from wiki_changes import change_everything
-from wiki_snapshot import wiki_snapshot
 
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.crash_runs import finish, haul
+from tests.helpers.haul_fixtures import TOKEN_ENV
+from tests.helpers.wiki_changes import change_everything
+from tests.helpers.wiki_fixtures import mapping_for, wiki_client
+from tests.helpers.wiki_snapshot import wiki_snapshot
 
 MIRROR = '[sync]\ndeletions = "mirror"\n'
 

@@ -18,6 +18,8 @@ from haul.pipelines.engine import LoadEngine
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref, each_record
 from haul.state.store import StagedRecord, StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 @dataclass
 class FakeTarget:

@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, mapping_files, source_queues, writes, written_since
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -35,6 +34,14 @@ from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import (
+    TOKEN_ENV,
+    environ,
+    mapping_files,
+    source_queues,
+    writes,
+    written_since,
+)
 
 KINDS = ("portfolio", "project", "goal")
 ROLES = ["AUTHOR", "OWNER", "CLIENT", "FOLLOWER", "MEMBER"]

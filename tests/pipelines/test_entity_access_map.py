@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from haul.pipelines.tracker.entity_access import EntityHolders, wanted
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 def test_a_group_mapped_to_a_group_the_target_lacks_is_named_by_that_target_group() -> None:

@@ -11,15 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from entity_snapshot import found, sdk_client
-from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import load_config
 from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
-
-pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+from tests.helpers.entity_snapshot import found, sdk_client
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 
 def ids_by_summary(info: dict[str, Any], kind: str) -> dict[str, str]:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from haul_fixtures import TOKEN_ENV, environ
 
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import extract
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 
 HAUL = str(Path(sys.executable).parent / "haul")
 

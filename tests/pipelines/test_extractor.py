@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from haul.pipelines.streams import Extractor, Page
 from haul.state.store import StagingStore
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 @dataclass

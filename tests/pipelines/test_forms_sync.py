@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import environ
-from test_forms_backfill import client, source_answers, target_state, write_config
 
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
@@ -19,6 +17,8 @@ from haul.pipelines.runner import run_all
 from haul.pipelines.status import gather_status
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.forms_backfill import client, source_answers, target_state, write_config
+from tests.helpers.haul_fixtures import environ
 
 MIRROR = '\n[sync]\ndeletions = "mirror"\n'
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -24,6 +23,7 @@ from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.status import gather_status
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 ISSUE = "DEV-1"  # DEV keeps its key in the target (only TEST maps to NEW)
 

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-from haul_fixtures import environ, source_queues, write_config
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
-
-sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 # what an import cannot keep or a migration changes by design: ids, links to the org, the
 # count of edits, the time checklists were added at, and what is computed from other records

@@ -3,18 +3,16 @@ late is settled by asking the target; a rerun with a lost staging store duplicat
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from entity_snapshot import counted, sdk_client
-from haul_fixtures import client_for, environ, source_queues, write_config
-from org_snapshot import org_snapshot
-
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.state.store import StagingStore
+from tests.helpers.entity_snapshot import counted, sdk_client
+from tests.helpers.haul_fixtures import client_for, environ, lose_store, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot
 
 
 async def test_a_write_whose_reply_comes_after_the_deadline_is_settled_by_asking_the_target(
@@ -38,15 +36,6 @@ async def test_a_write_whose_reply_comes_after_the_deadline_is_settled_by_asking
     assert by_entity["issue"].loaded == by_entity["issue"].to_load > 0
     with StagingStore.open(config.staging_path) as store:
         assert store.ledger.counts()["issue"] == {"done": by_entity["issue"].to_load}
-
-
-def lose_store(path: Path) -> None:
-    """The staging store gone whole, as with a lost disk: database, WAL, blobs."""
-    for leftover in path.parent.glob(f"{path.name}*"):
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        else:
-            leftover.unlink()
 
 
 def sub_records(snapshot: dict[str, Any]) -> Counter[str]:

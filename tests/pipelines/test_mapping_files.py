@@ -8,6 +8,8 @@ import pytest
 
 from haul.pipelines.mapping_files import MappingFileError, read_groups_csv, read_users_csv
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def test_a_users_file_saved_as_excel_csv_utf8_keeps_its_first_row(tmp_path: Path) -> None:
     """Excel's "CSV UTF-8" starts the file with a byte order mark and ends lines with CRLF:

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import client_for, environ, source_queues, write_config
-from org_snapshot import org_snapshot
 
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
@@ -18,6 +16,8 @@ from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.status import gather_status
 from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagedRecord, StagingStore
+from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot
 
 
 async def snapshots(

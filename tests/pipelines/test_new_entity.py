@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from haul_fixtures import environ, write_config
 
 from haul.connectors.http import ServiceClient
 from haul.pipelines import registry
@@ -36,6 +35,7 @@ from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, each_record
 from haul.pipelines.streams import Page
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import environ, write_config
 
 NOTES = [{"id": str(n), "title": f"note {n}", "text": f"text of note {n}"} for n in range(1, 6)]
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from entity_snapshot import (
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
+
+from haul.pipelines.config import Config, Export, load_config
+from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.runner import run_all
+from haul.pipelines.verify import VerifyResult, verify
+from haul.state.store import StagingStore
+from tests.helpers.entity_snapshot import (
     KINDS,
     change_at_source,
     entities,
@@ -28,15 +35,7 @@ from entity_snapshot import (
     sdk_client,
     unlike_the_source,
 )
-from haul_fixtures import environ, source_queues, write_config, writes, written_since
-
-from haul.pipelines.config import Config, Export, load_config
-from haul.pipelines.export.command import ExportRequest, run_export
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import VerifyResult, verify
-from haul.state.store import StagingStore
-
-sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+from tests.helpers.haul_fixtures import environ, source_queues, write_config, writes, written_since
 
 HIDDEN_GOAL = "Ship a stable platform"  # team-only to the security group, led by eve
 

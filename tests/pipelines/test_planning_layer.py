@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import environ, source_queues, write_config
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
@@ -28,8 +28,7 @@ from haul.pipelines.findings import Finding
 from haul.pipelines.runner import extract, run_all
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
-
-sdk = pytest.importorskip("yandex_tracker_client")  # a dev dependency, not our own module
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 SCOPE = {"filters": "all", "dashboards": "all"}
 GHOST = {"name": "Ghost work", "query": "Queue: GHOST AND Key: TEST-1"}
@@ -227,9 +226,8 @@ def test_the_small_org_with_every_scope_key_reads_the_same_in_both_orgs(tmp_path
     everything, the official SDK finds the same projects, portfolios and goals (fields,
     parents, comments, checklists, files, links), saved filters and remote links in both
     orgs, and verify finds no difference."""
-    from entity_snapshot import unlike_the_source
-
     from haul.sandbox import server as sandbox_server
+    from tests.helpers.entity_snapshot import unlike_the_source
 
     scope = {"entities": "all", "filters": "all", "dashboards": "all"}
     with sandbox_server.start_sandbox(size="small", seed=5) as sandbox:

@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.check import run_check
@@ -30,6 +29,7 @@ from haul.pipelines.runner import extract
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.tracker.queue_permissions import queue_permission_findings
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 
 
 @pytest.fixture(scope="module")

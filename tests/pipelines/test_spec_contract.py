@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from haul_fixtures import environ, source_queues, write_config
 
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
@@ -25,6 +24,7 @@ from haul.pipelines.services import loadable, optional
 from haul.pipelines.specs import EntitySpec, Ref
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 ORGANISATION = (
     "status", "issuetype", "priority", "resolution", "queue", "field_category", "field",

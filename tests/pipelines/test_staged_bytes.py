@@ -10,6 +10,8 @@ import pytest
 from haul.pipelines.specs import RecordFailure, staged_bytes
 from haul.state.store import StagedRecord, StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def stage(store: StagingStore, content: bytes | None) -> StagedRecord:
     """A wiki page, drained, with one attachment whose bytes are `content` (None: not downloaded)."""

@@ -18,6 +18,8 @@ from haul.pipelines.tracker.drain import IssueDrain
 from haul.pipelines.tracker.streams import IssueScroll, since_watermark
 from haul.state.store import StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def scroll() -> IssueScroll:
     client = TrackerClient.connect(

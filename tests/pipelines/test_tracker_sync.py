@@ -8,16 +8,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from haul_fixtures import client_for, environ, source_queues, write_config, writes, written_since
-from org_snapshot import org_snapshot
-from sync_changes import MIRROR, holding, issues_of, people_change_everything, without_sync_times
-
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services
 from haul.pipelines.runner import run_all
 from haul.pipelines.status import gather_status
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import (
+    client_for,
+    environ,
+    source_queues,
+    write_config,
+    writes,
+    written_since,
+)
+from tests.helpers.org_snapshot import org_snapshot
+from tests.helpers.sync_changes import (
+    MIRROR,
+    holding,
+    issues_of,
+    people_change_everything,
+    without_sync_times,
+)
 
 
 async def _snapshots(info: dict[str, Any]) -> tuple[dict, dict]:

@@ -13,6 +13,8 @@ from haul.pipelines.tracker.transform import (
     UserMap,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def test_keys_follow_their_queue_and_text_references_are_rewritten() -> None:
     """TEST-12 becomes NEW-12, in keys and inside text; other queues are left alone."""

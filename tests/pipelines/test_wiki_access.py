@@ -16,10 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-from haul_fixtures import TOKEN_ENV, environ, mapping_files, writes, written_since
-from test_crash_resume import finish, haul
-
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.plan import make_plan
@@ -28,6 +24,9 @@ from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
 from haul.sandbox.tracker.catalog import ADMIN_LOGIN
 from haul.state.store import StagingStore
+from tests.helpers.crash_runs import finish, haul
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ, mapping_files, writes, written_since
+from tests.helpers.wiki_fixtures import roles, wiki
 
 MOVED = {"team/handbook": "archive/handbook"}  # a root lands elsewhere: it takes its access along
 
@@ -52,11 +51,6 @@ def target_slug(slug: str) -> str:
     return slug
 
 
-def wiki(info: dict[str, Any], org: str, token: str = "admin") -> httpx.Client:
-    headers = {"Authorization": f"OAuth {info['tokens'][token]}", "X-Org-Id": info["orgs"][org]}
-    return httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
-
-
 def readable(info: dict[str, Any], org: str, token: str) -> set[str]:
     """The slugs (source slugs) `token` lists under the migrated roots of `org`."""
     found = set()
@@ -75,19 +69,6 @@ def readable(info: dict[str, Any], org: str, token: str) -> set[str]:
                 cursor = body.get("next_cursor")
                 if not cursor:
                     break
-    return found
-
-
-def roles(info: dict[str, Any], org: str, slug: str) -> dict[str, str]:
-    """Every user's role on a page by login, the admin's own account left out (it owns every
-    page it makes in the target)."""
-    with wiki(info, org) as client:
-        reply = client.get(
-            info["wiki"].removesuffix("/v1") + "/_sandbox/roles", params={"slug": slug}
-        )
-        assert reply.status_code == 200, reply.text
-        found = dict(reply.json()["roles"])
-    found.pop(ADMIN_LOGIN, None)
     return found
 
 

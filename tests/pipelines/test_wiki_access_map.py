@@ -20,6 +20,8 @@ from haul.pipelines.wiki.access import (
     wanted,
 )
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 TARGET = Directory(
     users={"robot": "900", "heidi": "901", "bob": "902", "alice": "903", "peggy.p": "904"},
     groups={"hr": "7001", "everyone": "7002", "engineering": "7003"},

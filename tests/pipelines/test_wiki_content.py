@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from haul.pipelines.wiki.content import Rewriter, SlugMap, author_of, provenance, with_provenance
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 SLUGS = SlugMap(("team/handbook", "team/handbook/deep", "ops"), {"team/handbook": "archive/hb"})
 REWRITER = Rewriter(SLUGS, {"TEST": "NEW"})

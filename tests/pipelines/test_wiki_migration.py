@@ -5,21 +5,22 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import TOKEN_ENV, environ, source_queues, writes, written_since
-from wiki_snapshot import wiki_snapshot
 
-from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter, SlugMap
-
-TEXT_CELLS = ("ticket", "string", "ticket_field")
+from tests.helpers.haul_fixtures import environ, writes, written_since
+from tests.helpers.wiki_fixtures import (
+    keys_rewritten,
+    mapping_for,
+    snapshots,
+    wiki_client,
+    write_wiki_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,56 +29,6 @@ def sandbox() -> Any:
 
     with sandbox_server.start_sandbox(size="tiny", seed=7) as running:
         yield running
-
-
-def wiki_client(info: dict[str, Any], org: str) -> WikiClient:
-    return WikiClient.connect(
-        base_url=info["wiki"], token=info["tokens"]["admin"], org_id=info["orgs"][org]
-    )
-
-
-def mapping_for(info: dict[str, Any]) -> dict[str, str]:
-    """The first root moves elsewhere; the others keep their slugs."""
-    first = info["wiki_roots"]["source"][0]
-    return {first: "archive/" + first.rpartition("/")[2]}
-
-
-def write_wiki_config(directory: Path, info: dict[str, Any], **options: Any) -> Path:
-    settings: dict[str, Any] = {
-        "source_token_env": TOKEN_ENV,
-        "endpoint_extra": {"read_rps": 2000, "write_rps": 2000},
-        "queues": source_queues(info),
-        "services": ("tracker", "wiki"),
-        "wiki_mapping": mapping_for(info),
-    }
-    return write_sandbox_config(directory, info, SandboxConfig(**{**settings, **options}))
-
-
-def snapshots(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    roots = list(info["wiki_roots"]["source"])
-    mapping = mapping_for(info)
-
-    async def read() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with wiki_client(info, "source") as source, wiki_client(info, "target") as target:
-            return (
-                await wiki_snapshot(source, {root: root for root in roots}),
-                await wiki_snapshot(target, {root: mapping.get(root, root) for root in roots}),
-            )
-
-    return asyncio.run(read())
-
-
-def keys_rewritten(grid: dict[str, Any], rewriter: Rewriter) -> dict[str, Any]:
-    """A source grid as the target should hold it: tracker keys in text cells remapped."""
-    types = [kind for _, _, kind in grid["columns"]]
-    rows = [
-        [
-            rewriter.keys(value) if isinstance(value, str) and kind in TEXT_CELLS else value
-            for value, kind in zip(row, types, strict=False)
-        ]
-        for row in grid["rows"]
-    ]
-    return {**grid, "rows": rows}
 
 
 def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(sandbox, tmp_path):

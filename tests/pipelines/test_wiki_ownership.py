@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from haul_fixtures import environ
-from test_load_edges import lose_store
-from test_wiki_migration import mapping_for, snapshots, wiki_client, write_wiki_config
 
 from haul.pipelines.config import load_config
 from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import environ, lose_store
+from tests.helpers.wiki_fixtures import mapping_for, snapshots, wiki_client, write_wiki_config
 
 HAND_MADE = "Written here by hand, before any migration."
 

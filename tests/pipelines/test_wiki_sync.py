@@ -11,10 +11,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from haul_fixtures import TOKEN_ENV, environ, writes, written_since
-from test_wiki_migration import keys_rewritten, mapping_for, snapshots, wiki_client
-from wiki_changes import change_everything
-
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services
 from haul.pipelines.runner import run_all
@@ -23,6 +19,9 @@ from haul.pipelines.status import gather_status
 from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ, writes, written_since
+from tests.helpers.wiki_changes import change_everything
+from tests.helpers.wiki_fixtures import keys_rewritten, mapping_for, snapshots, wiki_client
 
 MIRROR = '[sync]\ndeletions = "mirror"\n'
 

@@ -8,16 +8,7 @@ import httpx
 import pytest
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
-
-
-def client_for(sandbox: RunningSandbox, org: str, token: str = "admin") -> httpx.Client:
-    """A client of the sandbox's tracker acting in ``org`` ("source"/"target") with a token."""
-    info = sandbox.info
-    headers = {
-        "Authorization": f"OAuth {info['tokens'][token]}",
-        "X-Org-ID": info["orgs"][org],
-    }
-    return httpx.Client(base_url=info["tracker"], headers=headers, timeout=30)
+from tests.helpers.sandbox_clients import client_for
 
 
 @pytest.fixture(scope="module")

@@ -11,32 +11,9 @@ import httpx
 import pytest
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.sandbox_clients import drain_answers, forms_for
 
 MAX_PAGE_SIZE = 100
-
-
-def forms_for(sandbox: RunningSandbox, org: str = "source", token: str = "admin") -> httpx.Client:
-    """A client of the sandbox's forms acting in ``org`` ("source"/"target") with a token."""
-    info = sandbox.info
-    headers = {"Authorization": f"OAuth {info['tokens'][token]}", "X-Org-Id": info["orgs"][org]}
-    return httpx.Client(base_url=info["forms"], headers=headers, timeout=30)
-
-
-def drain(client: httpx.Client, survey: str, **params: object) -> list[dict]:
-    """Every answer: each next_url names the retired /v3 route, so only its query string is
-    carried onto our own /v1 request, over our own parameters."""
-    answers: list[dict] = []
-    carried: dict[str, str] = {}
-    while True:
-        reply = client.get(f"/surveys/{survey}/answers", params={**params, **carried})
-        assert reply.status_code == 200, reply.text
-        body = reply.json()
-        answers += body["answers"]
-        if body["next"] is None:
-            return answers
-        link = urlsplit(body["next"]["next_url"])
-        assert link.path == f"/v3/surveys/{survey}/answers"
-        carried = dict(parse_qsl(link.query))
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +30,7 @@ def support(sandbox: RunningSandbox) -> str:
 
 @pytest.fixture(scope="module")
 def every_answer(forms: httpx.Client, support: str) -> list[dict]:
-    return drain(forms, support, ordering="asc", page_size=MAX_PAGE_SIZE)
+    return drain_answers(forms, support, ordering="asc", page_size=MAX_PAGE_SIZE)
 
 
 def test_a_token_and_an_org_are_both_needed(sandbox: RunningSandbox) -> None:
@@ -109,9 +86,11 @@ def test_the_cursor_gives_every_answer_once_either_way(
     ids = [answer["id"] for answer in every_answer]
     assert ids == sorted(set(ids)) and len(ids) > 10
     assert [a["created"] for a in every_answer] == sorted(a["created"] for a in every_answer)
-    assert [a["id"] for a in drain(forms, support, ordering="asc", page_size=3)] == ids
-    assert [a["id"] for a in drain(forms, support, ordering="desc", page_size=4)] == ids[::-1]
-    assert [a["id"] for a in drain(forms, support, page_size=5)] == ids[::-1]
+    assert [a["id"] for a in drain_answers(forms, support, ordering="asc", page_size=3)] == ids
+    assert [a["id"] for a in drain_answers(forms, support, ordering="desc", page_size=4)] == ids[
+        ::-1
+    ]
+    assert [a["id"] for a in drain_answers(forms, support, page_size=5)] == ids[::-1]
     assert forms.get(f"/surveys/{support}").json()["answers"] == len(ids)
 
 
@@ -146,11 +125,11 @@ def test_dates_bound_the_answers_inclusively(
 ) -> None:
     """date_from and date_to filter on created, alone and together, across pages."""
     low, high = every_answer[3]["created"], every_answer[-4]["created"]
-    later = drain(forms, support, ordering="asc", page_size=2, date_from=low)
+    later = drain_answers(forms, support, ordering="asc", page_size=2, date_from=low)
     assert later == every_answer[3:]
-    earlier = drain(forms, support, page_size=2, date_to=high)
+    earlier = drain_answers(forms, support, page_size=2, date_to=high)
     assert earlier == every_answer[:-3][::-1]
-    both = drain(forms, support, ordering="asc", page_size=2, date_from=low, date_to=high)
+    both = drain_answers(forms, support, ordering="asc", page_size=2, date_from=low, date_to=high)
     assert both == every_answer[3:-3]
     bad = forms.get(f"/surveys/{support}/answers", params={"date_from": "yesterday"})
     assert bad.status_code == 422 and bad.json()[0]["loc"] == ["query", "date_from"]
@@ -193,7 +172,7 @@ def test_cells_align_to_columns_named_by_id_or_slug(
         assert isinstance(value, str) or all(isinstance(item, str) for item in value)
     labels = {a["data"][3]["value"] for a in every_answer if a["data"][3]}
     assert labels and labels <= {"Low", "Normal", "High"}
-    by_slug = drain(forms, support, use_slugs="true", page_size=MAX_PAGE_SIZE)
+    by_slug = drain_answers(forms, support, use_slugs="true", page_size=MAX_PAGE_SIZE)
     assert {a["data"][3]["value"] for a in by_slug if a["data"][3]} <= {"low", "normal", "high"}
     by_id = forms.get(f"/surveys/{support}/answers").json()
     assert [c["slug"] for c in by_id["columns"]] == [str(c["id"]) for c in columns]
@@ -236,13 +215,13 @@ def test_a_filled_answer_is_all_a_later_drain_after_the_cursor_returns() -> None
     backdated answer keeps its date; an unpublished form takes no answers."""
     with start_sandbox(seed=2, size="tiny") as running, forms_for(running) as forms:
         support = running.info["surveys"]["source"][0]
-        last = drain(forms, support, ordering="asc")[-1]
+        last = drain_answers(forms, support, ordering="asc")[-1]
         filled = forms.post(
             f"/surveys/{support}/form",
             json={"subject": "New", "email": "a@example.org", "urgency": "High", "details": None},
         )
         assert filled.status_code == 200 and filled.json()["answer_id"] > last["id"]
-        newer = drain(forms, support, ordering="asc", use_slugs="true", id=last["id"])
+        newer = drain_answers(forms, support, ordering="asc", use_slugs="true", id=last["id"])
         assert [a["id"] for a in newer] == [filled.json()["answer_id"]]
         assert newer[0]["data"][:4] == [{"value": "New"}, {"value": "a@example.org"}, None,
                                         {"value": "high"}]  # fmt: skip

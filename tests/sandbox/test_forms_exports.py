@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from openpyxl import load_workbook
-from test_forms_answers import drain, forms_for
 
 from haul.sandbox.server import RunningSandbox
+from tests.helpers.sandbox_clients import drain_answers, forms_for
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_the_operation_waits_then_redirects_to_its_file(
     assert done.headers["location"].startswith(sandbox.info["forms"] + "/operations/")
     rows = list(csv.reader(io.StringIO(forms.get(done.headers["location"]).text)))
     assert rows[0] == ["id", "created", "subject", "email", "details", "urgency", "screenshot"]
-    answers = drain(forms, support, ordering="asc", use_slugs="true")
+    answers = drain_answers(forms, support, ordering="asc", use_slugs="true")
     assert [int(row[0]) for row in rows[1:]] == [answer["id"] for answer in answers]
     assert [row[2] for row in rows[1:]] == [answer["data"][0]["value"] for answer in answers]
 
@@ -65,7 +65,7 @@ def test_the_operation_waits_then_redirects_to_its_file(
 def test_json_and_xlsx_exports_and_their_filters(forms: httpx.Client, support: str) -> None:
     """json lists answers by slug; xlsx has a header row and a row per answer; pks, columns,
     limit and the dates pick what is exported."""
-    answers = drain(forms, support, ordering="asc")
+    answers = drain_answers(forms, support, ordering="asc")
     as_json = forms.get(export(forms, support, format="json").headers["location"]).json()
     assert [item["id"] for item in as_json] == [answer["id"] for answer in answers]
     assert all("subject" in item["answers"] for item in as_json)
@@ -105,10 +105,10 @@ def test_bad_exports_are_refused(forms: httpx.Client, support: str) -> None:
 def test_files_of_answers_download_by_id_url_or_path(forms: httpx.Client, support: str) -> None:
     """A files value (raw format) lists {name, size, path, url}; the url, the id route and
     /files?path= serve the same bytes, as many as the size; the list cell names the path."""
-    raw = drain(forms, support, ordering="asc", use_slugs="true", format="raw")
+    raw = drain_answers(forms, support, ordering="asc", use_slugs="true", format="raw")
     files = [f for answer in raw for f in answer["data"].get("screenshot", [])]
     assert files
-    listed = drain(forms, support, ordering="asc", use_slugs="true")
+    listed = drain_answers(forms, support, ordering="asc", use_slugs="true")
     paths = [path for answer in listed if answer["data"][4] for path in answer["data"][4]["value"]]
     assert paths == [f["path"] for f in files]
     for stored in files[:3]:

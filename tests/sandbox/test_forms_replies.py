@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from sandbox_shapes import assert_like_recording
-from test_forms_answers import forms_for
 
 from haul.sandbox.server import RunningSandbox
+from tests.helpers.sandbox_clients import forms_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 # api-notes 3.2: the keys of a whole survey
 SURVEY_KEYS = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_forms_answers import drain, forms_for
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.sandbox_clients import drain_answers, forms_for
 
 TYPES = {"string", "boolean", "integer", "date", "enum", "matrix", "series", "suggest",
          "payment", "daterange", "files"}  # fmt: skip
@@ -43,13 +43,15 @@ def test_answers_span_years_with_ids_ascending_by_time(sandbox: RunningSandbox) 
         answers = [
             answer
             for survey in sandbox.info["surveys"]["source"]
-            for answer in drain(forms, survey, ordering="asc", use_slugs="true", page_size=100)
+            for answer in drain_answers(
+                forms, survey, ordering="asc", use_slugs="true", page_size=100
+            )
         ]
         by_id = sorted(answers, key=lambda answer: answer["id"])
         assert [a["created"] for a in by_id] == sorted(a["created"] for a in answers)
         years = {answer["created"][:4] for answer in answers}
         assert len(years) >= 3
-        support = drain(forms, sandbox.info["surveys"]["source"][0], use_slugs="true")
+        support = drain_answers(forms, sandbox.info["surveys"]["source"][0], use_slugs="true")
         emails = {answer["data"][1]["value"] for answer in support}
         with_files = [answer for answer in support if answer["data"][4]]
         assert 0 < len(with_files) < len(support)
@@ -70,13 +72,13 @@ def snapshot(seed: int) -> dict:
     """Everything the source org's forms show, and one file's bytes."""
     with start_sandbox(seed=seed, size="tiny") as running, forms_for(running) as forms:
         surveys = running.info["surveys"]["source"]
-        raw = drain(forms, surveys[0], ordering="asc", format="raw", use_slugs="true")
+        raw = drain_answers(forms, surveys[0], ordering="asc", format="raw", use_slugs="true")
         first_file = next(a["data"]["screenshot"][0] for a in raw if "screenshot" in a["data"])
         return {
             "surveys": surveys,
             "listing": forms.get("/surveys").json()["result"],
             "questions": [questions_of(forms, survey) for survey in surveys],
-            "answers": [drain(forms, survey, ordering="asc") for survey in surveys],
+            "answers": [drain_answers(forms, survey, ordering="asc") for survey in surveys],
             "raw": raw,
             "file": forms.get(first_file["url"].removeprefix("/v1")).content,
         }
@@ -102,14 +104,14 @@ def test_faults_apply_to_forms(fresh: RunningSandbox) -> None:
         limited = forms.get(f"/surveys/{support}/questions")
         assert limited.status_code == 429 and limited.headers["retry-after"] == "7"
         fresh.set_faults("")
-        before = len(drain(forms, support, page_size=100))
+        before = len(drain_answers(forms, support, page_size=100))
         body = {"subject": "dropped", "email": "e@example.org"}
         for kind, added in (("drop_before", 0), ("drop_after", 1)):
             fresh.set_faults(f"{kind}:1@/v1/surveys/*/form")
             with pytest.raises(httpx.TransportError):
                 forms.post(f"/surveys/{support}/form", json=body)
             fresh.set_faults("")
-            assert len(drain(forms, support, page_size=100)) == before + added
+            assert len(drain_answers(forms, support, page_size=100)) == before + added
             before += added
     stats = fresh.stats()["by_route"]
     assert stats["GET /v1/surveys/{survey_id}/answers"] >= 3

@@ -6,10 +6,10 @@ import time
 
 import httpx
 import pytest
-from conftest import client_for
 
 from haul.sandbox.faults import FaultPlan, parse_faults
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.sandbox_clients import client_for
 
 ISSUE = {"queue": "TEST", "summary": "s", "createdAt": "2023-01-01", "createdBy": "alice"}
 DROPPED = (httpx.RemoteProtocolError, httpx.ReadError)

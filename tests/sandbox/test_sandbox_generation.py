@@ -8,11 +8,11 @@ import time
 
 import httpx
 import pytest
-from conftest import client_for
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.timefmt import parse_instant
 from haul.sandbox.tracker.generate import build_world
+from tests.helpers.sandbox_clients import client_for
 
 LISTINGS = (
     "comments?expand=attachments",

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yandex_tracker_client as sdk
 
 from haul.sandbox.server import start_sandbox
-
-sdk = pytest.importorskip("yandex_tracker_client")
 
 
 def sdk_client(info: dict[str, Any], org: str) -> Any:

@@ -10,9 +10,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
-from conftest import client_for
 
 from haul.sandbox.server import start_sandbox
+from tests.helpers.sandbox_clients import client_for
 
 SCROLL = {"scrollType": "sorted", "perScroll": 5}
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from sandbox_shapes import assert_like_recording, recorded, shape_problems
+
+from tests.helpers.sandbox_shapes import assert_like_recording, recorded, shape_problems
 
 WINDOW = {"createdAt": "2023-01-01T00:00:00.000+0000", "createdBy": "alice"}
 

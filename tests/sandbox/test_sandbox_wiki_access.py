@@ -10,13 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from sandbox_shapes import assert_like_recording
-from test_wiki_sandbox import drain, wiki_for
+import ya_wiki_api
 
 from haul.sandbox.groups import MEMBERS
 from haul.sandbox.server import RunningSandbox
 from haul.sandbox.tracker.catalog import ADMIN_LOGIN, USER_LOGIN
 from haul.sandbox.wiki.seed import RESTRICTED
+from tests.helpers.sandbox_clients import drain_cursor, wiki_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 READABLE = {
     "team/handbook/engineering",
@@ -44,7 +45,7 @@ def all_slugs(client: httpx.Client, sandbox: RunningSandbox) -> set[str]:
     return {
         ref["slug"]
         for root in sandbox.info["wiki_roots"]["source"]
-        for ref in drain(client, "/pages/descendants", slug=root, include_self="true")
+        for ref in drain_cursor(client, "/pages/descendants", slug=root, include_self="true")
     }
 
 
@@ -117,9 +118,9 @@ def test_files_grids_and_comments_of_a_hidden_page_are_refused_by_their_own_ids(
     for slug, readable in (("team/handbook/hr/salaries", False),
                            ("team/handbook/engineering/oncall", True)):  # fmt: skip
         pid = page_id(admin, slug)
-        (file,) = drain(admin, f"/pages/{pid}/attachments")
-        (grid,) = drain(admin, f"/pages/{pid}/grids")
-        assert drain(admin, f"/pages/{pid}/comments")
+        (file,) = drain_cursor(admin, f"/pages/{pid}/attachments")
+        (grid,) = drain_cursor(admin, f"/pages/{pid}/grids")
+        assert drain_cursor(admin, f"/pages/{pid}/comments")
         replies = [
             user.get(f"/pages/{pid}/attachments/{file['id']}"),
             user.get(f"/pages/{pid}/attachments/{file['id']}/download"),
@@ -132,7 +133,7 @@ def test_files_grids_and_comments_of_a_hidden_page_are_refused_by_their_own_ids(
             else:
                 assert_refused(reply)
         if readable:
-            assert drain(user, f"/pages/{pid}/comments")
+            assert drain_cursor(user, f"/pages/{pid}/comments")
 
 
 def test_search_finds_only_what_the_user_may_read(admin: httpx.Client, user: httpx.Client) -> None:
@@ -328,7 +329,6 @@ def test_a_third_party_client_as_the_user_is_refused_and_lists_less(
     sandbox: RunningSandbox,
 ) -> None:
     """`ya-wiki-api` has no access calls: it reads, and is refused, as the real service would."""
-    ya_wiki_api = pytest.importorskip("ya_wiki_api")
     info = sandbox.info
     with ya_wiki_api.WikiClient(token=info["tokens"]["user"], org_id=info["orgs"]["source"],
                                 base_url=info["wiki"]) as wiki:  # fmt: skip

@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
+import yandex_tracker_client as sdk
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
-
-sdk = pytest.importorskip("yandex_tracker_client")
+from tests.helpers.sandbox_clients import client_for
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
 from yandex_tracker_client import TrackerClient
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.tracker.catalog import CUSTOM_STATUSES
 from haul.sandbox.tracker.generate import build_world
+from tests.helpers.sandbox_clients import client_for
 
 CREATED = "2024-03-01T10:00:00.000+0000"
 
@@ -125,7 +125,7 @@ class TestTargetAndEmptyOrgs:
             for side, client in (("source", source), ("target", target))
         }
         shared = {name for name in names["target"] if name[0] != "NEW"}  # NEW: target only
-        assert shared < set(names["source"])
+        assert shared and shared < set(names["source"])
         assert all(names["source"][n] != names["target"][n] for n in shared)
         assert target.get("/boards").json() == []
         versions = {(v["queue"]["key"], v["name"]) for v in target.get("/versions").json()}

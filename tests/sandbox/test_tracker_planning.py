@@ -15,8 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
-from sandbox_shapes import assert_like_recording
 from yandex_tracker_client import TrackerClient
 from yandex_tracker_client.collections import AutoActions
 from yandex_tracker_client.exceptions import (
@@ -30,6 +28,8 @@ from yandex_tracker_client.exceptions import (
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.tracker.generate import build_world
 from haul.sandbox.tracker.planning import planning_of
+from tests.helpers.sandbox_clients import client_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 CREATED = {"createdAt": "2023-03-01T10:00:00.000+0000", "createdBy": "alice"}
 
@@ -493,15 +493,26 @@ class TestFiltersDashboardsRemoteLinksAutoactions:
         made.delete()
         assert list(queue.get_all()) == []
 
-    def test_autoaction_run_detail_names_issues(self, raw: httpx.Client):
+    def test_autoaction_run_detail_names_issues(self, raw: httpx.Client, alice: httpx.Client):
+        """A run (planted: the sandbox never fires one) lists its summary among the logs and
+        names each issue it touched with its outcome."""
         action = raw.get("/queues/TEST/autoactions").json()[1]
-        runs = raw.get(f"/queues/TEST/autoactions/{action['id']}/logs").json()
-        run = next((r for r in runs if r["successes"] + r["failures"]), None)
-        if run is None:
-            pytest.skip("no seeded run touched an issue for this seed")
-        detail = raw.get(f"/queues/TEST/autoactions/{action['id']}/logs/{run['id']}").json()
-        assert all(item["issueReference"]["key"].startswith("TEST-") for item in detail)
-        assert raw.get(f"/queues/TEST/autoactions/{action['id']}/logs/nope").status_code == 404
+        logs = f"/queues/TEST/autoactions/{action['id']}/logs"
+        first, second = (
+            i["key"] for i in raw.post("/issues/_search", json={"queue": "TEST"}).json()[:2]
+        )
+        base = str(raw.base_url).rsplit("/v3", 1)[0]
+        plant = f"{base}/_sandbox{logs.removesuffix('/logs')}/runs"
+        body = {"issues": {first: "success", second: "failure"}}
+        assert alice.post(plant, json=body).status_code == 403
+        assert raw.post(plant, json={"issues": {"DEV-1": "success"}}).status_code == 422
+        run = raw.post(plant, json=body).json()
+        assert (run["successes"], run["failures"], run["searchHits"]) == (1, 1, 2)
+        assert run in raw.get(logs).json()
+        detail = raw.get(f"{logs}/{run['id']}").json()
+        outcomes = {item["issueReference"]["key"]: item["status"]["value"] for item in detail}
+        assert outcomes == {first: "success", second: "failure"}
+        assert raw.get(f"{logs}/nope").status_code == 404
 
     def test_v2_serves_the_same(self, running: RunningSandbox):
         info = running.info

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import client_for
-from sandbox_shapes import assert_like_recording
 
 from haul.sandbox.server import RunningSandbox
+from tests.helpers.sandbox_clients import client_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 
 def held(reply: httpx.Response) -> dict[str, dict[str, list[str]]]:

@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import client_for
-from sandbox_shapes import assert_like_recording
 from yandex_tracker_client import TrackerClient
 from yandex_tracker_client.exceptions import Conflict, PreconditionFailed
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.sandbox_clients import client_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 
 def sdk_client(sandbox: RunningSandbox, org: str) -> Any:

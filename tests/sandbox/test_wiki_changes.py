@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from sandbox_shapes import assert_like_recording
 
 from haul.sandbox.server import RunningSandbox
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 
 def client_for(sandbox: RunningSandbox, service: str) -> httpx.Client:

@@ -10,16 +10,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from sandbox_shapes import assert_like_recording
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.wiki.model import PART_MIN
-
-
-def wiki_for(sandbox: RunningSandbox, org: str, token: str = "admin") -> httpx.Client:
-    info = sandbox.info
-    headers = {"Authorization": f"OAuth {info['tokens'][token]}", "X-Org-Id": info["orgs"][org]}
-    return httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
+from tests.helpers.sandbox_clients import drain_cursor, wiki_for
+from tests.helpers.sandbox_shapes import assert_like_recording
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +29,9 @@ def empty(sandbox: RunningSandbox) -> Iterator[httpx.Client]:
         yield client
 
 
-def drain(client: httpx.Client, path: str, **params: object) -> list[dict]:
-    """Every item of a cursor listing, following next_cursor until it is null."""
-    items: list[dict] = []
-    cursor = None
-    while True:
-        reply = client.get(path, params={**params, **({"cursor": cursor} if cursor else {})})
-        assert reply.status_code == 200, reply.text
-        body = reply.json()
-        items += body["results"]
-        cursor = body["next_cursor"]
-        if cursor is None:
-            return items
-
-
 def pages_with(client: httpx.Client, root: str, listing: str) -> dict:
     """A page of the tree whose `listing` is not empty."""
-    for ref in drain(client, "/pages/descendants", slug=root, include_self="true"):
+    for ref in drain_cursor(client, "/pages/descendants", slug=root, include_self="true"):
         if client.get(f"/pages/{ref['id']}/{listing}").json()["results"]:
             return ref
     raise AssertionError(f"no seeded page has {listing}")
@@ -81,7 +62,10 @@ def _reply(response: httpx.Response) -> tuple[int, object]:
 def test_pages_read_like_the_live_service(wiki: httpx.Client) -> None:
     root = wiki.get("/pages", params={"slug": "team/handbook", "fields": "content,attributes"})
     assert_like_recording("wiki:pages/get", *_reply(root))
-    assert root.json()["attributes"]["comments_count"] >= 0
+    commented = pages_with(wiki, "team/handbook", "comments")
+    counted = wiki.get(f"/pages/{commented['id']}", params={"fields": "attributes"}).json()
+    listed = drain_cursor(wiki, f"/pages/{commented['id']}/comments")
+    assert counted["attributes"]["comments_count"] == len(listed) > 0
     bare = wiki.get(f"/pages/{root.json()['id']}").json()
     assert set(bare) <= {"id", "slug", "title", "page_type"}  # no fields: only the identity
     assert_like_recording("wiki:pages/descendants_list", *_reply(
@@ -97,8 +81,8 @@ def test_pages_read_like_the_live_service(wiki: httpx.Client) -> None:
 
 
 def test_descendants_page_by_cursor_to_a_null_end(wiki: httpx.Client) -> None:
-    everything = drain(wiki, "/pages/descendants", slug="team/handbook", include_self="true")
-    one_by_one = drain(
+    everything = drain_cursor(wiki, "/pages/descendants", slug="team/handbook", include_self="true")
+    one_by_one = drain_cursor(
         wiki, "/pages/descendants", slug="team/handbook", include_self="true", page_size=1
     )
     assert everything == one_by_one and len(everything) > 3
@@ -234,7 +218,7 @@ def test_grid_writes_carry_the_revision(wiki: httpx.Client, empty: httpx.Client)
 
 def test_comments_thread_by_parent_id(wiki: httpx.Client, empty: httpx.Client) -> None:
     ref = pages_with(wiki, "team/handbook", "comments")
-    seeded = drain(wiki, f"/pages/{ref['id']}/comments")
+    seeded = drain_cursor(wiki, f"/pages/{ref['id']}/comments")
     assert_like_recording("wiki:comments/list", *_reply(wiki.get(f"/pages/{ref['id']}/comments")))
     assert all(c["parent_id"] in {s["id"] for s in seeded} for c in seeded if c["parent_id"])
     page = empty.post("/pages", json={"slug": "c/page", "title": "C", "content": "."}).json()
@@ -262,7 +246,7 @@ def test_faults_apply_to_the_wiki() -> None:
 def test_the_same_seed_seeds_the_same_trees() -> None:
     def snapshot(seed: int) -> list:
         with start_sandbox(seed=seed, size="tiny") as running, wiki_for(running, "source") as c:
-            refs = drain(c, "/pages/descendants", slug="team/handbook", include_self="true")
+            refs = drain_cursor(c, "/pages/descendants", slug="team/handbook", include_self="true")
             return [c.get(f"/pages/{r['id']}", params={"fields": "content"}).json()["content"]
                     for r in refs]  # fmt: skip
 

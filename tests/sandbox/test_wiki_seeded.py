@@ -9,12 +9,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import client_for
-from test_wiki_sandbox import drain, wiki_for
 
 from haul.sandbox.server import RunningSandbox
 from haul.sandbox.wiki.model import PART_MIN
 from haul.sandbox.wiki.seed import RESTRICTED
+from tests.helpers.sandbox_clients import client_for, drain_cursor, wiki_for
 
 COLUMN_TYPES = {"string", "number", "select", "staff", "date", "checkbox", "ticket", "ticket_field"}
 
@@ -31,7 +30,7 @@ def pages(sandbox: RunningSandbox, wiki: httpx.Client) -> list[dict]:
     refs = [
         ref
         for root in sandbox.info["wiki_roots"]["source"]
-        for ref in drain(wiki, "/pages/descendants", slug=root, include_self="true")
+        for ref in drain_cursor(wiki, "/pages/descendants", slug=root, include_self="true")
     ]
     fields = {"fields": "content,attributes"}
     return [wiki.get(f"/pages/{ref['id']}", params=fields).json() for ref in refs]
@@ -77,7 +76,7 @@ def test_one_file_is_larger_than_an_upload_part(wiki: httpx.Client, pages: list[
     files = [
         (page["id"], item)
         for page in pages
-        for item in drain(wiki, f"/pages/{page['id']}/attachments")
+        for item in drain_cursor(wiki, f"/pages/{page['id']}/attachments")
     ]
     big = [(page_id, item) for page_id, item in files if int(item["size"]) > PART_MIN]
     assert len(big) == 1 and len(files) > len(big)
@@ -91,7 +90,7 @@ def test_grids_hold_every_column_type(wiki: httpx.Client, pages: list[dict]) -> 
     grids = [
         wiki.get(f"/grids/{ref['id']}").json()
         for page in pages
-        for ref in drain(wiki, f"/pages/{page['id']}/grids")
+        for ref in drain_cursor(wiki, f"/pages/{page['id']}/grids")
     ]
     assert grids and all(3 <= len(grid["rows"]) <= 20 for grid in grids)
     columns = grids[0]["structure"]["columns"]
@@ -100,7 +99,7 @@ def test_grids_hold_every_column_type(wiki: httpx.Client, pages: list[dict]) -> 
 
 
 def test_comments_have_threads_with_replies(wiki: httpx.Client, pages: list[dict]) -> None:
-    comments = [c for page in pages for c in drain(wiki, f"/pages/{page['id']}/comments")]
+    comments = [c for page in pages for c in drain_cursor(wiki, f"/pages/{page['id']}/comments")]
     assert any(c["parent_id"] for c in comments) and any(not c["parent_id"] for c in comments)
 
 

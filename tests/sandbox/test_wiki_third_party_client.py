@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import ya_wiki_api
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
-
-ya_wiki_api = pytest.importorskip("ya_wiki_api")
 
 
 @pytest.fixture(scope="module")

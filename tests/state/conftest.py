@@ -10,7 +10,7 @@ import pytest
 
 from haul.state import StagingStore
 
-WORKER = Path(__file__).with_name("state_worker.py")
+WORKER = Path(__file__).parents[1] / "helpers" / "state_worker.py"
 
 
 @pytest.fixture

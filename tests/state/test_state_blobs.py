@@ -10,6 +10,8 @@ import pytest
 
 from haul.state import BlobStore, StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 CHUNK = 64 * 1024
 
 

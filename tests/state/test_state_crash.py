@@ -3,7 +3,11 @@
 import signal
 from pathlib import Path
 
+import pytest
+
 from haul.state import StagingStore
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 ROWS_PER_PAGE = 20  # as in state_worker.write_pages
 

@@ -23,6 +23,8 @@ from haul.state.errors import (
 )
 from haul.state.schema import STEPS
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
     """The staging path's parent is a file: the error names the file in the way."""

@@ -5,6 +5,8 @@ import pytest
 from haul.state import LedgerRow, LedgerRowNotFound, LedgerTransitionError, StagingStore
 from haul.state.ledger import Ledger
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def planned(ledger: Ledger, *keys: str, entity: str = "issue", parent: str | None = None) -> int:
     return ledger.plan(

@@ -9,6 +9,8 @@ import pytest
 from haul.state import LedgerRowNotFound, LedgerTransitionError, StagingStore
 from haul.state.ledger import Ledger
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def plan(ledger: Ledger, entity: str, source_id: str, parent: str | None = None) -> None:
     ledger.plan([{"entity": entity, "source_id": source_id, "parent": parent, "payload_hash": "h"}])

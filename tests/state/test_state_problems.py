@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from haul.state.store import StagingStore
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 def test_a_problem_is_kept_with_its_latest_error(store: StagingStore) -> None:

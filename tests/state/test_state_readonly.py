@@ -8,6 +8,8 @@ import pytest
 from haul.state import StagingStore
 from haul.state.errors import NotAStoreError, SchemaTooNewError
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 class Ticking:
     """A clock the test moves: each stage of records gets its own instant."""

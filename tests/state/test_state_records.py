@@ -7,6 +7,8 @@ import pytest
 
 from haul.state import StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def issue(key: str, updated: str = "2024-01-01T00:00:00.000+0000", **raw: object) -> dict:
     return {"source_id": key, "updated_at": updated, "raw": {"key": key, **raw}}

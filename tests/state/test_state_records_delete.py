@@ -4,6 +4,8 @@ import pytest
 
 from haul.state import StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def stage(store: StagingStore, entity: str, source_id: str, parent: str | None = None) -> None:
     store.upsert_records(entity, [{"source_id": source_id, "parent": parent, "raw": {}}])

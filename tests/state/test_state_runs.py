@@ -9,6 +9,8 @@ import pytest
 
 from haul.state import RunLockedError, StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 def test_a_clean_run_is_recorded_ok_with_its_counts(store: StagingStore) -> None:
     """A run without error ends "ok" and keeps the counts the caller filled in."""

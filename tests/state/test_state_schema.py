@@ -9,6 +9,8 @@ import sqlite_utils
 from haul.state import SchemaTooNewError, StagingStore
 from haul.state.schema import STEPS, Step, migrate, schema_version
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 TABLES = {"records", "checkpoints", "drained", "ledger", "runs"}
 
 

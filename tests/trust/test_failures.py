@@ -3,7 +3,11 @@ counted under their root's cause, the commonest first."""
 
 from __future__ import annotations
 
+import pytest
+
 from haul.pipelines.failures import sort_failures
+
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
 
 def test_children_wait_under_their_roots_cause_and_keys_do_not_split_a_cause() -> None:

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_fixtures import (
+
+from haul.pipelines.config import load_config
+from tests.helpers.trust_fixtures import (
     migrated,
     run_haul,
     source_queues,
@@ -17,8 +19,6 @@ from trust_fixtures import (
     tokens_env,
     write_config,
 )
-
-from haul.pipelines.config import load_config
 
 
 def _row(output: str, entity: str) -> list[int]:

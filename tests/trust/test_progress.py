@@ -7,10 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from trust_fixtures import run_haul, source_queues, staging_db, tokens_env, write_config
 
 from haul.pipelines.progress import LiveProgress, plain_line
 from haul.state.store import StagingStore
+from tests.helpers.trust_fixtures import (
+    run_haul,
+    source_queues,
+    staging_db,
+    tokens_env,
+    write_config,
+)
 
 LATENCY_MS = 120.0  # a tiny migration then takes well over 10 s (about 13)
 

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_fixtures import migrated, run_haul, source_queues, staging_db, tokens_env, write_config
+
+from tests.helpers.trust_fixtures import (
+    migrated,
+    run_haul,
+    source_queues,
+    staging_db,
+    tokens_env,
+    write_config,
+)
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -324,7 +332,7 @@ def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_p
 def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:
     import signal
 
-    from trust_fixtures import load_under_way, stop
+    from tests.helpers.trust_fixtures import load_under_way, stop
 
     try:
         _, _, load = load_under_way(sandbox, tmp_path)

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_fixtures import (
+
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.trust_fixtures import (
     SOURCE_TOKEN_ENV,
     TARGET_TOKEN_ENV,
     loaded_rows,
@@ -19,9 +22,6 @@ from trust_fixtures import (
     target_call,
     tokens_env,
 )
-
-from haul.connectors.wiki import WikiClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 
 
 @pytest.mark.slow  # the report's browser test and the wiki test also verify a clean run

@@ -10,18 +10,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-REPLIES = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "live-replies"
+# facts about the live services, kept in the project so that every clone checks every shape
+REPLIES = Path(__file__).resolve().parents[1] / "live_replies"
 
 
 def recorded(name: str) -> dict:
     """The recorded ``{"body", "status"}`` of ``<service>/<name>.json`` (``tracker/`` when the
-    name has no service); skip if absent."""
+    name has no service), from tests/live_replies/: a shape test never skips for want of one."""
     service, _, rest = name.partition(":")
     path = REPLIES / (service if rest else "tracker") / f"{rest or name}.json"
-    if not path.is_file():
-        pytest.skip(f"recorded replies not found at {path.parent} (../shared/reference is absent)")
+    assert path.is_file(), (
+        f"no recorded live reply {path.relative_to(REPLIES.parent)}: copy it from the recorded "
+        "set (see tests/live_replies/README.md) before comparing a reply with it"
+    )
     return json.loads(path.read_text(encoding="utf-8"))
 
 

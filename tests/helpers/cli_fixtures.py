@@ -196,6 +196,14 @@ def source_get(info: dict[str, Any], path: str, **params: Any) -> Any:
     return reply.json()
 
 
+def source_post(info: dict[str, Any], path: str, body: dict[str, Any]) -> Any:
+    """POST a JSON body to a path of the sandbox's source org with the admin token (a test
+    plants the record its case needs); the parsed JSON reply."""
+    reply = httpx.post(info["tracker"] + path, headers=_headers(info), json=body, timeout=30)
+    reply.raise_for_status()
+    return reply.json()
+
+
 def source_queues(info: dict[str, Any]) -> list[str]:
     """The keys of the source org's queues. A migration tested here takes them all: a link to
     an issue outside the scope cannot be loaded, which would blur what a test checks."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,12 @@ def mapping_files(directory: Path, mapping: dict[str, str]) -> dict[str, str]:
             (directory / f"{name}.csv").write_text(named[name], encoding="utf-8")
             named[name] = f"{name}.csv"
     return named
+
+
+def lose_store(path: Path) -> None:
+    """The staging store gone whole, as with a lost disk: database, WAL, blobs."""
+    for leftover in path.parent.glob(f"{path.name}*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink()

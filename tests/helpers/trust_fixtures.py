@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
-
-from cli_fixtures import (
+from tests.helpers.cli_fixtures import (
     SOURCE_TOKEN_ENV,
     TARGET_TOKEN_ENV,
     run_haul,

@@ -1,0 +1,1 @@
+"""Tests of the project's shape: installation, the import graph, the test suite's layout."""

@@ -1,0 +1,1 @@
+"""Tests of what lets a user trust a migration: check, plan, progress, status, report, verify."""
