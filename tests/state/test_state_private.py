@@ -9,6 +9,8 @@ import pytest
 
 from haul.state import StagingStore
 
+pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
+
 
 @pytest.fixture(autouse=True)
 def usual_umask() -> Iterator[None]:
