@@ -3,12 +3,10 @@ issue drain asks only for the listings an issue (or its org) says it may have.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -148,28 +146,6 @@ async def test_remote_links_are_asked_for_only_when_the_org_has_an_application(
     assert asked.count("/applications") == 1
     remote = [path for path in asked if path.endswith("/remotelinks")]
     assert remote == ([f"/issues/TEST-{n}/remotelinks" for n in (1, 2, 3)] if listed else [])
-
-
-async def test_an_expired_scroll_restarts_past_the_issues_it_staged(sandbox: Any) -> None:
-    """Every issue changed inside the lookback, a scroll page of two, and a scroll that
-    expires after each page: each restart goes on past what was staged, so the queue is
-    staged whole, each issue once, instead of re-reading its first page until it stalls."""
-    from haul_fixtures import client_for, source_queues
-
-    info = sandbox.info
-    queue = source_queues(info)[0]
-    committed: dict[str, Any] = {}  # the checkpoint as the extract would commit it
-    staged: list[str] = []
-    async with client_for(info, "source") as client:
-        everyone = [i["key"] async for i in client.search_issues(query=f"Queue: {queue}")]
-        scroll = IssueScroll(client, queue, per_scroll=2, ttl_ms=1, lookback=timedelta(days=9999))
-        async for page in scroll.pages(lambda: committed.get("checkpoint")):
-            staged += [row["source_id"] for row in page.rows]
-            committed["checkpoint"] = page.checkpoint or committed.get("checkpoint")
-            await asyncio.sleep(0.02)  # slower than the scroll's TTL: it expires meanwhile
-
-    assert sorted(staged) == sorted(everyone)
-    assert scroll.restarts >= len(everyone) // 2 - 1
 
 
 def test_a_page_never_moves_the_watermark_past_the_sources_now() -> None:

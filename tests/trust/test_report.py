@@ -67,7 +67,7 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
 def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_path: Path) -> None:
     """A run that loaded everything, then a verify that finds a comment edited in the target:
     report.json, report.html and `haul status` all say the run is not ok, and why."""
-    from trust_fixtures import loaded_rows, target_call
+    from tests.helpers.trust_fixtures import loaded_rows, target_call
 
     info = sandbox.info
     config, env = migrated(tmp_path, info)
