@@ -29,9 +29,9 @@ as the same fields with their target `id` (`listing`), the fields that identify 
 (`identity`: find matches on them), and optionally fields verify reads only for the one record
 it compares (`detail`: the sha256 of the bytes, downloaded).
 
-Specs load in phases, lowest first: the organisation objects the trees point to below 0, the
-trees at 0, what needs both its ends above (a link); a phase starts once every tree of the
-earlier ones is through, and `requires` names records of an earlier phase. A phase whose
+Specs load in phases (`Phase`), in DESIGN's order: the organisation objects the trees point
+to, the trees, what needs both its ends (a link), the planning layer, the autoactions last; a
+phase starts once every tree of the earlier ones is through, and `requires` names records of an earlier phase. A phase whose
 specs all say they need nothing else of the earlier ones (`needs_named`) starts once every
 earlier tree is under way, and each of its records waits only for its parent and what it
 `requires`. Siblings load in
@@ -48,12 +48,30 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
+
+
+class Phase(IntEnum):
+    """The load's layers, in the order they load (DESIGN, "Exactly-once loading")."""
+
+    DICTIONARY_VALUES = -5  # statuses, issue types, priorities, resolutions: mapped by key
+    QUEUES_AND_CATEGORIES = -4  # queues and field categories: what the next ones live in
+    FIELDS = -3  # global fields, each in its category
+    # the rest of the organisation as configured: local fields, components, versions, boards
+    # with their columns, sprints
+    CONFIGURATION = -1
+    TREES = 0  # issues, wiki pages, back-filled answers, with everything under them
+    LINKS = 1  # what needs both its ends: issue links, remote links
+    PLANNING = 2  # the planning layer: projects, portfolios, goals, filters, dashboards
+    DELETIONS = 2  # the same phase as PLANNING: what a sync mirrors, once trees and links are in
+    PLANNING_LINKS = 3  # the planning entities' links: both ends an issue or an entity
+    AUTOACTIONS = 9  # autoactions, triggers and macros last, so that importing fires nothing
 
 
 class Ref(NamedTuple):
@@ -167,7 +185,7 @@ class EntitySpec:
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements
     refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
-    phase: int = 0
+    phase: Phase = Phase.TREES
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
     # this spec's records under a parent load beside its children of the spec before (which

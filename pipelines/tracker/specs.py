@@ -18,6 +18,7 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
     EntitySpec,
+    Phase,
     Planned,
     RecordFailure,
     Ref,
@@ -148,7 +149,7 @@ class TrackerLoad:
                        self.find_access, refresh=self.refresh_access, sends_conflicts=True),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
                        requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
-                       phase=1, fingerprint=link, needs_named=True),
+                       phase=Phase.LINKS, fingerprint=link, needs_named=True),
             *self._deletion_specs(),
         ]  # fmt: skip
 
@@ -157,7 +158,7 @@ class TrackerLoad:
             return []
         return [
             EntitySpec("deletion", "deleted", deletion_plan(mirror=True), self.send_deletion,
-                       self.deletions.find, phase=2, find_first=True),
+                       self.deletions.find, phase=Phase.DELETIONS, find_first=True),
         ]  # fmt: skip
 
     # -- send and find, per entity ----------------------------------------------------------

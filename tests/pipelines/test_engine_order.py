@@ -15,7 +15,7 @@ import pytest
 
 from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine
-from haul.pipelines.specs import EntitySpec, RecordFailure, Ref, each_record
+from haul.pipelines.specs import EntitySpec, Phase, RecordFailure, Ref, each_record
 from haul.state.store import StagedRecord, StagingStore
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
@@ -35,7 +35,7 @@ class FakeTarget:
         name: str,
         *,
         parent: str | None = None,
-        phase: int = 0,
+        phase: Phase = Phase.TREES,
         requires: Callable[[StagedRecord], list[Ref]] | None = None,
     ) -> EntitySpec:
         """A spec of `name` whose records hang under `parent` records (by their `parent`)."""
@@ -81,9 +81,23 @@ def engine(store: StagingStore, specs: list[EntitySpec]) -> LoadEngine:
     return load
 
 
+DESIGN_LAYERS = (  # DESIGN.md, "Exactly-once loading": the load's layers in their order
+    "DICTIONARY_VALUES", "QUEUES_AND_CATEGORIES", "FIELDS", "CONFIGURATION",  # organisation
+    "TREES", "LINKS", "PLANNING", "PLANNING_LINKS", "AUTOACTIONS",
+)  # fmt: skip
+
+
+def test_the_phases_are_designs_layers_in_designs_order() -> None:
+    """The organisation as configured (dictionary values, then queues and field categories,
+    then fields, then the rest), the trees, the links, the planning layer and its links, the
+    autoactions last; the deletions a sync mirrors share the planning layer's phase."""
+    assert tuple(phase.name for phase in sorted(Phase)) == DESIGN_LAYERS
+    assert Phase.DELETIONS is Phase.PLANNING
+
+
 async def test_phases_load_lowest_first_and_trees_depth_first(store: StagingStore) -> None:
-    """Organisation objects (phase -1) before every tree, a tree's children right after their
-    parent, and a link (phase 1) only once the trees are through."""
+    """Organisation objects before every tree, a tree's children right after their parent,
+    and a link only once the trees are through."""
     target = FakeTarget()
     stage(store, "component", "c1", "c2")
     stage(store, "issue", "i1", "i2")
@@ -93,8 +107,8 @@ async def test_phases_load_lowest_first_and_trees_depth_first(store: StagingStor
     specs = [
         target.spec("issue"),
         target.spec("comment", parent="issue"),
-        target.spec("link", parent="issue", phase=1),
-        target.spec("component", phase=-1),
+        target.spec("link", parent="issue", phase=Phase.LINKS),
+        target.spec("component", phase=Phase.CONFIGURATION),
     ]
     await engine(store, specs).run()
     order = [(entity, source_id) for entity, source_id, _ in target.sent]
@@ -123,7 +137,7 @@ async def test_a_record_waits_for_what_it_requires_in_an_earlier_phase(
     specs = [
         target.spec("issue", requires=lambda r: [Ref("component", uses[r.source_id])]),
         target.spec("comment", parent="issue"),
-        target.spec("component", phase=-1),
+        target.spec("component", phase=Phase.CONFIGURATION),
     ]
     stats = await engine(store, specs).run()
     assert [source_id for _, source_id, _ in target.sent] == ["c2", "i2"]
@@ -157,7 +171,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
             await asyncio.wait_for(slow_issue.wait(), 10)
         return await issue.send(record, parent_target)
 
-    link = target.spec("link", parent="issue", phase=1,
+    link = target.spec("link", parent="issue", phase=Phase.LINKS,
                        requires=lambda r: [Ref("issue", ends[r.source_id])])  # fmt: skip
 
     async def send_link(record: StagedRecord, parent_target: str | None) -> str:
@@ -168,7 +182,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     specs = [
         replace(issue, send=send_issue),
         replace(link, send=send_link, needs_named=True),
-        target.spec("deletion", phase=2),
+        target.spec("deletion", phase=Phase.DELETIONS),
     ]
     load = LoadEngine(store, specs, concurrency=4)
     load.plan()
@@ -342,7 +356,7 @@ async def test_once_the_target_shows_a_lost_store_roots_are_looked_for_too(
     target.held["goal", "g1"] = "t-goal-g1"
     stage(store, "issue", "i1")
     stage(store, "goal", "g1", "g2")
-    specs = [target.spec("issue"), target.spec("goal", phase=2)]
+    specs = [target.spec("issue"), target.spec("goal", phase=Phase.PLANNING)]
 
     await engine(store, specs).run()
 
