@@ -39,11 +39,11 @@ from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordErr
 from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
-from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref
-from haul.state.ledger import LedgerRow
+from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, Sent, Settled
+from haul.state.ledger import Ledger, LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
-PlanFn = Callable[[StagingStore], Iterable[Planned]]
+PlanFn = Callable[[StagingStore], Iterable[Planned | Settled]]
 
 log = structlog.get_logger(__name__)
 
@@ -417,7 +417,7 @@ class LoadEngine:
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)
             try:
-                target_id = await spec.send(record, parent_target)
+                sent = await spec.send(record, parent_target)
             except (AmbiguousWriteError, ConflictError) as exc:
                 self.stats.ambiguous += isinstance(exc, AmbiguousWriteError)
                 found = await self._find(spec, record, parent_target)
@@ -438,7 +438,7 @@ class LoadEngine:
                 continue
             except (RecordError, RecordFailure) as exc:
                 return self._fail(row, exc)
-            return self._done(row, target_id)
+            return self._sent(row, sent)
         return self._fail(
             row,
             RecordFailure(
@@ -481,6 +481,14 @@ class LoadEngine:
         if not row.parent_entity:
             return None
         return self.ledger.target_id(row.parent_entity, row.parent or "")
+
+    def _sent(self, row: LedgerRow, sent: str | Sent) -> str:
+        """Record the row done, and what its send settled as well."""
+        if isinstance(sent, str):
+            return self._done(row, sent)
+        target_id = self._done(row, sent.target_id)
+        settle(self.ledger, sent.settled)
+        return target_id
 
     def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
         """Record the row done; `found`: the target held it before this store sent it."""
@@ -529,10 +537,35 @@ def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
     Run after every extract, so that counts and status are aggregate queries on the ledger.
     """
     with store.transaction():  # the store reads in pages: writing meanwhile is safe
-        return sum(
-            store.ledger.plan(_ledger_row(name, item) for item in plan(store))
-            for name, plan in plans.items()
-        )
+        return sum(_plan_entity(store.ledger, name, plan(store)) for name, plan in plans.items())
+
+
+def _plan_entity(ledger: Ledger, entity: str, items: Iterable[Planned | Settled]) -> int:
+    """Plan one entity's rows, then record what its plan settled; return the new rows."""
+    settled: list[Settled] = []
+
+    def rows() -> Iterator[dict[str, object]]:
+        for item in items:
+            if isinstance(item, Settled):
+                settled.append(item)
+            else:
+                yield _ledger_row(entity, item)
+
+    return ledger.plan(rows()) + settle(ledger, settled)
+
+
+def settle(ledger: Ledger, items: Iterable[Settled]) -> int:
+    """Record rows that need no send done (planning those the ledger lacks first); a row
+    loaded or failed already keeps its outcome. Return how many rows are new."""
+    settled = list(items)
+    new = ledger.plan(
+        _ledger_row(item.ref.entity, item.planned) for item in settled if item.planned
+    )
+    for item in settled:
+        row = ledger.get(*item.ref)
+        if row is not None and row.status in ("pending", "in_flight"):
+            ledger.done(*item.ref, item.outcome)
+    return new
 
 
 def _ledger_row(entity: str, item: Planned) -> dict[str, object]:

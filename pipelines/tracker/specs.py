@@ -22,6 +22,7 @@ from haul.pipelines.specs import (
     Planned,
     RecordFailure,
     Ref,
+    Sent,
     each_record,
     staged_bytes,
 )
@@ -171,10 +172,11 @@ class TrackerLoad:
         self.changes[(entity, "created")] += 1
         return target_id
 
-    async def send_issue(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_issue(self, record: StagedRecord, parent: str | None) -> Sent:
+        """Import the issue; the status staged with it is in the target with it."""
         reply = await self.client.import_issue(self.transform.issue_body(record.raw))
-        carried_by_import(self.store, record.source_id)
-        return self._made("issue", str(reply["key"]))
+        key = self._made("issue", str(reply["key"]))
+        return Sent(key, carried_by_import(self.store, record.source_id))
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed

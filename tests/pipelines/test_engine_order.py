@@ -15,7 +15,17 @@ import pytest
 
 from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine
-from haul.pipelines.specs import EntitySpec, Phase, RecordFailure, Ref, each_record
+from haul.pipelines.specs import (
+    EntitySpec,
+    Phase,
+    Planned,
+    RecordFailure,
+    Ref,
+    Sent,
+    Settled,
+    each_record,
+)
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
@@ -166,7 +176,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     ends = {"l1": "i2", "l2": "i3", "l3": "i1"}
     issue = target.spec("issue")
 
-    async def send_issue(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_issue(record: StagedRecord, parent_target: str | None) -> str | Sent:
         if record.source_id == "i3":  # waits until a link has gone: the links did not wait
             await asyncio.wait_for(slow_issue.wait(), 10)
         return await issue.send(record, parent_target)
@@ -174,7 +184,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     link = target.spec("link", parent="issue", phase=Phase.LINKS,
                        requires=lambda r: [Ref("issue", ends[r.source_id])])  # fmt: skip
 
-    async def send_link(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_link(record: StagedRecord, parent_target: str | None) -> str | Sent:
         target_id = await link.send(record, parent_target)
         slow_issue.set()
         return target_id
@@ -238,11 +248,11 @@ async def test_children_beside_earlier_ones_do_not_wait_for_them(store: StagingS
     stage(store, "file", "f1", parent="p1")
     subpage, file = target.spec("page_child", parent="page"), target.spec("file", parent="page")
 
-    async def send_subpage(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_subpage(record: StagedRecord, parent_target: str | None) -> str | Sent:
         await asyncio.wait_for(file_sent.wait(), 10)  # the file must not wait for this subtree
         return await subpage.send(record, parent_target)
 
-    async def send_file(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_file(record: StagedRecord, parent_target: str | None) -> str | Sent:
         target_id = await file.send(record, parent_target)
         file_sent.set()
         return target_id
@@ -362,3 +372,69 @@ async def test_once_the_target_shows_a_lost_store_roots_are_looked_for_too(
 
     assert [(entity, sent) for entity, sent, _ in target.sent] == [("goal", "g2")]
     assert store.ledger.get("goal", "g1").target_id == "t-goal-g1"  # type: ignore[union-attr]
+
+
+def row(store: StagingStore, entity: str, source_id: str) -> LedgerRow:
+    found = store.ledger.get(entity, source_id)
+    assert found is not None, f"{entity} {source_id} is not in the ledger"
+    return found
+
+
+async def test_what_a_plan_settles_the_engine_records_done_unsent(store: StagingStore) -> None:
+    """A plan names rows that need no send (`Settled`): one the ledger lacks is planned and
+    recorded done, one planned before is recorded done, one loaded before keeps its id."""
+    target = FakeTarget()
+    stage(store, "status", "s1", "s2", "s3", "s4")
+    engine(store, [target.spec("status")])  # s1 .. s4 pending
+    store.ledger.done("status", "s3", "t-status-s3")
+    stage(store, "status", "s5", "s6")
+    held = each_record("status")
+
+    def plan(staged: StagingStore) -> Iterator[Planned | Settled]:
+        for item in held(staged):
+            source_id = item.record.source_id
+            if source_id in ("s2", "s3"):
+                yield Settled(Ref("status", source_id), "replaced")
+            elif source_id == "s5":
+                yield Settled(Ref("status", source_id), "carried", item)
+            else:
+                yield item
+
+    load = LoadEngine(store, [replace(target.spec("status"), plan=plan)], concurrency=1)
+    assert load.plan() == 2  # s5, settled, and s6, to send
+    await load.run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["s1", "s4", "s6"]
+    outcomes = {s: (row(store, "status", s).status, row(store, "status", s).target_id)
+                for s in ("s2", "s3", "s5")}  # fmt: skip
+    assert outcomes == {
+        "s2": ("done", "replaced"),
+        "s3": ("done", "t-status-s3"),
+        "s5": ("done", "carried"),
+    }
+
+
+async def test_what_a_send_settles_the_engine_records_beside_its_row(store: StagingStore) -> None:
+    """A send that wrote more than its own record (an issue's import carries its status)
+    returns `Sent`: the engine records its row done under the target id, then each settled
+    row done, planned under the issue; none of them is sent, nor counted as loaded."""
+    target = FakeTarget()
+    stage(store, "issue", "i1")
+    stage(store, "status", "st1", parent="i1")
+    issue = target.spec("issue")
+
+    async def import_issue(record: StagedRecord, parent_target: str | None) -> str | Sent:
+        target_id = await issue.send(record, parent_target)
+        status = store.get_record("status", "st1")
+        assert status is not None
+        carried = Settled(Ref("status", "st1"), "carried", Planned(status, Ref("issue", "i1")))
+        return Sent(str(target_id), (carried,))
+
+    no_plan = replace(target.spec("status", parent="issue"), plan=lambda staged: iter(()))
+    stats = await engine(store, [replace(issue, send=import_issue), no_plan]).run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["i1"]
+    assert stats.done == 1
+    assert row(store, "issue", "i1").target_id == "t-issue-i1"
+    status = row(store, "status", "st1")
+    assert (status.status, status.target_id, status.parent) == ("done", "carried", "i1")

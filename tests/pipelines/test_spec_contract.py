@@ -100,7 +100,8 @@ class Target:
             self.store.ledger.done(row.entity, row.source_id, found)
             return found  # the target had it: the engine reuses it the same way
         self.store.ledger.begin(row.entity, row.source_id)
-        target_id = await spec.send(record, parent)
+        sent = await spec.send(record, parent)
+        target_id = sent if isinstance(sent, str) else sent.target_id
         self.store.ledger.done(row.entity, row.source_id, target_id)
         return target_id
 
