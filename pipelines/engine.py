@@ -13,7 +13,7 @@ target org). A cycle of parents (staged from reads taken at different moments) f
 records, named ("parent cycle: portfolio 12 -> 15 -> 12"), and what hangs under them.
 
 The ledger is the plan: each row names the node it loads under. The engine loads in phases,
-lowest first (the organisation objects below 0, the trees at 0, what needs both ends above):
+in `Phase` order (the organisation objects, the trees, what needs both ends, ...):
 in each, the trees of that phase's specs, a root (a row whose parent is of an earlier phase,
 or none) then its children in spec order and, among siblings, in `sort_key` order (or all at
 once where the spec allows), depth first (a spec's group of children beside the groups before it when it loads
@@ -39,11 +39,11 @@ from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordErr
 from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
-from haul.state.ledger import LedgerRow
+from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, Sent, Settled
+from haul.state.ledger import Ledger, LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
-PlanFn = Callable[[StagingStore], Iterable[Planned]]
+PlanFn = Callable[[StagingStore], Iterable[Planned | Settled]]
 
 log = structlog.get_logger(__name__)
 
@@ -135,13 +135,13 @@ class LoadEngine:
             await asyncio.gather(*loading, return_exceptions=True)
         return self.stats
 
-    def _starts_early(self, phase: int) -> bool:
+    def _starts_early(self, phase: Phase) -> bool:
         """Whether `phase` may start while the trees before it finish: each of its specs
         names all it needs of them (its parent, what it `requires`), which its records then
         wait for one by one (a tree waiting out a 429 then holds up only what needs it)."""
         return all(spec.needs_named for spec in self.specs if spec.phase == phase)
 
-    async def _load_phase(self, phase: int, handed_out: asyncio.Event) -> None:
+    async def _load_phase(self, phase: Phase, handed_out: asyncio.Event) -> None:
         def roots() -> Iterator[Ref]:
             yield from self._roots(phase)
             handed_out.set()
@@ -158,7 +158,7 @@ class LoadEngine:
         finally:
             handed_out.set()
 
-    def _last(self, phase: int) -> bool:
+    def _last(self, phase: Phase) -> bool:
         """Whether no later phase starts early (nothing will wait for this one's trees)."""
         return not any(self._starts_early(p) for p in {s.phase for s in self.specs} if p > phase)
 
@@ -171,7 +171,7 @@ class LoadEngine:
             del self._under_way[root]
             through.set()
 
-    async def _settled(self, ref: Ref, phase: int) -> None:
+    async def _settled(self, ref: Ref, phase: Phase) -> None:
         """Wait until `ref` is loaded or failed, when a tree of a phase before `phase` still
         under way holds it (nothing to wait for when every earlier phase is through)."""
         if not self._under_way:
@@ -206,7 +206,7 @@ class LoadEngine:
 
     # -- which trees to visit -------------------------------------------------------------
 
-    def _roots(self, phase: int) -> list[Ref]:
+    def _roots(self, phase: Phase) -> list[Ref]:
         """The roots of every tree of `phase` that has a pending row or a changed loaded one."""
         roots: dict[Ref, None] = {}
         found: dict[Ref, Ref] = {}
@@ -220,7 +220,7 @@ class LoadEngine:
                     roots[self._root_of(row, found)] = None
         return sorted(roots, key=lambda ref: (self._order.get(ref.entity, 0), ref.source_id))
 
-    def _phase(self, entity: str) -> int | None:
+    def _phase(self, entity: str) -> Phase | None:
         spec = self._specs.get(entity)
         return None if spec is None else spec.phase
 
@@ -417,7 +417,7 @@ class LoadEngine:
         for _ in range(MAX_AMBIGUOUS):
             self.ledger.begin(row.entity, row.source_id)
             try:
-                target_id = await spec.send(record, parent_target)
+                sent = await spec.send(record, parent_target)
             except (AmbiguousWriteError, ConflictError) as exc:
                 self.stats.ambiguous += isinstance(exc, AmbiguousWriteError)
                 found = await self._find(spec, record, parent_target)
@@ -438,7 +438,7 @@ class LoadEngine:
                 continue
             except (RecordError, RecordFailure) as exc:
                 return self._fail(row, exc)
-            return self._done(row, target_id)
+            return self._sent(row, sent)
         return self._fail(
             row,
             RecordFailure(
@@ -481,6 +481,14 @@ class LoadEngine:
         if not row.parent_entity:
             return None
         return self.ledger.target_id(row.parent_entity, row.parent or "")
+
+    def _sent(self, row: LedgerRow, sent: str | Sent) -> str:
+        """Record the row done, and what its send settled as well."""
+        if isinstance(sent, str):
+            return self._done(row, sent)
+        target_id = self._done(row, sent.target_id)
+        settle(self.ledger, sent.settled)
+        return target_id
 
     def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
         """Record the row done; `found`: the target held it before this store sent it."""
@@ -529,10 +537,35 @@ def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
     Run after every extract, so that counts and status are aggregate queries on the ledger.
     """
     with store.transaction():  # the store reads in pages: writing meanwhile is safe
-        return sum(
-            store.ledger.plan(_ledger_row(name, item) for item in plan(store))
-            for name, plan in plans.items()
-        )
+        return sum(_plan_entity(store.ledger, name, plan(store)) for name, plan in plans.items())
+
+
+def _plan_entity(ledger: Ledger, entity: str, items: Iterable[Planned | Settled]) -> int:
+    """Plan one entity's rows, then record what its plan settled; return the new rows."""
+    settled: list[Settled] = []
+
+    def rows() -> Iterator[dict[str, object]]:
+        for item in items:
+            if isinstance(item, Settled):
+                settled.append(item)
+            else:
+                yield _ledger_row(entity, item)
+
+    return ledger.plan(rows()) + settle(ledger, settled)
+
+
+def settle(ledger: Ledger, items: Iterable[Settled]) -> int:
+    """Record rows that need no send done (planning those the ledger lacks first); a row
+    loaded or failed already keeps its outcome. Return how many rows are new."""
+    settled = list(items)
+    new = ledger.plan(
+        _ledger_row(item.ref.entity, item.planned) for item in settled if item.planned
+    )
+    for item in settled:
+        row = ledger.get(*item.ref)
+        if row is not None and row.status in ("pending", "in_flight"):
+            ledger.done(*item.ref, item.outcome)
+    return new
 
 
 def _ledger_row(entity: str, item: Planned) -> dict[str, object]:

@@ -5,8 +5,11 @@ A service describes each kind of record it loads with one `EntitySpec`; the engi
 by name::
 
     plan(store)            -> Planned rows: which staged records load, under which parent node,
-                              in which order among their siblings
-    send(record, parent)   -> the target id, after one write (parent: the parent's target id)
+                              in which order among their siblings; or Settled rows, which need
+                              no send (the target holds the record already)
+    send(record, parent)   -> the target id, after one write (parent: the parent's target id);
+                              or `Sent`: the id and the rows the write settled too (an issue's
+                              import carries the status staged with it)
     find(record, parent, unclaimed)
                            -> the target id if the target already holds this record, else None;
                               `unclaimed(id)` is False for ids other ledger rows hold, so two
@@ -29,31 +32,51 @@ as the same fields with their target `id` (`listing`), the fields that identify 
 (`identity`: find matches on them), and optionally fields verify reads only for the one record
 it compares (`detail`: the sha256 of the bytes, downloaded).
 
-Specs load in phases, lowest first: the organisation objects the trees point to below 0, the
-trees at 0, what needs both its ends above (a link); a phase starts once every tree of the
-earlier ones is through, and `requires` names records of an earlier phase. A phase whose
-specs all say they need nothing else of the earlier ones (`needs_named`) starts once every
-earlier tree is under way, and each of its records waits only for its parent and what it
-`requires`. Siblings load in
-`sort_key` order, one after another, unless the spec says their order does not matter
-(`siblings_together`: a page's subpages, its attachments). A parent's children of one spec
-wait for its children of the specs before it, unless the spec says they need nothing of
-them (`beside_earlier`: a page's attachments, grids and comments load beside its subpages,
-once its access is set). A record that cannot be loaded
-raises `RecordFailure` (or the connectors' `RecordError`) from `send`; the engine records it
-as failed with that message.
+Specs load in phases (`Phase`), in DESIGN's order: the organisation objects the trees point
+to, the trees, what needs both its ends (a link), the planning layer, the autoactions last; a
+phase starts once every tree of the earlier ones is through, and `requires` names records of
+an earlier phase. A phase whose specs all say they need nothing else of the earlier ones
+(`needs_named`) starts once every earlier tree is under way, and each of its records waits
+only for its parent and what it `requires`. Siblings load in `sort_key` order, one after
+another, unless the spec says their order does not matter (`siblings_together`: a page's
+subpages, its attachments). A parent's children of one spec wait for its children of the
+specs before it, unless the spec says they need nothing of them (`beside_earlier`: a page's
+attachments, grids and comments load beside its subpages, once its access is set). A record
+that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) from `send`;
+the engine records it as failed with that message.
+
+Only the engine writes the ledger: a spec says what its plan or its send settled
+(`Settled`), and the engine records it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
+
+
+class Phase(IntEnum):
+    """The load's layers, in the order they load (DESIGN, "Exactly-once loading")."""
+
+    DICTIONARY_VALUES = -5  # statuses, issue types, priorities, resolutions: mapped by key
+    QUEUES_AND_CATEGORIES = -4  # queues and field categories: what the next ones live in
+    FIELDS = -3  # global fields, each in its category
+    # the rest of the organisation as configured: local fields, components, versions, boards
+    # with their columns, sprints
+    CONFIGURATION = -1
+    TREES = 0  # issues, wiki pages, back-filled answers, with everything under them
+    LINKS = 1  # what needs both its ends: issue links, remote links
+    PLANNING = 2  # the planning layer: projects, portfolios, goals, filters, dashboards
+    DELETIONS = 2  # the same phase as PLANNING: what a sync mirrors, once trees and links are in
+    PLANNING_LINKS = 3  # the planning entities' links: both ends an issue or an entity
+    AUTOACTIONS = 9  # autoactions, triggers and macros last, so that importing fires nothing
 
 
 class Ref(NamedTuple):
@@ -100,6 +123,25 @@ class Planned:
     record: StagedRecord
     parent: Ref | None = None
     sort_key: str = ""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A ledger row with nothing to send: the engine records it done, `outcome` in place of a
+    target id. `planned`: the row to add first, when the ledger does not hold it yet (a status
+    an issue's import carried); without it, the row is planned already (a status a later one
+    replaced before it loaded)."""
+
+    ref: Ref
+    outcome: str
+    planned: Planned | None = None
+
+
+class Sent(NamedTuple):
+    """What a send wrote: the target id, and the rows its write settled as well."""
+
+    target_id: str
+    settled: tuple[Settled, ...] = ()
 
 
 Fields = dict[str, Any]
@@ -162,12 +204,12 @@ class EntitySpec:
 
     name: str
     staged: str
-    plan: Callable[[StagingStore], Iterable[Planned]]
-    send: Sender
+    plan: Callable[[StagingStore], Iterable[Planned | Settled]]
+    send: Callable[[StagedRecord, str | None], Awaitable[str | Sent]]
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements
     refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
-    phase: int = 0
+    phase: Phase = Phase.TREES
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
     # this spec's records under a parent load beside its children of the spec before (which

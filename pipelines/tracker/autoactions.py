@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, each_record
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, each_record
 from haul.pipelines.tracker.queries import QueryRewriter
 from haul.pipelines.tracker.streams import RowsStream
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagedRecord
 
-PHASE = 9  # the last: after every tree, link, filter and dashboard
 SETTINGS = ("intervalMillis", "enableNotifications", "calendar")
 PLAN_AUTOACTIONS = each_record("autoaction", sort_key=lambda record: record.source_id)
 
@@ -55,7 +54,7 @@ class AutoactionLoad:
         printed = Fingerprint(self._fields, self._queue, self._listing, ("name", "query"))
         return EntitySpec(
             "autoaction", "autoaction", PLAN_AUTOACTIONS, self.send, printed.find,
-            refresh=self.refresh, phase=PHASE, fingerprint=printed,
+            refresh=self.refresh, phase=Phase.AUTOACTIONS, fingerprint=printed,
         )  # fmt: skip
 
     def _queue(self, record: StagedRecord, parent: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """The planning layer's specs: projects, portfolios and goals with what hangs off them.
 
-They load after the issues and their links (phase 2), each entity tree parents first (a
+They load after the issues and their links (`Phase.PLANNING`), each entity tree parents first (a
 portfolio, the portfolios and projects under it; a goal, the goals under it), through the admin
 `_import` with its original creation time and mapped author. Under each entity, in order:
 
@@ -13,7 +13,7 @@ portfolio, the portfolios and projects under it; a goal, the goals under it), th
    original author and time), its checklist, its files (a temporary upload, then attached);
 3. the entities under it (their parents' access is in place before they exist).
 
-Links (`entity_link`, phase 3) wait for both ends: an issue of the migration or another
+Links (`entity_link`, `Phase.PLANNING_LINKS`) wait for both ends: an issue of the migration or another
 entity. A link between two entities shows on both; it loads from one side.
 
 A later run carries what changed at the source (`refresh`): an entity's summary, parents and
@@ -31,14 +31,14 @@ from typing import Any
 
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.tracker.entities import FIELDS
 from haul.pipelines.tracker.entity_access import EntityAccess, current, edit
 from haul.pipelines.tracker.entity_bodies import KINDS, PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entity_prints import EntityPrints
 from haul.state.store import StagedRecord, StagingStore
 
-PHASE = 2  # after the issues (0) and their links (1)
+PHASE = Phase.PLANNING  # after the issues and their links
 MAX_REMADE = 3  # a checklist cleared and made again after lost replies, at most
 SUB_SPECS = ("entity_access", "entity_comment", "entity_checklist", "entity_attachment")
 
@@ -121,7 +121,7 @@ class EntityLoad:
                        phase=PHASE, fingerprint=attachment),
             *(self._entity_spec(kind) for kind in KINDS if kind in kinds),
             EntitySpec("entity_link", "entity_link", plan_links, self.send_link, link.find,
-                       requires=self._link_ends, phase=PHASE + 1, fingerprint=link),
+                       requires=self._link_ends, phase=Phase.PLANNING_LINKS, fingerprint=link),
         ]  # fmt: skip
 
     def _entity_spec(self, kind: str) -> EntitySpec:

@@ -23,6 +23,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Phase,
     Planned,
     RecordFailure,
     Ref,
@@ -33,14 +34,24 @@ from haul.pipelines.tracker.transform import STRUCTURE_REFS, StructureMap, Trans
 from haul.state.store import StagedRecord, StagingStore
 
 ORG = "org"  # the container of what is org-wide (dictionaries, queues, fields, boards)
-# dictionary values first, then queues and field categories, then fields; the rest at -1
-PHASES = {"queue": -4, "field_category": -4, "field": -3}
+PHASES = {  # dictionary values first, then queues and field categories, then fields
+    "queue": Phase.QUEUES_AND_CATEGORIES,
+    "field_category": Phase.QUEUES_AND_CATEGORIES,
+    "field": Phase.FIELDS,
+}
 DICTIONARIES = {  # ledger entity -> (the issue field that names it, its path in the API)
     "status": ("status", "statuses"),
     "issuetype": ("type", "issuetypes"),
     "priority": ("priority", "priorities"),
     "resolution": ("resolution", "resolutions"),
 }
+
+
+def _phase(entity: str) -> Phase:
+    """The load phase of an organisation object (what is not named loads with the rest)."""
+    if entity in DICTIONARIES:
+        return Phase.DICTIONARY_VALUES
+    return PHASES.get(entity, Phase.CONFIGURATION)
 
 
 def _name(value: Any) -> str:
@@ -224,7 +235,7 @@ class OrganisationLoad:
             seen = Snapshots(printed)
             specs.append(
                 EntitySpec(name, name, ORG_PLANS[name], seen.keeping(self._if_allowed(name, send)),
-                           seen.find, phase=PHASES.get(name, -5 if name in DICTIONARIES else -1),
+                           seen.find, phase=_phase(name),
                            fingerprint=printed, find_first=True)
             )  # fmt: skip
         needs_category = ("field", "local_field")

@@ -21,11 +21,18 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.findings import Finding
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, RecordFailure, Ref, each_record
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Phase,
+    RecordFailure,
+    Ref,
+    each_record,
+)
 from haul.pipelines.tracker.transform import RELATIONSHIPS
 from haul.state.store import StagedRecord, StagingStore
 
-PHASE = 1  # with the links: after every issue
 PLAN_REMOTE_LINKS = each_record(
     "remote_link",
     parent=lambda record: Ref("issue", record.parent or ""),
@@ -94,7 +101,7 @@ class RemoteLinkLoad:
         )
         return EntitySpec(
             "remote_link", "remote_link", PLAN_REMOTE_LINKS, self.send, printed.find,
-            phase=PHASE, fingerprint=printed, needs_named=True,
+            phase=Phase.LINKS, fingerprint=printed, needs_named=True,
         )  # fmt: skip
 
     def _issue(self, record: StagedRecord, parent: str | None) -> str:

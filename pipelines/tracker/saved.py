@@ -24,7 +24,15 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Scope
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Planned, RecordFailure, Ref
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Phase,
+    Planned,
+    RecordFailure,
+    Ref,
+)
 from haul.pipelines.streams import Page
 from haul.pipelines.tracker.fingerprints import ref_id
 from haul.pipelines.tracker.queries import QueryRewriter, Rewritten
@@ -33,7 +41,7 @@ from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
 ORG = "org"
-PHASE = 2  # after the links: every issue a query names has its target key
+PHASE = Phase.PLANNING  # after the links: every issue a query names has its target key
 WIDGET_EXTRAS = ("start", "end", "autoUpdatable", "excludedStatuses", "includedStatuses")
 NO_LISTING = "the tracker source lists no dashboards (GET /dashboards answered 404)"
 

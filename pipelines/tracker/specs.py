@@ -18,9 +18,11 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
     EntitySpec,
+    Phase,
     Planned,
     RecordFailure,
     Ref,
+    Sent,
     each_record,
     staged_bytes,
 )
@@ -148,7 +150,7 @@ class TrackerLoad:
                        self.find_access, refresh=self.refresh_access, sends_conflicts=True),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
                        requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
-                       phase=1, fingerprint=link, needs_named=True),
+                       phase=Phase.LINKS, fingerprint=link, needs_named=True),
             *self._deletion_specs(),
         ]  # fmt: skip
 
@@ -157,7 +159,7 @@ class TrackerLoad:
             return []
         return [
             EntitySpec("deletion", "deleted", deletion_plan(mirror=True), self.send_deletion,
-                       self.deletions.find, phase=2, find_first=True),
+                       self.deletions.find, phase=Phase.DELETIONS, find_first=True),
         ]  # fmt: skip
 
     # -- send and find, per entity ----------------------------------------------------------
@@ -170,10 +172,11 @@ class TrackerLoad:
         self.changes[(entity, "created")] += 1
         return target_id
 
-    async def send_issue(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_issue(self, record: StagedRecord, parent: str | None) -> Sent:
+        """Import the issue; the status staged with it is in the target with it."""
         reply = await self.client.import_issue(self.transform.issue_body(record.raw))
-        carried_by_import(self.store, record.source_id)
-        return self._made("issue", str(reply["key"]))
+        key = self._made("issue", str(reply["key"]))
+        return Sent(key, carried_by_import(self.store, record.source_id))
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed

@@ -22,7 +22,7 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import Planned, RecordFailure, Ref
+from haul.pipelines.specs import Planned, RecordFailure, Ref, Settled
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
@@ -48,17 +48,17 @@ def status_row(key: str, issue: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def plan_statuses(store: StagingStore) -> Iterator[Planned]:
+def plan_statuses(store: StagingStore) -> Iterator[Planned | Settled]:
     """The status of each issue loaded before and changed since (the issue's own plan runs
     first, so its row already knows). The status of a loaded issue that did not change is
-    the one its import (or an earlier sync) carried: recorded done at once, so that only a
-    later status is ever sent. A pending row whose status was replaced at the source before
-    it loaded is settled as superseded (the newer row carries the status)."""
+    the one its import (or an earlier sync) carried: settled at once, so that only a later
+    status is ever sent. A pending row whose status was replaced at the source before it
+    loaded is settled as superseded (the newer row carries the status)."""
     ledger = store.ledger
     for state in ("pending", "in_flight"):
         for row in ledger.iter_rows(status=state, entity="issue_status"):
             if store.get_record("issue_status", row.source_id) is None:
-                ledger.done(row.entity, row.source_id, SUPERSEDED)
+                yield Settled(Ref(row.entity, row.source_id), SUPERSEDED)
     for record in store.iter_records("issue_status"):
         issue = ledger.get("issue", record.parent or "")
         if issue is None or issue.status != "done":
@@ -66,31 +66,22 @@ def plan_statuses(store: StagingStore) -> Iterator[Planned]:
         if issue.changed:
             yield Planned(record, Ref("issue", record.parent or ""))
         elif ledger.get("issue_status", record.source_id) is None:
-            carried(store, record)
+            yield carried(record)
 
 
-def carried(store: StagingStore, record: StagedRecord) -> None:
-    """Record that the target issue holds this status already (its import set it)."""
-    ledger = store.ledger
-    ledger.plan(
-        [
-            {
-                "entity": "issue_status",
-                "source_id": record.source_id,
-                "parent_entity": "issue",
-                "parent": record.parent,
-                "payload_hash": record.content_hash,
-            }
-        ]
+def carried(record: StagedRecord) -> Settled:
+    """The target issue holds this status already (its import set it): nothing to send."""
+    planned = Planned(record, Ref("issue", record.parent or ""))
+    return Settled(Ref("issue_status", record.source_id), CARRIED, planned)
+
+
+def carried_by_import(store: StagingStore, issue_key: str) -> tuple[Settled, ...]:
+    """The status staged with an issue just imported, in the target with it."""
+    return tuple(
+        carried(record)
+        for record in store.iter_records("issue_status", parent=issue_key)
+        if store.ledger.get("issue_status", record.source_id) is None
     )
-    ledger.done("issue_status", record.source_id, CARRIED)
-
-
-def carried_by_import(store: StagingStore, issue_key: str) -> None:
-    """The status staged with an issue just imported is in the target with it."""
-    for record in store.iter_records("issue_status", parent=issue_key):
-        if store.ledger.get("issue_status", record.source_id) is None:
-            carried(store, record)
 
 
 Graph = dict[str, list[tuple[str, str]]]  # status key -> [(transition id, next status key)]

@@ -21,7 +21,15 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import grid_cell, grid_column
 from haul.pipelines.forms.deletions import DELETED
 from haul.pipelines.forms.staged import answer_order, answers_of, rules
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Planned, RecordFailure, Ref
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Phase,
+    Planned,
+    RecordFailure,
+    Ref,
+)
 from haul.pipelines.wiki.content import SlugMap
 from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
@@ -83,7 +91,7 @@ class GridBackfill:
             return []
         deletions = [
             EntitySpec("backfill_grid_deletion", DELETED, plans["backfill_grid_deletion"],
-                       self.send_deletion, self.find_deletion, phase=2, find_first=True),
+                       self.send_deletion, self.find_deletion, phase=Phase.DELETIONS, find_first=True),
         ] if "backfill_grid_deletion" in plans else []  # fmt: skip
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,

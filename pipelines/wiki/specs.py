@@ -28,6 +28,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Phase,
     Planned,
     RecordFailure,
     Ref,
@@ -151,7 +152,7 @@ class WikiLoad:
             return []
         return [
             EntitySpec("wiki_deletion", DELETED, deletion_plan(self.mirror), self.send_deletion,
-                       self.deletions.find, phase=2, find_first=True),
+                       self.deletions.find, phase=Phase.DELETIONS, find_first=True),
         ]  # fmt: skip
 
     # -- what tells a record apart in the target: written once, for find and verify --------

@@ -15,7 +15,17 @@ import pytest
 
 from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine
-from haul.pipelines.specs import EntitySpec, RecordFailure, Ref, each_record
+from haul.pipelines.specs import (
+    EntitySpec,
+    Phase,
+    Planned,
+    RecordFailure,
+    Ref,
+    Sent,
+    Settled,
+    each_record,
+)
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
@@ -35,7 +45,7 @@ class FakeTarget:
         name: str,
         *,
         parent: str | None = None,
-        phase: int = 0,
+        phase: Phase = Phase.TREES,
         requires: Callable[[StagedRecord], list[Ref]] | None = None,
     ) -> EntitySpec:
         """A spec of `name` whose records hang under `parent` records (by their `parent`)."""
@@ -81,9 +91,23 @@ def engine(store: StagingStore, specs: list[EntitySpec]) -> LoadEngine:
     return load
 
 
+DESIGN_LAYERS = (  # DESIGN.md, "Exactly-once loading": the load's layers in their order
+    "DICTIONARY_VALUES", "QUEUES_AND_CATEGORIES", "FIELDS", "CONFIGURATION",  # organisation
+    "TREES", "LINKS", "PLANNING", "PLANNING_LINKS", "AUTOACTIONS",
+)  # fmt: skip
+
+
+def test_the_phases_are_designs_layers_in_designs_order() -> None:
+    """The organisation as configured (dictionary values, then queues and field categories,
+    then fields, then the rest), the trees, the links, the planning layer and its links, the
+    autoactions last; the deletions a sync mirrors share the planning layer's phase."""
+    assert tuple(phase.name for phase in sorted(Phase)) == DESIGN_LAYERS
+    assert Phase.DELETIONS is Phase.PLANNING
+
+
 async def test_phases_load_lowest_first_and_trees_depth_first(store: StagingStore) -> None:
-    """Organisation objects (phase -1) before every tree, a tree's children right after their
-    parent, and a link (phase 1) only once the trees are through."""
+    """Organisation objects before every tree, a tree's children right after their parent,
+    and a link only once the trees are through."""
     target = FakeTarget()
     stage(store, "component", "c1", "c2")
     stage(store, "issue", "i1", "i2")
@@ -93,8 +117,8 @@ async def test_phases_load_lowest_first_and_trees_depth_first(store: StagingStor
     specs = [
         target.spec("issue"),
         target.spec("comment", parent="issue"),
-        target.spec("link", parent="issue", phase=1),
-        target.spec("component", phase=-1),
+        target.spec("link", parent="issue", phase=Phase.LINKS),
+        target.spec("component", phase=Phase.CONFIGURATION),
     ]
     await engine(store, specs).run()
     order = [(entity, source_id) for entity, source_id, _ in target.sent]
@@ -123,7 +147,7 @@ async def test_a_record_waits_for_what_it_requires_in_an_earlier_phase(
     specs = [
         target.spec("issue", requires=lambda r: [Ref("component", uses[r.source_id])]),
         target.spec("comment", parent="issue"),
-        target.spec("component", phase=-1),
+        target.spec("component", phase=Phase.CONFIGURATION),
     ]
     stats = await engine(store, specs).run()
     assert [source_id for _, source_id, _ in target.sent] == ["c2", "i2"]
@@ -152,15 +176,15 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     ends = {"l1": "i2", "l2": "i3", "l3": "i1"}
     issue = target.spec("issue")
 
-    async def send_issue(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_issue(record: StagedRecord, parent_target: str | None) -> str | Sent:
         if record.source_id == "i3":  # waits until a link has gone: the links did not wait
             await asyncio.wait_for(slow_issue.wait(), 10)
         return await issue.send(record, parent_target)
 
-    link = target.spec("link", parent="issue", phase=1,
+    link = target.spec("link", parent="issue", phase=Phase.LINKS,
                        requires=lambda r: [Ref("issue", ends[r.source_id])])  # fmt: skip
 
-    async def send_link(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_link(record: StagedRecord, parent_target: str | None) -> str | Sent:
         target_id = await link.send(record, parent_target)
         slow_issue.set()
         return target_id
@@ -168,7 +192,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     specs = [
         replace(issue, send=send_issue),
         replace(link, send=send_link, needs_named=True),
-        target.spec("deletion", phase=2),
+        target.spec("deletion", phase=Phase.DELETIONS),
     ]
     load = LoadEngine(store, specs, concurrency=4)
     load.plan()
@@ -224,11 +248,11 @@ async def test_children_beside_earlier_ones_do_not_wait_for_them(store: StagingS
     stage(store, "file", "f1", parent="p1")
     subpage, file = target.spec("page_child", parent="page"), target.spec("file", parent="page")
 
-    async def send_subpage(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_subpage(record: StagedRecord, parent_target: str | None) -> str | Sent:
         await asyncio.wait_for(file_sent.wait(), 10)  # the file must not wait for this subtree
         return await subpage.send(record, parent_target)
 
-    async def send_file(record: StagedRecord, parent_target: str | None) -> str:
+    async def send_file(record: StagedRecord, parent_target: str | None) -> str | Sent:
         target_id = await file.send(record, parent_target)
         file_sent.set()
         return target_id
@@ -342,9 +366,75 @@ async def test_once_the_target_shows_a_lost_store_roots_are_looked_for_too(
     target.held["goal", "g1"] = "t-goal-g1"
     stage(store, "issue", "i1")
     stage(store, "goal", "g1", "g2")
-    specs = [target.spec("issue"), target.spec("goal", phase=2)]
+    specs = [target.spec("issue"), target.spec("goal", phase=Phase.PLANNING)]
 
     await engine(store, specs).run()
 
     assert [(entity, sent) for entity, sent, _ in target.sent] == [("goal", "g2")]
     assert store.ledger.get("goal", "g1").target_id == "t-goal-g1"  # type: ignore[union-attr]
+
+
+def row(store: StagingStore, entity: str, source_id: str) -> LedgerRow:
+    found = store.ledger.get(entity, source_id)
+    assert found is not None, f"{entity} {source_id} is not in the ledger"
+    return found
+
+
+async def test_what_a_plan_settles_the_engine_records_done_unsent(store: StagingStore) -> None:
+    """A plan names rows that need no send (`Settled`): one the ledger lacks is planned and
+    recorded done, one planned before is recorded done, one loaded before keeps its id."""
+    target = FakeTarget()
+    stage(store, "status", "s1", "s2", "s3", "s4")
+    engine(store, [target.spec("status")])  # s1 .. s4 pending
+    store.ledger.done("status", "s3", "t-status-s3")
+    stage(store, "status", "s5", "s6")
+    held = each_record("status")
+
+    def plan(staged: StagingStore) -> Iterator[Planned | Settled]:
+        for item in held(staged):
+            source_id = item.record.source_id
+            if source_id in ("s2", "s3"):
+                yield Settled(Ref("status", source_id), "replaced")
+            elif source_id == "s5":
+                yield Settled(Ref("status", source_id), "carried", item)
+            else:
+                yield item
+
+    load = LoadEngine(store, [replace(target.spec("status"), plan=plan)], concurrency=1)
+    assert load.plan() == 2  # s5, settled, and s6, to send
+    await load.run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["s1", "s4", "s6"]
+    outcomes = {s: (row(store, "status", s).status, row(store, "status", s).target_id)
+                for s in ("s2", "s3", "s5")}  # fmt: skip
+    assert outcomes == {
+        "s2": ("done", "replaced"),
+        "s3": ("done", "t-status-s3"),
+        "s5": ("done", "carried"),
+    }
+
+
+async def test_what_a_send_settles_the_engine_records_beside_its_row(store: StagingStore) -> None:
+    """A send that wrote more than its own record (an issue's import carries its status)
+    returns `Sent`: the engine records its row done under the target id, then each settled
+    row done, planned under the issue; none of them is sent, nor counted as loaded."""
+    target = FakeTarget()
+    stage(store, "issue", "i1")
+    stage(store, "status", "st1", parent="i1")
+    issue = target.spec("issue")
+
+    async def import_issue(record: StagedRecord, parent_target: str | None) -> str | Sent:
+        target_id = await issue.send(record, parent_target)
+        status = store.get_record("status", "st1")
+        assert status is not None
+        carried = Settled(Ref("status", "st1"), "carried", Planned(status, Ref("issue", "i1")))
+        return Sent(str(target_id), (carried,))
+
+    no_plan = replace(target.spec("status", parent="issue"), plan=lambda staged: iter(()))
+    stats = await engine(store, [replace(issue, send=import_issue), no_plan]).run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["i1"]
+    assert stats.done == 1
+    assert row(store, "issue", "i1").target_id == "t-issue-i1"
+    status = row(store, "status", "st1")
+    assert (status.status, status.target_id, status.parent) == ("done", "carried", "i1")

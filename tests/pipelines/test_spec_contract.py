@@ -100,7 +100,8 @@ class Target:
             self.store.ledger.done(row.entity, row.source_id, found)
             return found  # the target had it: the engine reuses it the same way
         self.store.ledger.begin(row.entity, row.source_id)
-        target_id = await spec.send(record, parent)
+        sent = await spec.send(record, parent)
+        target_id = sent if isinstance(sent, str) else sent.target_id
         self.store.ledger.done(row.entity, row.source_id, target_id)
         return target_id
 
@@ -189,6 +190,30 @@ def test_every_loadable_entity_has_a_spec() -> None:
 async def test_the_contract_covers_every_spec_of_the_target(target: Target) -> None:
     """With every scope on, the target's specs are the contract's, no more."""
     assert sorted(target.specs) == sorted(SPECS + UNPLANNED)
+
+
+# DESIGN's layer of each spec ("Exactly-once loading"), by the name of its `Phase`
+LAYERS = {
+    "DICTIONARY_VALUES": ("status", "issuetype", "priority", "resolution"),
+    "QUEUES_AND_CATEGORIES": ("queue", "field_category"),
+    "FIELDS": ("field",),
+    "CONFIGURATION": ("local_field", "component", "version", "board", "board_column", "sprint"),
+    "TREES": (
+        *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist"),
+        *("issue_status", "issue_access", *WIKI),
+    ),
+    "LINKS": ("link", "remote_link"),
+    "PLANNING": tuple(name for name in PLANNING if name != "entity_link"),
+    "PLANNING_LINKS": ("entity_link",),
+    "AUTOACTIONS": ("autoaction",),
+}
+
+
+async def test_every_spec_loads_in_its_designs_layer(target: Target) -> None:
+    """Each spec's phase is the layer DESIGN puts it in: the organisation objects before the
+    trees, the links after them, the planning layer next, the autoactions last."""
+    phases = {name: spec.phase.name for name, spec in target.specs.items()}
+    assert phases == {name: layer for layer, names in LAYERS.items() for name in names}
 
 
 @pytest.mark.parametrize("entity", SPECS)
