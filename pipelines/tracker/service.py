@@ -178,7 +178,7 @@ class TrackerService:
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
     ) -> TargetParts:
-        target = await TrackerTarget.of(config, client, store, stage=not read_only)
+        target = await TrackerTarget.of(config, client, store, read_only=read_only)
         target.preflight()
         check_rules(config, store, "tracker")
         transform = target.transform
@@ -229,11 +229,12 @@ async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None
 
 
 def _backfill(target: TrackerTarget) -> TrackerBackfill:
-    """The back-fills into the tracker, their preflight passed."""
+    """The back-fills into the tracker, their preflight passed (before any write)."""
     users, dictionaries = target.transform.users, target.transform.dictionaries
     backfill = TrackerBackfill(target.client, target.store, target.config,
                                users.target_logins, dictionaries.target_ids)  # fmt: skip
-    backfill.preflight()
+    if not target.read_only:
+        backfill.preflight()
     return backfill
 
 

@@ -54,23 +54,26 @@ class TrackerTarget:
     keys: TargetKeys  # a source issue key -> where it is (or will be) in the target
     uids: dict[str, str]  # a target login -> its uid
     myself: str | None  # the target token's own login (staged as `target.myself`)
+    read_only: bool = False  # the command writes to neither the target nor the store (verify)
 
     @classmethod
     async def of(
-        cls, config: Config, client: TrackerClient, store: StagingStore, *, stage: bool = True
+        cls, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
     ) -> TrackerTarget:
-        """The target context; `stage` False reads the target as the store holds it (staged
-        by the last load or plan) and writes nothing to the store."""
-        if stage:
+        """The target context; `read_only` takes the target as the store holds it (staged by
+        the last load or plan) and writes nothing to the store."""
+        if not read_only:
             await stage_target(client, store)
         transform = build_transform(store, config)
         keys = TargetKeys(store, transform.queues)
         myself = next((row.source_id for row in store.iter_records("target.myself")), None)
-        return cls(client, store, config, transform, keys, target_uids(store), myself)
+        return cls(client, store, config, transform, keys, target_uids(store), myself, read_only)
 
     def preflight(self) -> None:
-        """Stop before any write when the target lacks what the staged issues need."""
-        preflight(self.store, self.transform, self.config)
+        """Stop before any write when the target lacks what the staged issues need (a
+        read-only command writes nothing, so nothing stops it)."""
+        if not self.read_only:
+            preflight(self.store, self.transform, self.config)
 
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:

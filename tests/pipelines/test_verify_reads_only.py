@@ -12,9 +12,16 @@ from haul.pipelines.check import run_check
 from haul.pipelines.config import load_config
 from haul.pipelines.run_report import VERIFY_CHECKPOINT
 from haul.pipelines.runner import extract, run_all
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
-from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
+from tests.helpers.haul_fixtures import (
+    TOKEN_ENV,
+    client_for,
+    environ,
+    source_queues,
+    write_config,
+)
 from tests.helpers.wiki_fixtures import write_wiki_config
 
 STATUSES = "GET /v3/statuses"  # a listing of the org's statuses: one per staging of them
@@ -59,6 +66,29 @@ async def test_verify_leaves_the_staged_records_untouched(sandbox: Any, tmp_path
     assert result.ok
     checked = {verdict.entity for verdict in result.entities if verdict.checked}
     assert {"issue", "comment", "wiki_page", "wiki_attachment"} <= checked
+    assert _checksums(config.staging_path) == before
+
+
+async def test_verify_before_any_load_compares_nothing_and_is_stopped_by_no_preflight(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Extracted, never loaded, with a queue the target lacks and `create_missing = false`:
+    verify finds nothing loaded to compare and does not stop at the load's preflight (it
+    writes nothing, so there is nothing to guard), and the store is as the extract left it."""
+    info = sandbox.info
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        queues=source_queues(info),
+        queue_mapping={"TEST": "NOPE"},
+        mapping_extra={"default_user": "robot", "create_missing": False},
+    )
+    config = load_config(write_sandbox_config(tmp_path, info, options))
+    await extract(config, environ=environ(info))
+    before = _checksums(config.staging_path)
+
+    result = await verify(config, environ=environ(info))
+
+    assert result.ok and sum(verdict.checked for verdict in result.entities) == 0
     assert _checksums(config.staging_path) == before
 
 
