@@ -315,6 +315,9 @@ class LoadEngine:
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
+            # a refresh may move the record (an issue into another queue): its children
+            # load under the target id the ledger holds now
+            target_id = self.ledger.target_id(row.entity, row.source_id) or target_id
         for wave in self._waves(row):
             await gather_all([self._load_siblings(group, target_id, found) for group in wave])
 

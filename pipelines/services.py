@@ -13,7 +13,8 @@ the export iterate services and name none; `pipelines.registry` lists them.
       plans(config)                      ledger entity -> plan
       configured(endpoint), client(endpoint, environ, tuning)
       source(config, client, store)  -> SourceParts(streams, drains, details)
-      target(config, client, store)  -> TargetParts(specs, in_target, unmapped_users,
+      target(config, client, store, read_only)
+                                     -> TargetParts(specs, in_target, unmapped_users,
                                                     planner, verifier, not_carried, changes)
       checks(config, client, store, side) -> [Finding]
       checks_across(config, source_client, target_client, store) -> [Finding]
@@ -127,7 +128,13 @@ class Service(Protocol):
 
     async def source(self, config: Config, client: Any, store: StagingStore) -> SourceParts: ...
 
-    async def target(self, config: Config, client: Any, store: StagingStore) -> TargetParts: ...
+    async def target(
+        self, config: Config, client: Any, store: StagingStore, *, read_only: bool = False
+    ) -> TargetParts:
+        """Its load into the target org, built once per command; `read_only` (`haul verify`):
+        what it needs of the target org is read as the store holds it, and nothing is written
+        to the store (the load and the plan stage it anew)."""
+        ...
 
     async def checks(
         self, config: Config, client: Any, store: StagingStore | None, side: str

@@ -142,7 +142,7 @@ async def verify(
             for service, client in targets:
                 if not service.plans(config):  # nothing of this service loads (forms)
                     continue
-                parts = await service.target(config, client, store)
+                parts = await service.target(config, client, store, read_only=True)
                 verifier = parts.verifier
                 listings = Listings()
                 places = Places()

@@ -73,7 +73,9 @@ class FormsService:
         streams: list[Stream] = [SurveyStream(client, survey_ids), *answers]
         return SourceParts(streams, [drain], details)
 
-    async def target(self, config: Config, client: FormsClient, store: StagingStore) -> TargetParts:
+    async def target(
+        self, config: Config, client: FormsClient, store: StagingStore, *, read_only: bool = False
+    ) -> TargetParts:
         return TargetParts([])  # nothing loads into forms: back-fills go to the tracker and wiki
 
     async def checks(

@@ -26,12 +26,7 @@ from haul.pipelines.tracker.addresses import TargetPeople
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.remote_links import application_findings
-from haul.pipelines.tracker.target import (
-    build_transform,
-    missing_queues,
-    stage_target,
-    wanted_queues,
-)
+from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
 from haul.pipelines.tracker.transform import TransformError, user_refs
 from haul.state.store import StagingStore
 
@@ -39,18 +34,40 @@ USER_ENTITIES = ("issue", "comment", "worklog", "attachment", "link", "checklist
 EVERY_KEY = Finding("ok", "the target has every queue and dictionary key the mapping needs")
 
 
-async def tracker_checks(
+async def checked_target(
     config: Config, client: TrackerClient, store: StagingStore | None, side: str
+) -> TrackerTarget | None:
+    """The target context `haul check` compares the staged records with (its dictionaries
+    staged once for every check): on the target side, once issues are staged or the scope
+    names entities; else None."""
+    if side != "target" or store is None:
+        return None
+    if not _issues_staged(store) and not config.scope.entity_types:
+        return None
+    return await TrackerTarget.of(config, client, store)
+
+
+async def tracker_checks(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
 ) -> list[Finding]:
     """The tracker's findings on one side: the source's queues; the target's admin rights,
-    users and, once something is staged, what the mapping needs."""
+    users and, once something is staged, what the mapping needs (against `target`, from
+    `checked_target`)."""
     if side != "target":
         return await _source_queues(config, client)
     found = [await _admin(client, f"tracker target org {config.require_target('check').org}")]
     found += await _target_users(config, client, store)
-    if store is None or not store.count_records().get("issue"):
+    if store is None or target is None or not _issues_staged(store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
-    return found + await _mapping(config, client, store) + await application_findings(client, store)
+    return found + _mapping(config, target) + await application_findings(client, store)
+
+
+def _issues_staged(store: StagingStore) -> bool:
+    return bool(store.count_records().get("issue"))
 
 
 async def source_queue_problems(config: Config, client: TrackerClient) -> list[tuple[str, str]]:
@@ -134,9 +151,8 @@ async def _admin(client: TrackerClient, name: str) -> Finding:
     return Finding("ok", f"{name}: the token may use the admin endpoints (read-only probe)")
 
 
-async def _mapping(config: Config, client: TrackerClient, store: StagingStore) -> list[Finding]:
-    await stage_target(client, store)
-    transform = build_transform(store, config)
+def _mapping(config: Config, target: TrackerTarget) -> list[Finding]:
+    store, transform = target.store, target.transform
     lacking = [
         f"queue {queue}" for queue in missing_queues(store, wanted_queues(transform, config))
     ]

@@ -23,7 +23,7 @@ from haul.pipelines.tracker.entity_bodies import EntityBodies, not_carried
 from haul.pipelines.tracker.entity_checks import EntityPlanner, entity_findings
 from haul.pipelines.tracker.entity_prints import EntityPrints
 from haul.pipelines.tracker.entity_specs import ENTITY_PLANS, EntityLoad
-from haul.pipelines.tracker.target import target_uids
+from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
@@ -71,31 +71,24 @@ class EntityTarget:
         return entity_findings(self.bodies, self.kinds) if self.kinds else []
 
 
-async def entity_target(
-    client: TrackerClient,
-    store: StagingStore,
-    transform: Transform,
-    config: Config,
-    current_key: Callable[[str], str],
-    issue_key: Callable[[str], str],
-) -> EntityTarget:
+async def entity_target(target: TrackerTarget) -> EntityTarget:
     """The entities' load against one target org (its groups read once, when in scope)."""
-    kinds = config.scope.entity_types
-    groups_file = config.mapping.groups_file
+    client, store, transform, keys = target.client, target.store, target.transform, target.keys
+    kinds = target.config.scope.entity_types
+    groups_file = target.config.mapping.groups_file
     groups = await _groups(client) if kinds else {}
     holders = EntityHolders(
         login_of=_strict_login(transform),
-        uids=target_uids(store),
+        uids=target.uids,
         groups=groups,
         group_file=read_groups_csv(groups_file) if groups_file and kinds else {},
         source_logins=transform.users.source_logins,
     )
-    me = next((row.source_id for row in store.iter_records("target.myself")), "")
-    bodies = EntityBodies(store, transform, holders, me, issue_key)
+    bodies = EntityBodies(store, transform, holders, target.myself or "", keys.key)
     if not kinds:
         return EntityTarget((), bodies, None)
-    prints = EntityPrints(client, bodies, target_uids(store), _target_of(store))
-    return EntityTarget(kinds, bodies, EntityLoad(client, store, bodies, prints, current_key))
+    prints = EntityPrints(client, bodies, target.uids, _target_of(store))
+    return EntityTarget(kinds, bodies, EntityLoad(client, store, bodies, prints, keys.current))
 
 
 async def _groups(client: TrackerClient) -> dict[str, str]:

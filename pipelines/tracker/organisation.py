@@ -6,7 +6,8 @@ their columns, and sprints are ledger entities of their own, loaded in phases be
 its columns and sprints). Each is first looked for in the target by what identifies it there (a
 category, component, version, board, column or sprint by name, in its queue or board; a field
 by key) and reused when there, else created; the ledger keeps its target id either way, and the
-issues' bodies map ids through it (`StructureMap`). The fingerprint that finds an object is the
+issues' bodies map ids through it (`StructureMap`, built with the target context in
+`pipelines.tracker.target`). The fingerprint that finds an object is the
 one `haul verify` compares it by.
 """
 
@@ -14,11 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.config import Config
 from haul.pipelines.specs import (
     EntitySpec,
     Fields,
@@ -29,8 +28,7 @@ from haul.pipelines.specs import (
     Ref,
     Sender,
 )
-from haul.pipelines.tracker.target import loaded
-from haul.pipelines.tracker.transform import STRUCTURE_REFS, StructureMap, Transform
+from haul.pipelines.tracker.transform import STRUCTURE_REFS, Transform
 from haul.state.store import StagedRecord, StagingStore
 
 ORG = "org"  # the container of what is org-wide (dictionaries, queues, fields, boards)
@@ -95,11 +93,6 @@ def plan_queues(store: StagingStore) -> Iterator[Planned]:
     for record in store.iter_records("queue"):
         if record.source_id in used:
             yield Planned(record, None, record.source_id)
-
-
-def custom_field_keys(store: StagingStore) -> set[str]:
-    """The keys of the source's global custom fields."""
-    return {r.source_id for r in store.iter_records("field") if r.raw.get("type") == "global"}
 
 
 def plan_categories(store: StagingStore) -> Iterator[Planned]:
@@ -176,28 +169,6 @@ ORG_PLANS = {
     "board_column": plan_columns,
     "sprint": plan_sprints,
 }
-
-
-def structure_map(store: StagingStore, config: Config) -> StructureMap:
-    """How the issues' structure references map to the target: through the ledger's target ids
-    of the organisation objects (done rows only), the custom fields by key."""
-
-    local: dict[str, set[str]] = {}
-    for record in store.iter_records("local_field"):
-        local.setdefault(record.parent or "", set()).add(str(record.raw.get("key")))
-    renamed = dict(config.mapping.fields)
-    target_types = {
-        record.source_id: str(record.raw.get("fieldType"))
-        for record in store.iter_records("target.field")
-    }
-    clashes = {  # source key -> the type of the target field of its key, where they differ
-        record.source_id: target_types[target]
-        for record in store.iter_records("field")
-        if record.raw.get("type") == "global"
-        and (target := renamed.get(record.source_id, record.source_id)) in target_types
-        and target_types[target] != record.raw.get("fieldType")
-    }
-    return StructureMap(partial(loaded, store), custom_field_keys(store), local, renamed, clashes)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from haul.pipelines.tracker.moves import TargetKeys
 from haul.pipelines.tracker.queries import QueryRewriter
 from haul.pipelines.tracker.remote_links import PLAN_REMOTE_LINKS, RemoteLinkLoad
 from haul.pipelines.tracker.saved import SavedLoad, saved_plans, saved_streams
-from haul.pipelines.tracker.target import target_uids
+from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
@@ -75,18 +75,12 @@ class PlanningLoad:
     not_carried: Callable[[], dict[str, int]]
 
 
-def planning_load(
-    client: TrackerClient,
-    store: StagingStore,
-    transform: Transform,
-    keys: TargetKeys,
-    config: Config,
-) -> PlanningLoad:
+def planning_load(target: TrackerTarget) -> PlanningLoad:
     """Build the specs of remote links, saved filters, dashboards and autoactions."""
-    rewriter = target_rewriter(store, transform, keys, config)
-    me = next((r.source_id for r in store.iter_records("target.myself")), None)
+    client, transform, keys = target.client, target.transform, target.keys
+    rewriter = target_rewriter(target.store, transform, keys, target.config)
     remote = RemoteLinkLoad(client, keys.key)
-    saved = SavedLoad(client, transform, rewriter, target_uids(store), me)
+    saved = SavedLoad(client, transform, rewriter, target.uids, target.myself)
     autoactions = AutoactionLoad(client, transform.queues, rewriter)
 
     def not_carried() -> dict[str, int]:

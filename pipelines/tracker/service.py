@@ -1,15 +1,16 @@
 """The tracker as a service: its entities, client, extract parts, load parts, checks, tables.
 
-The load needs the target's dictionaries, queues and users: they are staged (under `target.`)
-when the load starts, the transform is built from both orgs' staged dictionaries, and the
-preflight stops before any write if the target lacks a queue or a dictionary key
-(`pipelines.tracker.target`). Back-filled form answers load here as issues
+The load, plan and verify need the target's dictionaries, queues and users: the target context
+(`pipelines.tracker.target.TrackerTarget`) is built once per command and handed to every part:
+it stages them under `target.` (not for verify, which writes nothing but its results), builds
+the transform from both orgs' staged dictionaries, and its preflight stops before any write if
+the target lacks a queue or a dictionary key. Back-filled form answers load here as issues
 (`pipelines.tracker.backfill`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -22,10 +23,11 @@ from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker import export, export_planning, export_structure
 from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
-from haul.pipelines.tracker.checks import tracker_checks, tracker_checks_across
+from haul.pipelines.tracker.checks import checked_target, tracker_checks, tracker_checks_across
 from haul.pipelines.tracker.deletions import (
     DELETED,
     DeletionSync,
@@ -35,17 +37,28 @@ from haul.pipelines.tracker.deletions import (
     find_vanished_issues,
 )
 from haul.pipelines.tracker.drain import IssueDrain
-from haul.pipelines.tracker.entity_layer import entity_plans, entity_source, entity_target
+from haul.pipelines.tracker.entity_layer import (
+    EntityTarget,
+    entity_plans,
+    entity_source,
+    entity_target,
+)
 from haul.pipelines.tracker.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.moves import TargetKeys, follow_moves
-from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad, structure_map
+from haul.pipelines.tracker.moves import follow_moves
+from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad
 from haul.pipelines.tracker.plan import TrackerPlanner
-from haul.pipelines.tracker.planning_layer import planning_load, planning_plans, planning_streams
+from haul.pipelines.tracker.planning_layer import (
+    PlanningLoad,
+    planning_load,
+    planning_plans,
+    planning_streams,
+)
 from haul.pipelines.tracker.probes import TargetProbe
 from haul.pipelines.tracker.specs import PLANS, TrackerLoad
 from haul.pipelines.tracker.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams, structure_streams
-from haul.pipelines.tracker.target import build_transform, preflight, stage_target, target_uids
+from haul.pipelines.tracker.target import TrackerTarget
+from haul.pipelines.tracker.transform import Transform
 from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
 
@@ -163,90 +176,34 @@ class TrackerService:
         return SourceParts([*streams, *entity_streams, *scrolls], [drain, *entity_drains], details)
 
     async def target(
-        self, config: Config, client: TrackerClient, store: StagingStore
+        self, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
     ) -> TargetParts:
-        await stage_target(client, store)
-        transform = build_transform(store, config)
-        preflight(store, transform, config)
-        transform.structure = structure_map(store, config)
-        queue_map = transform.queues
-        target_queues = sorted({queue_map.queue(queue) for queue in config.scope.queues})
-
-        async def in_target() -> dict[str, int]:
-            # an issue loaded, then deleted in the target because the source deleted it, is
-            # accounted for: the ledger still counts it loaded
-            gone = deleted_in_target(store).get("issue", 0)
-            return {"issue": await _issue_count(client, target_queues) + gone}
-
-        def unmapped() -> list[str]:
-            return sorted(transform.users.unmapped | backfill.defaulted)
-
+        target = await TrackerTarget.of(config, client, store, read_only=read_only)
+        target.preflight()
         check_rules(config, store, "tracker")
-        backfill = TrackerBackfill(
-            client,
-            store,
-            config,
-            transform.users.target_logins,
-            transform.dictionaries.target_ids,
-        )
-        backfill.preflight()
-        keys = TargetKeys(store, queue_map)
-        prints = TrackerFingerprints(client, transform, target_uids(store), keys.key)
-        statuses = StatusSync(client, transform, keys.key, done_statuses(store))
-        mirror = config.sync.deletions == "mirror"
-        deletions = DeletionSync(client, keys.key) if mirror else None
-        load = TrackerLoad(
-            client, store, transform, TargetProbe(client), prints, keys, statuses, deletions
-        )
+        transform = target.transform
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
-        planning = planning_load(client, store, transform, keys, config)
+        backfill, load, planning = _backfill(target), _issue_load(target), planning_load(target)
+        entities = await entity_target(target)
         specs = organisation.specs() + load.specs() + planning.specs + backfill.specs()
-        entities = await entity_target(client, store, transform, config, keys.current, keys.key)
         specs += entities.specs
-        by_name = {spec.name: spec for spec in specs}
-        planner = TrackerPlanner(
-            client,
-            store,
-            by_name,
-            transform.unique_prefix,
-            queue_map.key,
-            unmapped_access=lambda raw: transform.access(raw).unmapped,
-        )
-        verifier = TrackerVerifier(client, transform, prints)
-
-        def not_carried() -> dict[str, int]:
-            dropped = transform.structure.dropped if transform.structure else {}
-            carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-            return carried | planning.not_carried() | entities.not_carried()
-
-        def changes() -> dict[str, dict[str, int]]:
-            """What this run did, and what its extract found deleted at the source."""
-            runs = store.recent_runs(1)
-            since = runs[0]["started_at"] if runs else None
-            left = deleted_counts(store, since, out_of_scope=True)
-            issues = sync_changes(load.changes, deleted_counts(store, since), left)
-            return issues | sync_changes(entities.changes(), {})
-
         return TargetParts(
             specs,
-            in_target,
-            unmapped,
-            entities.planner(planner),
-            verifier,
-            not_carried,
-            changes=changes,
+            in_target=_in_target(target),
+            unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
+            planner=entities.planner(_planner(target, specs)),
+            verifier=TrackerVerifier(client, transform, load.prints),
+            not_carried=lambda: _not_carried(transform, planning, entities),
+            changes=lambda: _changes(store, load.changes, entities.changes()),
         )
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        found = await tracker_checks(config, client, store, side)
-        if side == "target" and store is not None and config.scope.entity_types:
-            await stage_target(client, store)
-            transform = build_transform(store, config)
-            keys = TargetKeys(store, transform.queues)
-            entities = await entity_target(client, store, transform, config, keys.current, keys.key)
-            found += entities.findings()
+        target = await checked_target(config, client, store, side)
+        found = await tracker_checks(config, client, store, side, target)
+        if target is not None and config.scope.entity_types:
+            found += (await entity_target(target)).findings()
         return found
 
     async def checks_across(
@@ -269,6 +226,74 @@ async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None
         query = f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "")
         total += await client.count_issues(query=query)
     return total
+
+
+def _backfill(target: TrackerTarget) -> TrackerBackfill:
+    """The back-fills into the tracker, their preflight passed (before any write)."""
+    users, dictionaries = target.transform.users, target.transform.dictionaries
+    backfill = TrackerBackfill(target.client, target.store, target.config,
+                               users.target_logins, dictionaries.target_ids)  # fmt: skip
+    if not target.read_only:
+        backfill.preflight()
+    return backfill
+
+
+def _issue_load(target: TrackerTarget) -> TrackerLoad:
+    """The issues and what hangs off them: found by their fingerprints, statuses walked
+    through the target's workflow, deletions mirrored when `[sync] deletions = "mirror"`."""
+    client, transform, keys = target.client, target.transform, target.keys
+    prints = TrackerFingerprints(client, transform, target.uids, keys.key)
+    statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
+    mirror = target.config.sync.deletions == "mirror"
+    deletions = DeletionSync(client, keys.key) if mirror else None
+    probe = TargetProbe(client)
+    return TrackerLoad(client, target.store, transform, probe, prints, keys, statuses, deletions)
+
+
+def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
+    """The target's own count of the migrated queues' issues."""
+    queues = sorted({target.transform.queues.queue(queue) for queue in target.config.scope.queues})
+
+    async def in_target() -> dict[str, int]:
+        # an issue loaded, then deleted in the target because the source deleted it, is
+        # accounted for: the ledger still counts it loaded
+        gone = deleted_in_target(target.store).get("issue", 0)
+        return {"issue": await _issue_count(target.client, queues) + gone}
+
+    return in_target
+
+
+def _planner(target: TrackerTarget, specs: list[EntitySpec]) -> TrackerPlanner:
+    transform = target.transform
+    return TrackerPlanner(
+        target.client,
+        target.store,
+        {spec.name: spec for spec in specs},
+        transform.unique_prefix,
+        transform.queues.key,
+        unmapped_access=lambda raw: transform.access(raw).unmapped,
+    )
+
+
+def _not_carried(
+    transform: Transform, planning: PlanningLoad, entities: EntityTarget
+) -> dict[str, int]:
+    """What the load left out of records it still loaded ("field: why" -> how many)."""
+    dropped = transform.structure.dropped if transform.structure else {}
+    carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
+    return carried | planning.not_carried() | entities.not_carried()
+
+
+def _changes(
+    store: StagingStore,
+    issues: Mapping[tuple[str, str], int],
+    entities: Mapping[tuple[str, str], int],
+) -> dict[str, dict[str, int]]:
+    """What this run did, and what its extract found deleted at the source."""
+    runs = store.recent_runs(1)
+    since = runs[0]["started_at"] if runs else None
+    left = deleted_counts(store, since, out_of_scope=True)
+    return sync_changes(issues, deleted_counts(store, since), left) | sync_changes(entities, {})
 
 
 def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:

@@ -164,8 +164,17 @@ class TrackerLoad:
 
     # -- send and find, per entity ----------------------------------------------------------
 
-    def _key(self, record: StagedRecord) -> str:
-        """The target key of the issue a child record belongs to."""
+    @staticmethod
+    def _key(record: StagedRecord, issue_key: str | None) -> str:
+        """The target key of the issue a child record belongs to: its parent's target id, as
+        the engine hands it (the ledger's, a moved issue's new key)."""
+        if issue_key is None:
+            raise RecordFailure(f"the issue of {record.entity} {record.source_id} is not loaded")
+        return issue_key
+
+    def _issue_key(self, record: StagedRecord) -> str:
+        """The target key of the issue of a record the engine hands no issue for: one
+        refreshed (handed its own target id) or a comment's attachment (handed its comment)."""
         return self.keys.key(record.parent or "")
 
     def _made(self, entity: str, target_id: str) -> str:
@@ -264,37 +273,38 @@ class TrackerLoad:
 
     async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.comment_body(record.raw)
-        reply = await self.client.import_comment(self._key(record), body)
+        reply = await self.client.import_comment(self._key(record, parent), body)
         return self._made("comment", str(reply["id"]))
 
     async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
         """A comment edited at the source: its text, edited in the target."""
         text = self.transform.comment_body(record.raw)["text"]
-        await self.client.update_comment(self._key(record), target_id, {"text": text})
+        await self.client.update_comment(self._issue_key(record), target_id, {"text": text})
         self.changes[("comment", "updated")] += 1
 
     async def send_worklog(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.worklog_body(record.raw)
-        reply = await self.client.import_worklog(self._key(record), body)
+        reply = await self.client.import_worklog(self._key(record, parent), body)
         return self._made("worklog", str(reply[0]["id"]))
 
     async def refresh_worklog(self, record: StagedRecord, target_id: str) -> None:
         """A worklog edited at the source: its duration and note, edited in the target."""
         body = self.transform.worklog_body(record.raw)
         edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
-        await self.client.update_worklog(self._key(record), target_id, edit)
+        await self.client.update_worklog(self._issue_key(record), target_id, edit)
         self.changes[("worklog", "updated")] += 1
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
         upload = await self._upload(record)
-        reply = await self.client.import_attachment(self._key(record), **upload)
+        reply = await self.client.import_attachment(self._key(record, parent), **upload)
         return self._made("attachment", str(reply["id"]))
 
     async def send_comment_attachment(self, record: StagedRecord, comment: str | None) -> str:
         if comment is None:
             raise RecordFailure(f"the comment of attachment {record.source_id} is not loaded")
         upload = await self._upload(record)
-        reply = await self.client.import_comment_attachment(self._key(record), comment, **upload)
+        issue = self._issue_key(record)
+        reply = await self.client.import_comment_attachment(issue, comment, **upload)
         return str(reply["id"])
 
     async def _upload(self, record: StagedRecord) -> dict[str, Any]:
@@ -309,20 +319,22 @@ class TrackerLoad:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
 
     async def send_checklist(self, record: StagedRecord, parent: str | None) -> str:
-        key = self._key(record)
+        key = self._key(record, parent)
         await self.client.add_checklist_items(key, self._checklist(record))
         return f"{key}/checklist"
 
     async def find_checklist(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
     ) -> str | None:
-        return await self.probe.checklist(self._key(record), self._checklist(record))
+        if parent is None:
+            return None
+        return await self.probe.checklist(parent, self._checklist(record))
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.link_body(record.raw)
         body["issue"] = self.keys.key(record.raw["object"]["key"])  # a moved issue's new key
         try:
-            reply = await self.client.import_link(self._key(record), body)
+            reply = await self.client.import_link(self._key(record, parent), body)
         except NotFoundError as exc:
             raise LinkEndMissing(record.raw["object"]["key"]) from exc
         return self._made("link", str(reply["id"]))

@@ -1,15 +1,21 @@
-"""What the tracker's load, plan, verify and check need of a target org, built from the store.
+"""What the tracker's load, plan, verify and check need of a target org, built once per command.
 
-The target's dictionaries, queues and users are staged under `target.` (`stage_target`), and
-the target token's own user (`target.myself`): the default user when `mapping.default_user`
-is not set, so that a record whose user has no target user still loads. The
-`Transform` is built from both orgs' staged dictionaries and users; the preflight stops before
-any write when the target lacks a queue or a dictionary key the staged issues need.
+`TrackerTarget.of` is the one place the target context is built: the target's dictionaries,
+queues, fields and users are staged under `target.` (`stage_target`; a command that only reads,
+`haul verify`, uses what the last load or plan staged and writes nothing), with the target
+token's own user (`target.myself`): the default user when `mapping.default_user` is not set, so
+that a record whose user has no target user still loads. The `Transform` is built from both
+orgs' staged dictionaries, users and fields (`build_transform`, with the `StructureMap` of the
+organisation objects); the key map (`TargetKeys`) says where each source issue is in the target.
+The preflight stops before any write when the target lacks a queue or a dictionary key the
+staged issues need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from haul.connectors.errors import HaulError
@@ -17,11 +23,13 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.streams import Extractor
+from haul.pipelines.tracker.moves import TargetKeys
 from haul.pipelines.tracker.streams import ListStream, dictionary_streams
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     MissingDictionaryValues,
     QueueMap,
+    StructureMap,
     Transform,
     UserMap,
 )
@@ -32,6 +40,40 @@ DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
 
 class PreflightError(HaulError):
     """The load cannot start: the target lacks something the staged data needs."""
+
+
+@dataclass(frozen=True)
+class TrackerTarget:
+    """One target org as every tracker command sees it: built once per command (`of`), then
+    handed to each part that loads, plans, verifies or checks against it."""
+
+    client: TrackerClient
+    store: StagingStore
+    config: Config
+    transform: Transform  # dictionaries, users, queues and the organisation objects, mapped
+    keys: TargetKeys  # a source issue key -> where it is (or will be) in the target
+    uids: dict[str, str]  # a target login -> its uid
+    myself: str | None  # the target token's own login (staged as `target.myself`)
+    read_only: bool = False  # the command writes to neither the target nor the store (verify)
+
+    @classmethod
+    async def of(
+        cls, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
+    ) -> TrackerTarget:
+        """The target context; `read_only` takes the target as the store holds it (staged by
+        the last load or plan) and writes nothing to the store."""
+        if not read_only:
+            await stage_target(client, store)
+        transform = build_transform(store, config)
+        keys = TargetKeys(store, transform.queues)
+        myself = next((row.source_id for row in store.iter_records("target.myself")), None)
+        return cls(client, store, config, transform, keys, target_uids(store), myself, read_only)
+
+    def preflight(self) -> None:
+        """Stop before any write when the target lacks what the staged issues need (a
+        read-only command writes nothing, so nothing stops it)."""
+        if not self.read_only:
+            preflight(self.store, self.transform, self.config)
 
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:
@@ -73,7 +115,34 @@ def build_transform(store: StagingStore, config: Config) -> Transform:
         users=UserMap(source_logins, target_logins, explicit, default_user(store, config)),
         dictionaries=DictionaryMap(source_keys, target_ids, made=lambda k, i: loaded(store, k, i)),
         unique_prefix=f"haul:{config.source.org}",
+        structure=structure_map(store, config),
     )
+
+
+def structure_map(store: StagingStore, config: Config) -> StructureMap:
+    """How the issues' structure references map to the target: through the ledger's target ids
+    of the organisation objects (done rows only), the custom fields by key."""
+    local: dict[str, set[str]] = {}
+    for record in store.iter_records("local_field"):
+        local.setdefault(record.parent or "", set()).add(str(record.raw.get("key")))
+    renamed = dict(config.mapping.fields)
+    target_types = {
+        record.source_id: str(record.raw.get("fieldType"))
+        for record in store.iter_records("target.field")
+    }
+    clashes = {  # source key -> the type of the target field of its key, where they differ
+        record.source_id: target_types[target]
+        for record in store.iter_records("field")
+        if record.raw.get("type") == "global"
+        and (target := renamed.get(record.source_id, record.source_id)) in target_types
+        and target_types[target] != record.raw.get("fieldType")
+    }
+    return StructureMap(partial(loaded, store), custom_field_keys(store), local, renamed, clashes)
+
+
+def custom_field_keys(store: StagingStore) -> set[str]:
+    """The keys of the source's global custom fields."""
+    return {r.source_id for r in store.iter_records("field") if r.raw.get("type") == "global"}
 
 
 def loaded(store: StagingStore, entity: str, source_id: str) -> str | None:

@@ -96,7 +96,10 @@ class WikiService:
 
         return SourceParts(list(trees), [drain], details)
 
-    async def target(self, config: Config, client: WikiClient, store: StagingStore) -> TargetParts:
+    async def target(
+        self, config: Config, client: WikiClient, store: StagingStore, *, read_only: bool = False
+    ) -> TargetParts:
+        # reads only, whatever the command: the target's holders come from the client
         slugs = SlugMap.of(config)
         rewriter = Rewriter(slugs, dict(config.mapping.queues))
         access = await page_access(config, client, store)

@@ -304,6 +304,27 @@ async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carri
     assert list(store.ledger.iter_changed("page")) == []
 
 
+async def test_children_load_under_the_target_id_a_refresh_moved_their_parent_to(
+    store: StagingStore,
+) -> None:
+    """A refresh that moves its record in the target (an issue moved to another queue takes a
+    new key, recorded in the ledger) hands the children loading under it the new target id."""
+    target = FakeTarget()
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        store.ledger.retarget("issue", record.source_id, "t-issue-moved")
+
+    specs = [replace(target.spec("issue"), refresh=refresh), target.spec("comment", parent="issue")]
+    stage(store, "issue", "a")
+    await engine(store, specs).run()
+    store.upsert_records("issue", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
+    stage(store, "comment", "c1", parent="a")
+
+    await engine(store, specs).run()
+
+    assert target.sent[-1] == ("comment", "c1", "t-issue-moved")
+
+
 async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(
     store: StagingStore,
 ) -> None:

@@ -154,7 +154,9 @@ class NotesService:
     async def source(self, config: Config, client: Any, store: StagingStore) -> SourceParts:
         return SourceParts([NoteStream(client)])
 
-    async def target(self, config: Config, client: Any, store: StagingStore) -> TargetParts:
+    async def target(
+        self, config: Config, client: Any, store: StagingStore, *, read_only: bool = False
+    ) -> TargetParts:
         return TargetParts([note_spec(client)])
 
     async def checks(
