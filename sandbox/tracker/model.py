@@ -6,7 +6,7 @@ it matched; later edits create new headers and leave the snapshot untouched.
 
 Sub-records (comments, worklogs, changelog, attachments, checklist) of a generated issue, and
 its structure values (components, versions, sprints, custom fields, estimates), are produced on
-first access (see :mod:`sandbox.tracker.records`), so a 100 000-issue organisation
+first access (see :mod:`sandbox.tracker.seed.records`), so a 100 000-issue organisation
 is cheap to build.  Links are stored once, from the side that created them.
 """
 
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from haul.sandbox.tracker.blobs import Blob
-from haul.sandbox.tracker.structure import Structure
+from haul.sandbox.tracker.structure.structure import Structure
 
 if TYPE_CHECKING:
-    from haul.sandbox.tracker.queue_access import QueueGrants
+    from haul.sandbox.tracker.structure.queue_access import QueueGrants
 
 
 @dataclass(frozen=True, slots=True)

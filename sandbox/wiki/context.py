@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from haul.sandbox.tracker.context import NotAuthorized, identify
+from haul.sandbox.tracker.api.context import NotAuthorized, identify
 from haul.sandbox.wiki.access import ROLES, Viewer, may_read, role_of
 from haul.sandbox.wiki.model import Grid, Page, WikiOrg
 
