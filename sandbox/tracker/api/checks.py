@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import format_ms, parse_instant
 from haul.sandbox.tracker.api.errors import invalid
-from haul.sandbox.tracker.model import Org, User
+from haul.sandbox.tracker.model import Org
 
 MAX_TEXT = 512_000
 

@@ -21,8 +21,9 @@ leaves out what they may not read.
 from __future__ import annotations
 
 from haul.sandbox.groups import groups_of
+from haul.sandbox.people import User
 from haul.sandbox.tracker.api.errors import ApiError, invalid
-from haul.sandbox.tracker.model import Org, User
+from haul.sandbox.tracker.model import Org
 from haul.sandbox.tracker.planning.planning import LEVELS, ROLES, Entity, Holders, Planning
 
 VERBS = ("grant", "revoke")

@@ -8,14 +8,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.timefmt import format_duration, now_ms
-from haul.sandbox.tracker.api.context import Call, json_body, json_object, open_call, scrolls_of
+from haul.sandbox.tracker.api.context import Call, json_body, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError, issue_not_found
 from haul.sandbox.tracker.issues import render
 from haul.sandbox.tracker.issues.editing import add_checklist_items, edit_issue
 from haul.sandbox.tracker.model import Issue
 from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
-from haul.sandbox.tracker.search.scroll import ScrollPage
+from haul.sandbox.tracker.search.scroll import ScrollPage, scrolls_of
+from haul.sandbox.tracker.structure import render_structure
 
 MAX_PER_SCROLL = 1000
 DEFAULT_TTL_MS = 60_000
@@ -23,7 +24,7 @@ DEFAULT_TTL_MS = 60_000
 
 async def myself(request: Request) -> Response:
     call = open_call(request)
-    return JSONResponse(render.user(call.view, call.user))
+    return JSONResponse(render_structure.user(call.view, call.user))
 
 
 def find_issue(call: Call, key: str) -> Issue:
@@ -136,7 +137,7 @@ def _issue_body(call: Call, issue: Issue, expand: set[str]) -> dict:
     """An issue as the service shows it. What comes from its sub-records (the checklist, the
     time spent, with ``expand=attachments`` the attachment refs) is added for a single issue,
     and for search hits when ``expand`` is given: generating a 100 000-issue org's records
-    for a plain scroll would cost the sandbox more than it shows (see the package docstring)."""
+    for a plain scroll would cost the sandbox more than it shows (see :mod:`sandbox.tracker.model`)."""
     body = render.issue(call.view, issue)
     if not expand:
         return body

@@ -15,6 +15,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from starlette.requests import Request
+
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.model import Issue
 
@@ -106,3 +108,8 @@ def _index(scroll_id: str) -> int | None:
         return int(digits, 16)
     except ValueError:
         return None
+
+
+def scrolls_of(request: Request) -> ScrollStore:
+    """The app's scroll sessions (one store per tracker app)."""
+    return request.app.state.scrolls

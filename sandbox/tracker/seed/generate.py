@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import random
 
+from haul.sandbox import people
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import parse_instant
 from haul.sandbox.tracker import catalog
 from haul.sandbox.tracker.model import (
@@ -27,14 +29,13 @@ from haul.sandbox.tracker.model import (
     Link,
     Org,
     Queue,
-    User,
-    World,
 )
 from haul.sandbox.tracker.seed import text
 from haul.sandbox.tracker.seed.records import SLOT, generate_records
 from haul.sandbox.tracker.seed.seed_planning import seed_planning
 from haul.sandbox.tracker.seed.seed_structure import seed_structure
 from haul.sandbox.tracker.seed.seed_values import IssueValues
+from haul.sandbox.world import World
 
 HISTORY_END = parse_instant("2025-01-01T00:00:00.000+0000") or 0  # every generated time is before
 HISTORY_START = parse_instant("2022-01-01T00:00:00.000+0000") or 0
@@ -113,9 +114,9 @@ def _org(
 
 
 def _users(rng: random.Random, band: int) -> dict[int, User]:
-    uids = rng.sample(range(band * 10**9, (band + 1) * 10**9), len(catalog.PEOPLE))
+    uids = rng.sample(range(band * 10**9, (band + 1) * 10**9), len(people.PEOPLE))
     users = {}
-    for offset, (login, first, last) in zip(uids, catalog.PEOPLE, strict=True):
+    for offset, (login, first, last) in zip(uids, people.PEOPLE, strict=True):
         uid = 1_130_000_000_000_000 + offset
         cloud_uid = hashlib.sha256(f"{uid}".encode()).hexdigest()[:20]
         users[uid] = User(uid, login, first, last, cloud_uid)

@@ -20,16 +20,15 @@ in DEV the group support may not write, and in TEST bob may grant. ``PUT /_sandb
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.groups import Group, groups_of
+from haul.sandbox.people import User
 from haul.sandbox.tracker.api.context import Call, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.render_refs import user_ref
-from haul.sandbox.tracker.model import Org, Queue, User
+from haul.sandbox.tracker.model import Org, Queue, QueueGrants
 from haul.sandbox.tracker.structure.routes_structure import queue_of_path
 
 CODES = ("READ", "CREATE", "WRITE", "GRANT")
@@ -40,14 +39,6 @@ TARGET_CHANGES = {
     "DEV": ("groups", "support", set[str]()),
     "TEST": ("users", "bob", {"GRANT"}),
 }
-
-
-@dataclass
-class QueueGrants:
-    """One queue's grants: per user (uid) and per group (id), the codes given to it itself."""
-
-    users: dict[int, set[str]] = field(default_factory=dict)
-    groups: dict[str, set[str]] = field(default_factory=dict)
 
 
 def grants_of(org: Org, queue: Queue) -> QueueGrants:

@@ -1,10 +1,13 @@
-"""JSON shapes of an organisation's structure, as the recorded live replies show them:
-components, queue versions, boards, columns, sprints, fields, local fields, field categories."""
+"""JSON shapes of the organisation as configured, as the recorded live replies show them:
+components, queue versions, boards, columns, sprints, fields, local fields, field categories;
+users, dictionary values and queues."""
 
 from __future__ import annotations
 
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import format_ms
 from haul.sandbox.tracker.api.render_refs import View, entry_ref, queue_ref, user_ref
+from haul.sandbox.tracker.model import Entry, Queue
 from haul.sandbox.tracker.structure.structure import (
     FIELD_TYPES,
     Board,
@@ -170,3 +173,79 @@ def field(view: View, value: Field) -> dict:
 
 def _schema_type(value: Field) -> str:
     return {"text": "string", "datetime": "date", "integer": "integer"}.get(value.kind, value.kind)
+
+
+def user(view: View, person: User) -> dict:
+    return {
+        "self": f"{view.base}/users/{person.uid}",
+        "uid": person.uid,
+        "login": person.login,
+        "trackerUid": person.uid,
+        "passportUid": person.uid,
+        "cloudUid": person.cloud_uid,
+        "firstName": person.first_name,
+        "lastName": person.last_name,
+        "display": person.display,
+        "email": person.email,
+        "external": False,
+        "hasLicense": True,
+        "dismissed": False,
+        "useNewFilters": True,
+        "disableNotifications": False,
+        "firstLoginDate": "2021-12-01T09:00:00.000+0000",
+        "lastLoginDate": "2024-12-30T09:00:00.000+0000",
+        "sources": ["directory"],
+    }
+
+
+def entry(view: View, path: str, value: Entry, *, single: bool = False) -> dict:
+    """A dictionary value as its list endpoint shows it (shapes differ per dictionary); a
+    ``single`` value (a get, create or edit reply) names a priority in one language."""
+    body: dict = {"self": f"{view.base}/{path}/{value.id}", "id": value.id}
+    body["version"] = value.version
+    body["key"] = value.key
+    if path == "priorities" and not single:
+        body["name"] = {"en": value.name_en, "ru": value.name_ru}
+    else:
+        body["name"] = value.name_en
+    description = value.description
+    body["description"] = (
+        f"{value.name_en} ({value.name_ru})" if description is None else description
+    )
+    if path != "issuetypes":
+        body["order"] = value.order
+    if value.status_type is not None:
+        body["type"] = value.status_type
+    return body
+
+
+def queue(view: View, value: Queue, *, full: bool = False) -> dict:
+    body = {
+        "self": f"{view.base}/queues/{value.key}",
+        "id": value.id,
+        "key": value.key,
+        "version": 1,
+        "name": value.name,
+        "description": value.description,
+        "lead": user_ref(view, value.lead),
+        "assignAuto": False,
+        "defaultType": entry_ref(view, "issuetypes", value.default_type),
+        "defaultPriority": entry_ref(view, "priorities", value.default_priority),
+        "denyVoting": False,
+        "denyConductorAutolink": False,
+        "denyTrackerAutolink": False,
+        "useComponentPermissionsIntersection": False,
+        "useLastSignature": False,
+    }
+    if full:
+        types = [entry_ref(view, "issuetypes", e.key) for e in view.org.issue_types.entries]
+        resolutions = [entry_ref(view, "resolutions", e.key) for e in view.org.resolutions.entries]
+        workflow = {"self": f"{view.base}/workflows/{value.key.lower()}", "id": value.key.lower()}
+        workflow["display"] = f"{value.name} workflow"
+        statuses = [entry_ref(view, "statuses", e.key) for e in view.org.statuses.entries]
+        body["issueTypes"] = types
+        body["issueTypesConfig"] = [
+            {"issueType": t, "workflow": workflow, "resolutions": resolutions} for t in types
+        ]
+        body["workflows"] = {workflow["id"]: statuses}
+    return body

@@ -7,11 +7,11 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from haul.sandbox.tracker import catalog
+from haul.sandbox.people import ADMIN_LOGIN, USER_LOGIN
 from haul.sandbox.tracker.api.context import open_call
 from haul.sandbox.tracker.api.errors import ApiError
-from haul.sandbox.tracker.issues import render
 from haul.sandbox.tracker.search.paging import page_of
+from haul.sandbox.tracker.structure import render_structure as render
 
 
 def _dictionary_endpoint(path: str) -> Callable[[Request], Awaitable[Response]]:
@@ -89,7 +89,7 @@ async def remove_user(request: Request) -> Response:
     organisation, as one who left the company; what they made stays as it is."""
     call = open_call(request, admin=True)
     login = request.path_params["login"]
-    if login in (catalog.ADMIN_LOGIN, catalog.USER_LOGIN) or not call.org.remove_user(login):
+    if login in (ADMIN_LOGIN, USER_LOGIN) or not call.org.remove_user(login):
         raise ApiError(404, "User does not exist.", errors={"user": login})
     return Response(status_code=200)
 

@@ -2,8 +2,8 @@
 one by one, created and edited under a version lock; queues created.
 
 A new value's key must be free in its dictionary (else 409).  New ids lie in a range of
-their own per organisation, so they never meet another organisation's ids (see the package
-docstring).
+their own per organisation, so they never meet another organisation's ids (see
+:mod:`sandbox`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
-from haul.sandbox.tracker.issues import render
 from haul.sandbox.tracker.model import Dictionary, Entry, Org, Queue
+from haul.sandbox.tracker.structure import render_structure as render
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 STATUS_TYPES = ("new", "inProgress", "paused", "done", "cancelled")
