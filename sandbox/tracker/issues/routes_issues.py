@@ -137,7 +137,8 @@ def _issue_body(call: Call, issue: Issue, expand: set[str]) -> dict:
     """An issue as the service shows it. What comes from its sub-records (the checklist, the
     time spent, with ``expand=attachments`` the attachment refs) is added for a single issue,
     and for search hits when ``expand`` is given: generating a 100 000-issue org's records
-    for a plain scroll would cost the sandbox more than it shows (see :mod:`sandbox.tracker.model`)."""
+    for a plain scroll would cost the sandbox more than it shows (see
+    :mod:`sandbox.tracker.model`)."""
     body = render.issue(call.view, issue)
     if not expand:
         return body
