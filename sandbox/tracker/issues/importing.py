@@ -23,6 +23,7 @@ import re
 import secrets
 from dataclasses import replace
 
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import format_duration, parse_duration_ms
 from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.errors import ApiError, invalid, issue_not_found
@@ -39,7 +40,6 @@ from haul.sandbox.tracker.model import (
     Link,
     Org,
     Queue,
-    User,
     Worklog,
 )
 
