@@ -6,14 +6,12 @@ serve`` / ``python -m haul.sandbox`` (a rehearsal).  Of haul's own modules only 
 imports none of them: it is the other side of the wire.
 
 Layout: ``server`` (threads, ports, the JSON line), ``faults`` (fault spec, request counting,
-connection drops), ``timefmt`` (wire times), ``groups`` (each org's groups), ``wiki/`` (pages,
-access, attachments and upload sessions, grids, comments), ``forms/`` (surveys, answers,
-files, exports) and ``tracker/``: ``model`` (state), ``structure`` + ``system_fields``
-(components, versions, boards, sprints, fields), ``catalog`` (shared vocabulary),
-``generate`` + ``records`` + ``text`` + ``blobs`` + ``seed_structure`` + ``seed_values``
-(deterministic orgs: source, target and a fresh "empty" one), ``query`` + ``scroll`` +
-``paging`` (search), ``importing`` + ``import_fields`` + ``editing`` + ``checks`` +
-``locking`` (writes), ``render*`` (JSON shapes), ``routes_*`` + ``app`` (HTTP).
+connection drops), ``timefmt`` (wire times), and what the three services share: ``people``
+(the persons every organisation has, and the two accounts the tokens act as), ``world`` (the
+organisations one process serves, the tokens that open them, who a request's credentials
+name), ``groups`` (each org's groups); then one folder per service: ``wiki/`` (pages, access,
+attachments and upload sessions, grids, comments), ``forms/`` (surveys, answers, files,
+exports) and ``tracker/`` (cut as the tracker's load is: see its package docstring).
 
 Behaviour the live service leaves open, as chosen here:
 - a missing or unknown organisation header is 401, like a bad token;

@@ -2,7 +2,7 @@
 its own, so a group id copied from one org instead of mapped by name is unknown in the other.
 
 Membership is a fixed table by login, not drawn at random, so a test can say who reads a page
-open to a group. The plain user (``catalog.USER_LOGIN``) belongs to ``everyone``,
+open to a group. The plain user (``people.USER_LOGIN``) belongs to ``everyone``,
 ``engineering`` and ``support``, and not to ``hr``, ``security``, ``finance`` or
 ``everyone-else`` (every person but the plain user). The service account (the admin token's
 user) is in no group. Computed from what an :class:`Org` already holds (its id, role and
@@ -14,10 +14,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from haul.sandbox.tracker import catalog
-from haul.sandbox.tracker.model import Org, User
+from haul.sandbox import people
+from haul.sandbox.people import User
+from haul.sandbox.tracker.model import Org
 
-PEOPLE = tuple(login for login, _, _ in catalog.PEOPLE if login != catalog.ADMIN_LOGIN)
+PEOPLE = tuple(login for login, _, _ in people.PEOPLE if login != people.ADMIN_LOGIN)
 MEMBERS: dict[str, tuple[str, ...]] = {
     "everyone": PEOPLE,
     "engineering": ("alice", "bob", "carol", "dave", "ivan", "yuki"),
@@ -25,7 +26,7 @@ MEMBERS: dict[str, tuple[str, ...]] = {
     "hr": ("heidi", "judy", "olga", "peggy"),
     "security": ("eve", "mallory", "trent", "victor"),
     "finance": ("peggy", "rupert", "sybil"),
-    "everyone-else": tuple(login for login in PEOPLE if login != catalog.USER_LOGIN),
+    "everyone-else": tuple(login for login in PEOPLE if login != people.USER_LOGIN),
 }
 BANDS = {"source": 0, "target": 1}  # id ranges of the two orgs never overlap
 

@@ -23,10 +23,10 @@ from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
 from haul.sandbox.forms.app import build_forms_app
 from haul.sandbox.forms.seed import survey_ids_for
 from haul.sandbox.tracker.app import build_tracker_app
-from haul.sandbox.tracker.generate import build_world
-from haul.sandbox.tracker.model import World
+from haul.sandbox.tracker.seed.generate import build_world
 from haul.sandbox.wiki.app import build_wiki_app
 from haul.sandbox.wiki.seed import roots_for
+from haul.sandbox.world import World
 
 AppBuilder = Callable[[World, FaultPlan, RequestStats], object]
 

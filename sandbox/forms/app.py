@@ -38,7 +38,7 @@ from haul.sandbox.forms import answers, changes, exports, routes
 from haul.sandbox.forms.context import FormsError
 from haul.sandbox.forms.model import ROOT
 from haul.sandbox.forms.seed import build_forms
-from haul.sandbox.tracker.model import World
+from haul.sandbox.world import World
 
 API = (
     ("GET", "/me", routes.me),

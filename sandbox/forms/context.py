@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from haul.sandbox.forms.model import FormsOrg, Operation, Survey
 from haul.sandbox.timefmt import parse_instant
-from haul.sandbox.tracker.context import NotAuthorized, identify
+from haul.sandbox.world import NotAuthorized, identify
 
 _SURVEY_ID = re.compile(r"^[a-fA-F\d]{24}$")
 TRUE = ("true", "1", "yes")

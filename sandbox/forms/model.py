@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.sandbox.tracker.model import User
+from haul.sandbox.people import User
 
 ROOT = "/v1"
 READY_AFTER_LOOKS = 2  # an export is "wait" at its first look, "ok" from the second on

@@ -11,8 +11,8 @@ from starlette.responses import JSONResponse, Response
 from haul.sandbox.forms.answers import wire_time
 from haul.sandbox.forms.context import Call, query_int
 from haul.sandbox.forms.model import ROOT, Survey
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker.model import User
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

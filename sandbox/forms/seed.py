@@ -28,7 +28,8 @@ from haul.sandbox.forms.model import (
     Survey,
     Value,
 )
-from haul.sandbox.tracker.model import User, World
+from haul.sandbox.people import User
+from haul.sandbox.world import World
 
 # size -> answers of (support requests, conference registration, quarterly feedback)
 SIZES = {

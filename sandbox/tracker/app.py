@@ -11,23 +11,23 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
-from haul.sandbox.tracker import queue_access
-from haul.sandbox.tracker import routes_autoactions as autoactions
-from haul.sandbox.tracker import routes_boards as boards
-from haul.sandbox.tracker import routes_changes as changes
-from haul.sandbox.tracker import routes_dicts as dicts
 from haul.sandbox.tracker import routes_edits as edits
-from haul.sandbox.tracker import routes_fields as fields
-from haul.sandbox.tracker import routes_imports as imports
-from haul.sandbox.tracker import routes_issues as issues
 from haul.sandbox.tracker import routes_planning as planning
-from haul.sandbox.tracker import routes_records as records
-from haul.sandbox.tracker import routes_setup as setup
-from haul.sandbox.tracker import routes_structure as structure
-from haul.sandbox.tracker.context import is_admin_token, json_object, world_of
-from haul.sandbox.tracker.errors import ApiError, error_response
-from haul.sandbox.tracker.model import World
-from haul.sandbox.tracker.scroll import ScrollStore
+from haul.sandbox.tracker.api.context import json_object, world_of
+from haul.sandbox.tracker.api.errors import ApiError, error_response
+from haul.sandbox.tracker.issues import routes_changes as changes
+from haul.sandbox.tracker.issues import routes_imports as imports
+from haul.sandbox.tracker.issues import routes_issues as issues
+from haul.sandbox.tracker.issues import routes_records as records
+from haul.sandbox.tracker.planning import routes_autoactions as autoactions
+from haul.sandbox.tracker.search.scroll import ScrollStore
+from haul.sandbox.tracker.structure import queue_access
+from haul.sandbox.tracker.structure import routes_boards as boards
+from haul.sandbox.tracker.structure import routes_dicts as dicts
+from haul.sandbox.tracker.structure import routes_fields as fields
+from haul.sandbox.tracker.structure import routes_setup as setup
+from haul.sandbox.tracker.structure import routes_structure as structure
+from haul.sandbox.world import World, is_admin_token
 
 # specific paths before the {key} ones they would otherwise shadow
 API = (

@@ -1,38 +1,13 @@
-"""The fixed vocabulary every generated organisation shares: people, dictionaries, link types.
+"""The fixed vocabulary every generated tracker organisation shares: dictionaries, link types,
+queues, sizes (the people, shared by all three services, are in :mod:`sandbox.people`).
 
-Organisations differ in numeric ids (uids, dictionary ids, queue ids), never in keys and logins,
+Organisations differ in numeric ids (dictionary ids, queue ids), never in keys,
 so a loader has to map by key, as it must against the real service.
 """
 
 from __future__ import annotations
 
 from haul.sandbox.tracker.model import LinkType
-
-PEOPLE = (
-    ("alice", "Alice", "Anderson"),
-    ("bob", "Bob", "Brown"),
-    ("carol", "Carol", "Clark"),
-    ("dave", "Dave", "Davis"),
-    ("eve", "Eve", "Evans"),
-    ("frank", "Frank", "Fischer"),
-    ("grace", "Grace", "Green"),
-    ("heidi", "Heidi", "Hall"),
-    ("ivan", "Иван", "Иванов"),
-    ("judy", "Judy", "Jones"),
-    ("mallory", "Mallory", "Moore"),
-    ("niaj", "Niaj", "Nolan"),
-    ("olga", "Ольга", "Смирнова"),
-    ("peggy", "Peggy", "Parker"),
-    ("rupert", "Rupert", "Reed"),
-    ("sybil", "Sybil", "Stone"),
-    ("trent", "Trent", "Turner"),
-    ("victor", "Victor", "Vance"),
-    ("wendy", "Wendy", "Walsh"),
-    ("yuki", "雪", "田中"),
-    ("robot", "Robot", ""),
-)
-ADMIN_LOGIN = "robot"  # the admin token acts as this service account
-USER_LOGIN = "alice"  # the user token acts as this person
 
 # key, English name, Russian name, status type
 STATUSES = (

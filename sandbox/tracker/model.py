@@ -6,7 +6,7 @@ it matched; later edits create new headers and leave the snapshot untouched.
 
 Sub-records (comments, worklogs, changelog, attachments, checklist) of a generated issue, and
 its structure values (components, versions, sprints, custom fields, estimates), are produced on
-first access (see :mod:`sandbox.tracker.records`), so a 100 000-issue organisation
+first access (see :mod:`sandbox.tracker.seed.records`), so a 100 000-issue organisation
 is cheap to build.  Links are stored once, from the side that created them.
 """
 
@@ -14,30 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from haul.sandbox.people import User
 from haul.sandbox.tracker.blobs import Blob
-from haul.sandbox.tracker.structure import Structure
-
-if TYPE_CHECKING:
-    from haul.sandbox.tracker.queue_access import QueueGrants
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    uid: int
-    login: str
-    first_name: str
-    last_name: str
-    cloud_uid: str
-
-    @property
-    def display(self) -> str:
-        return f"{self.first_name} {self.last_name}".strip()
-
-    @property
-    def email(self) -> str:
-        return f"{self.login}@example.org"
+from haul.sandbox.tracker.structure.structure import Structure
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +84,15 @@ class Queue:
     default_type: str  # issue type key
     default_priority: str  # priority key
     next_number: int = 1  # the number the next auto-keyed issue gets
+
+
+@dataclass
+class QueueGrants:
+    """One queue's grants: per user (uid) and per group (id), the codes given to it itself
+    (served by :mod:`sandbox.tracker.structure.queue_access`)."""
+
+    users: dict[int, set[str]] = field(default_factory=dict)
+    groups: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,17 +383,3 @@ class Org:
     def links_of(self, key: str) -> list[Link]:
         """Every link touching the issue, in id order."""
         return [self.links[link_id] for link_id in sorted(self._links_by_issue.get(key, ()))]
-
-
-@dataclass
-class World:
-    """Everything one sandbox process serves: organisations and the tokens that open them."""
-
-    orgs: dict[str, Org]
-    admin_token: str
-    user_token: str
-    seed: int
-    size: str
-
-    def org_by_role(self, role: str) -> Org:
-        return next(org for org in self.orgs.values() if org.role == role)

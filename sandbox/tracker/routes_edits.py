@@ -10,12 +10,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from haul.sandbox.tracker.api.context import json_object, open_call
+from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.blobs import StoredBlob
-from haul.sandbox.tracker.context import json_object, open_call
-from haul.sandbox.tracker.entities import PARENT_TYPES
-from haul.sandbox.tracker.errors import ApiError
-from haul.sandbox.tracker.planning import ENTITY_TYPES, planning_of
-from haul.sandbox.tracker.routes_issues import find_issue
+from haul.sandbox.tracker.entities.entities import PARENT_TYPES
+from haul.sandbox.tracker.issues.routes_issues import find_issue
+from haul.sandbox.tracker.planning.planning import ENTITY_TYPES, planning_of
 
 
 async def replace_attachment_bytes(request: Request) -> Response:

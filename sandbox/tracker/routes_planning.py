@@ -5,12 +5,12 @@ before the ``{id}`` ones they would otherwise shadow (``_search``, ``_import``, 
 
 from __future__ import annotations
 
-from haul.sandbox.tracker import routes_autoactions as autoactions
-from haul.sandbox.tracker import routes_entities as entities
-from haul.sandbox.tracker import routes_entity_records as records
-from haul.sandbox.tracker import routes_filters as filters
-from haul.sandbox.tracker import routes_groups as groups
-from haul.sandbox.tracker import routes_remotelinks as remotelinks
+from haul.sandbox.tracker.entities import routes_entities as entities
+from haul.sandbox.tracker.entities import routes_entity_records as records
+from haul.sandbox.tracker.entities import routes_groups as groups
+from haul.sandbox.tracker.planning import routes_autoactions as autoactions
+from haul.sandbox.tracker.planning import routes_filters as filters
+from haul.sandbox.tracker.planning import routes_remotelinks as remotelinks
 
 KIND = "/entities/{entity_type}"
 ONE = KIND + "/{entity_id}"

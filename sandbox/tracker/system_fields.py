@@ -5,7 +5,7 @@ Ids and keys are the service's; category ids are fixed and the same in every org
 
 from __future__ import annotations
 
-from haul.sandbox.tracker.structure import Field, FieldCategory
+from haul.sandbox.tracker.structure.structure import Field, FieldCategory
 
 SYSTEM = "0000000000000001aaaa0001"
 TIME = "0000000000000002aaaa0002"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from haul.sandbox.groups import Group
-from haul.sandbox.tracker.model import User
+from haul.sandbox.people import User
 
 if TYPE_CHECKING:
     from haul.sandbox.wiki.model import Page, WikiOrg

@@ -31,7 +31,6 @@ from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker.model import World
 from haul.sandbox.wiki import routes_access, routes_changes, search
 from haul.sandbox.wiki.context import (
     Call,
@@ -58,6 +57,7 @@ from haul.sandbox.wiki.model import (
     wiki_time,
 )
 from haul.sandbox.wiki.seed import build_wiki
+from haul.sandbox.world import World
 
 ROOT = "/v1"
 # the append reply names every optional block of a page, null (as the live reply does)

@@ -16,9 +16,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from haul.sandbox.tracker.context import NotAuthorized, identify
 from haul.sandbox.wiki.access import ROLES, Viewer, may_read, role_of
 from haul.sandbox.wiki.model import Grid, Page, WikiOrg
+from haul.sandbox.world import NotAuthorized, identify
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100

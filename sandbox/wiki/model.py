@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.sandbox.groups import Groups
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import format_ms
-from haul.sandbox.tracker.model import User
 from haul.sandbox.wiki.access import PageAccess, Policy
 
 PART_MIN = 5 * 1024 * 1024

@@ -30,8 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.groups import Group
+from haul.sandbox.people import User
 from haul.sandbox.timefmt import now_ms
-from haul.sandbox.tracker.model import User
 from haul.sandbox.wiki.access import (
     ACCESS_TYPES,
     ALL_STAFF_ROLES,

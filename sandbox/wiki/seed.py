@@ -19,8 +19,8 @@ import random
 import uuid
 
 from haul.sandbox.groups import groups_of
-from haul.sandbox.tracker.catalog import USER_LOGIN
-from haul.sandbox.tracker.model import Org, User, World
+from haul.sandbox.people import USER_LOGIN, User
+from haul.sandbox.tracker.model import Org
 from haul.sandbox.wiki.access import Entry, Policy
 from haul.sandbox.wiki.model import (
     PART_MIN,
@@ -33,6 +33,7 @@ from haul.sandbox.wiki.model import (
     WikiOrg,
     WikiWorld,
 )
+from haul.sandbox.world import World
 
 # size -> (trees, pages per tree, big attachments)
 SIZES = {"tiny": (2, 7, 1), "small": (3, 20, 2), "medium": (4, 150, 3), "large": (5, 600, 4)}

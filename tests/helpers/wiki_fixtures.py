@@ -12,7 +12,7 @@ import httpx
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.wiki.content import Rewriter
-from haul.sandbox.tracker.catalog import ADMIN_LOGIN
+from haul.sandbox.people import ADMIN_LOGIN
 from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues
 from tests.helpers.wiki_snapshot import wiki_snapshot
 

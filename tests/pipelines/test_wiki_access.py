@@ -22,7 +22,7 @@ from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify
-from haul.sandbox.tracker.catalog import ADMIN_LOGIN
+from haul.sandbox.people import ADMIN_LOGIN
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, haul
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, mapping_files, writes, written_since

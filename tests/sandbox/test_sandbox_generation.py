@@ -11,7 +11,7 @@ import pytest
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.timefmt import parse_instant
-from haul.sandbox.tracker.generate import build_world
+from haul.sandbox.tracker.seed.generate import build_world
 from tests.helpers.sandbox_clients import client_for
 
 LISTINGS = (

@@ -13,8 +13,8 @@ import pytest
 import ya_wiki_api
 
 from haul.sandbox.groups import MEMBERS
+from haul.sandbox.people import ADMIN_LOGIN, USER_LOGIN
 from haul.sandbox.server import RunningSandbox
-from haul.sandbox.tracker.catalog import ADMIN_LOGIN, USER_LOGIN
 from haul.sandbox.wiki.seed import RESTRICTED
 from tests.helpers.sandbox_clients import drain_cursor, wiki_for
 from tests.helpers.sandbox_shapes import assert_like_recording

@@ -15,7 +15,7 @@ from yandex_tracker_client import TrackerClient
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.sandbox.tracker.catalog import CUSTOM_STATUSES
-from haul.sandbox.tracker.generate import build_world
+from haul.sandbox.tracker.seed.generate import build_world
 from tests.helpers.sandbox_clients import client_for
 
 CREATED = "2024-03-01T10:00:00.000+0000"

@@ -26,8 +26,8 @@ from yandex_tracker_client.exceptions import (
 )
 
 from haul.sandbox.server import RunningSandbox, start_sandbox
-from haul.sandbox.tracker.generate import build_world
-from haul.sandbox.tracker.planning import planning_of
+from haul.sandbox.tracker.planning.planning import planning_of
+from haul.sandbox.tracker.seed.generate import build_world
 from tests.helpers.sandbox_clients import client_for
 from tests.helpers.sandbox_shapes import assert_like_recording
 

@@ -1,0 +1,143 @@
+"""Queue permissions: who may read, create, write in and grant a queue, as the spec's
+``GET /queues/{id}/permissions/users/{user}`` and ``.../groups/{group}`` answer it.
+
+The user's reply follows the recorded live one (``tracker/queues/user_permissions_get.json``):
+``{"permissions": {CODE: {"users": [user ref], "groups": [group ref]}}, "user": user ref}``,
+one entry per code the user holds (READ, CREATE, WRITE, GRANT), listing how: a grant to the
+user itself, and the groups of the user that hold it; a code the user does not hold is absent.
+No group reply was recorded, so it is the plain mirror of that: ``{"permissions": {CODE:
+{"groups": [group ref]}}, "group": group ref}``, the group's own grants. A user is named by
+login or uid, a group by its id (ids differ between organisations, names do not: see
+:mod:`sandbox.groups`). The permissions are served, not enforced.
+
+Every queue of every organisation starts with one scheme: everyone reads and creates; the
+groups engineering and support write; the queue's lead (alice) creates, writes and grants
+itself. The target organisation differs in two queues, so a migration has something to find:
+in DEV the group support may not write, and in TEST bob may grant. ``PUT /_sandbox/queues/
+{queue}/permissions/{users|groups}/{holder}`` (admin, the org header, body ``{"permissions":
+[CODE, ...]}``) sets one holder's own grants in one queue, for tests.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from haul.sandbox.groups import Group, groups_of
+from haul.sandbox.people import User
+from haul.sandbox.tracker.api.context import Call, json_object, open_call
+from haul.sandbox.tracker.api.errors import ApiError
+from haul.sandbox.tracker.api.render_refs import user_ref
+from haul.sandbox.tracker.model import Org, Queue, QueueGrants
+from haul.sandbox.tracker.structure.routes_structure import queue_of_path
+
+CODES = ("READ", "CREATE", "WRITE", "GRANT")
+SCHEME = {"everyone": {"READ", "CREATE"}, "engineering": {"WRITE"}, "support": {"WRITE"}}
+LEAD = {"CREATE", "WRITE", "GRANT"}
+# the target org's departures from the scheme: queue -> (kind, login or group name, codes)
+TARGET_CHANGES = {
+    "DEV": ("groups", "support", set[str]()),
+    "TEST": ("users", "bob", {"GRANT"}),
+}
+
+
+def grants_of(org: Org, queue: Queue) -> QueueGrants:
+    """The queue's grants, seeded on first use from the scheme (and the org's departures)."""
+    found = org.queue_grants.get(queue.key)
+    if found is None:
+        found = org.queue_grants[queue.key] = _seeded(org, queue)
+    return found
+
+
+def _seeded(org: Org, queue: Queue) -> QueueGrants:
+    by_name = groups_of(org).by_name
+    grants = QueueGrants(
+        {queue.lead: set(LEAD)}, {by_name[n].id: set(c) for n, c in SCHEME.items()}
+    )
+    change = TARGET_CHANGES.get(queue.key) if org.role == "target" else None
+    if change is not None:
+        kind, name, codes = change
+        user = org.find_user(name)
+        if kind == "users" and user is not None:
+            grants.users[user.uid] = set(codes)
+        elif kind == "groups":
+            grants.groups[by_name[name].id] = set(codes)
+    return grants
+
+
+def group_ref(call: Call, group: Group) -> dict:
+    return {"self": f"{call.view.base}/groups/{group.id}", "id": group.id, "display": group.name}
+
+
+def _user(call: Call, request: Request) -> User:
+    wanted = request.path_params["holder"]
+    user = call.org.find_user(wanted)
+    if user is None:
+        raise ApiError(404, "User does not exist.", errors={"user": wanted})
+    return user
+
+
+def _group(call: Call, request: Request) -> Group:
+    wanted = request.path_params["holder"]
+    group = groups_of(call.org).by_id.get(wanted)
+    if group is None:
+        raise ApiError(404, "Group does not exist.", errors={"group": wanted})
+    return group
+
+
+def user_permissions(call: Call, queue: Queue, user: User) -> dict:
+    """The user's reply: per code it holds, itself and/or its groups that hold it."""
+    grants = grants_of(call.org, queue)
+    mine = grants.users.get(user.uid, set())
+    known = groups_of(call.org)
+    groups = [group for group in known.all if group.id in known.ids_of(user)]
+    held = {}
+    for code in CODES:
+        via = {"users": [user_ref(call.view, user.uid)] if code in mine else []}
+        via["groups"] = [group_ref(call, g) for g in groups if code in grants.groups.get(g.id, ())]
+        if via["users"] or via["groups"]:
+            held[code] = {name: refs for name, refs in via.items() if refs}
+    return {"permissions": held, "user": user_ref(call.view, user.uid)}
+
+
+def group_permissions(call: Call, queue: Queue, group: Group) -> dict:
+    """The group's reply: per code it holds, the group itself."""
+    codes = grants_of(call.org, queue).groups.get(group.id, set())
+    ref = group_ref(call, group)
+    held = {code: {"groups": [ref]} for code in CODES if code in codes}
+    return {"permissions": held, "group": ref}
+
+
+async def get_user_permissions(request: Request) -> Response:
+    """GET /queues/{queue}/permissions/users/{holder}: what the user may do in the queue."""
+    call = open_call(request)
+    queue = queue_of_path(call, request)
+    return JSONResponse(user_permissions(call, queue, _user(call, request)))
+
+
+async def get_group_permissions(request: Request) -> Response:
+    """GET /queues/{queue}/permissions/groups/{holder}: what the group may do in the queue."""
+    call = open_call(request)
+    queue = queue_of_path(call, request)
+    return JSONResponse(group_permissions(call, queue, _group(call, request)))
+
+
+async def set_permissions(request: Request) -> Response:
+    """PUT /_sandbox/queues/{queue}/permissions/{kind}/{holder} {"permissions": [CODE, ...]}
+    (admin): the holder's own grants in the queue become exactly these; answers as GET."""
+    call = open_call(request, admin=True)
+    queue = queue_of_path(call, request)
+    codes = (await json_object(request)).get("permissions")
+    if not isinstance(codes, list) or not set(codes) <= set(CODES):
+        raise ApiError(400, f"'permissions' must be a list of {', '.join(CODES)}")
+    grants = grants_of(call.org, queue)
+    kind = request.path_params["kind"]
+    if kind == "users":
+        user = _user(call, request)
+        grants.users[user.uid] = set(codes)
+        return JSONResponse(user_permissions(call, queue, user))
+    if kind == "groups":
+        group = _group(call, request)
+        grants.groups[group.id] = set(codes)
+        return JSONResponse(group_permissions(call, queue, group))
+    raise ApiError(404, "Not found", errors={"kind": kind})
