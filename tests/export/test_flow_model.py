@@ -1,4 +1,4 @@
-"""The flow model of one issue, from hand-built changelog records (pipelines/tracker/flow.py):
+"""The flow model of one issue, from hand-built changelog records (pipelines/tracker/flow/model.py):
 intervals, business seconds, field history, daily rows and cycle times, with `now` given."""
 
 from __future__ import annotations

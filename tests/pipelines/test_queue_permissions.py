@@ -5,7 +5,7 @@ module.
 
 The sandbox's target org differs from the source in DEV (support may not write) and TEST (bob
 may grant); TEST maps to NEW here, which follows the scheme the source's TEST does. The users
-asked about are those on a queue's staged issues (see `pipelines.tracker.queue_permissions`).
+asked about are those on a queue's staged issues (see `pipelines.tracker.organisation.queue_permissions`).
 """
 
 from __future__ import annotations

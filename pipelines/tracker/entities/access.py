@@ -14,7 +14,7 @@ the entity's author, lead, clients, followers and participants). `wanted` maps i
   the owner by name or by its role, and the migrating admin (who passes everywhere);
   `unmapped` names the holders.
 
-Plain dicts in, plain values out: no I/O here (`entity_specs` does the writes).
+Plain dicts in, plain values out: no I/O here (`specs` does the writes).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the load writes for an entity and its sub-records, built from the staged records.
 
-One place for the bodies, so the load sends them and `entity_prints` compares them the same
+One place for the bodies, so the load sends them and `prints` compares them the same
 way. People map strictly here (the users file, or the same login; never `default_user`): a
 lead or a participant of an entity holds a role on it (OWNER, MEMBER, ...), and a default
 account must not. Whom it leaves out is counted (`dropped`), as is what no endpoint carries:
@@ -132,7 +132,7 @@ class EntityBodies:
     def import_body(self, record: StagedRecord, parent_target: str | None) -> dict[str, Any]:
         """The `_import` body: a restricted entity is made team-only with its summary and
         parent alone, the migrating admin its author; its people (its author too) and content
-        follow its permissions (`entity_access`)."""
+        follow its permissions (`access`)."""
         access = self.access(record)
         fields: dict[str, Any] = {"summary": (record.raw.get("fields") or {}).get("summary")}
         fields |= self.parents(record, parent_target)

@@ -1,5 +1,5 @@
 """The flow model's export tables: status intervals, field history, a daily snapshot, cycle
-times (see `flow`) and weekly flow metrics (see `flow_weekly`).
+times (see `model`) and weekly flow metrics (see `weekly`).
 
 Each table streams the staged issues one at a time, in the store's (queue, key) order, with
 that issue's changelog entries: memory holds one issue's history, never the org's. The model

@@ -1,7 +1,7 @@
 """The tracker's issue drain: an issue's comments, worklogs, changelog, links, remote links,
 attachments (bytes into the blob store, checked against their listed size), checklist, and the
 status it holds, as a record of its own (`issue_status`: a sync carries a new one through the target's
-workflow, see `statuses`).
+workflow, see `sync.statuses`).
 
 It asks only for what the issue says it has (`listings_needed`): the service already told the
 comment counters, the time spent, the attachments (with ``expand=attachments``) and the

@@ -4,7 +4,7 @@ A checklist is there when the target issue lists the same items in the same orde
 one is an edit of the issue, so it has no identity of its own); the times every probe and
 fingerprint compares are read by `pipelines.tracker.timefmt`. The sub-records with an identity of their own
 (comments, worklogs, attachments, links) are found by their fingerprints
-(`pipelines.tracker.fingerprints`); an issue by its key and `unique` (`specs.find_issue`).
+(`pipelines.tracker.issues.fingerprints`); an issue by its key and `unique` (`specs.find_issue`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How an issue and its checklist are read back from the target and fingerprinted on both sides.
 
 The sub-records with an identity of their own (comments, worklogs, attachments, links) are
-compared through their fingerprints (`pipelines.tracker.fingerprints`), the same fields their
+compared through their fingerprints (`pipelines.tracker.issues.fingerprints`), the same fields their
 `find` matches on; this verifier covers the three that have none: the issue (found by key and
 `unique`, compared on its mapped fields), its checklist (the issue's last items) and the status
 a later run walked it to (`issue_status`: the status the target issue holds, by key; read once

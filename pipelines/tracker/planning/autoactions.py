@@ -4,7 +4,7 @@ The extract stages each queue's autoactions (`autoaction`, under the queue). The
 last phase, once every issue, link and saved object is in the target, so importing issues fires
 none of them; each is created with the source's active state, its interval, notifications,
 actions and calendar as they were, and its query (or conditions) rewritten for the target
-(`pipelines.tracker.queries`; what names something the target lacks is kept and counted under
+(`pipelines.tracker.planning.queries`; what names something the target lacks is kept and counted under
 `not_carried`). Run logs stay behind: they record launches at the source.
 
 An autoaction is found again (and verified) by its name and query in its target queue.

@@ -3,7 +3,7 @@ or `dashboards` is "all", loaded once every issue is in the target, their querie
 
 A filter keeps its name, query and conditions object; a dashboard its name, layout and owner;
 a widget its description, query, statuses and mode. Queries are rewritten for the target
-(`pipelines.tracker.queries`): what names something the target lacks is kept as it was and
+(`pipelines.tracker.planning.queries`): what names something the target lacks is kept as it was and
 counted under `not_carried`. The API makes the loading user a filter's owner (a filter has no
 owner field to send), so an owner other than that user is counted too.
 

@@ -9,7 +9,7 @@ How each is found, without asking the source for anything it was not asked alrea
   counts fewer than are staged does it list the queue's keys, and each staged key missing
   there is asked for once: gone (404), moved to a queue outside the scope, or no longer
   matching the scope's query (`find_vanished_issues`). A move inside the scope is not a
-  deletion (`pipelines.tracker.moves`). An issue still at the source but out of the scope now
+  deletion (`pipelines.tracker.sync.moves`). An issue still at the source but out of the scope now
   (moved out, or no longer matching the query) is not a deletion either: it is staged
   `out_of_scope`, reported as such, and never deleted in the target (it is alive).
 
