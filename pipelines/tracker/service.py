@@ -60,6 +60,9 @@ from haul.state.store import StagingStore
 # load nothing
 LAYERS: tuple[Layer, ...] = (ORGANISATION, ISSUES, ENTITIES, PLANNING, BACKFILL, SYNC, FLOW, CHECKS)
 ENTITIES_IN_ORDER = tuple(entity for layer in LAYERS for entity in layer.entities)
+# the export lists the issues' tables first, then what is derived from them, the planning layer
+# and the organisation's structure (`haul export --describe`, README's column reference)
+TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, ORGANISATION)
 
 
 class TrackerService:
@@ -70,7 +73,7 @@ class TrackerService:
 
     @property
     def tables(self) -> Registry:
-        return Registry.of(table for layer in LAYERS for table in layer.tables)
+        return Registry.of(table for layer in TABLES_IN_ORDER for table in layer.tables)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # in the layers' order: moves followed before the issues are planned, deletions last
