@@ -54,10 +54,11 @@ from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.target import build_transform, preflight, stage_target, target_uids
 from haul.state.store import StagingStore
 
-# DESIGN's load order: the organisation as configured, the trees (and the links between them),
-# the planning layer (entities first, autoactions last), the back-filled answers; the sync last
-# (its deletions are found once everything else is planned); the flow model and the checks
-# load nothing
+# DESIGN's load order: the organisation as configured, the trees and the links between them,
+# the planning layer (its entities first, autoactions last); then the back-filled answers (their
+# issues stand alone) and the sync (its deletions are found once everything else is planned);
+# the flow model and the checks load nothing. The engine plans, and the reports list, in this
+# order; the specs' phases order the load itself.
 LAYERS: tuple[Layer, ...] = (ORGANISATION, ISSUES, ENTITIES, PLANNING, BACKFILL, SYNC, FLOW, CHECKS)
 ENTITIES_IN_ORDER = tuple(entity for layer in LAYERS for entity in layer.entities)
 # the export lists the issues' tables first, then what is derived from them, the planning layer
