@@ -206,6 +206,16 @@ def test_tracker_folders_stay_small() -> None:
     assert crowded == {}
 
 
+@pytest.mark.fast
+def test_the_tracker_scroll_imports_nothing_of_the_load() -> None:
+    """The issue scroll reads and writes times through `timefmt` alone, the tracker's time
+    format written once, not through a load-side module."""
+    known = modules()
+    name = f"{TRACKER}.issues.scroll"
+    inside = {t for t in imported(name, known[name], set(known)) if t.startswith(TRACKER + ".")}
+    assert inside == {f"{TRACKER}.timefmt"}
+
+
 def _import_alone(name: str) -> tuple[str, int, str]:
     done = subprocess.run(
         [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=120
