@@ -21,13 +21,16 @@ whole carries a `"problem"` (why): it is staged as far as it came, its problem i
 store's problems (`haul failures` lists them), and the parent is left undrained so the next
 run fetches it again. Drains run concurrently in bounded workers fed by the streams; parents
 left undrained by an interrupted run go first.
+
+Two generic streams serve any service whose listing comes whole: `ListStream` (a listing staged
+as one page, each item under its id) and `RowsStream` (rows built whole by a fetch).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -229,3 +232,44 @@ class Extractor:
         log.debug(
             "drained", entity=drain.parent, record=key, **{e: len(r) for e, r in children.items()}
         )
+
+
+@dataclass
+class ListStream:
+    """A whole listing (a dictionary: statuses, users, ...) staged as one page, each item under
+    its `id_key`; `source` names who listed it in the problem of items without their id."""
+
+    entity: str
+    fetch: Callable[[], Awaitable[list[dict[str, Any]]]]
+    id_key: str = "id"
+    checkpoint: str | None = None
+    source: str = "the service"
+
+    async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+        rows = await self.fetch()
+        named = [row for row in rows if _identity(row, self.id_key)]
+        # an item without its identity cannot be staged (nothing would name it): the listing
+        # has a problem of its own, which haul failures lists, until it comes whole again
+        listing = (self.entity, f"{self.entity} listing")
+        lacking = len(rows) - len(named)
+        why = f"{self.source} listed {lacking} {self.entity}(s) without their {self.id_key}"
+        problems = [(*listing, why)] if lacking else []
+        settled = [] if lacking else [listing]
+        staged = [{"source_id": str(row[self.id_key]), "raw": row} for row in named]
+        yield Page(staged, None, problems, settled)
+
+
+def _identity(row: Any, key: str) -> bool:
+    return isinstance(row, dict) and row.get(key) not in (None, "")
+
+
+@dataclass
+class RowsStream:
+    """Rows built whole by `fetch` (source id, parent, raw), staged as one page."""
+
+    entity: str
+    fetch: Callable[[], Awaitable[list[dict[str, Any]]]]
+    checkpoint: str | None = None
+
+    async def pages(self, saved: Callable[[], dict[str, Any] | None]) -> AsyncIterator[Page]:
+        yield Page(await self.fetch())

@@ -479,6 +479,17 @@ class Registry:
         return mine
 
     @classmethod
+    def of(cls, items: Iterable[Table | Family]) -> Registry:
+        """A registry of these tables and families, in their order (a name twice: ValueError)."""
+        registry = cls()
+        for item in items:
+            if isinstance(item, Family):
+                registry.add_family(item.name, item.build, doc=item.doc, service=item.service)
+            else:
+                registry.add_table(item)
+        return registry
+
+    @classmethod
     def joined(cls, registries: Iterable[Registry]) -> Registry:
         """One registry of every table and family of `registries` (a name twice: ValueError)."""
         every = cls()

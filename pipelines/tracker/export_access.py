@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from haul.pipelines.export.tables import ExportContext, Restriction
-from haul.pipelines.tracker.entity_access import ROLE_PEOPLE
-from haul.pipelines.tracker.entity_bodies import KINDS
+from haul.pipelines.tracker.entities.access import ROLE_PEOPLE
+from haul.pipelines.tracker.entities.bodies import KINDS
 from haul.state.store import StagedRecord, StagingStore
 
 

@@ -1,4 +1,17 @@
-"""The tracker as a service: its entities, client, extract parts, load parts, checks, tables.
+"""The tracker as a service: its layers in load order, and the target context they load into.
+
+The tracker is cut along DESIGN's load layers, one folder each, each handing the service one
+`Layer` (`pipelines.tracker.layer`: its entities, export tables, plans, extract parts and
+checks); the service concatenates them in the order of `LAYERS`::
+
+    organisation/   dictionaries, fields, queues, components, versions, boards, sprints
+    issues/         issues and their comments, worklogs, attachments, checklists, links
+    entities/       projects, portfolios, goals and what hangs off them
+    planning/       saved filters, dashboards, remote links, autoactions
+    backfill/       form answers loaded as issues
+    sync/           status changes, moves, deletions at the source (planned last)
+    flow/           the analysts' flow model (export tables only)
+    checks/         what `haul check` finds
 
 The load, plan and verify need the target's dictionaries, queues and users: the target context
 (`pipelines.tracker.target.TrackerTarget`) is built once per command and handed to every part:
@@ -11,120 +24,65 @@ the target lacks a queue or a dictionary key. Back-filled form answers load here
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
 from typing import Any
-
-import structlog
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.specs import EntitySpec
-from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
-from haul.pipelines.tracker import export, export_planning, export_structure
-from haul.pipelines.tracker.backfill import TrackerBackfill, tracker_plans
-from haul.pipelines.tracker.checks import checked_target, tracker_checks, tracker_checks_across
-from haul.pipelines.tracker.deletions import (
-    DELETED,
-    DeletionSync,
-    deleted_counts,
-    deleted_in_target,
-    deletion_plan,
-    find_vanished_issues,
-)
-from haul.pipelines.tracker.drain import IssueDrain
-from haul.pipelines.tracker.entity_layer import (
-    EntityTarget,
-    entity_plans,
-    entity_source,
-    entity_target,
-)
-from haul.pipelines.tracker.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.moves import follow_moves
-from haul.pipelines.tracker.organisation import ORG_PLANS, OrganisationLoad
-from haul.pipelines.tracker.plan import TrackerPlanner
-from haul.pipelines.tracker.planning_layer import (
-    PlanningLoad,
-    planning_load,
-    planning_plans,
-    planning_streams,
-)
-from haul.pipelines.tracker.probes import TargetProbe
-from haul.pipelines.tracker.specs import PLANS, TrackerLoad
-from haul.pipelines.tracker.statuses import StatusSync, done_statuses
-from haul.pipelines.tracker.streams import IssueScroll, dictionary_streams, structure_streams
+from haul.pipelines.streams import ExtractStats
+from haul.pipelines.tracker.backfill.answers import TrackerBackfill
+from haul.pipelines.tracker.backfill.layer import BACKFILL
+from haul.pipelines.tracker.checks.check import checked_target
+from haul.pipelines.tracker.checks.layer import CHECKS
+from haul.pipelines.tracker.entities.layer import ENTITIES, EntityTarget, entity_target
+from haul.pipelines.tracker.flow.layer import FLOW
+from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.issues.layer import ISSUES
+from haul.pipelines.tracker.issues.plan import TrackerPlanner
+from haul.pipelines.tracker.issues.probes import TargetProbe
+from haul.pipelines.tracker.issues.specs import TrackerLoad
+from haul.pipelines.tracker.issues.verify import TrackerVerifier
+from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.layer import ORGANISATION
+from haul.pipelines.tracker.organisation.specs import OrganisationLoad
+from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
+from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
+from haul.pipelines.tracker.sync.layer import SYNC
+from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
-from haul.pipelines.tracker.verify import TrackerVerifier
 from haul.state.store import StagingStore
 
-log = structlog.get_logger(__name__)
-TABLE_MODULES = (export, export_structure, export_planning)  # imported for their tables
-
-ENTITIES = (
-    Entity("status"),
-    Entity("issuetype"),
-    Entity("priority"),
-    Entity("resolution"),
-    Entity("queue"),
-    Entity("field_category"),
-    Entity("field"),
-    Entity("local_field"),
-    Entity("component"),
-    Entity("version"),
-    Entity("board"),
-    Entity("board_column"),
-    Entity("sprint"),
-    Entity("issue", source_count="source_issue_count"),
-    Entity("comment"),
-    Entity("comment_attachment", staged="attachment"),
-    Entity("worklog"),
-    Entity("attachment", files=True),
-    Entity("checklist"),
-    Entity("issue_status", optional=True),  # a status changed at the source after the load
-    Entity("issue_access", staged="issue"),  # an issue whose source lists anyone on `access`
-    Entity("link"),
-    Entity("remote_link"),  # the planning layer beside the issues (`planning_layer`)
-    Entity("filter", optional=True),  # [scope] filters = "all"
-    Entity("dashboard", optional=True),  # [scope] dashboards = "all"
-    Entity("dashboard_widget", optional=True),
-    Entity("autoaction"),
-    Entity("deletion", staged=DELETED, optional=True),  # [sync] deletions = "mirror"
-    Entity("backfill_issue", staged="survey_answer", optional=True),
-    Entity("backfill_attachment", staged="survey_file", optional=True),
-    # the planning layer's entities ([scope] entities), each after its parents' types
-    Entity("entity_access", optional=True),
-    Entity("entity_comment", optional=True),
-    Entity("entity_checklist", optional=True),
-    Entity("entity_attachment", optional=True, files=True),
-    Entity("portfolio", optional=True),
-    Entity("project", optional=True),
-    Entity("goal", optional=True),
-    Entity("entity_link", optional=True),
-    Entity("changelog", loads=False),  # no import endpoint: staged for exports only
-)
+# DESIGN's load order: the organisation as configured, the trees and the links between them,
+# the planning layer (its entities first, autoactions last); then the back-filled answers (their
+# issues stand alone) and the sync (its deletions are found once everything else is planned);
+# the flow model and the checks load nothing. The engine plans, and the reports list, in this
+# order; the specs' phases order the load itself.
+LAYERS: tuple[Layer, ...] = (ORGANISATION, ISSUES, ENTITIES, PLANNING, BACKFILL, SYNC, FLOW, CHECKS)
+ENTITIES_IN_ORDER = tuple(entity for layer in LAYERS for entity in layer.entities)
+# the export lists the issues' tables first, then what is derived from them, the planning layer
+# and the organisation's structure (`haul export --describe`, README's column reference)
+TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, ORGANISATION)
 
 
 class TrackerService:
     """The issue tracker: issues and everything hanging off them."""
 
     name: str = "tracker"
-    entities: tuple[Entity, ...] = ENTITIES
+    entities: tuple[Entity, ...] = ENTITIES_IN_ORDER
 
     @property
     def tables(self) -> Registry:
-        return REGISTRY.of_service(self.name)
+        return Registry.of(table for layer in TABLES_IN_ORDER for table in layer.tables)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
-        # moves are followed before anything is planned, deletions found after
-        mirror = config.sync.deletions == "mirror"
-        deletions = {("deletion" if mirror else "deleted_at_source"): deletion_plan(mirror)}
-        return {"issue_move": follow_moves, **ORG_PLANS, **PLANS, **entity_plans(config), **planning_plans(config),
-                **tracker_plans(config), **deletions}  # fmt: skip
+        # in the layers' order: moves followed before the issues are planned, deletions last
+        return {name: plan for layer in LAYERS for name, plan in layer.plans(config).items()}
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -140,40 +98,17 @@ class TrackerService:
     async def source(
         self, config: Config, client: TrackerClient, store: StagingStore
     ) -> SourceParts:
-        tuning = config.tuning
-        scrolls = [
-            IssueScroll(
-                client,
-                queue,
-                narrowing=config.scope.query,
-                per_scroll=tuning.per_scroll,
-                ttl_ms=tuning.scroll_ttl_ms,
-                lookback=timedelta(minutes=tuning.lookback_minutes),
-            )
-            for queue in config.scope.queues
-        ]
-        drain = IssueDrain(
-            client,
-            store,
-            concurrent=tuning.concurrency > 1,
-            changelog=stage_changelog(store, *config.stages_changelog),
-        )
+        parts = [layer.source(client, store, config) for layer in LAYERS if layer.source]
 
         async def details(stats: ExtractStats) -> Details:
-            return {
-                "source_issue_count": await find_vanished_issues(
-                    client, store, config.scope.queues, config.scope.query
-                ),
-                "issues_staged": stats.staged["issue"],
-                "issues_drained": stats.drained["issue"],
-                "attachment_bytes": drain.attachment_bytes,
-                "scroll_restarts": sum(scroll.restarts for scroll in scrolls),
-            }
+            found: Details = {}
+            for part in parts:
+                if part.details is not None:
+                    found |= await part.details(stats)
+            return found
 
-        streams = [*dictionary_streams(client), *structure_streams(client, config.scope.queues)]
-        streams += planning_streams(client, config)
-        entity_streams, entity_drains = entity_source(client, store, config)
-        return SourceParts([*streams, *entity_streams, *scrolls], [drain, *entity_drains], details)
+        streams = [stream for part in parts for stream in part.streams]
+        return SourceParts(streams, [drain for part in parts for drain in part.drains], details)
 
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
@@ -201,7 +136,10 @@ class TrackerService:
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
         target = await checked_target(config, client, store, side)
-        found = await tracker_checks(config, client, store, side, target)
+        found = []
+        for layer in LAYERS:
+            if layer.checks is not None:
+                found += await layer.checks(config, client, store, side, target)
         if target is not None and config.scope.entity_types:
             found += (await entity_target(target)).findings()
         return found
@@ -214,7 +152,11 @@ class TrackerService:
         store: StagingStore | None,
     ) -> list[Finding]:
         """Where the target queues' permissions differ from the source queues' (read-only)."""
-        return await tracker_checks_across(config, source, target, store)
+        found = []
+        for layer in LAYERS:
+            if layer.checks_across is not None:
+                found += await layer.checks_across(config, source, target, store)
+        return found
 
 
 TRACKER = TrackerService()
@@ -294,23 +236,6 @@ def _changes(
     since = runs[0]["started_at"] if runs else None
     left = deleted_counts(store, since, out_of_scope=True)
     return sync_changes(issues, deleted_counts(store, since), left) | sync_changes(entities, {})
-
-
-def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
-    """Say in the store whether this extract stages changelogs and `because` of which setting
-    (`haul export` warns when it does not); when they are wanted again after extracts that
-    skipped them, every issue is drained once more, since its drained mark was set without
-    its changelog."""
-    skipped = not_staged(store)
-    with store.transaction():
-        if wanted and "changelog" in skipped:
-            again = store.forget_drained("issue")
-            log.info("changelog_staged_again", issues_to_drain=again)
-            skipped.pop("changelog")
-        elif not wanted:
-            skipped["changelog"] = because
-        store.set_checkpoint(NOT_STAGED, skipped)
-    return wanted
 
 
 def sync_changes(

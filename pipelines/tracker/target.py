@@ -23,8 +23,8 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.streams import Extractor
-from haul.pipelines.tracker.moves import TargetKeys
-from haul.pipelines.tracker.streams import ListStream, dictionary_streams
+from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
+from haul.pipelines.tracker.sync.moves import TargetKeys
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     MissingDictionaryValues,
@@ -78,12 +78,12 @@ class TrackerTarget:
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:
     """Stage the target org's dictionaries, queues, users and fields under `target.`."""
-    fields = ListStream("target.field", client.list_fields)
+    fields = tracker_list("target.field", client.list_fields)
 
     async def myself() -> list[dict[str, Any]]:
         return [await client.myself()]
 
-    me = ListStream("target.myself", myself, id_key="login")
+    me = tracker_list("target.myself", myself, id_key="login")
     await Extractor(store, [*dictionary_streams(client, prefix="target."), fields, me]).run()
 
 

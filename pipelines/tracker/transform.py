@@ -19,6 +19,7 @@ from haul.pipelines.export.values import parse_duration_seconds
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.issue_access import IssueAccess
 from haul.pipelines.tracker.issue_access import wanted as wanted_access
+from haul.pipelines.tracker.timefmt import format_time
 
 KEY_PATTERN = re.compile(r"\b([A-Z][A-Z0-9_]*)-(\d+)\b")
 
@@ -241,8 +242,7 @@ def import_time(value: Any) -> Any:
     if isinstance(value, str) and value.isdigit() and len(value) >= 10:
         value = int(value)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000"
+        return format_time(datetime.fromtimestamp(value / 1000, tz=UTC))
     return value
 
 
@@ -432,3 +432,10 @@ def _queue_key(issue: dict[str, Any]) -> str:
     if isinstance(queue, dict) and queue.get("key"):
         return str(queue["key"])
     return str(issue["key"]).rpartition("-")[0]
+
+
+def ref_id(value: Any) -> str | None:
+    """The id of a reference (`{"id": ...}`), or the value itself."""
+    if isinstance(value, dict):
+        return str(value.get("id"))
+    return None if value is None else str(value)

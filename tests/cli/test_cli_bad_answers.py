@@ -64,12 +64,12 @@ def test_times_in_epoch_milliseconds_are_loaded_as_dates(sandbox: Any, tmp_path:
 async def test_an_item_listed_without_its_identity_is_a_problem_not_dropped() -> None:
     """A user listed without its uid cannot be staged: it becomes a problem of its own (which
     `haul failures` lists and which makes the extract exit 3), never a silent gap."""
-    from haul.pipelines.tracker.streams import ListStream
+    from haul.pipelines.tracker.organisation.streams import tracker_list
 
     async def users() -> list[dict[str, Any]]:
         return [{"uid": 1, "login": "ann"}, {"login": "ghost"}]
 
-    pages = [page async for page in ListStream("user", users, id_key="uid").pages(lambda: None)]
+    pages = [page async for page in tracker_list("user", users, id_key="uid").pages(lambda: None)]
 
     assert [row["source_id"] for row in pages[0].rows] == ["1"]
     assert pages[0].problems == [
@@ -79,12 +79,12 @@ async def test_an_item_listed_without_its_identity_is_a_problem_not_dropped() ->
 
 async def test_a_listing_that_comes_whole_again_settles_its_problem() -> None:
     """The next listing with every identity clears the listing's problem (exit 0 again)."""
-    from haul.pipelines.tracker.streams import ListStream
+    from haul.pipelines.tracker.organisation.streams import tracker_list
 
     async def users() -> list[dict[str, Any]]:
         return [{"uid": 1, "login": "ann"}]
 
-    pages = [page async for page in ListStream("user", users, id_key="uid").pages(lambda: None)]
+    pages = [page async for page in tracker_list("user", users, id_key="uid").pages(lambda: None)]
 
     assert pages[0].problems == [] and pages[0].settled == [("user", "user listing")]
 

@@ -1,4 +1,4 @@
-"""The flow model of one issue, from hand-built changelog records (pipelines/tracker/flow.py):
+"""The flow model of one issue, from hand-built changelog records (pipelines/tracker/flow/model.py):
 intervals, business seconds, field history, daily rows and cycle times, with `now` given."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from haul.pipelines.tracker.flow import (
+from haul.pipelines.tracker.flow.model import (
     StatusInfo,
     WorkCalendar,
     changes_of,
@@ -288,7 +288,7 @@ def test_the_tables_stream_each_issue_with_its_own_changelog(tmp_path: Any) -> N
     """Through a real store: each issue meets only its changelog, an issue without a
     creation time is left out, and a row's staged_at is the newest of its issue's records."""
     from haul.pipelines.export.tables import ExportContext
-    from haul.pipelines.tracker.flow_tables import derive_intervals
+    from haul.pipelines.tracker.flow.tables import derive_intervals
     from haul.state.store import StagingStore
 
     times = iter(["2024-02-01T00:00:00.000+00:00", "2024-02-02T00:00:00.000+00:00"])

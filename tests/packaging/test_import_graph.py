@@ -5,7 +5,8 @@ import cycle or a missing import shows up there, not when a whole test session h
 imported everything in a lucky order), and the graph of imports between them, read from the
 source (imports inside functions too), must have no cycle. Outside a service's own package,
 the shared pipeline modules import no service package: they reach services through
-`pipelines.registry`.
+`pipelines.registry`. Inside the tracker, the layer folders import each other only through
+what a layer names as shared (`TRACKER_SHARED`), and the layers form no circle.
 """
 
 from __future__ import annotations
@@ -24,6 +25,33 @@ SERVICES = ("tracker", "wiki", "forms")
 # the modules allowed to name services: the list of them, the command line, the demo, the
 # sandbox's config writer and the config schema (its sections name each service's URL)
 MAY_NAME_SERVICES = {"registry", "cli", "demo", "sandbox_config", "config", "config_types"}
+TRACKER = "haul.pipelines.tracker"
+# the tracker's layer folders (pipelines.tracker.layer); the modules at the top of the package
+# (the contract, timefmt, transform, target, the access rules) are the room every layer shares
+TRACKER_LAYERS = (
+    "organisation",
+    "issues",
+    "entities",
+    "planning",
+    "backfill",
+    "sync",
+    "flow",
+    "checks",
+)
+# what a layer lets modules outside its folder import, besides its `layer` module (which only the
+# service imports), and why
+TRACKER_SHARED = {
+    "issues.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
+    "issues.export": "the person and checklist columns every tracker table writes the same way",
+    "sync.statuses": "an issue's send carries its status through the target's workflow",
+    "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
+    "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",
+    "organisation.streams": "the tracker's listings: the target's dictionaries, saved filters",
+    "entities.access": "the roles' people, for the export's access columns",
+    "entities.bodies": "the entity kinds, for the export's access columns",
+    "backfill.addresses": "`haul check` matches the back-fill's authors as the load does",
+    "planning.remote_links": "`haul check` asks for the applications remote links point into",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -117,6 +145,75 @@ def test_shared_pipeline_modules_import_no_service_package() -> None:
             f"{name} -> {t}" for t in imported(name, path, set(known)) if t.startswith(services)
         ]
     assert naming == []
+
+
+def _layer_of(name: str) -> str | None:
+    """The tracker layer folder a module belongs to (None: not inside one)."""
+    parts = name.removeprefix(TRACKER + ".").split(".")
+    inside = name.startswith(TRACKER + ".") and len(parts) > 1
+    return parts[0] if inside and parts[0] in TRACKER_LAYERS else None
+
+
+def _tracker_imports() -> list[tuple[str, str]]:
+    """(importer, imported) for every import of a module in a tracker layer folder from
+    outside that folder."""
+    known = modules()
+    found = []
+    for name, path in known.items():
+        for target in imported(name, path, set(known)):
+            layer = _layer_of(target)
+            if layer is not None and _layer_of(name) != layer:
+                found.append((name, target))
+    return found
+
+
+@pytest.mark.fast
+def test_tracker_layers_import_each_other_only_through_what_they_share() -> None:
+    """Outside its folder, a layer's modules are imported by the service (its `layer`, and
+    what `TrackerService.target` wires) or named in TRACKER_SHARED; nothing else reaches in."""
+    reaching_in = [
+        f"{name} -> {target}"
+        for name, target in _tracker_imports()
+        if name != f"{TRACKER}.service" and target.removeprefix(TRACKER + ".") not in TRACKER_SHARED
+    ]
+    assert reaching_in == []
+    assert all(_layer_of(f"{TRACKER}.{shared}") for shared in TRACKER_SHARED)
+
+
+@pytest.mark.fast
+def test_tracker_layers_form_no_circle() -> None:
+    """The layer folders, one node each, import one another without a circle."""
+    graph: dict[str, set[str]] = {layer: set() for layer in TRACKER_LAYERS}
+    for name, target in _tracker_imports():
+        importer = _layer_of(name)
+        if importer is not None:
+            graph[importer].add(str(_layer_of(target)))
+    assert cycles(graph) == []
+
+
+@pytest.mark.fast
+def test_tracker_folders_stay_small() -> None:
+    """At most 8 files at the top of pipelines/tracker, at most 10 in each layer folder, and
+    every folder there is a layer the service lists."""
+    top = ROOT / "pipelines" / "tracker"
+    files = [path.name for path in top.glob("*.py")]
+    folders = sorted(
+        path.name for path in top.iterdir() if path.is_dir() and path.name != "__pycache__"
+    )
+    assert len(files) <= 8, files
+    assert folders == sorted(TRACKER_LAYERS)
+    crowded = {f: n for f in folders if (n := len(list((top / f).glob("*.py")))) > 10}
+    assert crowded == {}
+
+
+@pytest.mark.fast
+def test_the_tracker_scroll_imports_nothing_of_the_load() -> None:
+    """The issue scroll reads and writes times through `timefmt` alone, the tracker's time
+    format written once, not through a load-side module."""
+    known = modules()
+    name = f"{TRACKER}.issues.scroll"
+    inside = {t for t in imported(name, known[name], set(known)) if t.startswith(TRACKER + ".")}
+    assert inside == {f"{TRACKER}.timefmt"}
 
 
 def _import_alone(name: str) -> tuple[str, int, str]:

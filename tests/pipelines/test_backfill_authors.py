@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.tracker.addresses import TargetPeople
+from haul.pipelines.tracker.backfill.addresses import TargetPeople
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 

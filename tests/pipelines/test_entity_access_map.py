@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.tracker.entity_access import EntityHolders, wanted
+from haul.pipelines.tracker.entities.access import EntityHolders, wanted
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 

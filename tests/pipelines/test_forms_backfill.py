@@ -14,7 +14,7 @@ import pytest
 from haul.pipelines.config import ConfigError, load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.tracker.backfill import tracker_time
+from haul.pipelines.tracker.timefmt import tracker_time
 from tests.helpers.forms_backfill import (
     PAGE,
     client,

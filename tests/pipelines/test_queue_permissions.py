@@ -5,7 +5,7 @@ module.
 
 The sandbox's target org differs from the source in DEV (support may not write) and TEST (bob
 may grant); TEST maps to NEW here, which follows the scheme the source's TEST does. The users
-asked about are those on a queue's staged issues (see `pipelines.tracker.queue_permissions`).
+asked about are those on a queue's staged issues (see `pipelines.tracker.organisation.queue_permissions`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
 from haul.pipelines.runner import extract
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.tracker.queue_permissions import queue_permission_findings
+from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
 

@@ -7,7 +7,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from haul.pipelines.tracker.streams import IssueScroll
+from haul.pipelines.tracker.issues.scroll import IssueScroll
 from tests.helpers.haul_fixtures import client_for, source_queues
 
 

@@ -1,0 +1,1 @@
+"""The back-fill layer: form answers loaded as tracker issues (`layer.BACKFILL`)."""

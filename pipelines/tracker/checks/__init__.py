@@ -1,0 +1,1 @@
+"""The checks layer: what `haul check` finds for the tracker (`layer.CHECKS`)."""

@@ -1,0 +1,22 @@
+"""The analysts' model of how work flowed, derived from the staged issues and their changelog:
+status intervals, field history, a daily snapshot, cycle times (`tables`, over the per-issue
+model of `model`) and weekly flow metrics (`weekly`). Export tables only: it loads nothing.
+"""
+
+from __future__ import annotations
+
+from haul.pipelines.export.tables import register_table
+from haul.pipelines.tracker.flow.tables import (
+    CYCLE_TIMES,
+    ISSUE_DAILY,
+    ISSUE_FIELD_HISTORY,
+    STATUS_INTERVALS,
+)
+from haul.pipelines.tracker.flow.weekly import FLOW_WEEKLY
+from haul.pipelines.tracker.layer import Layer
+
+TABLES = (STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY)
+for _table in TABLES:
+    register_table(_table)
+
+FLOW = Layer("flow", tables=TABLES)

@@ -1,0 +1,249 @@
+"""The tracker's issue drain: an issue's comments, worklogs, changelog, links, remote links,
+attachments (bytes into the blob store, checked against their listed size), checklist, and the
+status it holds, as a record of its own (`issue_status`: a sync carries a new one through the target's
+workflow, see `sync.statuses`).
+
+It asks only for what the issue says it has (`listings_needed`): the service already told the
+comment counters, the time spent, the attachments (with ``expand=attachments``) and the
+checklist; what stays uncertain is always asked. Nothing on an issue tells whether it has
+remote links, but a remote link points into one of the org's applications (its ``origin``):
+the drain lists the source's applications once (`Applications`) and, when there are none,
+asks no issue for remote links. Should the org's applications not be readable, every issue
+is asked, as before: a listing too many costs a request, one too few loses links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import RecordError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.concurrency import gather_all
+from haul.pipelines.downloads import download_checked, staged_or_fetched
+from haul.pipelines.streams import Row
+from haul.pipelines.tracker.sync.statuses import status_row
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Applications:
+    """Whether the source org has any application a remote link could point into, asked
+    once per run however many issues wait (None: unknown, the listing was refused)."""
+
+    client: TrackerClient
+    _any: bool | None = None
+    _asked: bool = False
+    _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def any(self) -> bool | None:
+        async with self._asking:
+            if not self._asked:
+                self._any = await self._ask()
+                self._asked = True
+        return self._any
+
+    async def _ask(self) -> bool | None:
+        try:
+            found = await self.client.list_applications()
+        except RecordError as exc:  # not this org's to list: ask every issue, lose nothing
+            log.warning("applications_unlisted", error=str(exc))
+            return None
+        log.info("applications_listed", applications=len(found))
+        return bool(found)
+
+
+@dataclass
+class IssueDrain:
+    """An issue's sub-records, fetched together; attachment bytes go to the blob store."""
+
+    client: TrackerClient
+    store: StagingStore
+    concurrent: bool = True
+    attachment_bytes: int = 0
+    parent: str = "issue"
+    counts: dict[str, int] = field(default_factory=dict)
+    changelog: bool = True  # [scope] changelog
+    applications: Applications | None = None  # None: the client's, asked on the first issue
+
+    def __post_init__(self) -> None:
+        if self.applications is None:
+            self.applications = Applications(self.client)
+
+    async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
+        """Ask only for what the issue says it has (see `listings_needed`)."""
+        key = issue.source_id
+        assert self.applications is not None  # set in __post_init__
+        remote_links = await self.applications.any() is not False
+        needed = listings_needed(issue.raw, changelog=self.changelog, remote_links=remote_links)
+        listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
+            "comment": lambda: _collect(self.client.iter_comments(key)),
+            "worklog": lambda: _collect(self.client.iter_worklogs(key)),
+            "changelog": lambda: _collect(self.client.iter_changelog(key)),
+            "link": lambda: self.client.list_links(key),
+            "attachment": lambda: self.client.list_attachments(key),
+            "remote_link": lambda: self.client.list_remote_links(key),
+        }
+        asked = {entity: listings[entity] for entity in needed}
+        embedded = embedded_attachments(issue.raw)
+        # the embedded attachments' bytes come beside the listings; listed ones after them
+        early = self.concurrent and embedded is not None
+        downloading = (
+            asyncio.ensure_future(self._fetch_blobs(key, embedded or [])) if early else None
+        )
+        try:
+            replies = await gather_all([listing() for listing in asked.values()], self.concurrent)
+            results = dict(zip(asked, replies, strict=True))
+            attachments = embedded if embedded is not None else results.get("attachment", [])
+            fetching = downloading or self._fetch_blobs(key, attachments)
+            blobs, problems = await fetching
+        finally:  # a listing that failed ends the issue's downloads too
+            if downloading is not None:
+                downloading.cancel()
+                await asyncio.gather(downloading, return_exceptions=True)
+        children = {
+            "comment": child_rows(key, results.get("comment", [])),
+            "worklog": child_rows(key, results.get("worklog", [])),
+            "link": child_rows(key, results.get("link", [])),
+            "remote_link": child_rows(key, results.get("remote_link", [])),
+            "attachment": child_rows(key, attachments, blobs, problems),
+            "checklist": _checklist_rows(key, checklist_of(issue.raw)),
+            "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
+        }
+        if self.changelog:  # else what an earlier extract staged stays as it was
+            children["changelog"] = child_rows(key, results.get("changelog", []))
+        return children
+
+    async def _fetch_blobs(
+        self, key: str, attachments: list[dict[str, Any]]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Download each attachment not staged yet (same id, same size, bytes intact).
+
+        Returns id -> sha256 of the staged bytes, and id -> problem for those whose bytes
+        could not be had whole.
+        """
+        blobs: dict[str, str] = {}
+        problems: dict[str, str] = {}
+
+        async def fetch(attachment: dict[str, Any]) -> None:
+            name = str(attachment["id"])
+            blob, problem = await staged_or_fetched(
+                self.store,
+                "attachment",
+                f"{key}/{name}",
+                attachment.get("size"),
+                partial(self._download, key, attachment),
+            )
+            if blob is not None:
+                blobs[name] = blob
+            if problem is not None:
+                problems[name] = problem
+
+        await gather_all([fetch(attachment) for attachment in attachments], self.concurrent)
+        return blobs, problems
+
+    async def _download(self, key: str, attachment: dict[str, Any]) -> str:
+        """The attachment's bytes into the blob store, checked against the listed size."""
+        expected = attachment.get("size")
+        sha256, size = await download_checked(
+            self.store.blobs,
+            lambda sink: self.client.download_attachment(
+                key, attachment["id"], attachment["name"], sink
+            ),
+            name=f"{key}/{attachment['name']}",
+            expected=int(expected) if expected is not None else None,
+        )
+        self.attachment_bytes += size
+        return sha256
+
+
+def listings_needed(
+    issue: dict[str, Any], *, changelog: bool = True, remote_links: bool = True
+) -> list[str]:
+    """The listings an issue needs, from what the service already told about it.
+
+    Links always, remote links unless the org has no application for one to point into, and
+    the changelog unless it is not wanted (nothing on the issue counts any of them). Comments unless both comment counters say zero; worklogs only when time was
+    spent; attachments only when the issue does not carry them with their metadata
+    (``expand=attachments``). The checklist arrives inside the issue (`checklistItems`) and
+    needs no request at all.
+    """
+    needed = ["changelog", "link"] if changelog else ["link"]
+    if remote_links:
+        needed.append("remote_link")
+    counters = [issue.get(name) for name in COMMENT_COUNTERS]
+    if any(count is None or count for count in counters):
+        needed.append("comment")
+    if issue.get("spent"):
+        needed.append("worklog")
+    if embedded_attachments(issue) is None:
+        needed.append("attachment")
+    return needed
+
+
+def embedded_attachments(issue: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The attachments embedded in the issue with their metadata (``expand=attachments``),
+    or None when they are not all there (bare refs without a size: list them)."""
+    embedded = issue.get("attachments")
+    if not isinstance(embedded, list):
+        return None
+    if all(isinstance(a, dict) and {"id", "name", "size"} <= a.keys() for a in embedded):
+        return [{k: v for k, v in a.items() if k != "display"} for a in embedded]
+    return None
+
+
+def checklist_of(issue: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checklist the issue carries (empty when it has none)."""
+    items = issue.get("checklistItems")
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+COMMENT_COUNTERS = ("commentWithoutExternalMessageCount", "commentWithExternalMessageCount")
+
+
+def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[Row]:
+    """An issue's checklist is one record: its order matters and it loads in one request."""
+    if not items:
+        return []
+    return [
+        {
+            "source_id": f"{parent}/checklist",
+            "parent": parent,
+            "updated_at": None,
+            "raw": {"items": items},
+        }
+    ]
+
+
+async def _collect(listing: Any) -> list[dict[str, Any]]:
+    return [item async for item in listing]
+
+
+def child_rows(
+    parent: str,
+    records: list[dict[str, Any]],
+    blobs: dict[str, str] | None = None,
+    problems: dict[str, str] | None = None,
+) -> list[Row]:
+    """A listing's records as rows staged under `parent` (`parent/id`), with their blobs and
+    the problems of those that could not be fetched whole."""
+    rows = []
+    for record in records:
+        row = {
+            "source_id": f"{parent}/{record['id']}",
+            "parent": parent,
+            "updated_at": record.get("updatedAt") or record.get("createdAt"),
+            "raw": record,
+            "blob": (blobs or {}).get(str(record["id"])),
+        }
+        if problems and str(record["id"]) in problems:
+            row["problem"] = problems[str(record["id"])]
+        rows.append(row)
+    return rows

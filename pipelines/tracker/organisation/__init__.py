@@ -1,0 +1,2 @@
+"""The organisation layer: dictionaries, fields, queues, components, versions, boards, sprints,
+queue permissions (`layer.ORGANISATION`)."""

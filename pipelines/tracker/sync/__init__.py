@@ -1,0 +1,1 @@
+"""The sync layer: status changes, moved issues, deletions at the source (`layer.SYNC`)."""
