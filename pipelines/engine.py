@@ -534,6 +534,11 @@ class LoadEngine:
             self._fail_subtree(child, reason, seen)
 
 
+def retry_failed_rows(store: StagingStore) -> int:
+    """Put every failed row back to pending (`haul load --retry-failed`); return how many."""
+    return store.ledger.retry_failed()
+
+
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
     """Bring the ledger up to date with what is staged, one transaction; return the new rows.
 

@@ -21,17 +21,17 @@ ENGINE = ROOT / "pipelines" / "engine.py"
 # the row's state machine (state/ledger.py): the engine's alone
 TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed"}
 # what changes a row's identity or takes it back, not its load: a record moved at the source
-# (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried
+# (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried (the
+# engine's `retry_failed_rows`)
 UPKEEP = {"retarget", "rename", "rename_under", "forget", "forget_children", "forget_under",
           "retry_failed"}  # fmt: skip
 READS = {"children", "parent_entities", "is_claimed", "any_found", "iter_changed", "get",
          "target_id", "iter_rows", "counts"}  # fmt: skip
 # the modules that keep rows' identity up to date, by file name (they may move between
-# folders), and the upkeep each does: the sync's moves and deletions, and --retry-failed
+# folders), and the upkeep each does: the sync's moves and deletions
 UPKEEP_BY = {
     "moves.py": {"rename", "rename_under", "retarget"},
     "deletions.py": {"forget", "forget_children", "forget_under"},
-    "runner.py": {"retry_failed"},
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from haul.connectors.errors import ConflictError
-from haul.pipelines.engine import LoadEngine
+from haul.pipelines.engine import LoadEngine, retry_failed_rows
 from haul.pipelines.specs import (
     EntitySpec,
     Phase,
@@ -459,3 +459,21 @@ async def test_what_a_send_settles_the_engine_records_beside_its_row(store: Stag
     assert row(store, "issue", "i1").target_id == "t-issue-i1"
     status = row(store, "status", "st1")
     assert (status.status, status.target_id, status.parent) == ("done", "carried", "i1")
+
+
+async def test_retrying_puts_every_failed_row_back_and_the_next_run_sends_it(
+    store: StagingStore,
+) -> None:
+    """`haul load --retry-failed`: the engine moves each failed row back to pending (counted),
+    the next run sends it; a done row stays as it is."""
+    target = FakeTarget(refuse={"a", "b"})
+    stage(store, "page", "a", "b", "c")
+    await engine(store, [target.spec("page")]).run()
+    target.refuse.clear()
+
+    assert retry_failed_rows(store) == 2
+    assert retry_failed_rows(store) == 0
+    await LoadEngine(store, [target.spec("page")], concurrency=1).run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["c", "a", "b"]
+    assert {row(store, "page", s).status for s in ("a", "b", "c")} == {"done"}
