@@ -39,11 +39,21 @@ from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordErr
 from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
-from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, Sent, Settled
+from haul.pipelines.specs import (
+    EntitySpec,
+    Phase,
+    PlanItem,
+    Planned,
+    RecordFailure,
+    Ref,
+    Renamed,
+    Sent,
+    Settled,
+)
 from haul.state.ledger import Ledger, LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
-PlanFn = Callable[[StagingStore], Iterable[Planned | Settled]]
+PlanFn = Callable[[StagingStore], Iterable[PlanItem]]
 
 log = structlog.get_logger(__name__)
 
@@ -548,14 +558,17 @@ def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
         return sum(_plan_entity(store.ledger, name, plan(store)) for name, plan in plans.items())
 
 
-def _plan_entity(ledger: Ledger, entity: str, items: Iterable[Planned | Settled]) -> int:
-    """Plan one entity's rows, then record what its plan settled; return the new rows."""
+def _plan_entity(ledger: Ledger, entity: str, items: Iterable[PlanItem]) -> int:
+    """Plan one entity's rows, renaming rows as the plan says, then record what its plan
+    settled; return the new rows."""
     settled: list[Settled] = []
 
     def rows() -> Iterator[dict[str, object]]:
         for item in items:
             if isinstance(item, Settled):
                 settled.append(item)
+            elif isinstance(item, Renamed):
+                rename(ledger, item)  # at once: what the plan reads next sees it renamed
             else:
                 yield _ledger_row(entity, item)
 
@@ -574,6 +587,20 @@ def settle(ledger: Ledger, items: Iterable[Settled]) -> int:
         if row is not None and row.status in ("pending", "in_flight"):
             ledger.done(*item.ref, item.outcome)
     return new
+
+
+def rename(ledger: Ledger, item: Renamed) -> None:
+    """Key the rows of a record renamed at the source, and those keyed under it, anew."""
+    ledger.rename(item.entities, item.old, item.new)
+    if item.under:
+        ledger.rename_under(
+            item.under,
+            item.old,
+            item.new,
+            direct_only=item.direct_only,
+            parents=item.parents,
+            resend=item.resend,
+        )
 
 
 def _ledger_row(entity: str, item: Planned) -> dict[str, object]:

@@ -6,7 +6,8 @@ by name::
 
     plan(store)            -> Planned rows: which staged records load, under which parent node,
                               in which order among their siblings; or Settled rows, which need
-                              no send (the target holds the record already)
+                              no send (the target holds the record already); or Renamed rows
+                              (a record renamed at the source, loaded under its old key)
     send(record, parent)   -> the target id, after one write (parent: the parent's target id);
                               or `Sent`: the id and the rows the write settled too (an issue's
                               import carries the status staged with it)
@@ -46,7 +47,7 @@ that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) 
 the engine records it as failed with that message.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
-(`Settled`), and the engine records it.
+(`Settled`) or renamed (`Renamed`), and the engine records it.
 """
 
 from __future__ import annotations
@@ -137,6 +138,27 @@ class Settled:
     planned: Planned | None = None
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """A record renamed at the source (an issue moved to another queue, a page to another
+    slug): the same record, already loaded. The engine keys the rows of `entities` keyed
+    `old` as `new`, and those of `under` keyed under `old` ("old/...") under `new`
+    (`direct_only`, `parents`, `resend`: as `Ledger.rename_under`), at once, in the plan's
+    transaction: what the plan reads after yielding it sees the rows renamed."""
+
+    entities: tuple[str, ...]
+    old: str
+    new: str
+    under: tuple[str, ...] = ()
+    direct_only: bool = False
+    parents: bool = False
+    resend: tuple[str, ...] = ()
+
+
+# what a plan yields: rows to plan, rows settled without a send, rows renamed
+PlanItem = Planned | Settled | Renamed
+
+
 class Sent(NamedTuple):
     """What a send wrote: the target id, and the rows its write settled as well."""
 
@@ -204,7 +226,7 @@ class EntitySpec:
 
     name: str
     staged: str
-    plan: Callable[[StagingStore], Iterable[Planned | Settled]]
+    plan: Callable[[StagingStore], Iterable[PlanItem]]
     send: Callable[[StagedRecord, str | None], Awaitable[str | Sent]]
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from haul.connectors.errors import ConflictError
-from haul.pipelines.engine import LoadEngine, retry_failed_rows
+from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
 from haul.pipelines.specs import (
     EntitySpec,
     Phase,
     Planned,
     RecordFailure,
     Ref,
+    Renamed,
     Sent,
     Settled,
     each_record,
@@ -477,3 +478,58 @@ async def test_retrying_puts_every_failed_row_back_and_the_next_run_sends_it(
 
     assert [source_id for _, source_id, _ in target.sent] == ["c", "a", "b"]
     assert {row(store, "page", s).status for s in ("a", "b", "c")} == {"done"}
+
+
+async def test_what_a_plan_renames_the_engine_renames_before_the_plan_reads_on(
+    store: StagingStore,
+) -> None:
+    """A plan yields `Renamed` for a record renamed at the source (an issue moved to another
+    queue): the engine keys its rows, and those keyed under it, anew at once, so the plan's
+    next read sees them renamed and the rows the plans after it keep their load (nothing is
+    sent again)."""
+    target = FakeTarget()
+    specs = [target.spec("issue"), target.spec("comment", parent="issue")]
+    stage(store, "issue", "A-1")
+    stage(store, "comment", "A-1/c1", parent="A-1")
+    await engine(store, specs).run()
+    store.delete_record("issue", "A-1")
+    store.delete_under("A-1")
+    stage(store, "issue", "B-1")
+    stage(store, "comment", "B-1/c1", parent="B-1")
+    seen: list[bool] = []
+
+    def follow(staged: StagingStore) -> Iterator[Renamed]:
+        yield Renamed(("issue",), "A-1", "B-1", under=("comment",), parents=True)
+        seen.append(staged.ledger.get("issue", "B-1") is not None)
+
+    plans = {"issue_move": follow, **{spec.name: spec.plan for spec in specs}}
+    assert plan_ledger(store, plans) == 0
+    await LoadEngine(store, specs, concurrency=1).run()
+
+    assert seen == [True]
+    assert len(target.sent) == 2  # the first load's
+    assert store.ledger.get("issue", "A-1") is None
+    assert row(store, "issue", "B-1").target_id == "t-issue-A-1"
+    comment = row(store, "comment", "B-1/c1")
+    assert (comment.status, comment.parent, comment.target_id) == (
+        "done",
+        "B-1",
+        "t-comment-A-1/c1",
+    )
+
+
+def test_a_rename_is_undone_with_the_plan_it_was_yielded_in(store: StagingStore) -> None:
+    """The engine renames in the plan's transaction: a plan that fails after yielding a
+    rename leaves the rows under their old key (the rename commits with what it belongs to)."""
+    stage(store, "issue", "A-1")
+    LoadEngine(store, [FakeTarget().spec("issue")], concurrency=1).plan()
+
+    def follow(staged: StagingStore) -> Iterator[Renamed]:
+        yield Renamed(("issue",), "A-1", "B-1")
+        raise RuntimeError("killed while planning")
+
+    with pytest.raises(RuntimeError):
+        plan_ledger(store, {"issue_move": follow})
+
+    assert row(store, "issue", "A-1").status == "pending"
+    assert store.ledger.get("issue", "B-1") is None

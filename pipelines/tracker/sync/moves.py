@@ -8,8 +8,8 @@ the target, so nothing is imported twice. The issue's next refresh then moves th
 issue to the mapped queue (`move_in_target`) and records its new target key, which every
 record under it is written to from then on (`TargetKeys`).
 
-The rows change through the ledger's and the store's own methods (`rename`, `rename_under`,
-`retarget`, `delete_record`, `delete_under`), in the plan's transaction.
+The plan yields each rename (`Renamed`) for the engine to record, in the plan's transaction,
+with the deletion of what was staged under the old key (`delete_record`, `delete_under`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.specs import RecordFailure, Renamed
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagingStore
 
@@ -43,27 +43,26 @@ def moved_issues(store: StagingStore) -> dict[str, str]:
     }
 
 
-def follow_moves(store: StagingStore) -> Iterator[Planned]:
+def follow_moves(store: StagingStore) -> Iterator[Renamed]:
     """Rename the rows of each issue loaded under an old key to its new key (a plan that
-    plans nothing: it runs first, so the issue's own plan finds the renamed row)."""
+    plans nothing: it runs first, so the issue's own plan finds the renamed row). What was
+    staged under the old key goes in the same transaction (the new key's drain staged it
+    again)."""
     ledger = store.ledger
     for old, new in moved_issues(store).items():
         row = ledger.get("issue", old)
         if row is None or ledger.get("issue", new) is not None:
             continue
-        rename_issue(store, old, new)
+        with store.transaction():
+            yield issue_renamed(old, new)  # the engine renames the rows here
+            store.delete_record("issue", old)
+            store.delete_under(old)
         log.info("issue_move_followed", source=old, now=new, target=row.target_id)
-    yield from ()
 
 
-def rename_issue(store: StagingStore, old: str, new: str) -> None:
-    """The ledger rows of issue `old` and of everything under it, now under `new`; what was
-    staged under `old` goes (the new key's drain staged it again)."""
-    with store.transaction():
-        store.ledger.rename(["issue"], old, new)
-        store.ledger.rename_under(UNDER_ISSUE, old, new, parents=True)
-        store.delete_record("issue", old)
-        store.delete_under(old)
+def issue_renamed(old: str, new: str) -> Renamed:
+    """The ledger rows of issue `old` and of everything under it, now under `new`."""
+    return Renamed(("issue",), old, new, under=UNDER_ISSUE, parents=True)
 
 
 @dataclass
