@@ -325,8 +325,8 @@ class LoadEngine:
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
-            # a refresh may move the record (an issue into another queue): its children
-            # load under the target id the ledger holds now
+            # a refresh may have moved the record (`relocate`: an issue into another queue):
+            # its children load under the target id the ledger holds now
             target_id = self.ledger.target_id(row.entity, row.source_id) or target_id
         for wave in self._waves(row):
             await gather_all([self._load_siblings(group, target_id, found) for group in wave])
@@ -389,6 +389,8 @@ class LoadEngine:
             return
         problems, kept = self.store.problems, f"{row.entity}{CHANGE}"
         try:
+            if spec.relocate is not None:
+                target_id = await self._relocate(spec, row, record, target_id)
             await spec.refresh(record, target_id)
         except (RecordError, RecordFailure) as exc:
             log.warning(
@@ -402,6 +404,18 @@ class LoadEngine:
         problems.clear(kept, row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
+
+    async def _relocate(
+        self, spec: EntitySpec, row: LedgerRow, record: StagedRecord, target_id: str
+    ) -> str:
+        """Where the record lives in the target now (moved there first): a new target id is
+        committed at once, so a refresh failing or killed after the move leaves the ledger
+        naming where the record is."""
+        assert spec.relocate is not None
+        now = await spec.relocate(record, target_id)
+        if now != target_id:
+            self.ledger.retarget(row.entity, row.source_id, now)
+        return now
 
     # -- one record, exactly once -------------------------------------------------------------
 

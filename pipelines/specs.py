@@ -19,6 +19,11 @@ by name::
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
                               optional
+    relocate(record, target_id)
+                           -> the first step of a refresh: where the record lives in the target
+                              now, moved there first if it moved at the source (an issue moved
+                              to another queue takes a new key); the engine records a new
+                              target id at once, before `refresh` runs with it, optional
     find_first             -> look for the record in the target before sending it at all (the
                               organisation objects: reuse a component or field that is there);
                               the engine also looks first for every record under a parent
@@ -47,7 +52,8 @@ that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) 
 the engine records it as failed with that message.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
-(`Settled`) or renamed (`Renamed`), and the engine records it.
+(`Settled`), what its plan renamed (`Renamed`), where its record was moved to (`relocate`),
+and the engine records it.
 """
 
 from __future__ import annotations
@@ -231,6 +237,7 @@ class EntitySpec:
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements
     refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
+    relocate: Callable[[StagedRecord, str], Awaitable[str]] | None = None
     phase: Phase = Phase.TREES
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)

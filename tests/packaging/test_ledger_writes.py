@@ -30,7 +30,6 @@ READS = {"children", "parent_entities", "is_claimed", "any_found", "iter_changed
 # the modules that keep rows' identity up to date, by file name (they may move between
 # folders), and the upkeep each does: the sync's moves and deletions
 UPKEEP_BY = {
-    "moves.py": {"retarget"},
     "deletions.py": {"forget", "forget_children", "forget_under"},
 }
 

@@ -308,14 +308,20 @@ async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carri
 async def test_children_load_under_the_target_id_a_refresh_moved_their_parent_to(
     store: StagingStore,
 ) -> None:
-    """A refresh that moves its record in the target (an issue moved to another queue takes a
-    new key, recorded in the ledger) hands the children loading under it the new target id."""
+    """A refresh that moves its record in the target first (`relocate`: an issue moved to
+    another queue takes a new key) has the engine record the new target id, refresh the
+    record there and hand it to the children loading under it."""
     target = FakeTarget()
 
-    async def refresh(record: StagedRecord, target_id: str) -> None:
-        store.ledger.retarget("issue", record.source_id, "t-issue-moved")
+    async def relocate(record: StagedRecord, target_id: str) -> str:
+        target.sent.append(("move", record.source_id, target_id))
+        return "t-issue-moved"
 
-    specs = [replace(target.spec("issue"), refresh=refresh), target.spec("comment", parent="issue")]
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        target.sent.append(("refresh", record.source_id, target_id))
+
+    issue = replace(target.spec("issue"), refresh=refresh, relocate=relocate)
+    specs = [issue, target.spec("comment", parent="issue")]
     stage(store, "issue", "a")
     await engine(store, specs).run()
     store.upsert_records("issue", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
@@ -323,7 +329,46 @@ async def test_children_load_under_the_target_id_a_refresh_moved_their_parent_to
 
     await engine(store, specs).run()
 
+    assert target.sent[-3:] == [
+        ("move", "a", "t-issue-a"),
+        ("refresh", "a", "t-issue-moved"),
+        ("comment", "c1", "t-issue-moved"),
+    ]
+    assert row(store, "issue", "a").target_id == "t-issue-moved"
+    assert list(store.ledger.iter_changed("issue")) == []
+
+
+async def test_a_relocation_stays_recorded_when_the_refresh_after_it_fails(
+    store: StagingStore,
+) -> None:
+    """The engine commits a record's new target id as soon as `relocate` returns it: a refresh
+    that fails after the move (a problem kept, the row still changed) leaves the ledger naming
+    where the record is, and the children load there; the next load relocates from there."""
+    target = FakeTarget()
+    relocated_from: list[str] = []
+
+    async def relocate(record: StagedRecord, target_id: str) -> str:
+        relocated_from.append(target_id)
+        return "t-issue-moved"
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        raise RecordFailure("the edit was refused")
+
+    issue = replace(target.spec("issue"), refresh=refresh, relocate=relocate)
+    specs = [issue, target.spec("comment", parent="issue")]
+    stage(store, "issue", "a")
+    await engine(store, specs).run()
+    store.upsert_records("issue", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
+    stage(store, "comment", "c1", parent="a")
+
+    stats = await engine(store, specs).run()
+
+    assert stats.refresh_failed == 1
+    assert row(store, "issue", "a").target_id == "t-issue-moved"
+    assert [change.source_id for change in store.ledger.iter_changed("issue")] == ["a"]
     assert target.sent[-1] == ("comment", "c1", "t-issue-moved")
+    await engine(store, specs).run()
+    assert relocated_from == ["t-issue-a", "t-issue-moved"]
 
 
 async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(

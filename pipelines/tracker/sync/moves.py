@@ -5,8 +5,9 @@ A moved issue comes back from the scroll under its new key, naming its old ones 
 issue's rows, its own and those of every record under it, from the old key to the new one
 and drops what was staged under the old key: the records are the same records, already in
 the target, so nothing is imported twice. The issue's next refresh then moves the target
-issue to the mapped queue (`move_in_target`) and records its new target key, which every
-record under it is written to from then on (`TargetKeys`).
+issue to the mapped queue (`move_in_target`, the issue spec's `relocate`), and the engine
+records its new target key, which every record under it is written to from then on
+(`TargetKeys`).
 
 The plan yields each rename (`Renamed`) for the engine to record, in the plan's transaction,
 with the deletion of what was staged under the old key (`delete_record`, `delete_under`).
@@ -90,10 +91,11 @@ class TargetKeys:
 
 
 async def move_in_target(
-    client: TrackerClient, store: StagingStore, source_key: str, target_key: str, queue: str
+    client: TrackerClient, source_key: str, target_key: str, queue: str
 ) -> str:
-    """Move the target issue into `queue` unless it is there; return its key now (recorded
-    in the ledger). A lost reply is settled by reading the issue under its old key."""
+    """Move the target issue into `queue` unless it is there; return its key now (the engine
+    records it: the spec's `relocate`). A lost reply is settled by reading the issue under
+    its old key."""
     if _queue_of(target_key) == queue:
         return target_key
     moved = await client.get_issue(target_key)  # an earlier run may have moved it already
@@ -105,7 +107,6 @@ async def move_in_target(
             if _queue_of(str(moved["key"])) != queue:
                 raise RecordFailure(f"moving {target_key} to {queue} stayed uncertain") from None
     new_key = str(moved["key"])
-    store.ledger.retarget("issue", source_key, new_key)
     log.info("issue_moved_in_target", source=source_key, was=target_key, now=new_key)
     return new_key
 
