@@ -41,6 +41,7 @@ from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import (
     EntitySpec,
+    Forgotten,
     Phase,
     PlanItem,
     Planned,
@@ -205,7 +206,7 @@ class LoadEngine:
             if record is not None:
                 found = await self._find(spec, record, self._parent_target(row))
             if found:
-                self.ledger.done(row.entity, row.source_id, found)
+                self._record_done(row, found)
                 self.stats.reconciled_found += 1
             else:
                 self.ledger.release(row.entity, row.source_id)
@@ -495,11 +496,16 @@ class LoadEngine:
 
     async def _find(
         self, spec: EntitySpec, record: StagedRecord, parent_target: str | None
-    ) -> str | None:
+    ) -> Sent | None:
+        """What the spec's find answered, as `Sent` (a find may settle rows as a send does)."""
+
         def unclaimed(target_id: str) -> bool:
             return not self.ledger.is_claimed(spec.claim_group, target_id)
 
-        return await spec.find(record, parent_target, unclaimed)
+        found = await spec.find(record, parent_target, unclaimed)
+        if not found:
+            return None
+        return found if isinstance(found, Sent) else Sent(found)
 
     def _record(self, spec: EntitySpec, row: LedgerRow) -> StagedRecord | None:
         return self.store.get_record(spec.staged, row.source_id)
@@ -510,16 +516,13 @@ class LoadEngine:
         return self.ledger.target_id(row.parent_entity, row.parent or "")
 
     def _sent(self, row: LedgerRow, sent: str | Sent) -> str:
-        """Record the row done, and what its send settled as well."""
-        if isinstance(sent, str):
-            return self._done(row, sent)
-        target_id = self._done(row, sent.target_id)
-        settle(self.ledger, sent.settled)
-        return target_id
+        """Record the row done, and what its send settled or forgot as well."""
+        return self._done(row, Sent(sent) if isinstance(sent, str) else sent)
 
-    def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
+    def _done(self, row: LedgerRow, sent: Sent, *, found: bool = False) -> str:
         """Record the row done; `found`: the target held it before this store sent it."""
-        self.ledger.done(row.entity, row.source_id, target_id, found=found)
+        target_id = sent.target_id
+        self._record_done(row, sent, found=found)
         if found and row.entity in self._parents:  # its children look before they are made
             self._found_now.add(Ref(row.entity, row.source_id))
         if found and not self._specs[row.entity].find_first:  # not an object merely reused
@@ -527,6 +530,17 @@ class LoadEngine:
         self.stats.done += 1
         self.progress.advance(self._task)
         return target_id
+
+    def _record_done(self, row: LedgerRow, sent: Sent, *, found: bool = False) -> None:
+        """The row done, with the rows its send or find settled and forgot: in one
+        transaction when there are any (else one statement, committed on its own)."""
+        if not sent.settled and not sent.forgotten:
+            self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
+            return
+        with self.store.transaction():
+            self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
+            settle(self.ledger, sent.settled)
+            forget(self.ledger, sent.forgotten)
 
     def _fail(self, row: LedgerRow, exc: BaseException) -> str | None:
         self.ledger.fail(row.entity, row.source_id, f"{type(exc).__name__}: {exc}")
@@ -615,6 +629,16 @@ def rename(ledger: Ledger, item: Renamed) -> None:
             parents=item.parents,
             resend=item.resend,
         )
+
+
+def forget(ledger: Ledger, items: Iterable[Forgotten]) -> None:
+    """Drop the rows of records deleted in the target on purpose (see `Forgotten`)."""
+    for item in items:
+        ledger.forget(item.entities, item.source_id)
+        if item.children:
+            ledger.forget_children(item.children, item.source_id)
+        if item.under:
+            ledger.forget_under(item.under, item.source_id, direct_only=item.direct_only)
 
 
 def _ledger_row(entity: str, item: Planned) -> dict[str, object]:

@@ -10,11 +10,13 @@ by name::
                               (a record renamed at the source, loaded under its old key)
     send(record, parent)   -> the target id, after one write (parent: the parent's target id);
                               or `Sent`: the id and the rows the write settled too (an issue's
-                              import carries the status staged with it)
+                              import carries the status staged with it) or made obsolete
+                              (`Forgotten`: a record deleted in the target)
     find(record, parent, unclaimed)
                            -> the target id if the target already holds this record, else None;
                               `unclaimed(id)` is False for ids other ledger rows hold, so two
-                              identical records are still two
+                              identical records are still two; or `Sent`, as a send (a
+                              deletion found done forgets the deleted record's rows)
     requires(record)       -> nodes that must be loaded first (a link's other end), optional
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
@@ -52,7 +54,7 @@ that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) 
 the engine records it as failed with that message.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
-(`Settled`), what its plan renamed (`Renamed`), where its record was moved to (`relocate`),
+(`Settled`) or forgot (`Forgotten`), what its plan renamed (`Renamed`), where its record was moved to (`relocate`),
 and the engine records it.
 """
 
@@ -165,11 +167,33 @@ class Renamed:
 PlanItem = Planned | Settled | Renamed
 
 
+@dataclass(frozen=True)
+class Forgotten:
+    """Rows of a record deleted in the target on purpose, dropped so that the counts hold what
+    the target holds: those of `entities` keyed `source_id`, those of `children` loading under
+    it, and those of `under` keyed under it ("source_id/...", or only "source_id/x" with
+    `direct_only`)."""
+
+    entities: tuple[str, ...]
+    source_id: str
+    children: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
+    direct_only: bool = False
+
+
 class Sent(NamedTuple):
-    """What a send wrote: the target id, and the rows its write settled as well."""
+    """What a send wrote (or a find found): the target id, the rows its write settled as well,
+    and the rows it made obsolete (a deletion's record, deleted in the target). The engine
+    records them with the row, in one transaction."""
 
     target_id: str
     settled: tuple[Settled, ...] = ()
+    forgotten: tuple[Forgotten, ...] = ()
+
+
+def target_of(found: str | Sent | None) -> str | None:
+    """The target id of what a `find` answered."""
+    return found.target_id if isinstance(found, Sent) else found
 
 
 Fields = dict[str, Any]
@@ -219,7 +243,8 @@ class Fingerprint:
 
 
 Sender = Callable[[StagedRecord, str | None], Awaitable[str]]
-Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | None]]
+# a find answers the target id, or `Sent` when finding the record settles rows too
+Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | Sent | None]]
 
 
 def _no_requirements(record: StagedRecord) -> list[Ref]:

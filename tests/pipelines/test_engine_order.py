@@ -17,6 +17,7 @@ from haul.connectors.errors import ConflictError
 from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
 from haul.pipelines.specs import (
     EntitySpec,
+    Forgotten,
     Phase,
     Planned,
     RecordFailure,
@@ -578,3 +579,65 @@ def test_a_rename_is_undone_with_the_plan_it_was_yielded_in(store: StagingStore)
 
     assert row(store, "issue", "A-1").status == "pending"
     assert store.ledger.get("issue", "B-1") is None
+
+
+def deletion_spec(answer: Sent, *, held: bool) -> EntitySpec:
+    """A `deletion` spec whose send deletes page p1 in the target, and whose find answers it
+    deleted unless the target still holds it; either answer forgets p1's rows."""
+
+    async def send(record: StagedRecord, parent_target: str | None) -> str | Sent:
+        return answer
+
+    async def find(
+        record: StagedRecord, parent_target: str | None, unclaimed: object
+    ) -> Sent | None:
+        return None if held else answer
+
+    return EntitySpec("deletion", "deletion", each_record("deletion"), send, find,
+                      phase=Phase.DELETIONS)  # fmt: skip
+
+
+def staged_page_with_file(store: StagingStore) -> list[EntitySpec]:
+    target = FakeTarget()
+    specs = [target.spec("page"), target.spec("file", parent="page")]
+    stage(store, "page", "p1", "p2")
+    stage(store, "file", "p1/f1", parent="p1")
+    return specs
+
+
+FORGET_P1 = Sent("deleted t-page-p1", forgotten=(Forgotten(("page",), "p1", children=("file",)),))
+
+
+async def test_what_a_send_forgets_the_engine_drops_with_its_row(store: StagingStore) -> None:
+    """A send that deleted a record in the target on purpose (a sync mirroring a deletion)
+    returns `Sent` with what it made obsolete: the engine records its row done and drops the
+    deleted record's rows, and those under it; the rest stays."""
+    specs = staged_page_with_file(store)
+    await engine(store, specs).run()
+    stage(store, "deletion", "page:p1")
+
+    stats = await engine(store, [*specs, deletion_spec(FORGET_P1, held=True)]).run()
+
+    assert stats.done == 1
+    assert row(store, "deletion", "page:p1").target_id == "deleted t-page-p1"
+    assert store.ledger.get("page", "p1") is None
+    assert store.ledger.get("file", "p1/f1") is None
+    assert row(store, "page", "p2").status == "done"
+
+
+async def test_what_a_find_forgets_the_engine_drops_when_it_reconciles(store: StagingStore) -> None:
+    """A deletion killed after its DELETE (its row left in flight) is found done by its find,
+    which answers `Sent` too: the engine records the row done and drops the deleted record's
+    rows, as the send would have."""
+    specs = staged_page_with_file(store)
+    await engine(store, specs).run()
+    stage(store, "deletion", "page:p1")
+    load = engine(store, [*specs, deletion_spec(FORGET_P1, held=False)])
+    store.ledger.begin("deletion", "page:p1")
+
+    stats = await load.run()
+
+    assert (stats.reconciled_found, stats.done) == (1, 0)
+    assert row(store, "deletion", "page:p1").status == "done"
+    assert store.ledger.get("page", "p1") is None
+    assert store.ledger.get("file", "p1/f1") is None
