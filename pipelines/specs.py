@@ -54,8 +54,8 @@ that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) 
 the engine records it as failed with that message.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
-(`Settled`) or forgot (`Forgotten`), what its plan renamed (`Renamed`), where its record was moved to (`relocate`),
-and the engine records it.
+(`Settled`) or forgot (`Forgotten`), what its plan renamed (`Renamed`), where it moved its
+record (`relocate`), and the engine records it.
 """
 
 from __future__ import annotations
