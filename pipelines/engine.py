@@ -39,11 +39,22 @@ from haul.connectors.errors import AmbiguousWriteError, ConflictError, RecordErr
 from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
-from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, Sent, Settled
+from haul.pipelines.specs import (
+    EntitySpec,
+    Forgotten,
+    Phase,
+    PlanItem,
+    Planned,
+    RecordFailure,
+    Ref,
+    Renamed,
+    Sent,
+    Settled,
+)
 from haul.state.ledger import Ledger, LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
-PlanFn = Callable[[StagingStore], Iterable[Planned | Settled]]
+PlanFn = Callable[[StagingStore], Iterable[PlanItem]]
 
 log = structlog.get_logger(__name__)
 
@@ -195,7 +206,7 @@ class LoadEngine:
             if record is not None:
                 found = await self._find(spec, record, self._parent_target(row))
             if found:
-                self.ledger.done(row.entity, row.source_id, found)
+                self._record_done(row, found)
                 self.stats.reconciled_found += 1
             else:
                 self.ledger.release(row.entity, row.source_id)
@@ -315,8 +326,8 @@ class LoadEngine:
             return
         if spec.refresh is not None and row.changed:
             await self._refresh(spec, row, target_id)
-            # a refresh may move the record (an issue into another queue): its children
-            # load under the target id the ledger holds now
+            # a refresh may have moved the record (`relocate`: an issue into another queue):
+            # its children load under the target id the ledger holds now
             target_id = self.ledger.target_id(row.entity, row.source_id) or target_id
         for wave in self._waves(row):
             await gather_all([self._load_siblings(group, target_id, found) for group in wave])
@@ -379,6 +390,8 @@ class LoadEngine:
             return
         problems, kept = self.store.problems, f"{row.entity}{CHANGE}"
         try:
+            if spec.relocate is not None:
+                target_id = await self._relocate(spec, row, record, target_id)
             await spec.refresh(record, target_id)
         except (RecordError, RecordFailure) as exc:
             log.warning(
@@ -392,6 +405,18 @@ class LoadEngine:
         problems.clear(kept, row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
+
+    async def _relocate(
+        self, spec: EntitySpec, row: LedgerRow, record: StagedRecord, target_id: str
+    ) -> str:
+        """Where the record lives in the target now (moved there first): a new target id is
+        committed at once, so a refresh failing or killed after the move leaves the ledger
+        naming where the record is."""
+        assert spec.relocate is not None
+        now = await spec.relocate(record, target_id)
+        if now != target_id:
+            self.ledger.retarget(row.entity, row.source_id, now)
+        return now
 
     # -- one record, exactly once -------------------------------------------------------------
 
@@ -471,11 +496,16 @@ class LoadEngine:
 
     async def _find(
         self, spec: EntitySpec, record: StagedRecord, parent_target: str | None
-    ) -> str | None:
+    ) -> Sent | None:
+        """What the spec's find answered, as `Sent` (a find may settle rows as a send does)."""
+
         def unclaimed(target_id: str) -> bool:
             return not self.ledger.is_claimed(spec.claim_group, target_id)
 
-        return await spec.find(record, parent_target, unclaimed)
+        found = await spec.find(record, parent_target, unclaimed)
+        if not found:
+            return None
+        return found if isinstance(found, Sent) else Sent(found)
 
     def _record(self, spec: EntitySpec, row: LedgerRow) -> StagedRecord | None:
         return self.store.get_record(spec.staged, row.source_id)
@@ -486,16 +516,13 @@ class LoadEngine:
         return self.ledger.target_id(row.parent_entity, row.parent or "")
 
     def _sent(self, row: LedgerRow, sent: str | Sent) -> str:
-        """Record the row done, and what its send settled as well."""
-        if isinstance(sent, str):
-            return self._done(row, sent)
-        target_id = self._done(row, sent.target_id)
-        settle(self.ledger, sent.settled)
-        return target_id
+        """Record the row done, and what its send settled or forgot as well."""
+        return self._done(row, Sent(sent) if isinstance(sent, str) else sent)
 
-    def _done(self, row: LedgerRow, target_id: str, *, found: bool = False) -> str:
+    def _done(self, row: LedgerRow, sent: Sent, *, found: bool = False) -> str:
         """Record the row done; `found`: the target held it before this store sent it."""
-        self.ledger.done(row.entity, row.source_id, target_id, found=found)
+        target_id = sent.target_id
+        self._record_done(row, sent, found=found)
         if found and row.entity in self._parents:  # its children look before they are made
             self._found_now.add(Ref(row.entity, row.source_id))
         if found and not self._specs[row.entity].find_first:  # not an object merely reused
@@ -503,6 +530,17 @@ class LoadEngine:
         self.stats.done += 1
         self.progress.advance(self._task)
         return target_id
+
+    def _record_done(self, row: LedgerRow, sent: Sent, *, found: bool = False) -> None:
+        """The row done, with the rows its send or find settled and forgot: in one
+        transaction when there are any (else one statement, committed on its own)."""
+        if not sent.settled and not sent.forgotten:
+            self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
+            return
+        with self.store.transaction():
+            self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
+            settle(self.ledger, sent.settled)
+            forget(self.ledger, sent.forgotten)
 
     def _fail(self, row: LedgerRow, exc: BaseException) -> str | None:
         self.ledger.fail(row.entity, row.source_id, f"{type(exc).__name__}: {exc}")
@@ -534,6 +572,11 @@ class LoadEngine:
             self._fail_subtree(child, reason, seen)
 
 
+def retry_failed_rows(store: StagingStore) -> int:
+    """Put every failed row back to pending (`haul load --retry-failed`); return how many."""
+    return store.ledger.retry_failed()
+
+
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
     """Bring the ledger up to date with what is staged, one transaction; return the new rows.
 
@@ -543,14 +586,17 @@ def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
         return sum(_plan_entity(store.ledger, name, plan(store)) for name, plan in plans.items())
 
 
-def _plan_entity(ledger: Ledger, entity: str, items: Iterable[Planned | Settled]) -> int:
-    """Plan one entity's rows, then record what its plan settled; return the new rows."""
+def _plan_entity(ledger: Ledger, entity: str, items: Iterable[PlanItem]) -> int:
+    """Plan one entity's rows, renaming rows as the plan says, then record what its plan
+    settled; return the new rows."""
     settled: list[Settled] = []
 
     def rows() -> Iterator[dict[str, object]]:
         for item in items:
             if isinstance(item, Settled):
                 settled.append(item)
+            elif isinstance(item, Renamed):
+                rename(ledger, item)  # at once: what the plan reads next sees it renamed
             else:
                 yield _ledger_row(entity, item)
 
@@ -569,6 +615,30 @@ def settle(ledger: Ledger, items: Iterable[Settled]) -> int:
         if row is not None and row.status in ("pending", "in_flight"):
             ledger.done(*item.ref, item.outcome)
     return new
+
+
+def rename(ledger: Ledger, item: Renamed) -> None:
+    """Key the rows of a record renamed at the source, and those keyed under it, anew."""
+    ledger.rename(item.entities, item.old, item.new)
+    if item.under:
+        ledger.rename_under(
+            item.under,
+            item.old,
+            item.new,
+            direct_only=item.direct_only,
+            parents=item.parents,
+            resend=item.resend,
+        )
+
+
+def forget(ledger: Ledger, items: Iterable[Forgotten]) -> None:
+    """Drop the rows of records deleted in the target on purpose (see `Forgotten`)."""
+    for item in items:
+        ledger.forget(item.entities, item.source_id)
+        if item.children:
+            ledger.forget_children(item.children, item.source_id)
+        if item.under:
+            ledger.forget_under(item.under, item.source_id, direct_only=item.direct_only)
 
 
 def _ledger_row(entity: str, item: Planned) -> dict[str, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from haul.pipelines.specs import EntitySpec
+from haul.pipelines.specs import EntitySpec, target_of
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
@@ -51,4 +51,5 @@ class SpecPlanner:
             parent_target,
             lambda target_id: not self.store.ledger.is_claimed(group, target_id),
         )
-        return ("skip", f"the target holds it as {found}") if found else ("create", "")
+        held = target_of(found)
+        return ("skip", f"the target holds it as {held}") if held else ("create", "")

@@ -19,7 +19,7 @@ from structlog.contextvars import bound_contextvars
 
 from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.engine import LoadEngine, plan_ledger
+from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
 from haul.pipelines.progress import Progress
 from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
@@ -246,7 +246,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     plan_if_staged_since(store, stage.config)
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
-        store.ledger.retry_failed()
+        retry_failed_rows(store)
     waiting = store.ledger.counts().values()
     stage.progress.expect("records loaded", sum(s.get("pending", 0) for s in waiting))
     engine = LoadEngine(

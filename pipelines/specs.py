@@ -6,18 +6,26 @@ by name::
 
     plan(store)            -> Planned rows: which staged records load, under which parent node,
                               in which order among their siblings; or Settled rows, which need
-                              no send (the target holds the record already)
+                              no send (the target holds the record already); or Renamed rows
+                              (a record renamed at the source, loaded under its old key)
     send(record, parent)   -> the target id, after one write (parent: the parent's target id);
                               or `Sent`: the id and the rows the write settled too (an issue's
-                              import carries the status staged with it)
+                              import carries the status staged with it) or made obsolete
+                              (`Forgotten`: a record deleted in the target)
     find(record, parent, unclaimed)
                            -> the target id if the target already holds this record, else None;
                               `unclaimed(id)` is False for ids other ledger rows hold, so two
-                              identical records are still two
+                              identical records are still two; or `Sent`, as a send (a
+                              deletion found done forgets the deleted record's rows)
     requires(record)       -> nodes that must be loaded first (a link's other end), optional
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
                               optional
+    relocate(record, target_id)
+                           -> the first step of a refresh: where the record lives in the target
+                              now, moved there first if it moved at the source (an issue moved
+                              to another queue takes a new key); the engine records a new
+                              target id at once, before `refresh` runs with it, optional
     find_first             -> look for the record in the target before sending it at all (the
                               organisation objects: reuse a component or field that is there);
                               the engine also looks first for every record under a parent
@@ -46,7 +54,8 @@ that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) 
 the engine records it as failed with that message.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
-(`Settled`), and the engine records it.
+(`Settled`) or forgot (`Forgotten`), what its plan renamed (`Renamed`), where it moved its
+record (`relocate`), and the engine records it.
 """
 
 from __future__ import annotations
@@ -137,11 +146,54 @@ class Settled:
     planned: Planned | None = None
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """A record renamed at the source (an issue moved to another queue, a page to another
+    slug): the same record, already loaded. The engine keys the rows of `entities` keyed
+    `old` as `new`, and those of `under` keyed under `old` ("old/...") under `new`
+    (`direct_only`, `parents`, `resend`: as `Ledger.rename_under`), at once, in the plan's
+    transaction: what the plan reads after yielding it sees the rows renamed."""
+
+    entities: tuple[str, ...]
+    old: str
+    new: str
+    under: tuple[str, ...] = ()
+    direct_only: bool = False
+    parents: bool = False
+    resend: tuple[str, ...] = ()
+
+
+# what a plan yields: rows to plan, rows settled without a send, rows renamed
+PlanItem = Planned | Settled | Renamed
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """Rows of a record deleted in the target on purpose, dropped so that the counts hold what
+    the target holds: those of `entities` keyed `source_id`, those of `children` loading under
+    it, and those of `under` keyed under it ("source_id/...", or only "source_id/x" with
+    `direct_only`)."""
+
+    entities: tuple[str, ...]
+    source_id: str
+    children: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
+    direct_only: bool = False
+
+
 class Sent(NamedTuple):
-    """What a send wrote: the target id, and the rows its write settled as well."""
+    """What a send wrote (or a find found): the target id, the rows its write settled as well,
+    and the rows it made obsolete (a deletion's record, deleted in the target). The engine
+    records them with the row, in one transaction."""
 
     target_id: str
     settled: tuple[Settled, ...] = ()
+    forgotten: tuple[Forgotten, ...] = ()
+
+
+def target_of(found: str | Sent | None) -> str | None:
+    """The target id of what a `find` answered."""
+    return found.target_id if isinstance(found, Sent) else found
 
 
 Fields = dict[str, Any]
@@ -191,7 +243,8 @@ class Fingerprint:
 
 
 Sender = Callable[[StagedRecord, str | None], Awaitable[str]]
-Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | None]]
+# a find answers the target id, or `Sent` when finding the record settles rows too
+Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | Sent | None]]
 
 
 def _no_requirements(record: StagedRecord) -> list[Ref]:
@@ -204,11 +257,12 @@ class EntitySpec:
 
     name: str
     staged: str
-    plan: Callable[[StagingStore], Iterable[Planned | Settled]]
+    plan: Callable[[StagingStore], Iterable[PlanItem]]
     send: Callable[[StagedRecord, str | None], Awaitable[str | Sent]]
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements
     refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
+    relocate: Callable[[StagedRecord, str], Awaitable[str]] | None = None
     phase: Phase = Phase.TREES
     claims_with: tuple[str, ...] = field(default_factory=tuple)
     siblings_together: bool = False  # siblings of this spec load concurrently (order is free)

@@ -30,7 +30,7 @@ import structlog
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import Planned
+from haul.pipelines.specs import Forgotten, Planned, Sent
 from haul.pipelines.streams import Row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -103,21 +103,19 @@ def deleted_counts(store: StagingStore) -> dict[str, int]:
     return dict(counts)
 
 
-def forget_loaded(store: StagingStore, entity: str, source_id: str) -> None:
-    """Drop the ledger rows of a record deleted in the target (a page's: with those of what
-    hung on it, its grids' rows and its comments' replies too), so the counts hold what the
-    target holds; its `wiki_deletion` row and staged `wiki_deleted` record keep what happened."""
-    ledger = store.ledger
+def forgotten(store: StagingStore, entity: str, source_id: str) -> tuple[Forgotten, ...]:
+    """The ledger rows of a record deleted in the target (a page's: with those of what hung
+    on it, its grids' rows and its comments' replies too), for the engine to drop with the
+    `wiki_deletion` row it records done, so the counts hold what the target holds; that row
+    and the staged `wiki_deleted` record keep what happened."""
     if entity != "wiki_page":
-        ledger.forget([entity], source_id)
-        return
-    with store.transaction():
-        grids = [row.source_id for row in ledger.iter_rows(entity="wiki_grid", parent=source_id)]
-        for grid in grids:  # a grid's rows share its source id
-            ledger.forget(["wiki_grid_rows"], grid)
-        ledger.forget(["wiki_page", "wiki_page_access"], source_id)
-        ledger.forget_children(CHILDREN, source_id)
-        ledger.forget_under(["wiki_comment"], source_id, direct_only=True)
+        return (Forgotten((entity,), source_id),)
+    grids = store.ledger.iter_rows(entity="wiki_grid", parent=source_id)
+    return (
+        *(Forgotten(("wiki_grid_rows",), row.source_id) for row in grids),  # keyed as the grid
+        Forgotten(("wiki_page", "wiki_page_access"), source_id, children=CHILDREN,
+                  under=("wiki_comment",), direct_only=True),
+    )  # fmt: skip
 
 
 @dataclass
@@ -129,8 +127,9 @@ class WikiDeletions:
     store: StagingStore
     page_id: Callable[[str], str | None]
 
-    async def send(self, record: StagedRecord, parent: str | None) -> str:
-        """One DELETE; what is gone already is deleted all the same."""
+    async def send(self, record: StagedRecord, parent: str | None) -> str | Sent:
+        """One DELETE; what is gone already is deleted all the same. The deleted record's
+        rows are forgotten with the row."""
         raw = record.raw
         target = raw.get("target_id")
         if target is None:
@@ -139,8 +138,9 @@ class WikiDeletions:
             done = await self._delete(raw, str(target))
         except NotFoundError:
             done = f"deleted {target}"
-        forget_loaded(self.store, str(raw["entity"]), str(raw["source_id"]))
-        return done
+        return Sent(
+            done, forgotten=forgotten(self.store, str(raw["entity"]), str(raw["source_id"]))
+        )
 
     async def _delete(self, raw: dict[str, Any], target: str) -> str:
         entity = raw["entity"]
@@ -160,8 +160,9 @@ class WikiDeletions:
                 await self.client.delete_attachment(int(page_id), int(target))
         return f"deleted {target}"
 
-    async def find(self, record: StagedRecord, parent: str | None, unclaimed: Any) -> str | None:
-        """Done when the target no longer holds the record (or its page)."""
+    async def find(self, record: StagedRecord, parent: str | None, unclaimed: Any) -> Sent | None:
+        """Done when the target no longer holds the record (or its page); its rows are
+        forgotten with the row."""
         raw = record.raw
         target = str(raw.get("target_id"))
         try:
@@ -170,8 +171,8 @@ class WikiDeletions:
             held = False
         if held:
             return None
-        forget_loaded(self.store, str(raw["entity"]), str(raw["source_id"]))
-        return f"deleted {target}"
+        gone = forgotten(self.store, str(raw["entity"]), str(raw["source_id"]))
+        return Sent(f"deleted {target}", forgotten=gone)
 
     async def _held(self, raw: dict[str, Any], target: str) -> bool:
         entity = raw["entity"]

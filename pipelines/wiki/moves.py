@@ -17,8 +17,9 @@ loaded twice (a loaded comment is marked changed: its provenance line names the 
 so its text is written again). The page's next refresh then moves the target page to its new target slug
 (`move_in_target`: with its subtree, as the source did) before it writes the content.
 
-The rows change through the ledger's and the store's own methods (`rename`, `rename_under`,
-`delete_record`, `delete_under`); a rename runs in the plan's transaction.
+The plan yields each rename (`Renamed`) for the engine to record in the plan's transaction,
+with the deletion of the move's record; what was staged under the old slug goes through the
+store's own methods (`delete_record`, `delete_under`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.specs import RecordFailure, Renamed
 from haul.pipelines.wiki.deletions import DELETED, deleted_row
 from haul.state.store import StagingStore
 
@@ -83,25 +84,26 @@ def _vanished(store: StagingStore, old: str, new: str | None, in_scope: bool) ->
     log.info("wiki_page_vanished", page=old, now=new, in_scope=in_scope)
 
 
-def follow_page_moves(store: StagingStore) -> Iterator[Planned]:
+def follow_page_moves(store: StagingStore) -> Iterator[Renamed]:
     """Rename the loaded rows of each moved page to its new slug (a plan that plans nothing:
-    it runs first, so the pages' own plans find the renamed rows)."""
+    it runs first, so the pages' own plans find the renamed rows); the move's record goes in
+    the same transaction."""
     for record in list(store.iter_records(MOVED)):
         old, new = str(record.raw["old"]), str(record.raw["new"])
         with store.transaction():
             if store.ledger.get("wiki_page", old) and not store.ledger.get("wiki_page", new):
-                rename_page(store, old, new)
+                yield page_renamed(old, new)  # the engine renames the rows here
                 log.info("wiki_page_move_followed", source=old, now=new)
             store.delete_record(MOVED, old)
-    yield from ()
 
 
-def rename_page(store: StagingStore, old: str, new: str) -> None:
+def page_renamed(old: str, new: str) -> Renamed:
     """The ledger rows of page `old`, and of the records keyed under its slug, now under `new`
-    (a record of a page below keeps its own slug: that page's own move renames it)."""
-    store.ledger.rename(PAGE_ROWS, old, new)
-    # a comment's provenance line names its page's slug: a loaded one is written again
-    store.ledger.rename_under(KEYED_UNDER_PAGE, old, new, direct_only=True, resend=["wiki_comment"])
+    (a record of a page below keeps its own slug: that page's own move renames it). A
+    comment's provenance line names its page's slug: a loaded one is written again."""
+    return Renamed(
+        PAGE_ROWS, old, new, under=KEYED_UNDER_PAGE, direct_only=True, resend=("wiki_comment",)
+    )
 
 
 async def move_in_target(client: WikiClient, page_id: int, slug: str) -> bool:

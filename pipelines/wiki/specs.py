@@ -32,6 +32,7 @@ from haul.pipelines.specs import (
     Planned,
     RecordFailure,
     Ref,
+    Sent,
     each_record,
     staged_bytes,
 )
@@ -380,7 +381,7 @@ class WikiLoad:
 
     # -- deletions --------------------------------------------------------------------------
 
-    async def send_deletion(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_deletion(self, record: StagedRecord, parent: str | None) -> str | Sent:
         done = await self.deletions.send(record, parent)
         what = "replaced" if record.raw.get("replaced") else "deleted"
         self.changes[(str(record.raw["entity"]), what)] += 1

@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from haul.connectors.errors import ConflictError
-from haul.pipelines.engine import LoadEngine
+from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
 from haul.pipelines.specs import (
     EntitySpec,
+    Forgotten,
     Phase,
     Planned,
     RecordFailure,
     Ref,
+    Renamed,
     Sent,
     Settled,
     each_record,
@@ -307,14 +309,20 @@ async def test_a_change_the_target_refuses_is_a_problem_until_a_later_load_carri
 async def test_children_load_under_the_target_id_a_refresh_moved_their_parent_to(
     store: StagingStore,
 ) -> None:
-    """A refresh that moves its record in the target (an issue moved to another queue takes a
-    new key, recorded in the ledger) hands the children loading under it the new target id."""
+    """A refresh that moves its record in the target first (`relocate`: an issue moved to
+    another queue takes a new key) has the engine record the new target id, refresh the
+    record there and hand it to the children loading under it."""
     target = FakeTarget()
 
-    async def refresh(record: StagedRecord, target_id: str) -> None:
-        store.ledger.retarget("issue", record.source_id, "t-issue-moved")
+    async def relocate(record: StagedRecord, target_id: str) -> str:
+        target.sent.append(("move", record.source_id, target_id))
+        return "t-issue-moved"
 
-    specs = [replace(target.spec("issue"), refresh=refresh), target.spec("comment", parent="issue")]
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        target.sent.append(("refresh", record.source_id, target_id))
+
+    issue = replace(target.spec("issue"), refresh=refresh, relocate=relocate)
+    specs = [issue, target.spec("comment", parent="issue")]
     stage(store, "issue", "a")
     await engine(store, specs).run()
     store.upsert_records("issue", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
@@ -322,7 +330,46 @@ async def test_children_load_under_the_target_id_a_refresh_moved_their_parent_to
 
     await engine(store, specs).run()
 
+    assert target.sent[-3:] == [
+        ("move", "a", "t-issue-a"),
+        ("refresh", "a", "t-issue-moved"),
+        ("comment", "c1", "t-issue-moved"),
+    ]
+    assert row(store, "issue", "a").target_id == "t-issue-moved"
+    assert list(store.ledger.iter_changed("issue")) == []
+
+
+async def test_a_relocation_stays_recorded_when_the_refresh_after_it_fails(
+    store: StagingStore,
+) -> None:
+    """The engine commits a record's new target id as soon as `relocate` returns it: a refresh
+    that fails after the move (a problem kept, the row still changed) leaves the ledger naming
+    where the record is, and the children load there; the next load relocates from there."""
+    target = FakeTarget()
+    relocated_from: list[str] = []
+
+    async def relocate(record: StagedRecord, target_id: str) -> str:
+        relocated_from.append(target_id)
+        return "t-issue-moved"
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        raise RecordFailure("the edit was refused")
+
+    issue = replace(target.spec("issue"), refresh=refresh, relocate=relocate)
+    specs = [issue, target.spec("comment", parent="issue")]
+    stage(store, "issue", "a")
+    await engine(store, specs).run()
+    store.upsert_records("issue", [{"source_id": "a", "updated_at": "u", "raw": {"id": "a2"}}])
+    stage(store, "comment", "c1", parent="a")
+
+    stats = await engine(store, specs).run()
+
+    assert stats.refresh_failed == 1
+    assert row(store, "issue", "a").target_id == "t-issue-moved"
+    assert [change.source_id for change in store.ledger.iter_changed("issue")] == ["a"]
     assert target.sent[-1] == ("comment", "c1", "t-issue-moved")
+    await engine(store, specs).run()
+    assert relocated_from == ["t-issue-a", "t-issue-moved"]
 
 
 async def test_a_cycle_of_parents_fails_its_records_named_and_the_rest_loads(
@@ -459,3 +506,138 @@ async def test_what_a_send_settles_the_engine_records_beside_its_row(store: Stag
     assert row(store, "issue", "i1").target_id == "t-issue-i1"
     status = row(store, "status", "st1")
     assert (status.status, status.target_id, status.parent) == ("done", "carried", "i1")
+
+
+async def test_retrying_puts_every_failed_row_back_and_the_next_run_sends_it(
+    store: StagingStore,
+) -> None:
+    """`haul load --retry-failed`: the engine moves each failed row back to pending (counted),
+    the next run sends it; a done row stays as it is."""
+    target = FakeTarget(refuse={"a", "b"})
+    stage(store, "page", "a", "b", "c")
+    await engine(store, [target.spec("page")]).run()
+    target.refuse.clear()
+
+    assert retry_failed_rows(store) == 2
+    assert retry_failed_rows(store) == 0
+    await LoadEngine(store, [target.spec("page")], concurrency=1).run()
+
+    assert [source_id for _, source_id, _ in target.sent] == ["c", "a", "b"]
+    assert {row(store, "page", s).status for s in ("a", "b", "c")} == {"done"}
+
+
+async def test_what_a_plan_renames_the_engine_renames_before_the_plan_reads_on(
+    store: StagingStore,
+) -> None:
+    """A plan yields `Renamed` for a record renamed at the source (an issue moved to another
+    queue): the engine keys its rows, and those keyed under it, anew at once, so the plan's
+    next read sees them renamed and the rows the plans after it keep their load (nothing is
+    sent again)."""
+    target = FakeTarget()
+    specs = [target.spec("issue"), target.spec("comment", parent="issue")]
+    stage(store, "issue", "A-1")
+    stage(store, "comment", "A-1/c1", parent="A-1")
+    await engine(store, specs).run()
+    store.delete_record("issue", "A-1")
+    store.delete_under("A-1")
+    stage(store, "issue", "B-1")
+    stage(store, "comment", "B-1/c1", parent="B-1")
+    seen: list[bool] = []
+
+    def follow(staged: StagingStore) -> Iterator[Renamed]:
+        yield Renamed(("issue",), "A-1", "B-1", under=("comment",), parents=True)
+        seen.append(staged.ledger.get("issue", "B-1") is not None)
+
+    plans = {"issue_move": follow, **{spec.name: spec.plan for spec in specs}}
+    assert plan_ledger(store, plans) == 0
+    await LoadEngine(store, specs, concurrency=1).run()
+
+    assert seen == [True]
+    assert len(target.sent) == 2  # the first load's
+    assert store.ledger.get("issue", "A-1") is None
+    assert row(store, "issue", "B-1").target_id == "t-issue-A-1"
+    comment = row(store, "comment", "B-1/c1")
+    assert (comment.status, comment.parent, comment.target_id) == (
+        "done",
+        "B-1",
+        "t-comment-A-1/c1",
+    )
+
+
+def test_a_rename_is_undone_with_the_plan_it_was_yielded_in(store: StagingStore) -> None:
+    """The engine renames in the plan's transaction: a plan that fails after yielding a
+    rename leaves the rows under their old key (the rename commits with what it belongs to)."""
+    stage(store, "issue", "A-1")
+    LoadEngine(store, [FakeTarget().spec("issue")], concurrency=1).plan()
+
+    def follow(staged: StagingStore) -> Iterator[Renamed]:
+        yield Renamed(("issue",), "A-1", "B-1")
+        raise RuntimeError("killed while planning")
+
+    with pytest.raises(RuntimeError):
+        plan_ledger(store, {"issue_move": follow})
+
+    assert row(store, "issue", "A-1").status == "pending"
+    assert store.ledger.get("issue", "B-1") is None
+
+
+def deletion_spec(answer: Sent, *, held: bool) -> EntitySpec:
+    """A `deletion` spec whose send deletes page p1 in the target, and whose find answers it
+    deleted unless the target still holds it; either answer forgets p1's rows."""
+
+    async def send(record: StagedRecord, parent_target: str | None) -> str | Sent:
+        return answer
+
+    async def find(
+        record: StagedRecord, parent_target: str | None, unclaimed: object
+    ) -> Sent | None:
+        return None if held else answer
+
+    return EntitySpec("deletion", "deletion", each_record("deletion"), send, find,
+                      phase=Phase.DELETIONS)  # fmt: skip
+
+
+def staged_page_with_file(store: StagingStore) -> list[EntitySpec]:
+    target = FakeTarget()
+    specs = [target.spec("page"), target.spec("file", parent="page")]
+    stage(store, "page", "p1", "p2")
+    stage(store, "file", "p1/f1", parent="p1")
+    return specs
+
+
+FORGET_P1 = Sent("deleted t-page-p1", forgotten=(Forgotten(("page",), "p1", children=("file",)),))
+
+
+async def test_what_a_send_forgets_the_engine_drops_with_its_row(store: StagingStore) -> None:
+    """A send that deleted a record in the target on purpose (a sync mirroring a deletion)
+    returns `Sent` with what it made obsolete: the engine records its row done and drops the
+    deleted record's rows, and those under it; the rest stays."""
+    specs = staged_page_with_file(store)
+    await engine(store, specs).run()
+    stage(store, "deletion", "page:p1")
+
+    stats = await engine(store, [*specs, deletion_spec(FORGET_P1, held=True)]).run()
+
+    assert stats.done == 1
+    assert row(store, "deletion", "page:p1").target_id == "deleted t-page-p1"
+    assert store.ledger.get("page", "p1") is None
+    assert store.ledger.get("file", "p1/f1") is None
+    assert row(store, "page", "p2").status == "done"
+
+
+async def test_what_a_find_forgets_the_engine_drops_when_it_reconciles(store: StagingStore) -> None:
+    """A deletion killed after its DELETE (its row left in flight) is found done by its find,
+    which answers `Sent` too: the engine records the row done and drops the deleted record's
+    rows, as the send would have."""
+    specs = staged_page_with_file(store)
+    await engine(store, specs).run()
+    stage(store, "deletion", "page:p1")
+    load = engine(store, [*specs, deletion_spec(FORGET_P1, held=False)])
+    store.ledger.begin("deletion", "page:p1")
+
+    stats = await load.run()
+
+    assert (stats.reconciled_found, stats.done) == (1, 0)
+    assert row(store, "deletion", "page:p1").status == "done"
+    assert store.ledger.get("page", "p1") is None
+    assert store.ledger.get("file", "p1/f1") is None

@@ -21,7 +21,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.planner import Decision, SpecPlanner
-from haul.pipelines.specs import EntitySpec
+from haul.pipelines.specs import EntitySpec, target_of
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
 from haul.pipelines.tracker.issues.specs import PLANS
 from haul.state.ledger import LedgerRow
@@ -62,7 +62,7 @@ class TrackerPlanner:
             parent = self.queue_key(issue_key)
         if parent is None:
             return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
-        found = await self.specs[row.entity].find(record, parent, self._unclaimed(row))
+        found = target_of(await self.specs[row.entity].find(record, parent, self._unclaimed(row)))
         return ("skip", f"the target holds it as {found}") if found else ("create", "")
 
     def _unclaimed(self, row: LedgerRow) -> Any:

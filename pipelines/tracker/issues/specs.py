@@ -131,7 +131,7 @@ class TrackerLoad:
         attachment, link = self.prints.attachment(), self.prints.link()
         return [
             EntitySpec("issue", "issue", PLANS["issue"], self.send_issue, self.find_issue,
-                       refresh=self.refresh_issue),
+                       refresh=self.refresh_issue, relocate=self.relocate_issue),
             EntitySpec("comment", "comment", PLAN_COMMENTS, self.send_comment, comment.find,
                        refresh=self.refresh_comment, fingerprint=comment),
             EntitySpec("comment_attachment", "attachment", plan_comment_attachments,
@@ -200,15 +200,19 @@ class TrackerLoad:
             return None
         return str(found["key"])
 
-    async def refresh_issue(self, record: StagedRecord, target_key: str) -> None:
-        """An issue moved to another queue at the source moves in the target first (its new
-        key recorded); then its fields are edited. Imports keep the source's times, so a
-        comment added at the source after the issue was loaded lies outside the target
-        issue's window; the ordinary edit moves it to now."""
+    async def relocate_issue(self, record: StagedRecord, target_key: str) -> str:
+        """An issue moved to another queue at the source moves in the target first; its key
+        now (the engine records a new one before the refresh)."""
         queue = self.transform.queues.queue(str((record.raw.get("queue") or {}).get("key")))
-        key = await move_in_target(self.client, self.store, record.source_id, target_key, queue)
+        key = await move_in_target(self.client, record.source_id, target_key, queue)
         if key != target_key:
             self.changes[("issue", "moved")] += 1
+        return key
+
+    async def refresh_issue(self, record: StagedRecord, key: str) -> None:
+        """The issue's fields are edited (where `relocate_issue` put it). Imports keep the
+        source's times, so a comment added at the source after the issue was loaded lies
+        outside the target issue's window; the ordinary edit moves it to now."""
         await self.client.update_issue(key, self.transform.issue_update_body(record.raw))
         self.changes[("issue", "updated")] += 1
 

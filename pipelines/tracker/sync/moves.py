@@ -5,11 +5,12 @@ A moved issue comes back from the scroll under its new key, naming its old ones 
 issue's rows, its own and those of every record under it, from the old key to the new one
 and drops what was staged under the old key: the records are the same records, already in
 the target, so nothing is imported twice. The issue's next refresh then moves the target
-issue to the mapped queue (`move_in_target`) and records its new target key, which every
-record under it is written to from then on (`TargetKeys`).
+issue to the mapped queue (`move_in_target`, the issue spec's `relocate`), and the engine
+records its new target key, which every record under it is written to from then on
+(`TargetKeys`).
 
-The rows change through the ledger's and the store's own methods (`rename`, `rename_under`,
-`retarget`, `delete_record`, `delete_under`), in the plan's transaction.
+The plan yields each rename (`Renamed`) for the engine to record, in the plan's transaction,
+with the deletion of what was staged under the old key (`delete_record`, `delete_under`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.specs import RecordFailure, Renamed
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagingStore
 
@@ -43,27 +44,26 @@ def moved_issues(store: StagingStore) -> dict[str, str]:
     }
 
 
-def follow_moves(store: StagingStore) -> Iterator[Planned]:
+def follow_moves(store: StagingStore) -> Iterator[Renamed]:
     """Rename the rows of each issue loaded under an old key to its new key (a plan that
-    plans nothing: it runs first, so the issue's own plan finds the renamed row)."""
+    plans nothing: it runs first, so the issue's own plan finds the renamed row). What was
+    staged under the old key goes in the same transaction (the new key's drain staged it
+    again)."""
     ledger = store.ledger
     for old, new in moved_issues(store).items():
         row = ledger.get("issue", old)
         if row is None or ledger.get("issue", new) is not None:
             continue
-        rename_issue(store, old, new)
+        with store.transaction():
+            yield issue_renamed(old, new)  # the engine renames the rows here
+            store.delete_record("issue", old)
+            store.delete_under(old)
         log.info("issue_move_followed", source=old, now=new, target=row.target_id)
-    yield from ()
 
 
-def rename_issue(store: StagingStore, old: str, new: str) -> None:
-    """The ledger rows of issue `old` and of everything under it, now under `new`; what was
-    staged under `old` goes (the new key's drain staged it again)."""
-    with store.transaction():
-        store.ledger.rename(["issue"], old, new)
-        store.ledger.rename_under(UNDER_ISSUE, old, new, parents=True)
-        store.delete_record("issue", old)
-        store.delete_under(old)
+def issue_renamed(old: str, new: str) -> Renamed:
+    """The ledger rows of issue `old` and of everything under it, now under `new`."""
+    return Renamed(("issue",), old, new, under=UNDER_ISSUE, parents=True)
 
 
 @dataclass
@@ -91,10 +91,11 @@ class TargetKeys:
 
 
 async def move_in_target(
-    client: TrackerClient, store: StagingStore, source_key: str, target_key: str, queue: str
+    client: TrackerClient, source_key: str, target_key: str, queue: str
 ) -> str:
-    """Move the target issue into `queue` unless it is there; return its key now (recorded
-    in the ledger). A lost reply is settled by reading the issue under its old key."""
+    """Move the target issue into `queue` unless it is there; return its key now (the engine
+    records it: the spec's `relocate`). A lost reply is settled by reading the issue under
+    its old key."""
     if _queue_of(target_key) == queue:
         return target_key
     moved = await client.get_issue(target_key)  # an earlier run may have moved it already
@@ -106,7 +107,6 @@ async def move_in_target(
             if _queue_of(str(moved["key"])) != queue:
                 raise RecordFailure(f"moving {target_key} to {queue} stayed uncertain") from None
     new_key = str(moved["key"])
-    store.ledger.retarget("issue", source_key, new_key)
     log.info("issue_moved_in_target", source=source_key, was=target_key, now=new_key)
     return new_key
 
