@@ -183,15 +183,19 @@ class LoadEngine:
             through.set()
 
     async def _settled(self, ref: Ref, phase: Phase) -> None:
-        """Wait until `ref` is loaded or failed, when a tree of a phase before `phase` still
-        under way holds it (nothing to wait for when every earlier phase is through)."""
+        """Wait until `ref` is loaded (and, when it changed at the source, brought up to
+        date) or failed, when a tree of a phase before `phase` still under way holds it
+        (nothing to wait for when every earlier phase is through)."""
         if not self._under_way:
             return
         earlier = self._phase(ref.entity)
         if earlier is None or earlier >= phase:  # its own phase's trees are not waited on
             return
         row = self.ledger.get(*ref)
-        if row is None or row.status in ("done", "failed"):
+        # a done row whose record changed is not settled until its refresh ran: what needs it
+        # may depend on what the refresh writes (the target checks a link's time against both
+        # issues' windows, which an issue's refresh moves)
+        if row is None or row.status == "failed" or (row.status == "done" and not row.changed):
             return
         through = self._under_way.get(self._root_of(row, {}))
         if through is not None:

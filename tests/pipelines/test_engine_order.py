@@ -208,6 +208,42 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
     assert stats.done == 5 and stats.failed == 2
 
 
+async def test_a_link_waits_for_the_refresh_of_an_end_that_changed_at_the_source(
+    store: StagingStore,
+) -> None:
+    """An issue loaded earlier and changed at the source since is done but not yet up to
+    date: a link that needs it waits until its refresh has run (the target checks a link's
+    time against both issues' windows, which the refresh moves), not only until it is done."""
+    target = FakeTarget()
+    refreshing = asyncio.Event()
+    issue = target.spec("issue")
+
+    async def refresh(record: StagedRecord, target_id: str) -> None:
+        refreshing.set()
+        await asyncio.sleep(0.05)  # a slow edit: the link's phase is under way meanwhile
+        target.sent.append(("refresh", record.source_id, target_id))
+
+    link = target.spec("link", parent="issue", phase=Phase.LINKS,
+                       requires=lambda r: [Ref("issue", "i1")])  # fmt: skip
+
+    async def send_link(record: StagedRecord, parent_target: str | None) -> str | Sent:
+        await asyncio.wait_for(refreshing.wait(), 10)  # sent only once the refresh began
+        return await link.send(record, parent_target)
+
+    specs = [replace(issue, refresh=refresh), replace(link, send=send_link, needs_named=True)]
+    stage(store, "issue", "i1", "i2")
+    await engine(store, specs).run()
+    store.upsert_records("issue", [{"source_id": "i1", "updated_at": "u", "raw": {"id": "x"}}])
+    stage(store, "link", "l1", parent="i2")
+
+    load = LoadEngine(store, specs, concurrency=4)
+    load.plan()
+    await load.run()
+
+    order = [(entity, source_id) for entity, source_id, _ in target.sent]
+    assert order.index(("refresh", "i1")) < order.index(("link", "l1"))
+
+
 async def test_in_flight_rows_are_reconciled_before_anything_is_sent(store: StagingStore) -> None:
     """A row a killed run left in flight is done when the target has it (no second send) and
     sent again when it does not."""
