@@ -6,8 +6,10 @@ How each is found, without asking the source for anything the extract does not r
   page was drained again, and its listing no longer holds the record while a loaded ledger
   row does (`vanished_children`, in the drain, while the old record is still staged to name
   it). An attachment gone while a file of the same name came is *replaced*, not deleted;
-- a page: a whole tree listing no longer holds it, and its id answers 404 or lives outside
-  the scope now (`pipelines.wiki.moves`).
+- a page: a whole tree listing no longer holds it, and its id answers 404
+  (`pipelines.wiki.moves`). A page whose id lives outside the scope now (moved out of
+  `scope.wiki_roots`) is alive: staged here too but `out_of_scope`, as the tracker's issues
+  that left the scope are: counted as out of the scope, never mirrored as a deletion.
 
 Each becomes one staged `wiki_deleted` record (what it was, its page, its target id, why).
 With `[sync] deletions = "report"` they are listed by `haul status` and the run report; with
@@ -87,17 +89,22 @@ def deletion_plan(mirror: bool) -> Callable[[StagingStore], Iterator[Planned]]:
 
     def plan(store: StagingStore) -> Iterator[Planned]:
         for record in store.iter_records(DELETED):
+            if record.raw.get("out_of_scope"):  # alive at the source: never deleted
+                continue
             if mirror or record.raw.get("replaced"):
                 yield Planned(record, sort_key=str(record.raw.get("detected_at") or ""))
 
     return plan
 
 
-def deleted_counts(store: StagingStore) -> dict[str, int]:
+def deleted_counts(store: StagingStore, *, out_of_scope: bool = False) -> dict[str, int]:
     """Entity -> how many of its records were found deleted at the source (a replaced file
-    is not counted: it changed)."""
+    is not counted: it changed); `out_of_scope`: how many were found alive but out of the
+    scope instead."""
     counts: Counter[str] = Counter()
     for record in store.iter_records(DELETED):
+        if bool(record.raw.get("out_of_scope")) != out_of_scope:
+            continue
         if not record.raw.get("replaced"):
             counts[str(record.raw["entity"])] += 1
     return dict(counts)

@@ -4,8 +4,10 @@ A move renames a page and its subtree; the ids stay and the old slugs answer 404
 pages are keyed by slug, so after a tree was listed from its start (`PageTree`), a staged page
 the listing no longer holds is looked up once by its id (`find_vanished_pages`): under a slug
 listed in this run it moved, and a `wiki_page_move` record names the old and the new slug;
-gone (404), or under a slug outside the scope, it is staged as deleted
-(`pipelines.wiki.deletions`). Either way what was staged under the old slug goes. A page
+gone (404), it is staged as deleted (`pipelines.wiki.deletions`); under a slug outside the
+scope it is alive, staged there `out_of_scope` as the tracker stages an issue that left the
+scope: counted as such, never deleted in the target. Either way what was staged under the old
+slug goes. A page
 deleted and listed again (restored at the source) is no longer listed as deleted: it loads
 again (its ledger rows were dropped when the target's copy was deleted) or, reported only, is
 refreshed where it is.
@@ -25,6 +27,7 @@ store's own methods (`delete_record`, `delete_under`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import structlog
 
@@ -74,14 +77,22 @@ def _vanished(store: StagingStore, old: str, new: str | None, in_scope: bool) ->
         if new is not None and in_scope:
             store.upsert_records(MOVED, [{"source_id": old, "raw": {"old": old, "new": new}}])
         else:
-            why = "deleted at the source" if new is None else f"moved to {new}, outside the scope"
             row = store.ledger.get("wiki_page", old)
             target = row.target_id if row is not None and row.status == "done" else None
-            store.upsert_records(DELETED, [deleted_row("wiki_page", old, old, target, why)])
+            store.upsert_records(DELETED, [_gone_row(old, new, target)])
         store.delete_record("wiki_page", old)
         store.forget_drained("wiki_page", source_id=old)  # back one day: drained again
         store.delete_under(old, entities=PAGE_CHILDREN)
     log.info("wiki_page_vanished", page=old, now=new, in_scope=in_scope)
+
+
+def _gone_row(old: str, new: str | None, target: str | None) -> dict[str, Any]:
+    """The staged record of page `old`, deleted at the source (`new` None) or moved out of
+    the scope to `new`: alive there, so `out_of_scope` (never mirrored as a deletion)."""
+    if new is None:
+        return deleted_row("wiki_page", old, old, target, "deleted at the source")
+    why = f"moved to {new}, outside the scope (still at the source)"
+    return deleted_row("wiki_page", old, old, target, why, out_of_scope=True)
 
 
 def follow_page_moves(store: StagingStore) -> Iterator[Renamed]:

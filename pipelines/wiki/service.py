@@ -121,7 +121,8 @@ class WikiService:
         planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access, load)
 
         def changes() -> dict[str, dict[str, int]]:
-            return sync_changes(load.changes, deleted_counts(store))
+            left = deleted_counts(store, out_of_scope=True)
+            return sync_changes(load.changes, deleted_counts(store), left)
 
         return TargetParts(specs, in_target, planner=planner, verifier=verifier, changes=changes)
 
@@ -160,15 +161,20 @@ def _nothing(store: StagingStore) -> Iterator[Planned]:
 
 
 def sync_changes(
-    made: Counter[tuple[str, str]], deleted_at_source: Mapping[str, int]
+    made: Counter[tuple[str, str]],
+    deleted_at_source: Mapping[str, int],
+    out_of_scope: Mapping[str, int] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Per entity, what the load did (created, updated, moved, replaced, deleted) and what
-    the source deleted (``deleted_at_source``, whether or not it was mirrored)."""
+    """Per entity, what the load did (created, updated, moved, replaced, deleted), what the
+    source deleted (``deleted_at_source``, whether or not it was mirrored) and what moved out
+    of the scope while still at the source (``out_of_scope``, never deleted in the target)."""
     summary: dict[str, dict[str, int]] = {}
     for (entity, what), count in sorted(made.items()):
         summary.setdefault(entity, {})[what] = count
     for entity, count in sorted(deleted_at_source.items()):
         summary.setdefault(entity, {})["deleted_at_source"] = count
+    for entity, count in sorted((out_of_scope or {}).items()):
+        summary.setdefault(entity, {})["out_of_scope"] = count
     return summary
 
 

@@ -25,7 +25,7 @@ async def pages_of(client: WikiClient, root: str) -> list[dict[str, Any]]:
     return pages
 
 
-def _leaf(pages: list[dict[str, Any]], page: dict[str, Any]) -> bool:
+def leaf_page(pages: list[dict[str, Any]], page: dict[str, Any]) -> bool:
     return not any(p["slug"].startswith(page["slug"] + "/") for p in pages)
 
 
@@ -43,7 +43,7 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
         return page
 
     changed: dict[str, str] = {}
-    moving = pick(lambda p: not _leaf(pages, p))
+    moving = pick(lambda p: not leaf_page(pages, p))
     under = [p["slug"] for p in pages if p["slug"].startswith(moving["slug"] + "/")]
     used.update(under)
     root = next(root for root in roots if moving["slug"].startswith(root + "/"))
@@ -84,7 +84,7 @@ async def change_everything(client: WikiClient, roots: list[str], scratch: Path)
     await client.delete_comment(int(quiet["id"]), int(gone["id"]))
     changed["comment_deleted"] = quiet["slug"]
 
-    deleted = pick(lambda p: _leaf(pages, p) and bool(p["comments"] or p["attachments"]))
+    deleted = pick(lambda p: leaf_page(pages, p) and bool(p["comments"] or p["attachments"]))
     changed["recovery_token"] = await client.delete_page(int(deleted["id"]))
     changed["page_deleted"] = deleted["slug"]
     return changed

@@ -20,7 +20,7 @@ from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, writes, written_since
-from tests.helpers.wiki_changes import change_everything
+from tests.helpers.wiki_changes import change_everything, leaf_page, pages_of
 from tests.helpers.wiki_fixtures import keys_rewritten, mapping_for, snapshots, wiki_client
 
 MIRROR = '[sync]\ndeletions = "mirror"\n'
@@ -129,3 +129,39 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
     assert differing(info) == []
     with StagingStore.open(config.staging_path) as store:
         assert gather_status(store, services()).deleted == {"wiki_comment": (1, 1)}
+
+
+def test_a_page_moved_out_of_the_scope_is_out_of_scope_not_deleted(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A page moved at the source to a slug outside `scope.wiki_roots` is alive: reported as
+    out of the scope, never as deleted nor mirrored as a deletion; it stays in the target."""
+    info = sandbox.info
+    config = wiki_config(tmp_path, info, MIRROR)
+    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    root = info["wiki_roots"]["source"][0]
+
+    async def move_a_leaf_out() -> str:
+        async with wiki_client(info, "source") as source:
+            pages = await pages_of(source, root)
+            leaf = next(p for p in pages if p["slug"] != root and leaf_page(pages, p))
+            await source.move_page(leaf["slug"], f"outside-the-scope-{leaf['id']}")
+            return str(leaf["slug"])
+
+    moved = asyncio.run(move_a_leaf_out())
+    with StagingStore.open(config.staging_path) as store:
+        row = store.ledger.get("wiki_page", moved)
+    assert row is not None and row.target_id is not None
+    second = asyncio.run(run_all(config, environ=environ(info)))
+
+    assert second.complete, second
+    assert second.details["changes"]["wiki_page"] == {"out_of_scope": 1}
+    with StagingStore.open(config.staging_path) as store:
+        status = gather_status(store, services())
+    assert status.deleted == {} and status.out_of_scope == {"wiki_page": 1}
+
+    async def still_in_target() -> dict[str, Any]:
+        async with wiki_client(info, "target") as target:
+            return await target.get_page_by_id(int(str(row.target_id)), fields=None)
+
+    assert asyncio.run(still_in_target())["id"] == int(str(row.target_id))
