@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.check import run_check
 from haul.pipelines.config import ConfigError, load_config
-from haul.pipelines.runner import run_all
+from haul.pipelines.runner import extract, run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.tracker.timefmt import tracker_time
 from tests.helpers.forms_backfill import (
@@ -162,3 +163,75 @@ def test_an_address_on_another_domain_is_not_the_organisations_person(tmp_path):
         assert authors["Insider"].startswith("Grace")
         assert not authors["Outsider"].startswith("Heidi"), authors["Outsider"]
         assert any("heidi@outsider.example" in user for user in summary.unmapped_users)
+
+
+def _support_queue_config(directory, info, create_missing: bool):
+    """The tracker rule of `rules`, into SUP: a queue of neither org's scope nor the target."""
+    support, _, feedback = info["surveys"]["source"]
+    directory.mkdir()
+    return load_config(
+        write_sandbox_config(
+            directory,
+            info,
+            SandboxConfig(
+                source_token_env=TOKEN_ENV,
+                endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+                queues=[],
+                services=("forms", "tracker"),
+                surveys=[support],
+                mapping_extra={"default_user": "robot", "create_missing": create_missing},
+                sections=rules(info)
+                .replace('queue = "NEW"', 'queue = "SUP"')
+                .split("\n[[backfill]]\nsurvey = " + f'"{feedback}"')[0],
+            ),
+        )
+    )
+
+
+def _target_queue_issues(info, queue):
+    async def read():
+        async with client(info, "tracker", "target") as tracker:
+            keys = [q["key"] async for q in tracker.iter_queues()]
+            found = [i async for i in tracker.search_issues(query=f"Queue: {queue}", per_page=100)]
+            return keys, found
+
+    return asyncio.run(read())
+
+
+def test_a_backfill_queue_the_target_lacks_is_made_first_or_named_by_check(tmp_path):
+    """A rule's queue the target lacks (and no scope queue): with `create_missing = false`
+    check is an error naming the rule and nothing is written; by default check says the load
+    makes it, and the load does, before its issues: every answer is an issue in it. (A
+    sandbox of its own: the module's has these answers back-filled into NEW already.)"""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as running:
+        _backfill_into_a_queue_the_target_lacks(running.info, tmp_path)
+
+
+def _backfill_into_a_queue_the_target_lacks(info, tmp_path):
+    support = info["surveys"]["source"][0]
+    assert "SUP" not in _target_queue_issues(info, "SUP")[0]
+    refused = _support_queue_config(tmp_path / "refuses", info, create_missing=False)
+    asyncio.run(extract(refused, environ=environ(info)))
+    findings = asyncio.run(run_check(refused, environ=environ(info)))
+    errors = [finding.what for finding in findings if finding.level == "error"]
+    assert errors == [
+        "the target lacks queue SUP (the queue of backfill[0]) and [mapping] create_missing "
+        "is false"
+    ]
+    assert "SUP" not in _target_queue_issues(info, "SUP")[0]
+
+    config = _support_queue_config(tmp_path / "creates", info, create_missing=True)
+    asyncio.run(extract(config, environ=environ(info)))
+    findings = asyncio.run(run_check(config, environ=environ(info)))
+    assert [f.what for f in findings if f.level == "error"] == []
+    assert any(
+        f.what == "the target lacks queue SUP (the queue of backfill[0]): the load creates it first"
+        for f in findings
+    )
+    summary = asyncio.run(run_all(config, environ=environ(info)))
+    assert summary.complete, [(c.entity, c.to_load, c.loaded, c.failed) for c in summary.counts]
+    queues, issues = _target_queue_issues(info, "SUP")
+    assert "SUP" in queues
+    assert len(issues) == len(source_answers(info, support)) > 0

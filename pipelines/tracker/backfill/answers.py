@@ -22,6 +22,7 @@ from haul.pipelines.forms.staged import answer_order, answers_of, author_login, 
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.backfill.prints import BackfillPrints
+from haul.pipelines.tracker.backfill.queues import plan_queues, queue_spec
 from haul.pipelines.tracker.target import default_user
 from haul.pipelines.tracker.timefmt import tracker_time
 from haul.state.store import StagedRecord, StagingStore
@@ -47,7 +48,8 @@ def tracker_plans(config: Config) -> dict[str, PlanFn]:
             if (record.parent or "").partition("/")[0] in wanted:
                 yield Planned(record, Ref("backfill_issue", record.parent or ""), record.source_id)
 
-    return {"backfill_issue": issues, "backfill_attachment": files}
+    return {"backfill_queue": plan_queues(config), "backfill_issue": issues,
+            "backfill_attachment": files}  # fmt: skip
 
 
 @dataclass
@@ -74,6 +76,7 @@ class TrackerBackfill:
             return []
         prints = self.prints()
         return [
+            queue_spec(self.client, self.store, self.config, self.dictionaries),
             EntitySpec("backfill_issue", "survey_answer", plans["backfill_issue"],
                        self.send_issue, self.find_issue, fingerprint=prints.issue()),
             EntitySpec("backfill_attachment", "survey_file", plans["backfill_attachment"],

@@ -14,6 +14,7 @@ from haul.pipelines.tracker.layer import Layer
 BACKFILL = Layer(
     "backfill",
     entities=(
+        Entity("backfill_queue", staged="survey", optional=True),
         Entity("backfill_issue", staged="survey_answer", optional=True),
         Entity("backfill_attachment", staged="survey_file", optional=True),
     ),

@@ -42,7 +42,7 @@ async def checked_target(
     names entities; else None."""
     if side != "target" or store is None:
         return None
-    if not _issues_staged(store) and not config.scope.entity_types:
+    if not _issues_staged(config, store) and not config.scope.entity_types:
         return None
     return await TrackerTarget.of(config, client, store)
 
@@ -61,13 +61,15 @@ async def tracker_checks(
         return await _source_queues(config, client)
     found = [await _admin(client, f"tracker target org {config.require_target('check').org}")]
     found += await _target_users(config, client, store)
-    if store is None or target is None or not _issues_staged(store):
+    if store is None or target is None or not _issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
     return found + _mapping(config, target) + await application_findings(client, store)
 
 
-def _issues_staged(store: StagingStore) -> bool:
-    return bool(store.count_records().get("issue"))
+def _issues_staged(config: Config, store: StagingStore) -> bool:
+    """Issues, or answers a back-fill makes into issues, are staged."""
+    staged = store.count_records()
+    return bool(staged.get("issue") or (rules(config, "tracker") and staged.get("survey_answer")))
 
 
 async def source_queue_problems(config: Config, client: TrackerClient) -> list[tuple[str, str]]:
@@ -154,7 +156,8 @@ async def _admin(client: TrackerClient, name: str) -> Finding:
 def _mapping(config: Config, target: TrackerTarget) -> list[Finding]:
     store, transform = target.store, target.transform
     lacking = [
-        f"queue {queue}" for queue in missing_queues(store, wanted_queues(transform, config))
+        f"queue {queue}{_backfills_of(config, queue)}"
+        for queue in missing_queues(store, wanted_queues(transform, config))
     ]
     lacking += [
         f"{kind} keys {', '.join(keys)}"
@@ -178,6 +181,14 @@ def _mapping(config: Config, target: TrackerTarget) -> list[Finding]:
     if not found:
         found.append(EVERY_KEY)
     return found + _users(transform, store) + access_findings(store, transform.access)
+
+
+def _backfills_of(config: Config, queue: str) -> str:
+    """The back-fill rules that write into `queue`, named for the finding ("" for none)."""
+    named = [
+        f"backfill[{index}]" for index, rule in rules(config, "tracker") if rule.queue == queue
+    ]
+    return f" (the queue of {', '.join(named)})" if named else ""
 
 
 def _users(transform: Any, store: StagingStore) -> list[Finding]:
