@@ -331,6 +331,26 @@ def export_command(config_path: Path | None, describe: bool, **options: Any) -> 
         raise Exit(result.exit_code)
 
 
+@main.command("map")
+@CONFIG_OPTION
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv",
+              show_default=True, help="CSV with a header, or a JSON list of objects.")  # fmt: skip
+@click.option("--entity", "entities", multiple=True, metavar="ENTITY",
+              help="Only this entity (repeat for more): issue, attachment, wiki_page, "
+              "wiki_attachment, project, portfolio, goal, filter, dashboard.")  # fmt: skip
+def map_command(config_path: Path, fmt: str, entities: tuple[str, ...]) -> None:
+    """Print the key map on stdout, for redirects and bots: one row per loaded issue, page,
+    file and planning object (entity, source_id, source_key, target_id, target_key, moved),
+    the rows of the export's id_map table. Restricted records follow [export] restricted."""
+    from haul.pipelines.export.id_map import read_key_map, write_key_map
+
+    key_map = read_key_map(open_config(config_path), entities)
+    write_key_map(key_map, fmt, sys.stdout)
+    if key_map.left_out:
+        click.echo(f"haul: {key_map.left_out:,} restricted records left out "
+                   '([export] restricted = "include" prints them)', err=True)  # fmt: skip
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

@@ -40,6 +40,7 @@ from haul.pipelines.config import Config, Export
 from haul.pipelines.config_types import http_url
 from haul.pipelines.export import duck, layout
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
+from haul.pipelines.export.id_map import ANY_ENTITY, ID_MAP
 from haul.pipelines.export.tables import (
     BrokenTable,
     ExportContext,
@@ -160,10 +161,11 @@ class ExportResult:
 
 
 def service_tables() -> Registry:
-    """Every service's export tables (`Service.tables`), in one registry."""
+    """Every service's export tables (`Service.tables`), then the key map (`id_map`: it spans
+    the services), in one registry."""
     from haul.pipelines.registry import services
 
-    return Registry.joined(service.tables for service in services())
+    return Registry.joined([*(service.tables for service in services()), Registry.of([ID_MAP])])
 
 
 def run_export(
@@ -184,7 +186,7 @@ def run_export(
     registry = service_tables()
     try:
         with StagingStore.open_readonly(path) as store, store_errors(path), store.snapshot():
-            return _export(store, registry, request, progress, now)
+            return _export(store, registry, request, progress, now, config)
     except StoreError as exc:
         raise StorageError(str(exc)) from exc
 
@@ -195,6 +197,7 @@ def _export(
     request: ExportRequest,
     progress: Progress,
     now: datetime,
+    config: Config | None = None,
 ) -> ExportResult:
     failed: dict[str, str] = {}
     tables = chosen_tables(store, registry, request.entities, failed)
@@ -209,7 +212,9 @@ def _export(
             since, inclusive = _since_filter(request.since, out, tables, warnings)
             with layout.building(out) as folder:
                 as_of = model_as_of(store, now)
-                context = ExportContext(store, as_of=as_of, settings=request.settings)
+                context = ExportContext(
+                    store, as_of=as_of, settings=request.settings, config=config
+                )
                 written = WrittenTables(failed=failed)
                 with duck.database(folder / duck.DATABASE) as database:
                     for table in tables:
@@ -275,7 +280,7 @@ def chosen_tables(
             log.warning("table_not_built", table=table.name, error=table.reason)
             if failed is not None:
                 failed[table.name] = table.reason
-    known = {table.name for table in every} | {table.entity for table in every}
+    known = {table.name for table in every} | {table.entity for table in every} - {ANY_ENTITY}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))
         raise ExportOptionError(
@@ -285,7 +290,8 @@ def chosen_tables(
     return [
         table
         for table in every
-        if staged.get(table.entity) and (not wanted or wanted & {table.name, table.entity})
+        if (staged.get(table.entity) or (table.entity == ANY_ENTITY and staged))
+        and (not wanted or wanted & {table.name, table.entity})
     ]
 
 

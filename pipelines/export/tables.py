@@ -42,7 +42,7 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
-from haul.pipelines.config import Export
+from haul.pipelines.config import Config, Export
 from haul.pipelines.export.values import parse_date, parse_timestamp
 from haul.state.store import StagedRecord, StagingStore
 
@@ -84,8 +84,10 @@ class ExportContext:
         *,
         as_of: datetime | None = None,
         settings: Export | None = None,
+        config: Config | None = None,
     ) -> None:
         self.store = store
+        self.config = config  # the whole config, for what only it says (the key map's slugs)
         # what derived tables compute as of (the instant the staged data stands for), and
         # the config's [export] settings they follow; given, never read from a clock here
         self.as_of = as_of or datetime.now(UTC)
@@ -245,6 +247,8 @@ class Table:
     @property
     def origin(self) -> str:
         """Where its rows come from, in words (for `haul export --describe`)."""
+        if self.entity == "*":  # the key map: rows of every loaded record
+            return "derived from the load ledger and the staged records"
         if self.derive is not None:
             return f"derived from staged `{self.entity}`"
         return f"from staged `{self.entity}`"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from haul.pipelines.config import Config
 from haul.pipelines.export.columns import (
     blob_sha256,
     identifier,
@@ -22,6 +23,7 @@ from haul.pipelines.export.columns import (
     user,
     value,
 )
+from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import (
     BrokenTable,
     Column,
@@ -35,6 +37,7 @@ from haul.pipelines.export.tables import (
     register_tables,
 )
 from haul.pipelines.wiki.access import ALL_STAFF, readers, staged_with_access
+from haul.pipelines.wiki.content import SlugMap
 from haul.state.store import StagedRecord, StagingStore
 
 SERVICE = "wiki"
@@ -199,3 +202,17 @@ register_tables(
     "checkbox: bool, date: date, others: string)",
     service=SERVICE,
 )
+
+
+def _slug(record: StagedRecord, config: Config | None) -> str:
+    return record.source_id
+
+
+def _target_slug(target_id: str, record: StagedRecord, config: Config | None) -> str | None:
+    """Where the configured roots put the page (None when no config says)."""
+    return None if config is None else SlugMap.of(config).target(record.source_id)
+
+
+# the key map (`id_map`): pages by slug (the target's by id and slug), files by id
+register_identity(Identity("wiki_page", _slug, _target_slug, of_page, SERVICE))
+register_identity(Identity("wiki_attachment", access=of_parent_page, service=SERVICE))

@@ -12,6 +12,7 @@ from haul.pipelines.export.columns import (
     timestamp,
     value,
 )
+from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Item, Table, register_table
 from haul.pipelines.tracker.entities.bodies import KINDS
 from haul.pipelines.tracker.export_access import of_entity, of_parent_entity
@@ -135,3 +136,7 @@ TABLES = (
     ENTITY_ATTACHMENTS,
     ENTITY_LINKS,
 )
+
+# the key map (`id_map`): projects, portfolios and goals by id (their URLs hold the id)
+for _kind in KINDS:
+    register_identity(Identity(_kind, access=of_entity, service=SERVICE))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from haul.pipelines.config import Config
 from haul.pipelines.export.columns import (
     as_json,
     blob_sha256,
@@ -25,6 +26,7 @@ from haul.pipelines.export.columns import (
     user,
     value,
 )
+from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Item, Table, register_table
 from haul.pipelines.tracker.export_access import of_issue, of_link, of_parent_issue
 from haul.state.store import StagedRecord, StagingStore
@@ -369,3 +371,17 @@ TABLES = (
 )  # fmt: skip
 for _table in TABLES:
     register_table(_table)
+
+
+def _issue_key(record: StagedRecord, config: Config | None) -> Any:
+    return record.raw.get("key") or record.source_id
+
+
+def _target_issue_key(target_id: str, record: StagedRecord, config: Config | None) -> str:
+    """The ledger holds an issue's target key as its target id (followed when it moves)."""
+    return target_id
+
+
+# the key map (`id_map`): issues by key, their files by id
+register_identity(Identity("issue", _issue_key, _target_issue_key, of_issue, SERVICE))
+register_identity(Identity("attachment", access=of_parent_issue, service=SERVICE))

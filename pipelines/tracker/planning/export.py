@@ -11,6 +11,7 @@ from haul.pipelines.export.columns import (
     timestamp,
     value,
 )
+from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Table, register_table
 from haul.pipelines.tracker.export_access import of_parent_issue
 from haul.pipelines.tracker.issues.export import person
@@ -77,3 +78,7 @@ AUTOACTIONS = register_table(Table("autoactions", "autoaction", (
 ), doc="the autoactions of the queues in scope", service=SERVICE))  # fmt: skip
 
 TABLES = (SAVED_FILTERS, DASHBOARDS, DASHBOARD_WIDGETS, REMOTE_LINKS, AUTOACTIONS)
+
+# the key map (`id_map`): saved filters and dashboards by id (their URLs hold the id)
+register_identity(Identity("filter", service=SERVICE))
+register_identity(Identity("dashboard", service=SERVICE))
