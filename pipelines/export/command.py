@@ -287,10 +287,11 @@ def chosen_tables(
             f"--entities: no table or entity {', '.join(unknown)} (choose from {choices})"
         )
     staged = store.count_records()
+    loaded = any(statuses.get("done") for statuses in store.ledger.counts().values())
     return [
         table
         for table in every
-        if (staged.get(table.entity) or (table.entity == ANY_ENTITY and staged))
+        if (staged.get(table.entity) or (table.entity == ANY_ENTITY and loaded))
         and (not wanted or wanted & {table.name, table.entity})
     ]
 

@@ -45,7 +45,7 @@ from haul.state.store import StagedRecord, StagingStore
 TABLE = "id_map"
 COLUMNS = ("entity", "source_id", "source_key", "target_id", "target_key", "moved")
 MAP_FORMATS = ("csv", "json")
-ANY_ENTITY = "*"  # the table reads the ledger: it has rows as soon as anything is staged
+ANY_ENTITY = "*"  # the table reads the ledger: it is written once anything was loaded
 KeyOf = Callable[[StagedRecord, Config | None], Any]
 TargetKeyOf = Callable[[str, StagedRecord, Config | None], Any]
 
