@@ -11,9 +11,10 @@ such an identity by registering an `Identity` (in its `export.py`):
 
 `key_map` reads the ledger's done rows of those entities and their staged records, and
 yields one row per record: `entity`, `source_id`, `source_key`, `target_id`, `target_key`,
-`moved`. `moved` is true when the target key is not the source key (a remapped queue, a
-page moved to another root, an issue moved in the target after the load and followed by a
-later run); it is empty for records that have no key (files, filters, dashboards).
+`moved`. An issue's key is its key, a page's its slug, a tracker file's the path links give
+it (`DEV-12/attachments/77`). `moved` is true when the target key is not the source key (a
+remapped queue, a page under another root, an issue a later run moved after the source);
+it is empty for records known by id alone (wiki files, planning objects).
 
 The same rows are the export's `id_map` table and what `haul map` prints. A record whose
 `access` rule says it is restricted is left out (and counted) unless `[export] restricted =
@@ -46,8 +47,19 @@ TABLE = "id_map"
 COLUMNS = ("entity", "source_id", "source_key", "target_id", "target_key", "moved")
 MAP_FORMATS = ("csv", "json")
 ANY_ENTITY = "*"  # the table reads the ledger: it is written once anything was loaded
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """What a target key may be computed from beyond the record: the config (None when a
+    caller has none) and the ledger's target id of another record (`target_of(entity, id)`)."""
+
+    config: Config | None
+    target_of: Callable[[str, str], str | None]
+
+
 KeyOf = Callable[[StagedRecord, Config | None], Any]
-TargetKeyOf = Callable[[str, StagedRecord, Config | None], Any]
+TargetKeyOf = Callable[[str, StagedRecord, Lookups], Any]
 
 
 def no_key(record: StagedRecord, config: Config | None) -> None:
@@ -55,7 +67,7 @@ def no_key(record: StagedRecord, config: Config | None) -> None:
     return None
 
 
-def no_target_key(target_id: str, record: StagedRecord, config: Config | None) -> None:
+def no_target_key(target_id: str, record: StagedRecord, lookups: Lookups) -> None:
     """For records known by their id alone."""
     return None
 
@@ -111,14 +123,15 @@ def mapped_records(
             record = store.get_record(entity, row.source_id)
             if record is None or row.target_id is None:
                 continue
-            yield MappedRecord(record, identity, _row(identity, record, row.target_id, config))
+            lookups = Lookups(config, store.ledger.target_id)
+            yield MappedRecord(record, identity, _row(identity, record, row.target_id, lookups))
 
 
 def _row(
-    identity: Identity, record: StagedRecord, target_id: str, config: Config | None
+    identity: Identity, record: StagedRecord, target_id: str, lookups: Lookups
 ) -> dict[str, Any]:
-    source_key = identity.key(record, config)
-    target_key = identity.target_key(target_id, record, config) if source_key else None
+    source_key = identity.key(record, lookups.config)
+    target_key = identity.target_key(target_id, record, lookups) if source_key else None
     return {
         "entity": identity.entity,
         "source_id": record.source_id,
@@ -175,8 +188,9 @@ ID_MAP = Table(TABLE, ANY_ENTITY, (
     _column("source_key", "string", "its key or slug at the source (empty: known by id alone)"),
     _column("target_id", "string", "its id in the target, as the load recorded it"),
     _column("target_key", "string", "its key or slug in the target"),
-    _column("moved", "bool", "whether the target key differs from the source key "
-                             "(empty: no key)"),
+    _column("moved", "bool", "whether the target key differs from the source key, so a link "
+                             "by the old key needs a redirect (a file's always does: its id "
+                             "changes); empty: no key"),
 ), doc="the key map: every loaded issue, page, file, planning object with its target id and "
        "key, for redirects and bots (also `haul map`)",
    derive=_derive, access=_access, service="every service")  # fmt: skip

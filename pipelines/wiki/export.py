@@ -23,7 +23,7 @@ from haul.pipelines.export.columns import (
     user,
     value,
 )
-from haul.pipelines.export.id_map import Identity, register_identity
+from haul.pipelines.export.id_map import Identity, Lookups, register_identity
 from haul.pipelines.export.tables import (
     BrokenTable,
     Column,
@@ -208,8 +208,9 @@ def _slug(record: StagedRecord, config: Config | None) -> str:
     return record.source_id
 
 
-def _target_slug(target_id: str, record: StagedRecord, config: Config | None) -> str | None:
+def _target_slug(target_id: str, record: StagedRecord, lookups: Lookups) -> str | None:
     """Where the configured roots put the page (None when no config says)."""
+    config = lookups.config
     return None if config is None else SlugMap.of(config).target(record.source_id)
 
 

@@ -107,7 +107,9 @@ def test_the_exports_id_map_table_holds_the_same_rows(migrated: Migration) -> No
 
 
 def test_map_as_json_for_one_entity(migrated: Migration) -> None:
-    """`--format json --entity attachment` prints the attachments' rows only, as objects."""
+    """`--format json --entity attachment` prints the tracker files' rows only, as objects,
+    each keyed by the path the tracker's links give it (`<issue key>/attachments/<id>`): in the
+    target, a file the target's API lists on that issue under that id."""
     printed = run_haul(
         "map", "--config", migrated.config, "--format", "json", "--entity", "attachment",
         env=migrated.env,
@@ -115,7 +117,20 @@ def test_map_as_json_for_one_entity(migrated: Migration) -> None:
     assert printed.returncode == 0, printed.stderr
     rows = json.loads(printed.stdout)
     assert rows and {row["entity"] for row in rows} == {"attachment"}
-    assert all(row["target_id"] and row["moved"] is None for row in rows)
+    info = migrated.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    for row in rows:
+        source_issue, _, source_file = row["source_key"].partition("/attachments/")
+        issue, _, file_id = row["target_key"].partition("/attachments/")
+        assert source_file == row["source_id"] and file_id == row["target_id"]
+        assert row["moved"] is (row["source_key"] != row["target_key"])
+        assert source_issue.startswith("TEST-") == issue.startswith("NEW-"), row
+        listed = httpx.get(f"{info['tracker']}/issues/{issue}/attachments", headers=headers)
+        listed.raise_for_status()
+        assert file_id in {str(file["id"]) for file in listed.json()}, row
 
 
 def test_map_refuses_an_entity_it_does_not_hold(migrated: Migration) -> None:

@@ -26,7 +26,7 @@ from haul.pipelines.export.columns import (
     user,
     value,
 )
-from haul.pipelines.export.id_map import Identity, register_identity
+from haul.pipelines.export.id_map import Identity, Lookups, register_identity
 from haul.pipelines.export.tables import Column, Item, Table, register_table
 from haul.pipelines.tracker.export_access import of_issue, of_link, of_parent_issue
 from haul.state.store import StagedRecord, StagingStore
@@ -377,11 +377,21 @@ def _issue_key(record: StagedRecord, config: Config | None) -> Any:
     return record.raw.get("key") or record.source_id
 
 
-def _target_issue_key(target_id: str, record: StagedRecord, config: Config | None) -> str:
+def _target_issue_key(target_id: str, record: StagedRecord, lookups: Lookups) -> str:
     """The ledger holds an issue's target key as its target id (followed when it moves)."""
     return target_id
 
 
-# the key map (`id_map`): issues by key, their files by id
+def _file_path(record: StagedRecord, config: Config | None) -> str | None:
+    """A file by the path the tracker's links give it: `<issue key>/attachments/<id>`."""
+    return f"{record.parent}/attachments/{record.source_id}" if record.parent else None
+
+
+def _target_file_path(target_id: str, record: StagedRecord, lookups: Lookups) -> str | None:
+    issue = lookups.target_of("issue", record.parent or "")
+    return f"{issue}/attachments/{target_id}" if issue else None
+
+
+# the key map (`id_map`): issues by key, their files by the path links give them
 register_identity(Identity("issue", _issue_key, _target_issue_key, of_issue, SERVICE))
-register_identity(Identity("attachment", access=of_parent_issue, service=SERVICE))
+register_identity(Identity("attachment", _file_path, _target_file_path, of_parent_issue, SERVICE))
