@@ -48,6 +48,7 @@ from haul.pipelines.tracker.issues.probes import TargetProbe
 from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
@@ -126,7 +127,7 @@ class TrackerService:
             specs,
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
-            planner=entities.planner(_planner(target, specs)),
+            planner=LimitPlanner(load.limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints),
             not_carried=lambda: _not_carried(transform, planning, entities),
             changes=lambda: _changes(store, load.changes, entities.changes()),
@@ -189,7 +190,10 @@ def _issue_load(target: TrackerTarget) -> TrackerLoad:
     mirror = target.config.sync.deletions == "mirror"
     deletions = DeletionSync(client, keys.key) if mirror else None
     probe = TargetProbe(client)
-    return TrackerLoad(client, target.store, transform, probe, prints, keys, statuses, deletions)
+    limits = TargetLimits(target.store, target.config.limits)
+    return TrackerLoad(
+        client, target.store, transform, probe, prints, keys, statuses, limits, deletions
+    )
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:

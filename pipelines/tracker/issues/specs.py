@@ -31,6 +31,7 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.limits import TargetLimits
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
@@ -121,6 +122,7 @@ class TrackerLoad:
     prints: TrackerFingerprints
     keys: TargetKeys
     statuses: StatusSync
+    limits: TargetLimits
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -276,6 +278,7 @@ class TrackerLoad:
         return done
 
     async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
+        self.limits.check(record)
         body = self.transform.comment_body(record.raw)
         reply = await self.client.import_comment(self._key(record, parent), body)
         return self._made("comment", str(reply["id"]))
@@ -312,6 +315,7 @@ class TrackerLoad:
         return str(reply["id"])
 
     async def _upload(self, record: StagedRecord) -> dict[str, Any]:
+        self.limits.check(record)
         return {
             "filename": record.raw["name"],
             "created_at": record.raw["createdAt"],

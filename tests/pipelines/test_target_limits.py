@@ -1,0 +1,136 @@
+"""The target's hard limits are met before the load: a file over `[limits]
+attachment_max_bytes` is named by `haul check` after the extract and by `haul plan` (each with
+the limit and where its bytes are staged), before any write; the load fails it with the same
+reason without sending it, and loads every other file.
+
+The sandbox serves the same limit, lowered to 10 KB (its tiny org's files are 1-24 KB), so a
+file the check missed would fail with the target's 413 instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from haul.pipelines.check import run_check
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.plan import make_plan
+from haul.pipelines.runner import extract, load
+from haul.sandbox.tracker.model import Limits
+from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import environ, source_queues, write_config, writes
+
+FILE_LIMIT = 10 * 1024
+LIMITS = f"\n[limits]\nattachment_max_bytes = {FILE_LIMIT}\n"
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Config]]:
+    """A tiny sandbox whose tracker refuses files over 10 KB, extracted with the same limit."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as running:
+        running.set_limits(Limits(file_bytes=FILE_LIMIT))
+        info = running.info
+        folder = tmp_path_factory.mktemp("limits")
+        path = write_config(folder, info, queues=source_queues(info), extra=LIMITS)
+        config = load_config(path)
+        asyncio.run(extract(config, environ=environ(info)))
+        yield running, config
+
+
+def over_limit(config: Config) -> dict[str, Path]:
+    """The staged attachments over the limit: source id -> where their bytes are staged."""
+    with StagingStore.open(config.staging_path) as store:
+        return {
+            record.source_id: store.blobs.path(record.blob or "")
+            for record in store.iter_records("attachment")
+            if record.raw["size"] > FILE_LIMIT
+        }
+
+
+def test_check_names_each_file_over_the_size_limit_before_the_load(
+    staged: tuple[Any, Config],
+) -> None:
+    running, config = staged
+    big = over_limit(config)
+    assert big, "the tiny org should stage files over 10 KB"
+    before = writes(running.stats())
+    findings = asyncio.run(run_check(config, environ(running.info)))
+    named = {f.what.split(":")[0]: f for f in findings if "attachment_max_bytes" in f.what}
+    assert set(named) == {f"attachment {source_id}" for source_id in big}
+    for source_id, where in big.items():
+        finding = named[f"attachment {source_id}"]
+        assert finding.level == "error"
+        assert f"limit of {FILE_LIMIT} bytes" in finding.what
+        assert str(where) in finding.what and where.exists()
+    assert writes(running.stats()) == before
+
+
+def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(
+    staged: tuple[Any, Config],
+) -> None:
+    running, config = staged
+    big = over_limit(config)
+    plan = asyncio.run(make_plan(config, environ=environ(running.info)))
+    planned = {
+        source_id: why for entity, source_id, why in plan.conflicts if "attachment" in entity
+    }
+    assert set(planned) == set(big)
+    assert all(f"limit of {FILE_LIMIT} bytes" in why for why in planned.values())
+
+    asyncio.run(load(config, environ=environ(running.info)))
+    with StagingStore.open(config.staging_path) as store:
+        rows = [r for r in store.ledger.iter_rows() if r.entity.endswith("attachment")]
+        failed = {r.source_id: r.error or "" for r in rows if r.status == "failed"}
+        assert set(failed) == set(big)
+        for source_id, error in failed.items():
+            assert planned[source_id] in error and str(big[source_id]) in error
+        assert {r.status for r in rows if r.source_id not in big} == {"done"}
+        loaded = sum(r.status == "done" for r in rows)
+        issues = [r.target_id or "" for r in store.ledger.iter_rows(entity="issue", status="done")]
+    sizes = _target_file_sizes(running, issues)
+    assert len(sizes) == loaded and max(sizes) <= FILE_LIMIT
+
+
+def _target_file_sizes(running: Any, issues: list[str]) -> list[int]:
+    """The size of every file on these target issues, read through the plain API."""
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    sizes = []
+    for key in issues:
+        reply = httpx.get(f"{info['tracker']}/issues/{key}/attachments", headers=headers)
+        sizes += [attachment["size"] for attachment in reply.raise_for_status().json()]
+    return sizes
+
+
+def test_the_sandbox_refuses_a_file_over_its_limit_with_413(staged: tuple[Any, Config]) -> None:
+    running, config = staged
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["source"],
+    }
+    with StagingStore.open(config.staging_path) as store:
+        issue = next(iter(store.iter_records("issue"))).raw
+    params = {"filename": "big.bin", "createdAt": issue["createdAt"], "createdBy": "robot"}
+    reply = httpx.post(
+        f"{info['tracker']}/issues/{issue['key']}/attachments/_import",
+        params=params,
+        files={"file": ("big.bin", b"x" * (FILE_LIMIT + 1))},
+        headers=headers,
+    )
+    assert reply.status_code == 413
+    assert reply.json() == {
+        "errors": {},
+        "errorMessages": [f"File is too large: at most {FILE_LIMIT} bytes"],
+        "statusCode": 413,
+    }
