@@ -10,7 +10,7 @@ attachments and, last, its checklist (adding one is an ordinary edit, which move
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,6 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
-from haul.pipelines.tracker.limits import TargetLimits
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
@@ -122,7 +121,9 @@ class TrackerLoad:
     prints: TrackerFingerprints
     keys: TargetKeys
     statuses: StatusSync
-    limits: TargetLimits
+    # fails a record the target would refuse for a hard limit, before its send (the
+    # checks layer's `TargetLimits.check`, wired by the service)
+    refuse_over_limit: Callable[[StagedRecord], None]
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -278,7 +279,7 @@ class TrackerLoad:
         return done
 
     async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
-        self.limits.check(record)
+        self.refuse_over_limit(record)
         body = self.transform.comment_body(record.raw)
         reply = await self.client.import_comment(self._key(record, parent), body)
         return self._made("comment", str(reply["id"]))
@@ -315,7 +316,7 @@ class TrackerLoad:
         return str(reply["id"])
 
     async def _upload(self, record: StagedRecord) -> dict[str, Any]:
-        self.limits.check(record)
+        self.refuse_over_limit(record)
         return {
             "filename": record.raw["name"],
             "created_at": record.raw["createdAt"],
