@@ -4,7 +4,9 @@ the limit and where its bytes are staged), before any write; the load fails it w
 reason without sending it, and loads every other file.
 
 The sandbox serves the same limit, lowered to 10 KB (its tiny org's files are 1-24 KB), so a
-file the check missed would fail with the target's 413 instead.
+file the check missed would fail with the target's 413 instead. The same holds for a comment
+over `comment_max_chars` and the comments of an issue past `comments_per_issue` (the oldest
+load; the sandbox answers 422 to the others).
 """
 
 from __future__ import annotations
@@ -133,4 +135,128 @@ def test_the_sandbox_refuses_a_file_over_its_limit_with_413(staged: tuple[Any, C
         "errors": {},
         "errorMessages": [f"File is too large: at most {FILE_LIMIT} bytes"],
         "statusCode": 413,
+    }
+
+
+COMMENT_CHARS, COMMENTS_PER_ISSUE = 150, 8
+COMMENT_LIMITS = (
+    f"\n[limits]\ncomment_max_chars = {COMMENT_CHARS}\ncomments_per_issue = {COMMENTS_PER_ISSUE}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def staged_comments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Config]]:
+    """A tiny sandbox whose tracker refuses comments over 150 characters and the 9th comment
+    of an issue (its busiest issues have 10-25), extracted with the same limits."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as running:
+        running.set_limits(
+            Limits(comment_chars=COMMENT_CHARS, comments_per_issue=COMMENTS_PER_ISSUE)
+        )
+        info = running.info
+        folder = tmp_path_factory.mktemp("comment_limits")
+        path = write_config(folder, info, queues=source_queues(info), extra=COMMENT_LIMITS)
+        config = load_config(path)
+        asyncio.run(extract(config, environ=environ(info)))
+        yield running, config
+
+
+def comments_over(config: Config) -> tuple[set[str], set[str]]:
+    """The staged comments over the length limit, and those after an issue's first 8."""
+    by_issue: dict[str, list[tuple[str, str]]] = {}
+    too_long = set()
+    with StagingStore.open(config.staging_path) as store:
+        for record in store.iter_records("comment"):
+            if len(record.raw["text"]) > COMMENT_CHARS:
+                too_long.add(record.source_id)
+            created = record.raw["createdAt"]
+            by_issue.setdefault(record.parent or "", []).append((created, record.source_id))
+    past = {i for rows in by_issue.values() for _, i in sorted(rows)[COMMENTS_PER_ISSUE:]}
+    return too_long, past
+
+
+def test_check_and_plan_name_comments_over_the_length_and_count_limits(
+    staged_comments: tuple[Any, Config],
+) -> None:
+    running, config = staged_comments
+    too_long, past = comments_over(config)
+    assert too_long and past - too_long
+    before = writes(running.stats())
+    findings = asyncio.run(run_check(config, environ(running.info)))
+    named = {f.what.split(":")[0] for f in findings if "[limits] comment" in f.what}
+    assert named == {f"comment {source_id}" for source_id in too_long | past}
+    long_lines = [f.what for f in findings if "comment_max_chars" in f.what]
+    assert all(f"limit of {COMMENT_CHARS}" in line for line in long_lines)
+    plan = asyncio.run(make_plan(config, environ=environ(running.info)))
+    assert {source_id for entity, source_id, _ in plan.conflicts if entity == "comment"} == (
+        too_long | past
+    )
+    assert writes(running.stats()) == before
+
+
+def test_the_load_fails_comments_over_a_limit_and_loads_the_rest(
+    staged_comments: tuple[Any, Config],
+) -> None:
+    running, config = staged_comments
+    too_long, past = comments_over(config)
+    asyncio.run(load(config, environ=environ(running.info)))
+    with StagingStore.open(config.staging_path) as store:
+        rows = list(store.ledger.iter_rows(entity="comment"))
+        issues = [r.target_id or "" for r in store.ledger.iter_rows(entity="issue", status="done")]
+    failed = {r.source_id: r.error or "" for r in rows if r.status == "failed"}
+    assert set(failed) == too_long | past
+    assert all("[limits] comment" in error for error in failed.values())
+    assert {r.status for r in rows if r.source_id not in failed} == {"done"}
+    texts = _target_comment_texts(running, issues)
+    assert sum(map(len, texts)) == len(rows) - len(failed)
+    assert max(map(len, texts)) <= COMMENTS_PER_ISSUE
+    assert max(len(text) for comments in texts for text in comments) <= COMMENT_CHARS
+
+
+def _target_comment_texts(running: Any, issues: list[str]) -> list[list[str]]:
+    """The comment texts of each target issue, read through the plain API."""
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    texts = []
+    for key in issues:
+        reply = httpx.get(f"{info['tracker']}/issues/{key}/comments", headers=headers)
+        texts.append([comment["text"] for comment in reply.raise_for_status().json()])
+    return texts
+
+
+def test_the_sandbox_refuses_a_long_comment_and_one_past_the_count_with_422(
+    staged_comments: tuple[Any, Config],
+) -> None:
+    running, config = staged_comments
+    info = running.info
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["source"],
+    }
+    with StagingStore.open(config.staging_path) as store:
+        counts: dict[str, int] = {}
+        for record in store.iter_records("comment"):
+            counts[record.parent or ""] = counts.get(record.parent or "", 0) + 1
+        issues = list(store.iter_records("issue"))
+        quiet = next(r for r in issues if counts.get(r.source_id, 0) < COMMENTS_PER_ISSUE)
+        busy = max(counts, key=lambda key: counts[key])
+        busy_issue = store.get_record("issue", busy)
+    assert busy_issue is not None
+
+    def comment(issue: dict[str, Any], text: str) -> httpx.Response:
+        body = {"text": text, "createdAt": issue["createdAt"], "createdBy": "robot"}
+        url = f"{info['tracker']}/issues/{issue['key']}/comments/_import"
+        return httpx.post(url, json=body, headers=headers)
+
+    long = comment(quiet.raw, "x" * (COMMENT_CHARS + 1))
+    assert long.status_code == 422
+    assert long.json()["errors"] == {"text": f"Must be at most {COMMENT_CHARS} characters"}
+    past = comment(busy_issue.raw, "one more")
+    assert past.status_code == 422
+    assert past.json()["errors"] == {
+        "text": f"An issue holds at most {COMMENTS_PER_ISSUE} comments"
     }
