@@ -25,6 +25,7 @@ from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, load
 from haul.sandbox.tracker.model import Limits
 from haul.state.store import StagingStore
+from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config, writes
 
 FILE_LIMIT = 10 * 1024
@@ -68,10 +69,23 @@ def test_check_names_each_file_over_the_size_limit_before_the_load(
     assert set(named) == {f"attachment {source_id}" for source_id in big}
     for source_id, where in big.items():
         finding = named[f"attachment {source_id}"]
-        assert finding.level == "error"
+        assert finding.level == "warning"
         assert f"limit of {FILE_LIMIT} bytes" in finding.what
         assert str(where) in finding.what and where.exists()
     assert writes(running.stats()) == before
+
+
+def test_haul_check_prints_each_file_over_the_size_limit(staged: tuple[Any, Config]) -> None:
+    """The command a user types: each file named on its own line, the check still passing."""
+    running, config = staged
+    big = over_limit(config)
+    config_path = config.folder / "haul.toml"
+    done = run_haul("check", "--config", config_path, env=haul_env(environ(running.info)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if "attachment_max_bytes" in line]
+    assert len(lines) == len(big)
+    for source_id, where in big.items():
+        assert any(f"attachment {source_id}: " in line and str(where) in line for line in lines)
 
 
 def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(

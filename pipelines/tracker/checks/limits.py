@@ -94,9 +94,11 @@ class TargetLimits:
 
 
 def limit_findings(limits: TargetLimits) -> list[Finding]:
-    """`haul check`'s findings: one error per record over a limit, or one ok."""
+    """`haul check`'s findings: a warning per record over a limit (the rest can still be
+    migrated: the load fails just these, and exits 3), or one ok."""
     found = [
-        Finding("error", f"{ref.entity} {ref.source_id}: {why}", _FIX) for ref, why in limits.over()
+        Finding("warning", f"{ref.entity} {ref.source_id}: {why}", _FIX)
+        for ref, why in limits.over()
     ]
     return found or [Finding("ok", "every staged file and comment is within the target's limits")]
 
