@@ -119,7 +119,7 @@ class TrackerService:
         check_rules(config, store, "tracker")
         transform = target.transform
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
-        limits = TargetLimits(store, config.limits)
+        limits = TargetLimits(store, config.limits, transform.comment_text)
         backfill, load, planning = (
             _backfill(target),
             _issue_load(target, limits),

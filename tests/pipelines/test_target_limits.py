@@ -170,7 +170,9 @@ def staged_comments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         )
         info = running.info
         folder = tmp_path_factory.mktemp("comment_limits")
-        path = write_config(folder, info, queues=source_queues(info), extra=COMMENT_LIMITS)
+        # queues keep their keys: a text is written as long as it is staged
+        queues = source_queues(info)
+        path = write_config(folder, info, queues=queues, mapping={}, extra=COMMENT_LIMITS)
         config = load_config(path)
         asyncio.run(extract(config, environ=environ(info)))
         yield running, config

@@ -64,7 +64,7 @@ async def tracker_checks(
     found += await _target_users(config, client, store)
     if store is None or target is None or not _issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
-    found += limit_findings(TargetLimits(store, config.limits))
+    found += limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
     return found + _mapping(config, target) + await application_findings(client, store)
 
 

@@ -10,8 +10,9 @@ staged, so a person can still carry them by hand.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from haul.pipelines.config import Limits
 from haul.pipelines.findings import Finding
@@ -31,6 +32,9 @@ class TargetLimits:
 
     store: StagingStore
     limits: Limits
+    # the text a staged comment is written with (its references rewritten): what the
+    # target measures
+    written_text: Callable[[dict[str, Any]], str]
     _past_count: dict[str, str] | None = field(default=None, init=False)
 
     def reason(self, record: StagedRecord) -> str | None:
@@ -64,7 +68,7 @@ class TargetLimits:
         )
 
     def _comment_length(self, record: StagedRecord) -> str | None:
-        length, most = len(str(record.raw.get("text") or "")), self.limits.comment_max_chars
+        length, most = len(self.written_text(record.raw)), self.limits.comment_max_chars
         if length <= most:
             return None
         return (
