@@ -94,11 +94,14 @@ def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(
     running, config = staged
     big = over_limit(config)
     plan = asyncio.run(make_plan(config, environ=environ(running.info)))
-    planned = {
-        source_id: why for entity, source_id, why in plan.conflicts if "attachment" in entity
-    }
+    conflicts = [c for c in plan.conflicts if c[0].endswith("attachment")]
+    planned = {source_id: why for _, source_id, why in conflicts}
     assert set(planned) == set(big)
     assert all(f"limit of {FILE_LIMIT} bytes" in why for why in planned.values())
+    config_path = config.folder / "haul.toml"
+    printed = run_haul("plan", "--config", config_path, env=haul_env(environ(running.info)))
+    for entity, source_id, why in conflicts:
+        assert f"conflict: {entity} {source_id}: {why}" in printed.stdout
 
     asyncio.run(load(config, environ=environ(running.info)))
     with StagingStore.open(config.staging_path) as store:
