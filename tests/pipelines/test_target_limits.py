@@ -115,6 +115,9 @@ def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(
         issues = [r.target_id or "" for r in store.ledger.iter_rows(entity="issue", status="done")]
     sizes = _target_file_sizes(running, issues)
     assert len(sizes) == loaded and max(sizes) <= FILE_LIMIT
+    listed = run_haul("failures", "--config", config_path, env=haul_env(environ(running.info)))
+    for source_id, where in big.items():
+        assert source_id in listed.stdout and str(where) in listed.stdout, listed.stdout
 
 
 def _target_file_sizes(running: Any, issues: list[str]) -> list[int]:
