@@ -296,6 +296,21 @@ class Sync(Section):
     )
 
 
+class Limits(Section):
+    """The target's hard limits (the tracker's documented values by default): a record over one
+    is named by `haul check` and `haul plan` and failed by the load, before any write."""
+
+    attachment_max_bytes: int = Field(
+        128 * 1024 * 1024, gt=0, description="The largest file the target accepts, in bytes."
+    )
+    comment_max_chars: int = Field(
+        512_000, gt=0, description="The longest comment text the target accepts, in characters."
+    )
+    comments_per_issue: int = Field(
+        1000, gt=0, description="The most comments the target keeps on one issue."
+    )
+
+
 class Config(Section):
     """The whole file."""
 
@@ -308,6 +323,7 @@ class Config(Section):
     backfill: tuple[Backfill, ...] = ()
     export: Export | None = None
     sync: Sync = Sync()
+    limits: Limits = Limits()
     _folder: Path = PrivateAttr(default_factory=Path.cwd)  # the config file's folder
 
     @property

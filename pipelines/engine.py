@@ -489,8 +489,9 @@ class LoadEngine:
         return self._fail(
             row,
             PlannedConflict(
-                f"{why} (found by haul plan: free the key or map it elsewhere, run haul plan "
-                "again, then haul load --retry-failed)"
+                f"{why} (found by haul plan: free the key or map it elsewhere, or carry a record"
+                " over a target limit another way; run haul plan again, then haul load"
+                " --retry-failed)"
             ),
         )
 

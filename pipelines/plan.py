@@ -152,7 +152,8 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
     if plan.conflicts:
         lines.append(
             "next: haul load fails the conflicts with these reasons and what they block; "
-            "free the keys (or map the queue elsewhere), run haul plan again, then haul load"
+            "free the keys (or map the queue elsewhere), carry a record over a target limit"
+            " another way, run haul plan again, then haul load"
         )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)

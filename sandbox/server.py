@@ -23,6 +23,7 @@ from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
 from haul.sandbox.forms.app import build_forms_app
 from haul.sandbox.forms.seed import survey_ids_for
 from haul.sandbox.tracker.app import build_tracker_app
+from haul.sandbox.tracker.model import Limits
 from haul.sandbox.tracker.seed.generate import build_world
 from haul.sandbox.wiki.app import build_wiki_app
 from haul.sandbox.wiki.seed import roots_for
@@ -44,8 +45,10 @@ class RunningSandbox:
         stats: RequestStats,
         servers: list[uvicorn.Server],
         thread: threading.Thread,
+        world: World,
     ) -> None:
         self.info = info
+        self._world = world
         self._faults = faults
         self._stats = stats
         self._servers = servers
@@ -54,6 +57,11 @@ class RunningSandbox:
     def set_faults(self, spec: str) -> None:
         """Replace the fault spec at runtime; ValueError if it is malformed."""
         self._faults.set(spec)
+
+    def set_limits(self, limits: Limits) -> None:
+        """Serve these hard limits from now on, in every organisation's tracker."""
+        for org in self._world.orgs.values():
+            org.limits = limits
 
     def stats(self) -> dict:
         """``{"requests": total, "by_route": {"POST /v3/issues/_search": n, ...}}``."""
@@ -127,7 +135,7 @@ def start_sandbox(
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
     info["wiki_roots"] = {"source": roots_for(size)}
     info["surveys"] = {"source": survey_ids_for(world)}
-    return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread)
+    return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread, world)
 
 
 def serve(

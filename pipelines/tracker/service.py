@@ -39,6 +39,7 @@ from haul.pipelines.tracker.backfill.answers import TrackerBackfill
 from haul.pipelines.tracker.backfill.layer import BACKFILL
 from haul.pipelines.tracker.checks.check import checked_target
 from haul.pipelines.tracker.checks.layer import CHECKS
+from haul.pipelines.tracker.checks.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.entities.layer import ENTITIES, EntityTarget, entity_target
 from haul.pipelines.tracker.flow.layer import FLOW
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
@@ -118,7 +119,12 @@ class TrackerService:
         check_rules(config, store, "tracker")
         transform = target.transform
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
-        backfill, load, planning = _backfill(target), _issue_load(target), planning_load(target)
+        limits = TargetLimits(store, config.limits, transform.comment_text)
+        backfill, load, planning = (
+            _backfill(target),
+            _issue_load(target, limits),
+            planning_load(target),
+        )
         entities = await entity_target(target)
         specs = organisation.specs() + load.specs() + planning.specs + backfill.specs()
         specs += entities.specs
@@ -126,7 +132,7 @@ class TrackerService:
             specs,
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
-            planner=entities.planner(_planner(target, specs)),
+            planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints),
             not_carried=lambda: _not_carried(transform, planning, entities),
             changes=lambda: _changes(store, load.changes, entities.changes()),
@@ -180,7 +186,7 @@ def _backfill(target: TrackerTarget) -> TrackerBackfill:
     return backfill
 
 
-def _issue_load(target: TrackerTarget) -> TrackerLoad:
+def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     """The issues and what hangs off them: found by their fingerprints, statuses walked
     through the target's workflow, deletions mirrored when `[sync] deletions = "mirror"`."""
     client, transform, keys = target.client, target.transform, target.keys
@@ -189,7 +195,9 @@ def _issue_load(target: TrackerTarget) -> TrackerLoad:
     mirror = target.config.sync.deletions == "mirror"
     deletions = DeletionSync(client, keys.key) if mirror else None
     probe = TargetProbe(client)
-    return TrackerLoad(client, target.store, transform, probe, prints, keys, statuses, deletions)
+    return TrackerLoad(
+        client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions
+    )
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:

@@ -357,9 +357,13 @@ class Transform:
                 body[field_name] = {"key": self.dictionaries.key_of(kind, issue[field_name])}
         return body
 
+    def comment_text(self, comment: dict[str, Any]) -> str:
+        """The text a comment is written with (what the target's length limit applies to)."""
+        return self.queues.rewrite(comment.get("text") or "") or ""
+
     def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
         body = {
-            "text": self.queues.rewrite(comment.get("text") or ""),
+            "text": self.comment_text(comment),
             "createdAt": import_time(comment["createdAt"]),
             "createdBy": self.users.login(comment.get("createdBy")),
         }

@@ -247,6 +247,16 @@ Pairs = tuple[tuple[str, object], ...]
 ValuesFactory = Callable[[Issue], tuple[Pairs, Pairs]]
 
 
+@dataclass(slots=True)
+class Limits:
+    """The tracker's hard limits on imports (its documented values); a test may lower them
+    (a 1 KB file limit) instead of uploading 128 MB."""
+
+    file_bytes: int = 128 * 1024 * 1024
+    comment_chars: int = 512_000
+    comments_per_issue: int = 1000
+
+
 @dataclass
 class Org:
     """One organisation: its users, dictionaries, queues, issues and their records."""
@@ -266,6 +276,7 @@ class Org:
     issues: dict[str, Issue] = field(default_factory=dict)
     links: dict[int, Link] = field(default_factory=dict)
     big_attachment_keys: frozenset[str] = frozenset()
+    limits: Limits = field(default_factory=Limits)
     structure: Structure = field(default_factory=Structure)
     queue_grants: dict[str, QueueGrants] = field(default_factory=dict)  # seeded on first use
     values_factory: ValuesFactory | None = None  # a generated issue's (extra, refs)

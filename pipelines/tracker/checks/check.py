@@ -24,6 +24,7 @@ from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
+from haul.pipelines.tracker.checks.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.planning.remote_links import application_findings
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
@@ -63,6 +64,7 @@ async def tracker_checks(
     found += await _target_users(config, client, store)
     if store is None or target is None or not _issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
+    found += limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
     return found + _mapping(config, target) + await application_findings(client, store)
 
 

@@ -10,7 +10,7 @@ attachments and, last, its checklist (adding one is an ordinary edit, which move
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,9 @@ class TrackerLoad:
     prints: TrackerFingerprints
     keys: TargetKeys
     statuses: StatusSync
+    # fails a record the target would refuse for a hard limit, before its send (the
+    # checks layer's `TargetLimits.check`, wired by the service)
+    refuse_over_limit: Callable[[StagedRecord], None]
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -276,6 +279,7 @@ class TrackerLoad:
         return done
 
     async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
+        self.refuse_over_limit(record)
         body = self.transform.comment_body(record.raw)
         reply = await self.client.import_comment(self._key(record, parent), body)
         return self._made("comment", str(reply["id"]))
@@ -312,6 +316,7 @@ class TrackerLoad:
         return str(reply["id"])
 
     async def _upload(self, record: StagedRecord) -> dict[str, Any]:
+        self.refuse_over_limit(record)
         return {
             "filename": record.raw["name"],
             "created_at": record.raw["createdAt"],

@@ -217,7 +217,9 @@ def _store_issue(org: Org, draft: Issue) -> Issue:
 
 def import_comment(org: Org, issue: Issue, body: dict) -> Comment:
     checks = Checks(org, body)
-    text = checks.text("text", required=True)
+    text = checks.text("text", required=True, limit=org.limits.comment_chars)
+    if len(org.records(issue).comments) >= org.limits.comments_per_issue:
+        checks.fail("text", f"An issue holds at most {org.limits.comments_per_issue} comments")
     created = checks.instant("createdAt", required=True)
     author = checks.user("createdBy", required=True)
     checks.within("createdAt", created, issue.created_at, issue.updated_at, "the issue's window")
@@ -314,6 +316,8 @@ def import_attachment(
     checks.within("createdAt", created, issue.created_at, issue.updated_at, "the issue's window")
     if data is None:
         checks.fail("file", "A multipart/form-data body with one file part is required")
+    elif len(data) > org.limits.file_bytes:
+        raise ApiError(413, f"File is too large: at most {org.limits.file_bytes} bytes")
     records = org.records(issue)
     comment = None
     if comment_ref is not None:
