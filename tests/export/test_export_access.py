@@ -16,10 +16,9 @@ import pytest
 from openpyxl import load_workbook
 
 from haul.pipelines.export.tables import ExportContext
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.wiki.export import restricted_pages
 from haul.state.store import StagingStore
-from tests.helpers.export_fixtures import TOKEN_ENV, Staged, haul_env, only_folder
+from tests.helpers.export_fixtures import Staged, only_folder, stage_sandbox
 
 SHARED_WITH = "eve"  # the one person the restricted issue is shared with
 SHARED = "DEV-3"  # the issue with an access list (it has comments and a changelog)
@@ -45,21 +44,9 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Staged]:
             formula = source.patch("/issues/DEV-2", json={"summary": FORMULA})
             assert formula.status_code == 200, formula.text
         directory = tmp_path_factory.mktemp("export-access")
-        options = SandboxConfig(
-            source_token_env=TOKEN_ENV,
-            with_target=False,
-            queue_mapping={},
-            mapping_extra={},
-            endpoint_extra={"read_rps": 2000},
-            services=("tracker", "wiki"),
-            scope_extra={"entities": "all"},
+        yield stage_sandbox(
+            sandbox, directory, services=("tracker", "wiki"), scope_extra={"entities": "all"}
         )
-        config = write_sandbox_config(directory, info, options)
-        env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
-        ready = Staged(sandbox, info, directory, config, env)
-        done = ready.haul("extract", "--config", config)
-        assert done.returncode == 0, done.stderr
-        yield ready
 
 
 def with_export(staged: Staged, name: str, settings: str) -> Path:

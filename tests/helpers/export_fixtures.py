@@ -40,8 +40,9 @@ class Staged:
         return run_haul(*args, env=self.env, **options)
 
 
-def stage_sandbox(sandbox: Any, directory: Path) -> Staged:
-    """Write a config for `sandbox` (source only, as a nightly export has) and extract it."""
+def stage_sandbox(sandbox: Any, directory: Path, **settings: Any) -> Staged:
+    """Write a config for `sandbox` (source only, as a nightly export has; `settings`: more
+    `SandboxConfig` fields) and extract it."""
     info = sandbox.info
     options = SandboxConfig(
         source_token_env=TOKEN_ENV,
@@ -49,6 +50,7 @@ def stage_sandbox(sandbox: Any, directory: Path) -> Staged:
         queue_mapping={},
         mapping_extra={},
         endpoint_extra={"read_rps": 2000},
+        **settings,
     )
     config = write_sandbox_config(directory, info, options)
     staged = Staged(
