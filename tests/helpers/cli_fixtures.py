@@ -42,17 +42,18 @@ def haul_env(tokens: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_haul(
-    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    *args: str | Path, env: dict[str, str] | None = None, **options: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run `haul ARGS...` to its end and return what it did (never raises on a bad status)."""
+    """Run `haul ARGS...` to its end and return what it did (never raises on a bad status);
+    `options` go to `subprocess.run` (`cwd`, say)."""
     return subprocess.run(
         [str(HAUL), *(str(arg) for arg in args)],
         env=env or haul_env(),
-        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_S,
         check=False,
+        **options,
     )
 
 

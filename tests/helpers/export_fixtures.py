@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +14,10 @@ from haul.pipelines.export.command import model_as_of, service_tables
 from haul.pipelines.export.tables import ExportContext, Table
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
+from tests.helpers import cli_fixtures
 
-HAUL = Path(sys.executable).parent / "haul"
+HAUL = cli_fixtures.HAUL
 TOKEN_ENV = "HAUL_EXPORT_TEST_TOKEN"
-COMMAND_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -72,16 +71,9 @@ def haul_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def run_haul(
     *args: str | Path, env: dict[str, str] | None = None, **options: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run `haul ARGS...` to its end (never raises on a bad status)."""
-    return subprocess.run(
-        [str(HAUL), *(str(arg) for arg in args)],
-        env=env or haul_env(),
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        check=False,
-        **options,
-    )
+    """Run `haul ARGS...` to its end (never raises on a bad status), in this environment
+    without our token unless `env` is given."""
+    return cli_fixtures.run_haul(*args, env=env or haul_env(), **options)
 
 
 def tracker_tables(store_path: Path | None = None) -> dict[str, Table]:
