@@ -351,6 +351,32 @@ def map_command(config_path: Path, fmt: str, entities: tuple[str, ...]) -> None:
                    '([export] restricted = "include" prints them)', err=True)  # fmt: skip
 
 
+@main.command("undo")
+@CONFIG_OPTION
+@click.option("--dry-run", is_flag=True, help="Only list what it would delete and keep.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed off a terminal).")
+def undo_command(config_path: Path, dry_run: bool, yes: bool) -> None:
+    """Take the migration back from the ledger, newest first: delete from the target what
+    the loads wrote and the API can delete (comments, worklogs, files, links, checklists,
+    pages, grids, filters, entities, boards, ...), and list what it cannot (issues: the
+    tracker deletes none; each is named with how to archive it). Killed, run it again:
+    nothing is deleted twice. A page's recovery token is kept and printed. Afterwards haul
+    verify reports each record taken back as missing (exit 3 when a deletion failed)."""
+    from haul.pipelines.undo import UndoPlan
+    from haul.pipelines.undo_cli import run_undo
+
+    if not (dry_run or yes or sys.stdin.isatty()):
+        raise click.UsageError("haul undo deletes from the target: off a terminal, pass --yes")
+    config = open_config(config_path)
+
+    def confirm(plan: UndoPlan) -> bool:
+        if yes or not plan.to_delete:
+            return True
+        return click.confirm(f"Delete {len(plan.to_delete):,} records from the target?")
+
+    raise Exit(run_undo(config, console, dry_run=dry_run, confirm=confirm))
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

@@ -655,3 +655,19 @@ def _ledger_row(entity: str, item: Planned) -> dict[str, object]:
         "sort_key": item.sort_key,
         "payload_hash": item.record.content_hash,
     }
+
+
+# -- haul undo: its ledger moves (pipelines.undo sends the deletions) ---------------------------
+
+
+def begin_undo(ledger: Ledger, row: LedgerRow) -> None:
+    """Mark a loaded row's record as being taken back: committed before its DELETE is sent,
+    so a crash after the send leaves a row the next undo sends again (a 404 settles it)."""
+    ledger.undo_begin(row.entity, row.source_id)
+
+
+def record_undone(
+    ledger: Ledger, row: LedgerRow, how: str, recovery_token: str | None = None
+) -> None:
+    """Record that the row's record left the target (`how`: deleted, gone, with_parent)."""
+    ledger.undone(row.entity, row.source_id, how, recovery_token)

@@ -15,7 +15,8 @@ the export iterate services and name none; `pipelines.registry` lists them.
       source(config, client, store)  -> SourceParts(streams, drains, details)
       target(config, client, store, read_only)
                                      -> TargetParts(specs, in_target, unmapped_users,
-                                                    planner, verifier, not_carried, changes)
+                                                    planner, verifier, not_carried, changes,
+                                                    removals)
       checks(config, client, store, side) -> [Finding]
       checks_across(config, source_client, target_client, store) -> [Finding]
 """
@@ -32,6 +33,7 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
+from haul.pipelines.removals import Removal
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
 from haul.pipelines.verifying import Verifier
@@ -90,6 +92,8 @@ class TargetParts:
     # what the load changed in the target per entity ("created", "updated", "moved",
     # "deleted") and what the source deleted ("deleted_at_source"): a sync's run details
     changes: Callable[[], dict[str, dict[str, int]]] = dict
+    # how `haul undo` takes back each ledger entity it loads (pipelines.removals)
+    removals: Mapping[str, Removal] = field(default_factory=dict)
 
 
 class Client(Protocol):

@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from haul.connectors.errors import NotFoundError
 from haul.pipelines.config import Config
 from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
@@ -238,13 +239,22 @@ class Places:
                         if row.target_id
                     }
             for place in sorted(places):
-                for item in await listings.of(fingerprint)(place):
+                for item in await _listed(listings.of(fingerprint), place):
                     target_id = str(item["id"])
                     if not store.ledger.is_claimed(claims, target_id):
                         where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
                         shown = _show({k: item.get(k) for k in fingerprint.identity})
                         found.append(Difference(entity, "", where, "extra record", EXTRA, shown))
         return found
+
+
+async def _listed(listing: Listing, place: str) -> list[Fields]:
+    """What a place holds; nothing when the place itself is gone (a page or an entity that
+    haul undo deleted: its records are reported missing, none is extra)."""
+    try:
+        return await listing(place)
+    except NotFoundError:
+        return []
 
 
 class Listings:

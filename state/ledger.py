@@ -18,6 +18,12 @@ it), keeping their status; ``retarget`` gives a done row the new id its record h
 target; the ``forget`` family drops the rows of records deleted in the target on purpose.
 The entities are always the caller's: the ledger names none.
 
+A done row also records whether ``haul undo`` took its record back (``undo``), with the same
+two steps as a load: ``undo_begin`` (``in_flight``: its DELETE may be sent) committed before
+the request, ``undone`` (``deleted``, ``gone`` when the target answered 404, ``with_parent``
+when it went with the record it lives in, and the page's recovery token if any) after. The row
+stays done: what was loaded, and is missing now, is what ``haul verify`` reports.
+
 Errors::
 
     LedgerError
@@ -40,8 +46,10 @@ STATUSES = ("pending", "in_flight", "done", "failed")
 _RESEND = "resend"
 _COLUMNS = (
     "entity, source_id, parent_entity, parent, sort_key, status, target_id, payload_hash,"
-    " staged_hash, error, attempts, updated_at, found"
+    " staged_hash, error, attempts, updated_at, found, undo, recovery_token"
 )
+# what an undone row's `undo` says: how its record left the target
+UNDONE = ("deleted", "gone", "with_parent")
 # A planned row takes its parent, order and staged hash from the staged data every time; what
 # the target holds (payload_hash) follows the staged hash only until the row is done.
 _PLAN = """
@@ -98,6 +106,13 @@ class LedgerRow:
     attempts: int
     updated_at: str
     found: int = 0  # done, and the target held it before this store sent it
+    undo: str | None = None  # haul undo: None, "in_flight", or one of UNDONE
+    recovery_token: str | None = None  # what the target answered the deletion with, if any
+
+    @property
+    def undone(self) -> bool:
+        """Taken back from the target by haul undo (the row stays done)."""
+        return self.undo in UNDONE
 
     @property
     def changed(self) -> bool:
@@ -193,6 +208,32 @@ class Ledger:
     def retarget(self, entity: str, source_id: str, target_id: str) -> None:
         """A done row's record lives under another id in the target now (it was moved there)."""
         self._move(entity, source_id, "retarget", ("done",), "target_id = ?", [target_id])
+
+    def undo_begin(self, entity: str, source_id: str) -> None:
+        """Mark a loaded row's record as being taken back, before its DELETE is sent (kept
+        through a crash: the next undo sends it again, and a 404 then settles it)."""
+        self._undo_move(entity, source_id, "begin undoing", "in_flight", None)
+
+    def undone(
+        self, entity: str, source_id: str, how: str, recovery_token: str | None = None
+    ) -> None:
+        """Record that the row's record left the target (`how`: one of UNDONE)."""
+        if how not in UNDONE:
+            raise ValueError(f"unknown undo outcome {how!r}; one of {UNDONE}")
+        self._undo_move(entity, source_id, "record undone", how, recovery_token)
+
+    def _undo_move(
+        self, entity: str, source_id: str, verb: str, undo: str, token: str | None
+    ) -> None:
+        # updated_at stays: it dates the row's last load move, the order undo goes back in
+        cursor = self._db.execute(
+            "UPDATE ledger SET undo = ?, recovery_token = coalesce(?, recovery_token)"
+            " WHERE entity = ? AND source_id = ? AND status = 'done'"
+            " AND (undo IS NULL OR undo = 'in_flight')",
+            [undo, token, entity, source_id],
+        )
+        if cursor.rowcount == 0:
+            raise self._refusal(entity, source_id, verb)
 
     def children(self, parent_entity: str, parent: str) -> list[LedgerRow]:
         """The rows that load under this node, in (sort_key, source_id) order."""

@@ -133,6 +133,17 @@ STEPS: tuple[Step, ...] = (
             "ALTER TABLE ledger ADD COLUMN found INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    Step(
+        "the ledger says which loaded records haul undo took back",
+        (
+            # undo: NULL (in the target as loaded), 'in_flight' (its DELETE may have been
+            # sent), 'deleted', 'gone' (the target answered 404: deleted already) or
+            # 'with_parent' (it went with the record it lives in); recovery_token: what the
+            # wiki answered a page's deletion with, to bring the page back
+            "ALTER TABLE ledger ADD COLUMN undo TEXT",
+            "ALTER TABLE ledger ADD COLUMN recovery_token TEXT",
+        ),
+    ),
 )
 
 

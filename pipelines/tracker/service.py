@@ -57,6 +57,7 @@ from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.undo import TrackerRemovals
 from haul.state.store import StagingStore
 
 # DESIGN's load order: the organisation as configured, the trees and the links between them,
@@ -136,6 +137,7 @@ class TrackerService:
             verifier=TrackerVerifier(client, transform, load.prints),
             not_carried=lambda: _not_carried(transform, planning, entities),
             changes=lambda: _changes(store, load.changes, entities.changes()),
+            removals=TrackerRemovals(client, store, transform.queues).removals(),
         )
 
     async def checks(

@@ -32,6 +32,7 @@ from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.ownership import PageOwnership
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
 from haul.pipelines.wiki.streams import Listed, PageDrain, PageTree
+from haul.pipelines.wiki.undo import WikiRemovals
 from haul.pipelines.wiki.verify import WikiVerifier
 from haul.state.store import StagingStore
 
@@ -124,7 +125,10 @@ class WikiService:
             left = deleted_counts(store, out_of_scope=True)
             return sync_changes(load.changes, deleted_counts(store), left)
 
-        return TargetParts(specs, in_target, planner=planner, verifier=verifier, changes=changes)
+        removals = WikiRemovals(client, store).removals()
+        return TargetParts(
+            specs, in_target, planner=planner, verifier=verifier, changes=changes, removals=removals
+        )
 
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str

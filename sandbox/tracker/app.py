@@ -71,6 +71,8 @@ API = (
     ("GET", "/issues/{key}/attachments/{attachment_id}/{filename}", records.download_attachment),
     ("GET", "/issues/{key}/checklistItems", records.list_checklist),
     ("POST", "/issues/{key}/checklistItems", issues.post_checklist),
+    ("DELETE", "/issues/{key}/checklistItems", issues.clear_checklist),
+    ("DELETE", "/issues/{key}/checklistItems/{item_id}", issues.delete_checklist_item),
     ("GET", "/statuses", dicts.list_statuses),
     ("GET", "/issuetypes", dicts.list_issue_types),
     ("GET", "/priorities", dicts.list_priorities),

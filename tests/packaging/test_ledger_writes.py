@@ -19,8 +19,8 @@ pytestmark = pytest.mark.fast  # reads the source only
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "pipelines" / "engine.py"
-# the row's state machine (state/ledger.py): the engine's alone
-TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed"}
+# the row's state machine (state/ledger.py), haul undo's two steps too: the engine's alone
+TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed", "undo_begin", "undone"}
 # what changes a row's identity or takes it back, not its load: a record moved at the source
 # (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried (the
 # engine's `retry_failed_rows`)

@@ -181,6 +181,8 @@ class TrackerVerifier:
         items = await self.client.list_checklist(key)
         wanted = len(record.raw["items"])
         listed = [[item.get("text"), bool(item.get("checked"))] for item in items]
+        if wanted and not listed:  # none of it there (taken back by haul undo, say)
+            return None
         return {"items": listed[-wanted:] if wanted else []}
 
 

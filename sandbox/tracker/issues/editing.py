@@ -165,6 +165,24 @@ def add_checklist_items(org: Org, issue: Issue, body: object, editor: int, now: 
     return updated
 
 
+def remove_checklist_items(
+    org: Org, issue: Issue, editor: int, now: int, item_id: str | None = None
+) -> Issue:
+    """The whole checklist (`item_id` None: "clear"), or the one item of that id (404 when
+    the issue has none); bumps updatedAt like any other edit."""
+    records = org.records(issue)
+    if item_id is None:
+        records.checklist.clear()
+    else:
+        item = next((i for i in records.checklist if i.id == item_id), None)
+        if item is None:
+            raise ApiError(404, "Checklist item does not exist.", errors={"id": item_id})
+        records.checklist.remove(item)
+    updated = replace(issue, updated_at=max(now, issue.updated_at), updated_by=editor)
+    org.put_issue(updated)
+    return updated
+
+
 def _checklist_item(org: Org, body: dict) -> ChecklistItem:
     checks = Checks(org, body)
     text = checks.text("text", required=True, limit=10_000)

@@ -1,0 +1,58 @@
+"""Removals: how `haul undo` takes back one kind of record the load wrote.
+
+A service gives one `Removal` per ledger entity it loads (`TargetParts.removals`); `haul undo`
+(`pipelines.undo`) runs them over the ledger and names none::
+
+    delete(row)   -> Removed: the record deleted from the target (`deleted` False: the
+                     target answered 404, it was gone already), with the recovery token the
+                     target answered, if any
+    by_hand       -> no deletion exists for it (an issue, a dashboard, a queue): what a person
+                     can do instead, said beside each record kept
+    with_parent   -> it lives in the record its row loads under (an issue's status, a page's
+                     access, a grid's rows): gone when that one is, kept when it is kept
+    in_use(row)   -> why the record stays although it could be deleted (a component that
+                     issues which stay still name), or None, optional
+
+An entity with none of them is kept and named as such. A record the target held before the
+load found it (`found`) is never deleted: it was not haul's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from haul.state.ledger import LedgerRow
+
+
+class Removed(NamedTuple):
+    """What a deletion did: `deleted` False when the target answered 404 (gone already)."""
+
+    deleted: bool
+    recovery_token: str | None = None
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How one kind of loaded record is taken back; see the module docstring."""
+
+    delete: Callable[[LedgerRow], Awaitable[Removed]] | None = None
+    by_hand: str = ""
+    with_parent: bool = False
+    in_use: Callable[[LedgerRow], str | None] | None = None
+
+
+def deleted_by(
+    delete: Callable[[LedgerRow], Awaitable[bool]],
+    in_use: Callable[[LedgerRow], str | None] | None = None,
+) -> Removal:
+    """A removal whose call answers True when it deleted, False on a 404 (no token)."""
+
+    async def removed(row: LedgerRow) -> Removed:
+        return Removed(await delete(row))
+
+    return Removal(delete=removed, in_use=in_use)
+
+
+WITH_PARENT = Removal(with_parent=True)
