@@ -47,7 +47,7 @@ class RemovalCalls(ServiceClient):
     async def delete_entity_comment(self, kind: str, entity_id: str, comment_id: str) -> bool:
         return await self._delete(f"{_entity(kind, entity_id)}/comments/{_segment(comment_id)}")
 
-    async def clear_entity_checklist(self, kind: str, entity_id: str) -> bool:
+    async def delete_entity_checklist(self, kind: str, entity_id: str) -> bool:
         """DELETE /entities/{type}/{id}/checklistItems: the entity's whole checklist."""
         return await self._delete(f"{_entity(kind, entity_id)}/checklistItems")
 

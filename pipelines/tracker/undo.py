@@ -73,8 +73,14 @@ class TrackerRemovals:
             "dashboard_widget": WITH_PARENT,
             "autoaction": deleted_by(self._autoaction),
             "entity_access": WITH_PARENT,
-            "entity_comment": self._entity_record(self.client.delete_entity_comment),
-            "entity_attachment": self._entity_record(self.client.delete_entity_attachment),
+            "entity_comment": self._entity_record(
+                lambda kind, entity, comment: self.client.delete_entity_comment(
+                    kind, entity, comment
+                )
+            ),
+            "entity_attachment": self._entity_record(
+                lambda kind, entity, file: self.client.delete_entity_attachment(kind, entity, file)
+            ),
             "entity_checklist": deleted_by(self._clear_entity_checklist),
             "entity_link": deleted_by(self._entity_link),
         }
@@ -164,7 +170,7 @@ class TrackerRemovals:
 
     async def _clear_entity_checklist(self, row: LedgerRow) -> bool:
         entity = self._target(row.parent_entity, row.parent)
-        return await self.client.clear_entity_checklist(row.parent_entity or "", entity)
+        return await self.client.delete_entity_checklist(row.parent_entity or "", entity)
 
     async def _entity_link(self, row: LedgerRow) -> bool:
         """The link to its other end (the API deletes an entity's link by the other end)."""
