@@ -361,7 +361,8 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool) -> None:
     pages, grids, filters, entities, boards, ...), and list what it cannot (issues: the
     tracker deletes none; each is named with how to archive it). Killed, run it again:
     nothing is deleted twice. A page's recovery token is kept and printed. Afterwards haul
-    verify reports each record taken back as missing (exit 3 when a deletion failed)."""
+    verify reports each record taken back as missing. Exit 3 when a deletion failed or a
+    stopped load left a record in flight; 2 off a terminal without --yes."""
     from haul.pipelines.undo import UndoPlan
     from haul.pipelines.undo_cli import run_undo
 

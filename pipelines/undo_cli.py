@@ -70,8 +70,8 @@ def print_kept(plan: UndoPlan, console: Console) -> None:
     for kept in plan.kept:
         _say(console, f"kept: {kept.row.entity} {kept.row.source_id} (target {kept.row.target_id})")
     by_entity = groupby(sorted(plan.kept, key=lambda k: k.row.entity), key=lambda k: k.row.entity)
-    for entity, kept in by_entity:
-        rows = list(kept)
+    for entity, group in by_entity:
+        rows = list(group)
         _say(console, f"kept {len(rows)} {entity}: {rows[0].why}")
 
 

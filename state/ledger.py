@@ -48,6 +48,8 @@ _COLUMNS = (
     "entity, source_id, parent_entity, parent, sort_key, status, target_id, payload_hash,"
     " staged_hash, error, attempts, updated_at, found, undo, recovery_token"
 )
+# a done row whose record changed at the source, and is still in the target (not undone)
+_CHANGED = ["entity = ?", "status = 'done'", "staged_hash IS NOT payload_hash", "undo IS NULL"]
 # what an undone row's `undo` says: how its record left the target
 UNDONE = ("deleted", "gone", "with_parent")
 # A planned row takes its parent, order and staged hash from the staged data every time; what
@@ -273,11 +275,12 @@ class Ledger:
         return hit is not None
 
     def iter_changed(self, entity: str) -> Iterator[LedgerRow]:
-        """Done rows of `entity` whose staged record changed since they were loaded."""
+        """Done rows of `entity` whose staged record changed since they were loaded (and
+        that haul undo did not take back: no record to bring up to date)."""
         rows = iter_keyset(
             self._db,
             f"SELECT {_COLUMNS} FROM ledger",
-            where=["entity = ?", "status = 'done'", "staged_hash IS NOT payload_hash"],
+            where=_CHANGED,
             params=[entity],
             keys=("entity", "source_id"),
         )

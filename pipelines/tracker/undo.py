@@ -85,10 +85,14 @@ class TrackerRemovals:
             "entity_link": deleted_by(self._entity_link),
         }
         for kind in ENTITY_KINDS:
-            removals[kind] = deleted_by(
-                lambda row, kind=kind: self.client.delete_entity(kind, _id(row))
-            )
+            removals[kind] = deleted_by(self._entity(kind))
         return removals
+
+    def _entity(self, kind: str) -> Callable[[LedgerRow], Awaitable[bool]]:
+        async def delete(row: LedgerRow) -> bool:
+            return await self.client.delete_entity(kind, _id(row))
+
+        return delete
 
     # -- where a record lives in the target ---------------------------------------------------
 

@@ -14,6 +14,7 @@ COMMANDS = {
     ("status",): ("staged, loaded, failed", "--config"),
     ("failures",): ("could not be extracted whole or loaded", "--entity", "--limit", "--config"),
     ("demo",): ("sandbox", "--size", "--seed", "--workdir"),
+    ("undo",): ("Take the migration back", "deletes none", "--dry-run", "--yes", "--config"),
     ("config-schema",): ("JSON Schema",),
     ("sandbox",): ("stand-in", "serve"),
     ("sandbox", "serve"): ("JSON line", "--size", "--seed", "--port", "--faults"),

@@ -102,8 +102,8 @@ async def test_a_deletion_a_crash_left_in_flight_is_sent_again_and_settled_as_go
 
 
 async def test_a_second_undo_sends_nothing_and_keeps_the_tokens(store: StagingStore) -> None:
-    """What is undone stays undone: no DELETE again; the recovery tokens stay in the rows;
-    every row stays done (verify then reports each as missing)."""
+    """What is undone stays undone: no DELETE again, no refresh of a change at the source; the
+    recovery tokens stay in the rows; every row stays done (verify reports each missing)."""
     target = migrated(store)
     await undo(store, target)
     sent = list(target.sent)
@@ -117,6 +117,8 @@ async def test_a_second_undo_sends_nothing_and_keeps_the_tokens(store: StagingSt
     assert note.recovery_token == "token-n-1"
     plan = plan_undo(store, removals(target))
     assert plan.undone_before == 6 and plan.found == 1
+    store.ledger.plan([{"entity": "note", "source_id": "B/1", "payload_hash": "changed"}])
+    assert list(store.ledger.iter_changed("note")) == []  # nothing to bring up to date
     assert [(kept.row.entity, kept.why) for kept in plan.kept] == [
         ("book", "the API deletes no book: archive it")
     ]
