@@ -88,6 +88,7 @@ class UndoResult:
     kept_with_parent: list[LedgerRow] = field(default_factory=list)  # their parent stays
     recovery_tokens: dict[str, str] = field(default_factory=dict)  # "entity id" -> token
     failed: list[tuple[LedgerRow, str]] = field(default_factory=list)
+    stopped: bool = False  # a signal asked it to stop: what is left goes on the next run
 
     @property
     def complete(self) -> bool:
@@ -131,6 +132,7 @@ class Undoer:
         self.result = UndoResult(plan)
         for row in plan.to_delete:
             if self.stop_requested():
+                self.result.stopped = True
                 break
             await self._take_back(row)
         self._settle_with_parents(plan.with_parent)

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from haul.pipelines.config import Config
-from haul.pipelines.runner import open_store
+from haul.pipelines.runner import Interrupted, open_store
+from haul.pipelines.stopping import GracefulStop
 from haul.pipelines.undo import UndoPlan, UndoResult, undo
 
 
@@ -21,18 +22,24 @@ def run_undo(
     *,
     dry_run: bool,
     confirm: Callable[[UndoPlan], bool],
-    stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Undo (or, with `dry_run`, say what undo would do), print it; return the exit status:
-    0 when all undo can delete is gone, 3 when some deletion failed or a load is in flight."""
+    0 when all undo can delete is gone, 3 when some deletion failed or a load is in flight;
+    a signal stops it after the deletion under way (Interrupted: exit 1, resumable)."""
 
     def shown(plan: UndoPlan) -> bool:  # the plan is printed before any question
         print_plan(plan, console)
         return confirm(plan)
 
-    result = asyncio.run(
-        undo(config, dry_run=dry_run, confirm=shown, stop_requested=stop_requested)
-    )
+    async def supervised() -> UndoResult:
+        stop = GracefulStop()  # SIGINT or SIGTERM: the deletion under way ends, recorded
+        stop.install()
+        try:
+            return await undo(config, dry_run=dry_run, confirm=shown, stop_requested=stop.requested)
+        finally:
+            stop.uninstall()
+
+    result = asyncio.run(supervised())
     if dry_run:
         print_plan(result.plan, console, title="haul undo --dry-run: what it would do")
     else:
@@ -40,6 +47,8 @@ def run_undo(
     print_kept(result.plan, console)
     if not dry_run:
         print_recovery_tokens(config, console)
+    if result.stopped:
+        raise Interrupted()  # exit 1: run the same command to resume
     return 0 if dry_run or result.complete else 3
 
 

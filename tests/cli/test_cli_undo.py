@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import pty
+import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import pytest
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from haul.state.ledger import UNDONE
 from haul.state.store import StagingStore
-from tests.helpers.cli_fixtures import HAUL, haul_env, run_haul
+from tests.helpers.cli_fixtures import HAUL, haul_env, run_haul, wait_for
 from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues, write_config, writes
 from tests.helpers.sandbox_clients import client_for
 from tests.helpers.target_records import target_records
@@ -184,3 +185,35 @@ def test_undo_off_a_terminal_needs_yes_before_anything_is_read(tmp_path: Path) -
     done = run_haul("undo", "--config", tmp_path / "absent.toml", stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "pass --yes" in done.stderr
+
+
+def test_a_signal_stops_undo_between_two_deletions(migrated: Migrated) -> None:
+    """SIGTERM mid-undo: the deletion under way ends and is recorded, none is left in flight,
+    exit 1 says to run it again; the next run takes back the rest."""
+    db = migrated.config.parent / "haul.db"
+    process = subprocess.Popen(
+        [str(HAUL), "undo", "--yes", "--config", str(migrated.config)],
+        env=migrated.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(undone_rows(migrated.config)) >= 20, 60, "20 records undone")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    with StagingStore.open(db) as store:
+        in_flight = [r for r in store.ledger.iter_rows(status="done") if r.undo == "in_flight"]
+    stopped_at = undone_rows(migrated.config)
+
+    rest = migrated.haul("undo", "--yes")
+
+    assert process.returncode == 1, stderr
+    assert "run the same command to resume" in stderr
+    assert in_flight == []
+    assert rest.returncode == 0, rest.stdout + rest.stderr
+    assert stopped_at < undone_rows(migrated.config)
+    assert f"already taken back by an earlier undo: {len(stopped_at)}" in rest.stdout
