@@ -369,6 +369,8 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool) -> None:
     if not (dry_run or yes or sys.stdin.isatty()):
         raise click.UsageError("haul undo deletes from the target: off a terminal, pass --yes")
     config = open_config(config_path)
+    if not config.staging_path.exists():
+        _fail(1, f"nothing to undo: {config.staging_path} does not exist (no load used it)")
 
     def confirm(plan: UndoPlan) -> bool:
         if yes or not plan.to_delete:

@@ -217,3 +217,15 @@ def test_a_signal_stops_undo_between_two_deletions(migrated: Migrated) -> None:
     assert rest.returncode == 0, rest.stdout + rest.stderr
     assert stopped_at < undone_rows(migrated.config)
     assert f"already taken back by an earlier undo: {len(stopped_at)}" in rest.stdout
+
+
+def test_undo_without_a_staging_store_says_there_is_nothing_to_undo(tmp_path: Path) -> None:
+    """No store (wrong config, or nothing ever loaded): exit 1, naming the path; none made."""
+    with start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        config = write_config(tmp_path, info, queues=source_queues(info))
+        env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+        done = run_haul("undo", "--yes", "--config", config, env=env)
+    assert done.returncode == 1
+    assert "nothing to undo" in done.stderr and "haul.db does not exist" in done.stderr
+    assert not (tmp_path / "haul.db").exists()
