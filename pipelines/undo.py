@@ -168,11 +168,13 @@ class Undoer:
         Repeated while one settles: a parent may itself go with its own."""
         waiting = list(rows)
         while True:
-            gone = [row for row in waiting if self._parent_undone(row)]
+            gone, stay = [], []
+            for row in waiting:
+                (gone if self._parent_undone(row) else stay).append(row)
             for row in gone:
                 record_undone(self.store.ledger, row, "with_parent")
                 self.result.with_parent[row.entity] += 1
-            waiting = [row for row in waiting if row not in gone]
+            waiting = stay
             if not gone:
                 break
         self.result.kept_with_parent = waiting
