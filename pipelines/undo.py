@@ -168,7 +168,8 @@ class Undoer:
         Repeated while one settles: a parent may itself go with its own."""
         waiting = list(rows)
         while True:
-            gone, stay = [], []
+            gone: list[LedgerRow] = []
+            stay: list[LedgerRow] = []
             for row in waiting:
                 (gone if self._parent_undone(row) else stay).append(row)
             for row in gone:
