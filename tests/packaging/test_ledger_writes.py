@@ -20,7 +20,7 @@ pytestmark = pytest.mark.fast  # reads the source only
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "pipelines" / "engine.py"
 # the row's state machine (state/ledger.py): the engine's alone
-TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed"}
+TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed", "wait", "wake"}
 # what changes a row's identity or takes it back, not its load: a record moved at the source
 # (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried (the
 # engine's `retry_failed_rows`)

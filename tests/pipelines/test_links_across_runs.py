@@ -1,0 +1,128 @@
+"""Links across runs, end to end over real sockets: a migration done queue by queue, one store.
+
+A link whose other end is in a queue not migrated yet waits (neither loaded nor failed, named
+by `haul status` and the report) and is made by the run that brings its other end in, without
+`--retry-failed`; one whose other end never comes stays waiting, named. The tiny org's DEV
+queue links to OPS and to TEST (which the target knows as NEW).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from haul.pipelines.config import load_config
+from haul.pipelines.registry import services
+from haul.pipelines.runner import run_all
+from haul.pipelines.status import gather_status
+from haul.state.store import StagingStore
+from tests.helpers.cli_fixtures import counts_table, run_haul, tokens_env
+from tests.helpers.cli_fixtures import write_config as write_cli_config
+from tests.helpers.haul_fixtures import environ, write_config
+
+MAPPING = {"TEST": "NEW"}
+
+
+def plain_links(info: dict[str, Any], org: str, queues: list[str]) -> set[tuple[str, str, str]]:
+    """Every link of the issues of `queues` in `org`, read through the plain API, as
+    (issue, "type direction", other issue) with the target's keys named as the source's."""
+    back = {target: source for source, target in MAPPING.items()} if org == "target" else {}
+
+    def source_key(key: str) -> str:
+        queue, _, number = key.partition("-")
+        return f"{back.get(queue, queue)}-{number}"
+
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
+    found = set()
+    with httpx.Client(base_url=info["tracker"], headers=headers, timeout=30) as client:
+        for queue in queues:
+            issues = client.post(
+                "/issues/_search", params={"perPage": 1000}, json={"query": f"Queue: {queue}"}
+            ).json()
+            for issue in issues:
+                for link in client.get(f"/issues/{issue['key']}/links").json():
+                    kind = f"{link['type']['id']} {direction(link)}"
+                    found.add((source_key(issue["key"]), kind, source_key(link["object"]["key"])))
+    return found
+
+
+def direction(link: dict[str, Any]) -> str:
+    """A link's direction from its issue; "both" for "relates", whose two ends are alike
+    (made from either end, it is the same link)."""
+    return "both" if link["type"]["id"] == "relates" else str(link["direction"])
+
+
+def links_between(links: set[tuple[str, str, str]], a: str, b: str) -> set[tuple[str, str, str]]:
+    """The links of `links` from queue `a` to queue `b`."""
+    return {link for link in links if link[0].startswith(f"{a}-") and link[2].startswith(f"{b}-")}
+
+
+def test_a_queue_by_queue_migration_makes_every_link_in_the_run_that_brings_its_end_in(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """`haul run` of DEV alone: exit 0, its links to OPS and TEST wait, `haul status` counts
+    and names them. `haul run` of OPS and TEST next (same store, no --retry-failed): exit 0,
+    and every link of the source is in the target, once, read through the plain API."""
+    info = sandbox.info
+    env = tokens_env(info["tokens"]["admin"])
+    source = plain_links(info, "source", ["DEV", "OPS", "TEST"])
+    crossing = links_between(source, "DEV", "OPS") | links_between(source, "DEV", "TEST")
+    assert crossing  # the seeded org links DEV to both
+
+    config = write_cli_config(tmp_path, info, queues=["DEV"], queue_mapping=MAPPING)
+    first = run_haul("run", "--config", config, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "failed" not in first.stderr and "haul status names them" in first.stderr
+    links = counts_table(first.stdout)["link"]
+    assert links["waiting"] == len(crossing) and links["failed"] == 0
+    status = run_haul("status", "--config", config, env=env)
+    assert status.returncode == 0, status.stderr
+    assert counts_table(status.stdout)["link"]["waiting"] == len(crossing)
+    named = [line for line in status.stdout.splitlines() if line.startswith("waiting: link DEV-")]
+    assert len(named) == len(crossing)
+    assert all("waits for issue " in line for line in named)
+    assert "outside the migration's scope so far" in status.stdout
+    report = json.loads((tmp_path / "staging" / "report.json").read_text(encoding="utf-8"))
+    assert report["waiting_count"] == len(crossing) and report["headline"]["ok"]
+
+    config = write_cli_config(tmp_path, info, queues=["OPS", "TEST"], queue_mapping=MAPPING)
+    second = run_haul("run", "--config", config, env=env)
+
+    assert second.returncode == 0, second.stdout
+    assert "waiting" not in counts_table(second.stdout)["link"]  # the column: only if any waits
+    target = plain_links(info, "target", ["DEV", "OPS", "NEW"])
+    assert target == source
+    status = run_haul("status", "--config", config, env=env)
+    assert "waiting: " not in status.stdout
+
+
+async def test_a_link_whose_other_end_never_comes_stays_waiting_and_named(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """DEV, then OPS: the DEV-OPS links are made by the second run, the DEV-TEST ones still
+    wait, each named with the issue it waits for; nothing failed, and a third run writes
+    nothing again (each link made once)."""
+    info = sandbox.info
+    source = plain_links(info, "source", ["DEV", "OPS", "TEST"])
+    never = links_between(source, "DEV", "TEST")
+    await run_all(load_config(write_config(tmp_path, info, queues=["DEV"])), environ=environ(info))
+    config = load_config(write_config(tmp_path, info, queues=["OPS"]))
+
+    second = await run_all(config, environ=environ(info))
+    third = await run_all(config, environ=environ(info))
+
+    assert second.failed == 0 and second.complete
+    target = plain_links(info, "target", ["DEV", "OPS"])
+    assert links_between(target, "DEV", "OPS") == links_between(source, "DEV", "OPS")
+    assert links_between(target, "OPS", "DEV") == links_between(source, "OPS", "DEV")
+    assert not links_between(target, "DEV", "NEW")
+    assert third.details["loaded"] == 0 and third.failed == 0
+    with StagingStore.open(config.staging_path) as store:
+        status = gather_status(store, services())
+    waiting_dev = [w for w in status.waiting if w.source_id.startswith("DEV-")]
+    assert len(waiting_dev) == len(never)
+    assert {w.reason.split()[3].rstrip(",") for w in waiting_dev} == {l[2] for l in never}
+    assert "wait for records outside the migration's scope" in status.next_action()
