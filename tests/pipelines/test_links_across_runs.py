@@ -21,7 +21,7 @@ from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import counts_table, run_haul, tokens_env
 from tests.helpers.cli_fixtures import write_config as write_cli_config
-from tests.helpers.haul_fixtures import environ, write_config
+from tests.helpers.haul_fixtures import client_for, environ, write_config
 
 MAPPING = {"TEST": "NEW"}
 
@@ -124,5 +124,41 @@ async def test_a_link_whose_other_end_never_comes_stays_waiting_and_named(
         status = gather_status(store, services())
     waiting_dev = [w for w in status.waiting if w.source_id.startswith("DEV-")]
     assert len(waiting_dev) == len(never)
-    assert {w.reason.split()[3].rstrip(",") for w in waiting_dev} == {l[2] for l in never}
+    assert {w.reason.split()[3].rstrip(",") for w in waiting_dev} == {link[2] for link in never}
     assert "wait for records outside the migration's scope" in status.next_action()
+
+
+async def project_issue_links(info: dict[str, Any], org: str) -> set[tuple[str, str, str]]:
+    """Every project's links to issues in `org`, through the plain API, as (project summary,
+    type, issue key named as the source's)."""
+    back = {target: source for source, target in MAPPING.items()} if org == "target" else {}
+    found = set()
+    async with client_for(info, org) as client:
+        async for project in client.search_entities("project", fields="summary"):
+            summary = str(project["fields"]["summary"])
+            for link in await client.list_entity_links("project", str(project["id"])):
+                if link.get("entityType") != "issue":
+                    continue
+                queue, _, number = str(link["linkFieldValues"]["key"]).partition("-")
+                found.add((summary, str(link["type"]), f"{back.get(queue, queue)}-{number}"))
+    return found
+
+
+async def test_a_projects_links_to_issues_of_a_later_queue_wait_and_are_made_then(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The planning layer's links too: with DEV alone, the projects' links to OPS and TEST
+    issues wait (none failed); the run of OPS and TEST makes them, and the target's projects
+    link to the same issues as the source's."""
+    info, scope = sandbox.info, {"entities": "all"}
+    config = load_config(write_config(tmp_path, info, queues=["DEV"], scope=scope))
+    first = await run_all(config, environ=environ(info))
+    waiting = {row.entity: row.waiting for row in first.counts}
+    assert first.failed == 0 and waiting["entity_link"] > 0
+
+    config = load_config(write_config(tmp_path, info, queues=["OPS", "TEST"], scope=scope))
+    second = await run_all(config, environ=environ(info))
+
+    assert second.failed == 0 and second.waiting == 0 and second.complete
+    source = await project_issue_links(info, "source")
+    assert source and await project_issue_links(info, "target") == source
