@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from haul.pipelines.config import load_config
+from haul.pipelines.engine import retry_failed_rows
 from haul.pipelines.registry import services
 from haul.pipelines.runner import run_all
 from haul.pipelines.status import gather_status
@@ -162,3 +164,18 @@ async def test_a_projects_links_to_issues_of_a_later_queue_wait_and_are_made_the
     assert second.failed == 0 and second.waiting == 0 and second.complete
     source = await project_issue_links(info, "source")
     assert source and await project_issue_links(info, "target") == source
+
+
+@pytest.mark.fast
+def test_retry_failed_tries_the_waiting_links_again_too(tmp_path: Path) -> None:
+    """`haul load --retry-failed` puts waiting rows back to pending with the failed ones: the
+    issue a link waits for may have come into the target another way."""
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        store.ledger.plan(
+            {"entity": "link", "source_id": key, "payload_hash": "h"} for key in ("A-1/1", "A-2/2")
+        )
+        store.ledger.wait("link", "A-1/1", "waits for issue B-1")
+        store.ledger.fail("link", "A-2/2", "no")
+
+        assert retry_failed_rows(store) == 2
+        assert store.ledger.counts() == {"link": {"pending": 2}}
