@@ -490,7 +490,8 @@ class LoadEngine:
             except (RecordError, RecordFailure) as exc:
                 return self._fail(row, exc)
             except RecordWaiting as exc:
-                return self._wait(row, exc)
+                self._wait(row, exc)
+                return None
             return self._sent(row, sent)
         return self._fail(
             row,

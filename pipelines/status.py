@@ -306,8 +306,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             " scope (moved out of it, or no longer matching its query): left in the target as"
             " loaded, never deleted there)",
         )
-    for line in waiting_lines(status.waiting, status.waiting_total):
-        say(console, line)
+    for waiting in waiting_lines(status.waiting, status.waiting_total):
+        say(console, waiting)
     for run in status.runs:
         say(
             console,
