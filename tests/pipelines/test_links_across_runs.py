@@ -9,6 +9,9 @@ queue links to OPS and to TEST (which the target knows as NEW).
 from __future__ import annotations
 
 import json
+import os
+import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,8 @@ from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import counts_table, run_haul, tokens_env
 from tests.helpers.cli_fixtures import write_config as write_cli_config
-from tests.helpers.haul_fixtures import client_for, environ, write_config
+from tests.helpers.crash_runs import finish, kill_when
+from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, environ, write_config
 
 MAPPING = {"TEST": "NEW"}
 
@@ -179,3 +183,47 @@ def test_retry_failed_tries_the_waiting_links_again_too(tmp_path: Path) -> None:
 
         assert retry_failed_rows(store) == 2
         assert store.ledger.counts() == {"link": {"pending": 2}}
+
+
+def links_done(db: Path) -> int:
+    """Link rows loaded so far, read beside the running load."""
+    with StagingStore.open(db) as store:
+        return store.ledger.counts().get("link", {}).get("done", 0)
+
+
+def more_links_than(db: Path) -> Callable[[], bool]:
+    """Whether the load has made a link since now."""
+    start = links_done(db)
+    return lambda: links_done(db) > start
+
+
+@pytest.mark.slow  # 45 s on a busy machine; the queue-by-queue run above is its faster kind
+def test_the_run_that_makes_the_waiting_links_killed_and_resumed_makes_each_once(
+    tmp_path: Path,
+) -> None:
+    """DEV first; then the load of OPS and TEST SIGKILLed while it makes links (a third of the
+    link imports' replies lost after the write), resumed to the end: every link of the source
+    is in the target, none twice (the target refuses a second link of a pair, so a link sent
+    twice would fail its row)."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        finish(write_config(tmp_path, info, queues=["DEV"]), "run", env)
+        config = write_config(tmp_path, info, queues=["OPS", "TEST"])
+        finish(config, "extract", env)
+        sandbox.set_faults("drop_after:0.3@*/links/_import")
+        rng, kills = random.Random(37), 0
+        for _ in range(12):
+            if kills == 3:
+                break
+            ready = more_links_than(config.parent / "haul.db")
+            kills += kill_when(config, env, rng, ready, stage="load", exits=(0,))
+        finish(config, "load", env)
+        sandbox.set_faults("")
+
+        assert kills == 3
+        assert plain_links(info, "target", ["DEV", "OPS", "NEW"]) == plain_links(
+            info, "source", ["DEV", "OPS", "TEST"]
+        )
