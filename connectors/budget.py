@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from haul.connectors.retrying import is_throttle
+
 log = structlog.get_logger("haul.connectors")
 
 AUTO_START = 100.0  # requests per second before anything is known of the service
@@ -199,7 +201,7 @@ class AdaptiveBudget:
             _number(headers, "RateLimit-Reset"),
         )
         spent = remaining is not None and remaining <= 0
-        if status == 429:
+        if is_throttle(status):  # a 420 is a 429 in a sister API's words
             self._judge(now, spent, stated_limit(headers))
         else:
             self._window.add(now, False)

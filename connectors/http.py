@@ -56,6 +56,7 @@ from haul.connectors.retrying import (
     RetryableBadReply,
     RetryableStatus,
     Stopwatch,
+    is_throttle,
     parse_retry_after,
     retrying,
     waiting_aside,
@@ -141,7 +142,7 @@ class HttpCore:
         self.org_id = str(org_id if org_id is not None else cloud_org_id)
         self.requests_sent = 0
         self.retries = 0
-        self.rate_limit_wait = 0.0  # seconds requests waited on 429s
+        self.rate_limit_wait = 0.0  # seconds requests waited on throttles (429, 420)
         self.answered = False  # any reply in this command: see "First contact" above
         self.server_clock = ServerClock()  # the service's "now", from its replies' Date
         self._token = token
@@ -502,8 +503,9 @@ class HttpCore:
     def _gave_up(
         self, request: httpx.Request, response: httpx.Response, statistics: dict[str, Any]
     ) -> HaulHTTPError:
-        """The service kept answering 429 or 5xx: say how long we waited and when to resume."""
-        if response.status_code != 429:
+        """The service kept answering 429 (or 420) or 5xx: say how long we waited and when
+        to resume."""
+        if not is_throttle(response.status_code):
             note = self._waited(statistics) + "; run the same command to resume"
             return self._status_error(TransientError, request, response, note)
         asked = parse_retry_after(response.headers.get("Retry-After"), lambda: datetime.now(UTC))
@@ -644,7 +646,7 @@ class HttpCore:
             else type(error).__name__
         )
         self.retries += 1
-        if reason == 429:
+        if isinstance(reason, int) and is_throttle(reason):
             self.rate_limit_wait += state.upcoming_sleep
         log.warning(
             "http_retry",

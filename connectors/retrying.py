@@ -1,6 +1,7 @@
 """When to send a request again, and how long to wait first.
 
-Safe to repeat: a reply of 429 or 500/502/503/504, and any failure before the request left
+Safe to repeat: a throttle (429, or 420, which sister APIs of the same vendor answer instead)
+or 500/502/503/504, and any failure before the request left
 this machine (connect error, connect timeout, no free pooled connection). A read may also
 repeat after a failure *after* sending (read timeout, reset connection); a write may not,
 because the server may have applied it: the core turns that into AmbiguousWriteError.
@@ -9,7 +10,7 @@ Waits honour the server's ``Retry-After`` (seconds or an HTTP date); without a u
 they grow exponentially with full jitter (a uniform draw below the exponential bound,
 capped), so that many clients backing off together do not return in lock-step.
 
-Every wait has a bound. A 429 is waited out for up to the rate-limit patience, a 5xx or a
+Every wait has a bound. A throttle is waited out for up to the rate-limit patience, a 5xx or a
 connection failure for up to the outage patience; a ``Retry-After`` longer than what is left
 of the patience stops at once. The patience counts the waits (as asked of the injected sleep,
 so a fake sleep in tests counts as real) and the failed attempts' own time (`Stopwatch`):
@@ -41,7 +42,9 @@ from tenacity.wait import wait_base, wait_random_exponential
 
 T = TypeVar("T")
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# "slow down": 429, or 420 as sister APIs of the same vendor say it; both alike everywhere
+THROTTLE_STATUSES = frozenset({420, 429})
+RETRY_STATUSES = THROTTLE_STATUSES | {500, 502, 503, 504}
 
 # Nothing reached the server: repeating is safe for every method.
 CONNECT_STAGE_ERRORS: tuple[type[Exception], ...] = (
@@ -85,7 +88,7 @@ async def waiting_aside() -> AsyncIterator[None]:
 
 
 class RetryableStatus(Exception):
-    """Raised inside an attempt for a reply the retry policy repeats (429, 5xx)."""
+    """Raised inside an attempt for a reply the retry policy repeats (a throttle, 5xx)."""
 
     def __init__(self, response: httpx.Response) -> None:
         super().__init__(f"status {response.status_code}")
@@ -101,9 +104,14 @@ class RetryableBadReply(Exception):
         self.problem = problem
 
 
+def is_throttle(status: int) -> bool:
+    """A reply that asks haul to slow down (429 or 420)."""
+    return status in THROTTLE_STATUSES
+
+
 def is_rate_limit(error: BaseException | None) -> bool:
-    """A 429 reply (waited out under the rate-limit patience)."""
-    return isinstance(error, RetryableStatus) and error.response.status_code == 429
+    """A throttle reply (waited out under the rate-limit patience)."""
+    return isinstance(error, RetryableStatus) and is_throttle(error.response.status_code)
 
 
 @dataclass(frozen=True)

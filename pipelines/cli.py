@@ -38,6 +38,7 @@ from haul.pipelines.report import (
 )
 from haul.pipelines.runner import Interrupted, RunSummary, extract, load, open_store, run_all
 from haul.pipelines.stopping import GracefulStop
+from haul.pipelines.waiting import next_step
 from haul.state.errors import StoreError
 
 console = Console()
@@ -524,3 +525,5 @@ def _finish(
     if needs_complete and not summary.complete:
         click.echo("haul: the target does not hold every staged record: see haul status", err=True)
         raise Exit(1)
+    if summary.waiting:  # not failed: each is named, and a later run makes it
+        click.echo(f"haul: {next_step(summary.waiting)}; haul status names them", err=True)

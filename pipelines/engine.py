@@ -4,7 +4,9 @@ For each record: mark it `in_flight` and commit, send, record `done` with the ta
 commit. Before loading, every `in_flight` row an interrupted run left is reconciled by asking
 the target (the spec's `find`); an ambiguous write (it may have been applied) is resolved the
 same way at once. A record the target rejects is `failed` with its reason, and so is every
-record below it ("... was not loaded"), and the run goes on.
+record below it ("... was not loaded"), and the run goes on. A record that needs one no run
+brought in yet (`RecordWaiting`) is `waiting`, and so is nothing else: a later load wakes it
+once its plan holds what the record `requires` (or `--retry-failed` asks).
 
 A record found in the target rather than made (its send conflicts and `find` shows it is
 ours: a rerun with a lost store) is `done` and marked found; each record under it is looked
@@ -46,6 +48,7 @@ from haul.pipelines.specs import (
     PlanItem,
     Planned,
     RecordFailure,
+    RecordWaiting,
     Ref,
     Renamed,
     Sent,
@@ -89,6 +92,8 @@ class LoadStats:
     ambiguous: int = 0
     refreshed: int = 0
     refresh_failed: int = 0  # changes at the source not carried: kept as problems
+    waiting: int = 0  # records that wait for one a later run brings in (not failed)
+    woken: int = 0  # waiting records whose wait is over: loaded by this run
 
 
 @dataclass
@@ -121,6 +126,7 @@ class LoadEngine:
         # the target held a record of this migration that this store had not sent (a rerun
         # with a lost store): a root, whose parent is the target org, is looked for too
         self._org_found = self.ledger.any_found(s.name for s in self.specs if not s.find_first)
+        self.wake_waiting()
         await self.reconcile_in_flight()
         self._task = self.progress.task("records loaded")
         self._under_way: dict[Ref, asyncio.Event] = {}  # trees of earlier phases loading
@@ -218,6 +224,19 @@ class LoadEngine:
             log.info(
                 "in_flight_reconciled", entity=ref.entity, record=ref.source_id, found=bool(found)
             )
+
+    def wake_waiting(self) -> None:
+        """Put back to pending each waiting row whose wait may be over: the ledger plans a
+        record it `requires` now (this migration brings its other end in)."""
+        for row in list(self.ledger.iter_rows(status="waiting")):
+            spec = self._specs.get(row.entity)
+            record = self._record(spec, row) if spec is not None else None
+            if spec is None or record is None:
+                continue  # no longer staged, or of a service not loaded now: it stays named
+            if any(self.ledger.get(*ref) is not None for ref in spec.requires(record)):
+                self.ledger.wake(row.entity, row.source_id)
+                self.stats.woken += 1
+                log.info("record_woken", entity=row.entity, record=row.source_id)
 
     # -- which trees to visit -------------------------------------------------------------
 
@@ -432,7 +451,7 @@ class LoadEngine:
         there (`find_first`), or a record under a parent found there (a lost store's rerun)."""
         if row.status == "done":
             return row.target_id
-        if row.status == "failed":
+        if row.status in ("failed", "waiting"):
             return None
         record = self._record(spec, row)
         if record is None:
@@ -470,6 +489,9 @@ class LoadEngine:
                 continue
             except (RecordError, RecordFailure) as exc:
                 return self._fail(row, exc)
+            except RecordWaiting as exc:
+                self._wait(row, exc)
+                return None
             return self._sent(row, sent)
         return self._fail(
             row,
@@ -553,6 +575,13 @@ class LoadEngine:
         log.warning("record_failed", entity=row.entity, record=row.source_id, error=str(exc))
         return None
 
+    def _wait(self, row: LedgerRow, exc: RecordWaiting) -> None:
+        """The row waits for a record a later run brings in; what hangs under it fails below
+        it, as under any record not loaded."""
+        self.ledger.wait(row.entity, row.source_id, str(exc))
+        self.stats.waiting += 1
+        log.info("record_waiting", entity=row.entity, record=row.source_id, reason=str(exc))
+
     def _fail_pending(self, row: LedgerRow, reason: str) -> None:
         current = self.ledger.get(row.entity, row.source_id)
         if current is not None and current.status in ("pending", "in_flight"):
@@ -578,8 +607,12 @@ class LoadEngine:
 
 
 def retry_failed_rows(store: StagingStore) -> int:
-    """Put every failed row back to pending (`haul load --retry-failed`); return how many."""
-    return store.ledger.retry_failed()
+    """Put every failed row back to pending (`haul load --retry-failed`), and every waiting
+    one (what it waits for may have come into the target another way); return how many."""
+    waiting = list(store.ledger.iter_rows(status="waiting"))
+    for row in waiting:
+        store.ledger.wake(row.entity, row.source_id)
+    return store.ledger.retry_failed() + len(waiting)
 
 
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:

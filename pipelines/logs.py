@@ -28,6 +28,7 @@ from typing import Any, TextIO, cast
 
 import structlog
 
+from haul.connectors.retrying import is_throttle
 from haul.state.private import make_private_folder, open_private
 
 SECRET_KEYS = ("token", "authorization", "password", "secret")
@@ -180,8 +181,9 @@ def trouble_line(event: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
     name = str(event.get("event", ""))
     if name == "http_retry":
         service, reason = str(event.get("service", "")), event.get("reason")
-        if reason == 429:
-            return (name, service, "429"), f"{service} asks haul to slow down (429); waiting"
+        if isinstance(reason, int) and is_throttle(reason):
+            line = f"{service} asks haul to slow down ({reason}); waiting"
+            return (name, service, "throttle"), line
         if isinstance(reason, int):
             return (name, service, "5xx"), f"{service} answers {reason}; retrying"
         return (name, service, "connection"), f"{service}: connection trouble ({reason}); retrying"

@@ -3,7 +3,8 @@
 Two counts that read alike are told apart by name: `staged` is what the extract put in the
 staging store (what its progress lines count), `to load` the ledger rows the load sends (a
 custom field but not a system one, the sprints of migrated boards, a link once for its two
-staged ends); loaded, failed and pending split `to load`.
+staged ends); loaded, failed, pending and waiting (for a record a later run brings in: a link
+to a queue not migrated yet) split `to load`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class EntityCounts:
     pending: int
     loadable: bool = True
     in_store: int | None = None  # its staged records; None: its rows load from another kind's
+    waiting: int = 0  # rows waiting for a record a later run brings in (neither done nor failed)
 
 
 def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
@@ -59,6 +61,7 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
                     failed=states.get("failed", 0),
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
                     in_store=staged.get(entity, 0) if own_kind else None,
+                    waiting=states.get("waiting", 0),
                 )
             )
         for entity in staged_only(service):
@@ -127,6 +130,8 @@ def _did(details: Mapping[str, object]) -> str:
         if key.endswith("_staged") and isinstance(value, int)
     ]
     loaded = [f"{details[key]} {key}" for key in ("loaded", "failed") if key in details]
+    if details.get("waiting"):
+        loaded.append(f"{details['waiting']} waiting for a later run")
     return "this command: " + ", ".join(staged + loaded) if staged or loaded else ""
 
 
@@ -180,6 +185,7 @@ def summary_json(
                 "loaded": row.loaded if row.loadable else None,
                 "failed": row.failed,
                 "pending": row.pending,
+                "waiting": row.waiting,
             }
             for row in counts
         ],
@@ -199,18 +205,22 @@ COUNTS_CAPTION = (
 def render_counts(rows: list[EntityCounts], console: Console, title: str) -> None:
     """The per-entity table on the console, with a total of the loadable entities ("-" where
     a figure does not apply: an entity never loaded, or one loaded from another's records),
-    then the line that says what its two first columns count."""
-    columns = ("to_load", "loaded", "failed", "pending")
+    then the line that says what its two first columns count. A `waiting` column only when
+    some record waits."""
+    columns: tuple[str, ...] = ("to_load", "loaded", "failed", "pending")
+    headers: tuple[str, ...] = ("staged", "to load", "loaded", "failed", "pending")
+    if any(row.waiting for row in rows):
+        columns, headers = (*columns, "waiting"), (*headers, "waiting")
     table = Table(title=title)
     table.add_column("entity")
-    for header in ("staged", "to load", "loaded", "failed", "pending"):
+    for header in headers:
         table.add_column(header, justify="right")
     for row in rows:
         staged = "-" if row.in_store is None else str(row.in_store)
         if row.loadable:
             table.add_row(row.entity, staged, *(str(getattr(row, c)) for c in columns))
         else:
-            table.add_row(row.entity, staged, "-", "-", "-", "-")
+            table.add_row(row.entity, staged, *("-" for _ in columns))
     totals = (sum(getattr(row, c) for row in rows if row.loadable) for c in columns)
     table.add_row("total", "-", *map(str, totals))
     console.print(table)

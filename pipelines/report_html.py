@@ -317,6 +317,20 @@ def _verify(result: dict[str, Any] | None) -> str:
     return f'<div id="verify">{"".join(parts)}</div>'
 
 
+def _waiting(waiting: list[dict[str, Any]], total: int) -> str:
+    """The records that wait for a later run (not failed), each with what it waits for."""
+    if not total:
+        return '<p id="waiting">No record waits for a later run.</p>'
+    more = f" The first {len(waiting)} of {total} are listed." if total > len(waiting) else ""
+    return _table(
+        waiting, ["entity", "source_id", "reason"], "waiting", ["entity", "source_id", "reason"]
+    ) + (
+        "<p>Waiting: neither loaded nor failed; each needs a record outside the migration's"
+        f" scope so far (a link to a queue not migrated yet), and the run that migrates it"
+        f" makes them.{more}</p>"
+    )
+
+
 def _failures(causes: list[dict[str, Any]]) -> str:
     if not causes:
         return '<p id="failures">No record failed.</p>'
@@ -391,6 +405,8 @@ def render_html(report: dict[str, Any]) -> str:
 {_verify(report.get("verify"))}
 <h2>Failures by cause</h2>
 {_failures(report.get("failures_by_reason") or [])}
+<h2>Waiting for a later run</h2>
+{_waiting(report.get("waiting") or [], int(report.get("waiting_count") or 0))}
 <h2>Figures</h2>
 <p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}. Changes at the source not carried: {report.get("changes_not_carried", 0)}.</p>
 {_figures(report.get("details") or {})}

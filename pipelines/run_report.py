@@ -26,6 +26,7 @@ from haul.pipelines.engine import CHANGE
 from haul.pipelines.failures import store_failures
 from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
 from haul.pipelines.status import verify_after
+from haul.pipelines.waiting import NAMED, waiting_count, waiting_records
 from haul.state.private import open_private
 from haul.state.store import StagingStore
 
@@ -75,7 +76,9 @@ class Headline:
     ok: bool
 
 
-def headline(outcome: str, failed: int, verify: Mapping[str, Any] | None) -> Headline:
+def headline(
+    outcome: str, failed: int, verify: Mapping[str, Any] | None, waiting: int = 0
+) -> Headline:
     """ "ok" only when the run ended well, no record failed and the verify after it (if any)
     found the target matching; otherwise what is wrong, as the exit status says it (3 for
     failed records or verify differences, 1 for a run that stopped)."""
@@ -86,7 +89,10 @@ def headline(outcome: str, failed: int, verify: Mapping[str, Any] | None) -> Hea
         wrong.append(f"verify found {verify.get('difference_count')} difference(s)")
     if wrong:
         return Headline("done, but " + " and ".join(wrong), ok=False)
-    return Headline("ok, verified" if verify is not None else "ok", ok=True)
+    text = "ok, verified" if verify is not None else "ok"
+    if waiting:  # not a failure: named, and made by the run that brings their other end in
+        text += f", {waiting} record(s) waiting for a later run"
+    return Headline(text, ok=True)
 
 
 def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:
@@ -94,7 +100,7 @@ def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:
     failed = sum(states.get("failed", 0) for states in store.ledger.counts().values())
     failed += sum(not p.entity.endswith(CHANGE) for p in store.problems)
     verify = verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), run.get("ended_at"))
-    return headline(run.get("outcome") or "running", failed, verify)
+    return headline(run.get("outcome") or "running", failed, verify, waiting_count(store))
 
 
 def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
@@ -132,10 +138,14 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
                 "loaded": row.loaded,
                 "failed": row.failed,
                 "pending": row.pending,
+                "waiting": row.waiting,
             }
             for row in entity_counts(store, in_use(store, services()))
             if row.loadable
         ],
+        # every record waiting for a later run, with what it waits for (the first NAMED)
+        "waiting": [record.as_dict() for record in waiting_records(store, NAMED)],
+        "waiting_count": waiting_count(store),
         "details": details,
         "requests": {k: v for k, v in details.items() if k.endswith("_requests")},
         "retries": {k: v for k, v in details.items() if k.endswith("_retries")},

@@ -51,7 +51,10 @@ subpages, its attachments). A parent's children of one spec wait for its childre
 specs before it, unless the spec says they need nothing of them (`beside_earlier`: a page's
 attachments, grids and comments load beside its subpages, once its access is set). A record
 that cannot be loaded raises `RecordFailure` (or the connectors' `RecordError`) from `send`;
-the engine records it as failed with that message.
+the engine records it as failed with that message. A record that needs one the target does not
+hold yet, and that a later run may bring in (a link whose other end is in a queue not migrated
+yet), raises `RecordWaiting`: the engine records it as waiting, neither loaded nor failed, and
+the run whose plan holds what it `requires` loads it.
 
 Only the engine writes the ledger: a spec says what its plan or its send settled
 (`Settled`) or forgot (`Forgotten`), what its plan renamed (`Renamed`), where it moved its
@@ -100,6 +103,12 @@ class Ref(NamedTuple):
 
 class RecordFailure(Exception):
     """This record cannot be loaded; the message says why (it goes into the ledger)."""
+
+
+class RecordWaiting(Exception):
+    """This record needs one that is neither in the target nor in this migration yet, and that
+    a later run may bring in; the message names it (it goes into the ledger). The record is
+    loaded by the run whose plan holds what the spec `requires` of it."""
 
 
 async def staged_bytes(store: StagingStore, record: StagedRecord, *, drained: str) -> Path:

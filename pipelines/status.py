@@ -3,7 +3,8 @@
 Per entity: the source's count when the last extract learnt it, staged records, loaded,
 skipped (staged but never planned to load by design), staged twice (one record staged under two
 parents, as a link is from both its ends: loaded once, from one side, so neither skipped nor
-counted twice), failed, pending;
+counted twice), failed, pending, waiting (a link whose other end no run brought in yet, each
+named with what it waits for);
 what the config had the last extract leave out (the changelog of a migration's config);
 the last runs with their outcomes (a run whose process died shows as interrupted: its lock is
 free); and the next action in one line.
@@ -24,6 +25,7 @@ from haul.pipelines.engine import CHANGE
 from haul.pipelines.report import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
+from haul.pipelines.waiting import SHOWN, Waiting, next_step, waiting_lines, waiting_records
 from haul.state.private import open_private
 from haul.state.store import StagingStore
 
@@ -50,6 +52,7 @@ class StatusLine:
     failed: int
     pending: int
     twice: int = 0  # records staged under a second parent too (a link's other end)
+    waiting: int = 0  # records that wait for one a later run brings in (not failed)
 
 
 @dataclass
@@ -67,6 +70,11 @@ class Status:
     verify: Mapping[str, Any] | None = None  # the last verify, if it came after the last run
     # entity -> records still at the source but out of the scope now (left in the target)
     out_of_scope: dict[str, int] = field(default_factory=dict)
+    waiting: list[Waiting] = field(default_factory=list)  # the first waiting records, named
+
+    @property
+    def waiting_total(self) -> int:
+        return sum(line.waiting for line in self.lines)
 
     def next_action(self) -> str:
         """What the person should do next, in one line."""
@@ -90,6 +98,8 @@ class Status:
             return "nothing staged yet: run haul extract"
         if pending:
             return f"{pending} records wait to load: run haul load"
+        if self.waiting_total:
+            return next_step(self.waiting_total)
         if self.verify is None:
             return "everything staged is loaded: run haul verify to compare the target"
         if not self.verify.get("ok"):
@@ -148,6 +158,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         deleted=deleted_at_source(store, deletion_kinds(services)),
         verify=verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), last_end),
         out_of_scope=out_of_scope(store, deletion_kinds(services)),
+        waiting=waiting_records(store, SHOWN),
     )
     for service in services:
         for entity in loadable(service):
@@ -167,6 +178,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
                     failed=states.get("failed", 0),
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
                     twice=twice,
+                    waiting=states.get("waiting", 0),
                 )
             )
     return status
@@ -294,6 +306,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             " scope (moved out of it, or no longer matching its query): left in the target as"
             " loaded, never deleted there)",
         )
+    for waiting in waiting_lines(status.waiting, status.waiting_total):
+        say(console, waiting)
     for run in status.runs:
         say(
             console,

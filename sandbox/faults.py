@@ -5,6 +5,7 @@ pattern on the request path (no GLOB: every path):
 
 - ``latency:MS[+JITTER]``   wait MS plus uniform(0, JITTER) milliseconds
 - ``429:RATE[:SECONDS]``    answer 429 with ``Retry-After: SECONDS`` (default 1)
+- ``420:RATE[:SECONDS]``    the same with 420, as sister APIs of the same vendor throttle
 - ``5xx:RATE``              answer 503
 - ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
 - ``drop_after:RATE``       apply the request, then abort the connection without replying
@@ -20,15 +21,15 @@ pattern on the request path (no GLOB: every path):
                             yet takes far longer than any request should
 - ``no_key:RATE``           the first object of a JSON list reply comes without its ``key``
                             (a search index lagging behind its store)
-- ``ratelimit:RPS[:reads|:writes][:bare]``
+- ``ratelimit:RPS[:reads|:writes][:bare][:420]``
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org, of its reads
                             or its writes only when told; beyond it, 429 with ``Retry-After``
                             and ``RateLimit-Limit``, ``RateLimit-Remaining: 0``,
                             ``RateLimit-Reset`` (whole seconds until a request is let through
                             again) and ``RateLimit-Policy: RPS;w=1`` (the IETF draft's form),
-                            or ``Retry-After`` alone when ``bare`` (not a dice roll: RATE is
-                            not used)
+                            or ``Retry-After`` alone when ``bare``; 420 instead of 429 when
+                            ``420`` (not a dice roll: RATE is not used)
 
 A read is a GET, HEAD or OPTIONS, or a POST that only asks (a path ending in ``/_search``,
 ``/_count``, ``/_findByUnique``, or a scroll's ``/_clear``); anything else is a write. Each
@@ -60,6 +61,7 @@ _ITEM = re.compile(r"^(?P<kind>[a-z_0-9]+):(?P<args>[^@]+)(?:@(?P<glob>.+))?$")
 _KINDS = (
     "latency",
     "429",
+    "420",
     "5xx",
     "drop_before",
     "drop_after",
@@ -73,6 +75,7 @@ _KINDS = (
     "ratelimit",
 )
 CONTROL_PREFIX = "/_sandbox/"
+THROTTLES = ("429", "420")  # the statuses that ask a client to slow down
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class Fault:
     rps: float = 0.0
     direction: str | None = None  # "reads" or "writes": the requests a ratelimit counts
     headers: bool = True  # a ratelimit's 429 says RateLimit-*
+    throttle: str = "429"  # what a ratelimit answers beyond its limit: "429" or "420"
     byte_ms: float = 100.0  # a dribble's pause between two bytes
     glob: str | None = None
 
@@ -121,7 +125,7 @@ def _parse_item(item: str) -> Fault:
         if kind == "latency":
             base, _, jitter = args.partition("+")
             return Fault(kind, latency_ms=float(base), jitter_ms=float(jitter or 0), glob=glob)
-        if kind == "429":
+        if kind in THROTTLES:
             rate, _, seconds = args.partition(":")
             return Fault(kind, rate=_rate(rate), retry_after=int(seconds or 1), glob=glob)
         if kind == "slow_after":
@@ -141,15 +145,16 @@ def _ratelimit(args: str, glob: str | None) -> Fault:
     rps, *options = args.split(":")
     if float(rps) <= 0:
         raise ValueError("requests per second must be positive")
-    unknown = set(options) - {"reads", "writes", "bare"}
+    unknown = set(options) - {"reads", "writes", "bare", "420"}
     directions = [option for option in options if option in ("reads", "writes")]
     if unknown or len(directions) > 1 or len(set(options)) < len(options):
-        raise ValueError("expected ratelimit:RPS[:reads|:writes][:bare]")
+        raise ValueError("expected ratelimit:RPS[:reads|:writes][:bare][:420]")
     return Fault(
         "ratelimit",
         rps=float(rps),
         direction=directions[0] if directions else None,
         headers="bare" not in options,
+        throttle="420" if "420" in options else "429",
         glob=glob,
     )
 
@@ -172,7 +177,7 @@ class Decision:
     delay_s: float = 0.0
     action: str | None = None  # one of the non-latency kinds
     retry_after: int = 1
-    headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429
+    headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429 or 420
     hold_s: float = 0.0  # slow_after: how long the reply waits once the request is applied
     byte_ms: float = 0.0  # a dribble's pause between two bytes
 
@@ -231,17 +236,17 @@ class FaultPlan:
 
 
 def _limited(fault: Fault, wait: float) -> Decision:
-    """A ratelimit's 429: Retry-After and RateLimit-Reset in whole seconds, rounded up."""
+    """A ratelimit's 429 (or 420): Retry-After and RateLimit-Reset in whole seconds, rounded up."""
     seconds = max(1, math.ceil(wait))
     if not fault.headers:
-        return Decision(0.0, "429", seconds)
+        return Decision(0.0, fault.throttle, seconds)
     headers = (
         (b"ratelimit-limit", f"{fault.rps:g}".encode()),
         (b"ratelimit-remaining", b"0"),
         (b"ratelimit-reset", str(seconds).encode()),
         (b"ratelimit-policy", f"{fault.rps:g};w=1".encode()),
     )
-    return Decision(0.0, "429", seconds, headers)
+    return Decision(0.0, fault.throttle, seconds, headers)
 
 
 class TokenBucket:
@@ -317,7 +322,7 @@ class FaultMiddleware:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":
             await drop_connection(send)
-        elif decision.action in ("429", "5xx"):
+        elif decision.action in (*THROTTLES, "5xx"):
             await _refuse(send, decision)
         elif decision.action == "drop_after":
             await self.app(scope, receive, _discard)
@@ -369,11 +374,12 @@ async def _held(app: ASGIApp, scope: Scope, receive: Receive, send: Send, hold_s
 
 
 async def _refuse(send: Send, decision: Decision) -> None:
-    status = 429 if decision.action == "429" else 503
-    message = "Too many requests" if status == 429 else "Service temporarily unavailable"
+    throttled = decision.action in THROTTLES
+    status = int(decision.action) if throttled and decision.action else 503
+    message = "Too many requests" if throttled else "Service temporarily unavailable"
     body = json.dumps({"errors": {}, "errorMessages": [message], "statusCode": status}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if status == 429:
+    if throttled:
         headers.append((b"retry-after", str(decision.retry_after).encode()))
         headers.extend(decision.headers)
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -3,11 +3,16 @@
 Statuses and the moves between them::
 
     pending --begin--> in_flight --done--> done
-       ^                  |  |
-       +-----release------+  +--fail--> failed --retry_failed--> pending
+       ^                  |  |  |
+       +-----release------+  |  +--fail--> failed --retry_failed--> pending
+       |                     |
+       +------wake------- waiting <--wait--+
 
 ``done`` and ``fail`` also accept a pending row (a record resolved or rejected without a
-POST); ``begin`` accepts any row that is not done. A row ``done`` because the target already
+POST). A row ``waiting`` needs a record the target does not hold yet and that a later run may
+bring in (a link whose other end is in a queue not migrated yet): neither loaded nor failed,
+it is woken back to pending by the run that brings that record in (``wait`` also accepts a
+pending row); ``begin`` accepts any row that is not done. A row ``done`` because the target already
 held its record (not sent by this store: a rerun with a lost store) is marked ``found``.
 Every move is one committed transaction, or joins the caller's
 ``StagingStore.transaction()`` when one is open.
@@ -41,7 +46,7 @@ from haul.state.clock import Clock, utc_now
 from haul.state.reads import fetch_one, iter_keyset
 from haul.state.transactions import joined
 
-STATUSES = ("pending", "in_flight", "done", "failed")
+STATUSES = ("pending", "in_flight", "done", "failed", "waiting")
 # the payload hash of a done row to write again: no staged record hashes to it
 _RESEND = "resend"
 _COLUMNS = (
@@ -191,6 +196,22 @@ class Ledger:
             "status = 'failed', error = ?",
             [error],
         )
+
+    def wait(self, entity: str, source_id: str, reason: str) -> None:
+        """Record that this record waits for another one a later run brings in (`reason`
+        names it): not loaded, not failed."""
+        self._move(
+            entity,
+            source_id,
+            "wait",
+            ("pending", "in_flight"),
+            "status = 'waiting', error = ?",
+            [reason],
+        )
+
+    def wake(self, entity: str, source_id: str) -> None:
+        """Put a waiting row back to pending: what it waits for may be there now."""
+        self._move(entity, source_id, "wake", ("waiting",), "status = 'pending'")
 
     def release(self, entity: str, source_id: str) -> None:
         """Put an in_flight row back to pending: the target said it is not there."""

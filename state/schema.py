@@ -23,6 +23,11 @@ class Step:
     statements: tuple[str, ...]
 
 
+_LEDGER_COLUMNS = (
+    "entity, source_id, parent, status, target_id, payload_hash, error, attempts, updated_at,"
+    " parent_entity, sort_key, staged_hash, found, undo, recovery_token"
+)
+
 STEPS: tuple[Step, ...] = (
     Step(
         "records, checkpoints and drain marks",
@@ -142,6 +147,38 @@ STEPS: tuple[Step, ...] = (
             # wiki answered a page's deletion with, to bring the page back
             "ALTER TABLE ledger ADD COLUMN undo TEXT",
             "ALTER TABLE ledger ADD COLUMN recovery_token TEXT",
+        ),
+    ),
+    Step(
+        "a ledger row may wait for a record a later run brings in",
+        (
+            # status 'waiting': a link whose other end is in a queue not migrated yet; SQLite
+            # cannot change a CHECK in place, so the table is built again, rows and indexes kept
+            """CREATE TABLE ledger_next (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                parent TEXT,
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'in_flight', 'done', 'failed', 'waiting')),
+                target_id TEXT,
+                payload_hash TEXT,
+                error TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                updated_at TEXT NOT NULL,
+                parent_entity TEXT,
+                sort_key TEXT NOT NULL DEFAULT '',
+                staged_hash TEXT,
+                found INTEGER NOT NULL DEFAULT 0,
+                undo TEXT,
+                recovery_token TEXT,
+                PRIMARY KEY (entity, source_id)
+            )""",
+            f"INSERT INTO ledger_next ({_LEDGER_COLUMNS}) SELECT {_LEDGER_COLUMNS} FROM ledger",
+            "DROP TABLE ledger",
+            "ALTER TABLE ledger_next RENAME TO ledger",
+            "CREATE INDEX ledger_by_status ON ledger (status, entity, source_id)",
+            "CREATE INDEX ledger_children ON ledger (parent_entity, parent, sort_key, source_id)",
+            "CREATE INDEX ledger_by_target ON ledger (target_id, entity)",
         ),
     ),
 )

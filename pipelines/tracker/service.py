@@ -203,10 +203,13 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
-    """The target's own count of the migrated queues' issues."""
-    queues = sorted({target.transform.queues.queue(queue) for queue in target.config.scope.queues})
+    """The target's own count of the migrated queues' issues: the scope's, and those an
+    earlier run of the same store migrated (a migration done queue by queue)."""
+    scope = set(target.config.scope.queues)
 
     async def in_target() -> dict[str, int]:
+        staged = {key.partition("-")[0] for key in target.store.source_ids("issue")}
+        queues = sorted({target.transform.queues.queue(queue) for queue in scope | staged})
         # an issue loaded, then deleted in the target because the source deleted it, is
         # accounted for: the ledger still counts it loaded
         gone = deleted_in_target(target.store).get("issue", 0)

@@ -19,8 +19,20 @@ pytestmark = pytest.mark.fast  # reads the source only
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "pipelines" / "engine.py"
-# the row's state machine (state/ledger.py), haul undo's two steps too: the engine's alone
-TRANSITIONS = {"plan", "begin", "done", "fail", "release", "refreshed", "undo_begin", "undone"}
+# the row's state machine (state/ledger.py), haul undo's two steps and a link's wait too: the
+# engine's alone
+TRANSITIONS = {
+    "plan",
+    "begin",
+    "done",
+    "fail",
+    "release",
+    "refreshed",
+    "undo_begin",
+    "undone",
+    "wait",
+    "wake",
+}
 # what changes a row's identity or takes it back, not its load: a record moved at the source
 # (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried (the
 # engine's `retry_failed_rows`)

@@ -191,3 +191,21 @@ def test_done_tells_a_record_found_in_the_target_from_one_sent(ledger: Ledger) -
     ledger.done("issue", "A-2", "1002")
     assert ledger.get("issue", "A-1").found  # type: ignore[union-attr]
     assert not ledger.get("issue", "A-2").found  # type: ignore[union-attr]
+
+
+def test_a_waiting_row_is_neither_done_nor_failed_until_woken(ledger: Ledger) -> None:
+    """wait keeps the reason and counts as waiting; retry_failed leaves it; wake makes it
+    pending again, and only a waiting row can be woken."""
+    planned(ledger, "A-1", "A-2", entity="link")
+    ledger.begin("link", "A-1")
+    ledger.wait("link", "A-1", "waits for issue B-7")
+    ledger.wait("link", "A-2", "waits for issue B-8")  # a pending row may wait without a send
+    assert ledger.counts() == {"link": {"waiting": 2}}
+    assert ledger.get("link", "A-1").error == "waits for issue B-7"
+    assert ledger.retry_failed() == 0
+    with pytest.raises(LedgerTransitionError, match="cannot begin link 'A-1': it is waiting"):
+        ledger.begin("link", "A-1")
+    ledger.wake("link", "A-1")
+    assert ledger.get("link", "A-1").status == "pending"
+    with pytest.raises(LedgerTransitionError, match="cannot wake"):
+        ledger.wake("link", "A-1")

@@ -81,3 +81,36 @@ def test_a_store_from_a_newer_haul_is_refused(db_path: Path) -> None:
     db.close()
     with pytest.raises(SchemaTooNewError, match="newer"):
         StagingStore.open(db_path)
+
+
+def test_the_waiting_step_keeps_every_ledger_row_and_index(db_path: Path) -> None:
+    """A store from before `waiting` existed keeps its ledger rows, whole, and its indexes,
+    and takes a waiting row afterwards."""
+    db_path.parent.mkdir(parents=True)
+    db = sqlite_utils.Database(db_path)
+    waiting = "a ledger row may wait for a record a later run brings in"
+    before = next(index for index, step in enumerate(STEPS) if step.name == waiting)
+    migrate(db, STEPS[:before])
+    db.execute(
+        "INSERT INTO ledger (entity, source_id, parent, status, target_id, payload_hash, error,"
+        " attempts, updated_at, parent_entity, sort_key, staged_hash, found) VALUES"
+        " ('link', 'A-1/9', 'A-1', 'failed', NULL, 'h', 'no', 2, 't', 'issue', 's', 'h2', 1)"
+    )
+    db.conn.commit()
+    db.close()
+    with StagingStore.open(db_path) as store:
+        row = store.ledger.get("link", "A-1/9")
+        assert row is not None
+        assert (row.status, row.error, row.attempts, row.parent_entity, row.sort_key) == (
+            "failed",
+            "no",
+            2,
+            "issue",
+            "s",
+        )
+        assert (row.staged_hash, row.found) == ("h2", 1)
+        indexes = {index.name for index in store.db["ledger"].indexes}
+        assert {"ledger_by_status", "ledger_children", "ledger_by_target"} <= indexes
+        store.ledger.retry_failed()
+        store.ledger.wait("link", "A-1/9", "waits for issue B-1")
+        assert store.ledger.counts() == {"link": {"waiting": 1}}

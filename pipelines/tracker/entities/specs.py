@@ -36,6 +36,7 @@ from haul.pipelines.tracker.entities.access import EntityAccess, current, edit
 from haul.pipelines.tracker.entities.bodies import KINDS, PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entities.extract import FIELDS
 from haul.pipelines.tracker.entities.prints import EntityPrints
+from haul.pipelines.tracker.issues.specs import LinkWaits
 from haul.state.store import StagedRecord, StagingStore
 
 PHASE = Phase.PLANNING  # after the issues and their links
@@ -280,6 +281,9 @@ class EntityLoad:
         try:
             reply = await self.client.create_entity_link(self._entity_of(record), entity_id, body)
         except NotFoundError as exc:
+            (wanted,) = self._link_ends(record)
+            if end == "issue" and self.store.ledger.get(*wanted) is None:
+                raise LinkWaits(wanted.source_id) from exc  # its queue is not migrated yet
             raise RecordFailure(
                 f"the linked {end} {other} is not in the target: move it too, then haul load"
                 " --retry-failed"

@@ -21,6 +21,7 @@ from haul.pipelines.specs import (
     Phase,
     Planned,
     RecordFailure,
+    RecordWaiting,
     Ref,
     Sent,
     each_record,
@@ -38,13 +39,24 @@ from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
 
-class LinkEndMissing(RecordFailure):
-    """A link to an issue outside the migration's scope that the target does not have either."""
+class LinkWaits(RecordWaiting):
+    """A link to an issue outside the migration's scope so far that the target does not have
+    either: it waits, and the run that migrates the issue's queue makes it."""
 
     def __init__(self, other: str) -> None:
         super().__init__(
-            f"linked issue {other} is outside the migration's scope and not in the target: "
-            "migrate its queue, then run haul load --retry-failed"
+            f"waits for issue {other}, outside the migration's scope so far and not in the "
+            "target: the run that migrates its queue makes the link"
+        )
+
+
+class LinkEndMissing(RecordFailure):
+    """A link between two issues of the migration that the target does not hold both of."""
+
+    def __init__(self, issue: str, other: str) -> None:
+        super().__init__(
+            f"the target does not hold issue {issue} or {other} (deleted there?): run haul"
+            " verify, then haul load --retry-failed"
         )
 
 
@@ -83,12 +95,21 @@ def plan_attachments(store: StagingStore) -> Iterator[Planned]:
 
 def plan_links(store: StagingStore) -> Iterator[Planned]:
     """A link shows on both issues: load the outward side, or the only side staged (the other
-    end known under its key now, if it moved; one gone from the source was staged)."""
+    end known under its key now, if it moved; one gone from the source was staged). A side
+    planned by an earlier run, when it was the only one staged (a link waiting for the queue
+    of its other end), stays the link's one row when the other side comes."""
     staged, moved = store.source_ids("issue") | vanished_issues(store), moved_issues(store)
     for record in store.iter_records("link"):
         other = moved.get(record.raw["object"]["key"], record.raw["object"]["key"])
-        if record.raw.get("direction") == "outward" or other not in staged:
+        this_side = record.raw.get("direction") == "outward" or other not in staged
+        if this_side and not _other_side_planned(store, record, other):
             yield Planned(record, _issue_of(record))
+
+
+def _other_side_planned(store: StagingStore, link: StagedRecord, other: str) -> bool:
+    """Whether the ledger holds the same link staged under its other end (`other`): a link
+    keeps its id on both issues, so that side is `other/<id>`."""
+    return store.ledger.get("link", f"{other}/{link.raw['id']}") is not None
 
 
 PLAN_COMMENTS = each_record("comment", parent=_issue_of, sort_key=_created)
@@ -345,5 +366,8 @@ class TrackerLoad:
         try:
             reply = await self.client.import_link(self._key(record, parent), body)
         except NotFoundError as exc:
-            raise LinkEndMissing(record.raw["object"]["key"]) from exc
+            other = self.keys.current(record.raw["object"]["key"])
+            if self.store.ledger.get("issue", other) is None:  # not in this migration yet
+                raise LinkWaits(other) from exc
+            raise LinkEndMissing(self._key(record, parent), body["issue"]) from exc
         return self._made("link", str(reply["id"]))
