@@ -55,9 +55,9 @@ from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planni
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
+from haul.pipelines.tracker.sync.undo import TrackerRemovals
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
-from haul.pipelines.tracker.undo import TrackerRemovals
 from haul.state.store import StagingStore
 
 # DESIGN's load order: the organisation as configured, the trees and the links between them,

@@ -22,6 +22,7 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.specs import RecordWaiting
 from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
 from haul.pipelines.tracker.sync.moves import TargetKeys
@@ -181,3 +182,14 @@ def preflight(store: StagingStore, transform: Transform, config: Config) -> None
     absent = transform.dictionaries.missing(row.raw for row in store.iter_records("issue"))
     if absent:
         raise MissingDictionaryValues(absent)
+
+
+class LinkWaits(RecordWaiting):
+    """A link to an issue outside the migration's scope so far that the target does not have
+    either: it waits, and the run that migrates the issue's queue makes it."""
+
+    def __init__(self, other: str) -> None:
+        super().__init__(
+            f"waits for issue {other}, outside the migration's scope so far and not in the "
+            "target: the run that migrates its queue makes the link"
+        )

@@ -15,7 +15,7 @@ from haul.pipelines.engine import begin_undo
 from haul.pipelines.removals import Removal, Removed
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.service import TrackerService
-from haul.pipelines.tracker.undo import TrackerRemovals
+from haul.pipelines.tracker.sync.undo import TrackerRemovals
 from haul.pipelines.undo import Undoer, plan_undo
 from haul.pipelines.wiki.service import WikiService
 from haul.pipelines.wiki.undo import WikiRemovals

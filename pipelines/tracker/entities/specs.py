@@ -36,7 +36,7 @@ from haul.pipelines.tracker.entities.access import EntityAccess, current, edit
 from haul.pipelines.tracker.entities.bodies import KINDS, PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entities.extract import FIELDS
 from haul.pipelines.tracker.entities.prints import EntityPrints
-from haul.pipelines.tracker.issues.specs import LinkWaits
+from haul.pipelines.tracker.target import LinkWaits
 from haul.state.store import StagedRecord, StagingStore
 
 PHASE = Phase.PLANNING  # after the issues and their links

@@ -21,7 +21,6 @@ from haul.pipelines.specs import (
     Phase,
     Planned,
     RecordFailure,
-    RecordWaiting,
     Ref,
     Sent,
     each_record,
@@ -35,19 +34,9 @@ from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
+from haul.pipelines.tracker.target import LinkWaits
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
-
-
-class LinkWaits(RecordWaiting):
-    """A link to an issue outside the migration's scope so far that the target does not have
-    either: it waits, and the run that migrates the issue's queue makes it."""
-
-    def __init__(self, other: str) -> None:
-        super().__init__(
-            f"waits for issue {other}, outside the migration's scope so far and not in the "
-            "target: the run that migrates its queue makes the link"
-        )
 
 
 class LinkEndMissing(RecordFailure):
