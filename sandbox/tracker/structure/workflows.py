@@ -1,17 +1,28 @@
 """Workflows: which statuses an issue of a queue and type can be in, and the transitions
-between them.
+between them; and each queue's issue-type configuration, which says, per issue type the queue
+allows, the workflow its issues follow and the resolutions they may be closed with.
 
-A transition is named by the status it leads to (``inProgress``, ``resolved``) and lists the
-statuses it leaves from; one into a `done` status asks for a resolution when the issue has
-none (its screen), and leaving a `done` status clears it. Every queue follows ``classic``
-except where ``QUEUE_WORKFLOWS`` says otherwise: the target's ``NEW`` queue is a kanban with
-a one-way end (``closed`` leaves nowhere) and ``needInfo`` reached only from ``open``, so a
-status some issues hold elsewhere has no path in it.
+A workflow is an object of its organisation (``/workflows/{id}``), shared by the queues whose
+configuration names it. A transition is named by the status it leads to (``inProgress``,
+``resolved``) and lists the statuses it leaves from; one into a `done` status asks for a
+resolution when the issue has none (its screen), and leaving a `done` status clears it.
+
+Seeded on first use: the source and target organisations have ``classic`` and ``kanban``; a
+freshly created organisation (the "empty" one) has only ``basic``, which lacks the status
+``inReview`` (a value its admins never added). A queue's configuration gives every issue type
+of its organisation the ``classic`` workflow (``basic`` in a fresh organisation) and every
+resolution, except where ``QUEUE_WORKFLOWS`` says otherwise: the target's ``NEW`` queue is a
+kanban with a one-way end (``closed`` leaves nowhere) and ``needInfo`` reached only from
+``open``, so a status some issues hold elsewhere has no path in it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from haul.sandbox.tracker.model import Org, Queue
+
+CREATED_IDS = 10_000  # dictionary values made through the API have ids from here on
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +38,7 @@ class Workflow:
     name: str
     initial: str
     transitions: tuple[Transition, ...]
+    version: int = 1
 
     @property
     def statuses(self) -> tuple[str, ...]:
@@ -70,10 +82,66 @@ KANBAN = Workflow(
         _t("closed", "Close", "resolved"),
     ),
 )
-WORKFLOWS = {workflow.id: workflow for workflow in (CLASSIC, KANBAN)}
-QUEUE_WORKFLOWS = {"NEW": "kanban"}  # queue key -> workflow id; others: classic
+BASIC = Workflow(  # a fresh organisation's: the classic one without the review step
+    "basic",
+    "Basic",
+    "open",
+    tuple(
+        Transition(t.id, tuple(s for s in t.sources if s != "inReview"), t.display)
+        for t in CLASSIC.transitions
+        if t.id != "inReview"
+    ),
+)
+SEEDED = {"source": (CLASSIC, KANBAN), "target": (CLASSIC, KANBAN), "empty": (BASIC,)}
+QUEUE_WORKFLOWS = {"NEW": "kanban"}  # queue key -> workflow id; others: the org's first
 
 
-def workflow_of(queue: str, issue_type: str = "") -> Workflow:
-    """The workflow issues of `queue` (of any type, in this sandbox) follow."""
-    return WORKFLOWS[QUEUE_WORKFLOWS.get(queue, CLASSIC.id)]
+def workflows_of(org: Org) -> dict[str, Workflow]:
+    """The org's workflows by id, seeded on first use."""
+    if not org.workflows:
+        org.workflows.update({w.id: w for w in SEEDED.get(org.role, SEEDED["empty"])})
+    return org.workflows
+
+
+def default_workflow(org: Org) -> Workflow:
+    """The workflow a queue's types follow unless its configuration names another."""
+    return next(iter(workflows_of(org).values()))
+
+
+TypesConfig = dict[str, tuple[str, tuple[str, ...]]]  # type key -> (workflow id, resolutions)
+
+
+def types_config_of(org: Org, queue: Queue) -> TypesConfig:
+    """The queue's issue-type configuration, seeded on first use from the org's seeded
+    dictionaries (a value made later through the API joins a queue only when its
+    configuration is updated, as in the service)."""
+    found = org.queue_types.get(queue.key)
+    if found is None:
+        workflows = workflows_of(org)
+        workflow = QUEUE_WORKFLOWS.get(queue.key, "")
+        workflow = workflow if workflow in workflows else default_workflow(org).id
+        resolutions = tuple(e.key for e in org.resolutions.entries if e.id < CREATED_IDS)
+        found = org.queue_types[queue.key] = {
+            e.key: (workflow, resolutions) for e in org.issue_types.entries if e.id < CREATED_IDS
+        }
+    return found
+
+
+def workflow_of(org: Org, queue: str, issue_type: str = "") -> Workflow:
+    """The workflow issues of type `issue_type` in `queue` follow (a type the configuration
+    lacks follows the configuration's first workflow)."""
+    workflows = workflows_of(org)
+    found = org.queues.get(queue)
+    config = types_config_of(org, found) if found is not None else {}
+    entry = config.get(issue_type) or next(iter(config.values()), None)
+    chosen = workflows.get(entry[0]) if entry else None
+    return chosen or default_workflow(org)
+
+
+def queue_workflows(org: Org, queue: Queue) -> list[tuple[Workflow, list[str]]]:
+    """Each workflow the queue's configuration names, with the types that follow it."""
+    by_workflow: dict[str, list[str]] = {}
+    for kind, (workflow, _) in types_config_of(org, queue).items():
+        by_workflow.setdefault(workflow, []).append(kind)
+    workflows = workflows_of(org)
+    return [(workflows[w], kinds) for w, kinds in by_workflow.items() if w in workflows]
