@@ -24,6 +24,7 @@ from haul.connectors.pagination import (
     ScrollPaginator,
     paginate,
 )
+from haul.connectors.tracker_config import QueueConfigCalls
 from haul.connectors.tracker_entities import EntityCalls
 
 log = structlog.get_logger("haul.connectors")
@@ -46,9 +47,9 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient(EntityCalls):
+class TrackerClient(EntityCalls, QueueConfigCalls):
     """One tracker org, over one HttpCore (closed with the client); the entities' endpoints
-    come from `EntityCalls`."""
+    come from `EntityCalls`, the queues' configuration from `QueueConfigCalls`."""
 
     service = "tracker"
 
