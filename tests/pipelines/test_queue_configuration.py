@@ -194,3 +194,43 @@ def test_verify_passes_then_names_the_queue_changed_by_hand(moved: Moved) -> Non
     again = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
     named = {(d.entity, d.source_id) for d in again.differences}
     assert ("queue_config", RESTRICTED) in named and ("workflow", "classic") in named
+
+
+def test_a_later_run_carries_changes_made_at_the_source(moved: Moved) -> None:
+    """A group given write in the source's DEV, a resolution taken from one of its types and a
+    transition added to the source's workflow reach the target on the next run (which also
+    puts back the workflow changed there by hand above)."""
+    info = moved.info
+    finance = group_id(info, "source", "finance")
+    with http(info, "source") as source:
+        source.patch(
+            f"/queues/{RESTRICTED}/permissions", json={"write": {"groups": {"add": [finance]}}}
+        ).raise_for_status()
+        config = source.get(f"/queues/{RESTRICTED}").json()["issueTypesConfig"]
+        items = [
+            {
+                "issueType": item["issueType"]["key"],
+                "workflow": item["workflow"]["id"],
+                "resolutions": [r["key"] for r in item["resolutions"] if r["key"] != "later"],
+            }
+            for item in config
+        ]
+        source.patch(f"/queues/{RESTRICTED}", json={"issueTypesConfig": items}).raise_for_status()
+        workflow = source.get("/workflows/classic").json()
+        steps = [
+            {**step, "actions": [*step["actions"], {"name": "Restart", "target": "inProgress"}]}
+            if step["status"]["key"] == "closed"
+            else step
+            for step in workflow["steps"]
+        ]
+        source.patch("/workflows/classic", json={"steps": steps}).raise_for_status()
+    summary = asyncio.run(run_all(moved.config, environ=environ(info)))
+    assert summary.failed == 0
+    source, target = sdk_client(info, "source"), sdk_client(info, "empty")
+    assert configuration(target, RESTRICTED) == configuration(source, RESTRICTED)
+    read = configuration(target, RESTRICTED)
+    assert "group finance" in read["permissions"]["write"]
+    assert all("later" not in resolutions for _, _, resolutions in read["types"])
+    assert ("closed", "inProgress") in read["workflows"]["classic"][1]
+    clean = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
+    assert clean.differences == []
