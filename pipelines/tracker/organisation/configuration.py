@@ -240,7 +240,7 @@ class QueueConfiguration:
                        phase=Phase.QUEUES_AND_CATEGORIES, fingerprint=self._workflow_print(),
                        find_first=True),
             EntitySpec("queue_config", "queue_config", plan_configs, self.send_config,
-                       _never_found, requires=self._config_needs, refresh=self.refresh_config,
+                       self.find_config, requires=self._config_needs, refresh=self.refresh_config,
                        phase=Phase.CONFIGURATION, fingerprint=self._config_print()),
         ]  # fmt: skip
 
@@ -340,6 +340,21 @@ class QueueConfiguration:
                 shapes[self._workflow_of(workflow)] = workflow_shape(record.raw)
         return shapes
 
+    async def find_config(
+        self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
+    ) -> str | None:
+        """A configuration is set, not made: found when the target's queue reads as haul would
+        set it (after an interrupted send), else it is set again."""
+        printed = self._config_print()
+        queue = printed.where(record, parent)
+        if queue is None:
+            return None
+        try:
+            read = await printed.read_back(record, parent, queue, printed.listing)
+        except NotFoundError:
+            return None
+        return queue if read == printed.expected(record) else None
+
     async def send_config(self, record: StagedRecord, parent: str | None) -> str:
         queue = parent or self.transform.queues.queue(record.source_id)
         if self._owned("queue", record.source_id):
@@ -389,13 +404,6 @@ class QueueConfiguration:
                 f" {queue}: access narrowed)"
             ] += 1
         await self.client.update_queue_scheme(queue, scheme_body(names, self.holders))
-
-
-async def _never_found(
-    record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
-) -> str | None:
-    """A configuration is set, not made: after an interrupted send it is set again."""
-    return None
 
 
 async def target_groups(client: TrackerClient) -> dict[str, str]:
