@@ -28,7 +28,7 @@ from haul.sandbox.tracker.structure import routes_fields as fields
 from haul.sandbox.tracker.structure import routes_queues as queues
 from haul.sandbox.tracker.structure import routes_setup as setup
 from haul.sandbox.tracker.structure import routes_structure as structure
-from haul.sandbox.tracker.structure import routes_workflows as workflows
+from haul.sandbox.tracker.workflows import routes_workflows as workflows
 from haul.sandbox.world import World, is_admin_token
 
 # specific paths before the {key} ones they would otherwise shadow

@@ -284,7 +284,7 @@ class Org:
     structure: Structure = field(default_factory=Structure)
     queue_grants: dict[str, QueueGrants] = field(default_factory=dict)  # seeded on first use
     # the org's workflows by id, and each queue's issue-type configuration (type key ->
-    # (workflow id, resolution keys)): seeded on first use (sandbox.tracker.structure.workflows)
+    # (workflow id, resolution keys)): seeded on first use (sandbox.tracker.workflows.workflows)
     workflows: dict[str, Any] = field(default_factory=dict)
     queue_types: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
     values_factory: ValuesFactory | None = None  # a generated issue's (extra, refs)

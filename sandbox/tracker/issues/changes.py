@@ -31,7 +31,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
-from haul.sandbox.tracker.structure.workflows import Transition, workflow_of
+from haul.sandbox.tracker.workflows.workflows import Transition, workflow_of
 
 
 def touch(

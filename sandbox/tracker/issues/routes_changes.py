@@ -18,7 +18,7 @@ from haul.sandbox.tracker.issues.editing import add_comment
 from haul.sandbox.tracker.issues.routes_imports import _single_file
 from haul.sandbox.tracker.issues.routes_issues import find_issue
 from haul.sandbox.tracker.model import Issue
-from haul.sandbox.tracker.structure.workflows import Transition
+from haul.sandbox.tracker.workflows.workflows import Transition
 
 
 def _issue(request: Request, *, admin: bool = False) -> tuple[Call, Issue]:

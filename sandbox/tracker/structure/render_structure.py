@@ -18,7 +18,7 @@ from haul.sandbox.tracker.structure.structure import (
     Sprint,
     Version,
 )
-from haul.sandbox.tracker.structure.workflows import (
+from haul.sandbox.tracker.workflows.workflows import (
     queue_workflows,
     types_config_of,
     workflows_of,

@@ -6,7 +6,7 @@ and ``issueTypesConfig``; what it gives replaces what the queue had. The issue-t
 configuration is a list of ``{"issueType", "workflow", "resolutions"}``: a type and its
 resolutions by key, id or a reference to either, a workflow by id or ``{"id": ...}``, each one
 the organisation must have (422 names what it lacks). The same list is taken by
-``POST /queues/`` (:func:`parse_types_config`).
+``POST /queues/`` (:func:`sandbox.tracker.workflows.workflows.parse_types_config`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ from starlette.responses import JSONResponse, Response
 from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.api.locking import check_version
-from haul.sandbox.tracker.model import Dictionary, Org
+from haul.sandbox.tracker.model import Dictionary
 from haul.sandbox.tracker.structure import render_structure as render
 from haul.sandbox.tracker.structure.routes_structure import queue_of_path
-from haul.sandbox.tracker.structure.workflows import TypesConfig, workflows_of
-
-_SHAPE = "Must be a list of {issueType, workflow, resolutions}"
+from haul.sandbox.tracker.workflows.workflows import parse_types_config
 
 
 async def patch_queue(request: Request) -> Response:
@@ -61,41 +59,3 @@ def _optional_key(checks: Checks, name: str, dictionary: Dictionary) -> str | No
         checks.fail(name, f"Unknown {dictionary.path} value {value!r}")
         return None
     return found.key
-
-
-def _key(dictionary: Dictionary, ref: object) -> str | None:
-    if isinstance(ref, dict):
-        ref = ref.get("key") or ref.get("id")
-    found = dictionary.lookup(ref)
-    return found.key if found else None
-
-
-def parse_types_config(checks: Checks, org: Org) -> TypesConfig | None:
-    """The body's ``issueTypesConfig`` checked against the org (None when not given)."""
-    items = checks.body.get("issueTypesConfig")
-    if items is None:
-        return None
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        checks.fail("issueTypesConfig", _SHAPE)
-        return None
-    config: TypesConfig = {}
-    workflows = workflows_of(org)
-    for item in items:
-        kind = _key(org.issue_types, item.get("issueType"))
-        if kind is None:
-            checks.fail("issueTypesConfig", f"Unknown issue type {item.get('issueType')!r}")
-            continue
-        workflow = item.get("workflow")
-        workflow = workflow.get("id") if isinstance(workflow, dict) else workflow
-        if not isinstance(workflow, str) or workflow not in workflows:
-            checks.fail("issueTypesConfig", f"Unknown workflow {item.get('workflow')!r}")
-            continue
-        resolutions = []
-        for ref in item.get("resolutions") or []:
-            resolution = _key(org.resolutions, ref)
-            if resolution is None:
-                checks.fail("issueTypesConfig", f"Unknown resolution {ref!r}")
-            elif resolution not in resolutions:
-                resolutions.append(resolution)
-        config[kind] = (workflow, tuple(resolutions))
-    return config

@@ -21,7 +21,7 @@ from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.model import Dictionary, Entry, Org, Queue
 from haul.sandbox.tracker.structure import render_structure as render
-from haul.sandbox.tracker.structure.routes_queues import parse_types_config
+from haul.sandbox.tracker.workflows.workflows import parse_types_config
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 STATUS_TYPES = ("new", "inProgress", "paused", "done", "cancelled")

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from haul.sandbox.tracker.model import Org, Queue
+from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.model import Dictionary, Org, Queue
 
 CREATED_IDS = 10_000  # dictionary values made through the API have ids from here on
 
@@ -145,3 +146,44 @@ def queue_workflows(org: Org, queue: Queue) -> list[tuple[Workflow, list[str]]]:
         by_workflow.setdefault(workflow, []).append(kind)
     workflows = workflows_of(org)
     return [(workflows[w], kinds) for w, kinds in by_workflow.items() if w in workflows]
+
+
+_SHAPE = "Must be a list of {issueType, workflow, resolutions}"
+
+
+def _key(dictionary: Dictionary, ref: object) -> str | None:
+    if isinstance(ref, dict):
+        ref = ref.get("key") or ref.get("id")
+    found = dictionary.lookup(ref)
+    return found.key if found else None
+
+
+def parse_types_config(checks: Checks, org: Org) -> TypesConfig | None:
+    """The body's ``issueTypesConfig`` checked against the org (None when not given)."""
+    items = checks.body.get("issueTypesConfig")
+    if items is None:
+        return None
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        checks.fail("issueTypesConfig", _SHAPE)
+        return None
+    config: TypesConfig = {}
+    workflows = workflows_of(org)
+    for item in items:
+        kind = _key(org.issue_types, item.get("issueType"))
+        if kind is None:
+            checks.fail("issueTypesConfig", f"Unknown issue type {item.get('issueType')!r}")
+            continue
+        workflow = item.get("workflow")
+        workflow = workflow.get("id") if isinstance(workflow, dict) else workflow
+        if not isinstance(workflow, str) or workflow not in workflows:
+            checks.fail("issueTypesConfig", f"Unknown workflow {item.get('workflow')!r}")
+            continue
+        resolutions = []
+        for ref in item.get("resolutions") or []:
+            resolution = _key(org.resolutions, ref)
+            if resolution is None:
+                checks.fail("issueTypesConfig", f"Unknown resolution {ref!r}")
+            elif resolution not in resolutions:
+                resolutions.append(resolution)
+        config[kind] = (workflow, tuple(resolutions))
+    return config

@@ -29,8 +29,7 @@ from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.api.render_refs import View, entry_ref
 from haul.sandbox.tracker.model import Org
-from haul.sandbox.tracker.structure.routes_structure import queue_of_path
-from haul.sandbox.tracker.structure.workflows import (
+from haul.sandbox.tracker.workflows.workflows import (
     Transition,
     Workflow,
     queue_workflows,
@@ -145,7 +144,12 @@ async def list_queue_workflows(request: Request) -> Response:
     """GET /queues/{queue}/workflows: each workflow the queue's configuration names, with the
     queue's issue types that follow it."""
     call = open_call(request)
-    queue = queue_of_path(call, request)
+    wanted = request.path_params["queue"]
+    queue = call.org.queues.get(wanted) or next(
+        (q for q in call.org.queues.values() if str(q.id) == wanted), None
+    )
+    if queue is None:
+        raise ApiError(404, "Queue does not exist.", errors={"queue": wanted})
     return JSONResponse(
         [
             {**render(call.view, w), "issueTypes": [entry_ref(call.view, "issuetypes", k)
