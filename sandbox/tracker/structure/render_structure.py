@@ -177,7 +177,9 @@ def field(view: View, value: Field) -> dict:
 
 
 def _schema_type(value: Field) -> str:
-    return {"text": "string", "datetime": "date", "integer": "integer"}.get(value.kind, value.kind)
+    """The schema type as the service reports it: a Text field's is ``text``, a DateTime
+    field's ``datetime`` (a client that builds fields from it makes the same kind)."""
+    return value.kind
 
 
 def user(view: View, person: User) -> dict:
