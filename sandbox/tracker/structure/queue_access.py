@@ -246,7 +246,12 @@ async def patch_permissions(request: Request) -> Response:
 
 
 def _table(grants: QueueGrants, kind: str) -> dict:
-    return {"users": grants.users, "groups": grants.groups, "roles": grants.roles}[kind]
+    tables: dict[str, dict] = {
+        "users": grants.users,
+        "groups": grants.groups,
+        "roles": grants.roles,
+    }
+    return tables[kind]
 
 
 def _holders(call: Call, kind: str, change: object) -> tuple[list | None, list, list]:
