@@ -6,6 +6,8 @@ pattern on the request path (no GLOB: every path):
 - ``latency:MS[+JITTER]``   wait MS plus uniform(0, JITTER) milliseconds
 - ``429:RATE[:SECONDS]``    answer 429 with ``Retry-After: SECONDS`` (default 1)
 - ``5xx:RATE``              answer 503
+- ``refuse:RATE``           answer a write (not a read) 422, as a validation failure, applying
+                            nothing (a target that refuses one record's write)
 - ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
 - ``drop_after:RATE``       apply the request, then abort the connection without replying
 - ``slow_after:RATE:MS``    apply the request, then hold its reply MS milliseconds (a reply
@@ -61,6 +63,7 @@ _KINDS = (
     "latency",
     "429",
     "5xx",
+    "refuse",
     "drop_before",
     "drop_after",
     "slow_after",
@@ -214,7 +217,9 @@ class FaultPlan:
             hits = [
                 f
                 for f in faults
-                if f.kind not in ("latency", "ratelimit") and self._rng.random() < f.rate
+                if f.kind not in ("latency", "ratelimit")
+                and (f.kind != "refuse" or not is_read(method, path))
+                and self._rng.random() < f.rate
             ]
         first = hits[0] if hits else None
         if first is None:
@@ -317,7 +322,7 @@ class FaultMiddleware:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":
             await drop_connection(send)
-        elif decision.action in ("429", "5xx"):
+        elif decision.action in ("429", "5xx", "refuse"):
             await _refuse(send, decision)
         elif decision.action == "drop_after":
             await self.app(scope, receive, _discard)
@@ -369,8 +374,11 @@ async def _held(app: ASGIApp, scope: Scope, receive: Receive, send: Send, hold_s
 
 
 async def _refuse(send: Send, decision: Decision) -> None:
-    status = 429 if decision.action == "429" else 503
-    message = "Too many requests" if status == 429 else "Service temporarily unavailable"
+    status = {"429": 429, "refuse": 422}.get(decision.action, 503)
+    message = {
+        429: "Too many requests",
+        422: "Validation failed (a refusal the sandbox was told to make)",
+    }.get(status, "Service temporarily unavailable")
     body = json.dumps({"errors": {}, "errorMessages": [message], "statusCode": status}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 429:

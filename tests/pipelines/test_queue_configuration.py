@@ -252,3 +252,37 @@ def test_the_small_org_moves_with_every_queues_configuration(tmp_path: Path) -> 
             assert configuration(target, queue) == configuration(source, queue), queue
         found = asyncio.run(verify(config, environ=environ(info), entities=ENTITIES))
         assert found.differences == []
+
+
+def test_a_queue_whose_permissions_the_target_refuses_takes_no_issue(tmp_path: Path) -> None:
+    """The target refuses DEV's permission scheme right after making DEV: the queue's row
+    fails, and so does every issue of DEV (none is imported into a queue open to everyone);
+    once the target takes it, `--retry-failed` sets the scheme first, then the issues."""
+    from haul.pipelines.runner import extract, load
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        security = group_id(info, "source", "security")
+        with http(info, "source") as source:
+            source.patch(
+                f"/queues/{RESTRICTED}/permissions", json={"read": {"groups": [security]}}
+            ).raise_for_status()
+        config = load_config(into_empty_org(tmp_path, info))
+        asyncio.run(extract(config, environ=environ(info)))
+        sandbox.set_faults(f"refuse:1@/v3/queues/{RESTRICTED}/permissions")
+        refused = asyncio.run(load(config, environ=environ(info)))
+        query = {"filter": {"queue": RESTRICTED}}
+        with http(info, "empty") as target:
+            assert target.get(f"/queues/{RESTRICTED}").status_code == 200  # made, then refused
+            assert target.post("/issues/_count", json=query).json() == 0
+        assert refused.failed > 0
+        sandbox.set_faults("")
+        retried = asyncio.run(load(config, environ=environ(info), retry_failed=True))
+        assert retried.failed == 0
+        with http(info, "empty") as target, http(info, "empty", "user") as user:
+            assert target.post("/issues/_count", json=query).json() > 0
+            assert user.post("/issues/_search", json=query).json() == []
+        assert configuration(sdk_client(info, "empty"), RESTRICTED)["permissions"]["read"] == [
+            "group security"
+        ]

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from haul.connectors.errors import HaulHTTPError
+from haul.connectors.errors import RecordError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
     EntitySpec,
@@ -291,11 +291,11 @@ class OrganisationLoad:
         if self.restrict is not None:
             try:
                 await self.restrict(record.source_id, made)
-            except HaulHTTPError as exc:
+            except RecordError as exc:  # refused: a person must look (an outage stops the run)
                 raise RecordFailure(
-                    f"queue {made} was made but its permissions could not be set ({exc}): it is"
-                    " open to the target's default scheme; restrict it in the target, or run"
-                    " haul load again (the next run sets them before anything else)"
+                    f"queue {made} was made but its permissions could not be set ({exc}):"
+                    " nothing is imported into it until they are; fix that, then run haul load"
+                    " --retry-failed (it sets them before any issue)"
                 ) from exc
         return made
 
