@@ -195,17 +195,17 @@ class TrackerLoad:
         return Sent(key, carried_by_import(self.store, record.source_id))
 
     def _refuse_unconfigured_queue(self, record: StagedRecord) -> None:
-        """Fail closed: an issue waits while its queue's configuration row (the organisation
-        layer's `queue_config`, set before any issue) is planned and not done, so no issue
-        lands in a queue still open to more people than the source's."""
+        """Fail closed: an issue of a queue whose configuration row (the organisation layer's
+        `queue_config`, settled before any issue) failed is not imported, so none lands in a
+        queue still open to more people than the source's."""
         queue = record.source_id.rpartition("-")[0]
         if queue not in self.configured:  # settled before the trees: asked once a queue
             self.configured[queue] = self.store.ledger.get("queue_config", queue)
         row = self.configured[queue]
-        if row is not None and row.status != "done":
+        if row is not None and row.status == "failed":
             raise RecordFailure(
                 f"queue {self.transform.queues.queue(queue)}'s permissions and issue types are"
-                f" not set in the target ({row.error or row.status}): fix that, then run haul"
+                f" not set in the target ({row.error}): fix that, then run haul"
                 " load --retry-failed"
             )
 
