@@ -374,7 +374,7 @@ async def _held(app: ASGIApp, scope: Scope, receive: Receive, send: Send, hold_s
 
 
 async def _refuse(send: Send, decision: Decision) -> None:
-    status = {"429": 429, "refuse": 422}.get(decision.action, 503)
+    status = {"429": 429, "refuse": 422}.get(decision.action or "", 503)
     message = {
         429: "Too many requests",
         422: "Validation failed (a refusal the sandbox was told to make)",
