@@ -24,6 +24,7 @@ from haul.connectors.pagination import (
     ScrollPaginator,
     paginate,
 )
+from haul.connectors.tracker_config import QueueConfigCalls
 from haul.connectors.tracker_entities import EntityCalls
 from haul.connectors.tracker_removals import RemovalCalls
 
@@ -47,9 +48,10 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient(EntityCalls, RemovalCalls):
+class TrackerClient(EntityCalls, QueueConfigCalls, RemovalCalls):
     """One tracker org, over one HttpCore (closed with the client); the entities' endpoints
-    come from `EntityCalls`, the deletions `haul undo` sends from `RemovalCalls`."""
+    come from `EntityCalls`, the queues' configuration from `QueueConfigCalls`, the deletions
+    `haul undo` sends from `RemovalCalls`."""
 
     service = "tracker"
 

@@ -7,6 +7,8 @@ pattern on the request path (no GLOB: every path):
 - ``429:RATE[:SECONDS]``    answer 429 with ``Retry-After: SECONDS`` (default 1)
 - ``420:RATE[:SECONDS]``    the same with 420, as sister APIs of the same vendor throttle
 - ``5xx:RATE``              answer 503
+- ``refuse:RATE``           answer a write (not a read) 422, as a validation failure, applying
+                            nothing (a target that refuses one record's write)
 - ``drop_before:RATE``      abort the connection without replying; the request is NOT applied
 - ``drop_after:RATE``       apply the request, then abort the connection without replying
 - ``slow_after:RATE:MS``    apply the request, then hold its reply MS milliseconds (a reply
@@ -63,6 +65,7 @@ _KINDS = (
     "429",
     "420",
     "5xx",
+    "refuse",
     "drop_before",
     "drop_after",
     "slow_after",
@@ -219,7 +222,9 @@ class FaultPlan:
             hits = [
                 f
                 for f in faults
-                if f.kind not in ("latency", "ratelimit") and self._rng.random() < f.rate
+                if f.kind not in ("latency", "ratelimit")
+                and (f.kind != "refuse" or not is_read(method, path))
+                and self._rng.random() < f.rate
             ]
         first = hits[0] if hits else None
         if first is None:
@@ -322,7 +327,7 @@ class FaultMiddleware:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":
             await drop_connection(send)
-        elif decision.action in (*THROTTLES, "5xx"):
+        elif decision.action in (*THROTTLES, "5xx", "refuse"):
             await _refuse(send, decision)
         elif decision.action == "drop_after":
             await self.app(scope, receive, _discard)
@@ -375,8 +380,12 @@ async def _held(app: ASGIApp, scope: Scope, receive: Receive, send: Send, hold_s
 
 async def _refuse(send: Send, decision: Decision) -> None:
     throttled = decision.action in THROTTLES
-    status = int(decision.action) if throttled and decision.action else 503
-    message = "Too many requests" if throttled else "Service temporarily unavailable"
+    if throttled and decision.action:
+        status, message = int(decision.action), "Too many requests"
+    elif decision.action == "refuse":
+        status, message = 422, "Validation failed (a refusal the sandbox was told to make)"
+    else:
+        status, message = 503, "Service temporarily unavailable"
     body = json.dumps({"errors": {}, "errorMessages": [message], "statusCode": status}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if throttled:

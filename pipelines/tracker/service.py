@@ -49,6 +49,7 @@ from haul.pipelines.tracker.issues.probes import TargetProbe
 from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
@@ -119,7 +120,9 @@ class TrackerService:
         target.preflight()
         check_rules(config, store, "tracker")
         transform = target.transform
-        organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing)
+        configuration = await queue_configuration(target)
+        organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing,
+                                        restrict=configuration.restrict_new_queue)  # fmt: skip
         limits = TargetLimits(store, config.limits, transform.comment_text)
         backfill, load, planning = (
             _backfill(target),
@@ -127,7 +130,8 @@ class TrackerService:
             planning_load(target),
         )
         entities = await entity_target(target)
-        specs = organisation.specs() + load.specs() + planning.specs + backfill.specs()
+        specs = organisation.specs() + configuration.specs()
+        specs += load.specs() + planning.specs + backfill.specs()
         specs += entities.specs
         return TargetParts(
             specs,
@@ -135,7 +139,9 @@ class TrackerService:
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints),
-            not_carried=lambda: _not_carried(transform, planning, entities),
+            not_carried=lambda: (
+                _not_carried(transform, planning, entities) | configuration.not_carried()
+            ),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
         )

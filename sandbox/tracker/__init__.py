@@ -9,7 +9,8 @@ damage for verify to find). Then one folder per part, importing only the folders
 
 - ``api/``: what every route shares (the caller, errors, checks, the version lock, references);
 - ``search/``: which issues a search selects, scroll sessions, paging headers;
-- ``structure/``: the organisation as configured (dictionaries, queues and their workflows and
+- ``workflows/``: the org's workflows and each queue's issue-type configuration;
+- ``structure/``: the organisation as configured (dictionaries, queues and their settings and
   permissions, fields, components, versions, boards, sprints);
 - ``issues/``: issues and their records: reads, a person's edits, the admin ``_import`` family;
 - ``planning/``: saved filters, dashboards, remote links, autoactions (and the planning

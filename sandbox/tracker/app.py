@@ -25,8 +25,10 @@ from haul.sandbox.tracker.structure import queue_access
 from haul.sandbox.tracker.structure import routes_boards as boards
 from haul.sandbox.tracker.structure import routes_dicts as dicts
 from haul.sandbox.tracker.structure import routes_fields as fields
+from haul.sandbox.tracker.structure import routes_queues as queues
 from haul.sandbox.tracker.structure import routes_setup as setup
 from haul.sandbox.tracker.structure import routes_structure as structure
+from haul.sandbox.tracker.workflows import routes_workflows as workflows
 from haul.sandbox.world import World, is_admin_token
 
 # specific paths before the {key} ones they would otherwise shadow
@@ -53,7 +55,7 @@ API = (
     ("DELETE", "/issues/{key}/links/{link_id}", changes.delete_link),
     ("POST", "/issues/{key}/attachments", changes.create_attachment),
     ("DELETE", "/issues/{key}/attachments/{attachment_id}", changes.delete_attachment),
-    ("GET", "/queues/{queue}/workflows", changes.list_queue_workflows),
+    ("GET", "/queues/{queue}/workflows", workflows.list_queue_workflows),
     ("GET", "/issues/{key}", issues.get_issue),
     ("PATCH", "/issues/{key}", issues.patch_issue),
     ("POST", "/issues/{key}/comments/_import", imports.import_comment),
@@ -99,6 +101,14 @@ API = (
     ("GET", "/queues", dicts.list_queues),
     ("POST", "/queues", setup.create_queue),
     ("GET", "/queues/{queue}", dicts.get_queue),
+    ("PATCH", "/queues/{queue}", queues.patch_queue),
+    ("GET", "/queues/{queue}/permissions", queue_access.get_permissions),
+    ("PATCH", "/queues/{queue}/permissions", queue_access.patch_permissions),
+    ("GET", "/queues/{queue}/permissions/{code}", queue_access.get_code_permissions),
+    ("GET", "/workflows", workflows.list_workflows),
+    ("POST", "/workflows", workflows.create_workflow),
+    ("GET", "/workflows/{workflow_id}", workflows.get_workflow),
+    ("PATCH", "/workflows/{workflow_id}", workflows.patch_workflow),
     ("GET", "/queues/{queue}/components", structure.list_queue_components),
     ("GET", "/queues/{queue}/versions", structure.list_queue_versions),
     ("GET", "/queues/{queue}/permissions/users/{holder}", queue_access.get_user_permissions),

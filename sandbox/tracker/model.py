@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from haul.sandbox.people import User
 from haul.sandbox.tracker.blobs import Blob
@@ -84,6 +85,7 @@ class Queue:
     default_type: str  # issue type key
     default_priority: str  # priority key
     next_number: int = 1  # the number the next auto-keyed issue gets
+    version: int = 1  # bumped by each edit (PATCH /queues/{key})
 
 
 @dataclass
@@ -93,6 +95,8 @@ class QueueGrants:
 
     users: dict[int, set[str]] = field(default_factory=dict)
     groups: dict[str, set[str]] = field(default_factory=dict)
+    roles: dict[str, set[str]] = field(default_factory=dict)  # author, assignee, follower, ...
+    version: int = 1  # bumped by each PATCH /queues/{key}/permissions
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +283,10 @@ class Org:
     limits: Limits = field(default_factory=Limits)
     structure: Structure = field(default_factory=Structure)
     queue_grants: dict[str, QueueGrants] = field(default_factory=dict)  # seeded on first use
+    # the org's workflows by id, and each queue's issue-type configuration (type key ->
+    # (workflow id, resolution keys)): seeded on first use (sandbox.tracker.workflows.workflows)
+    workflows: dict[str, Any] = field(default_factory=dict)
+    queue_types: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
     values_factory: ValuesFactory | None = None  # a generated issue's (extra, refs)
     _records: dict[str, IssueRecords] = field(default_factory=dict)
     _values: dict[str, tuple[Pairs, Pairs]] = field(default_factory=dict)

@@ -103,7 +103,16 @@ _ROWS = (
     ("emailCc", "Email copy", "Копия", "array", "string", True, EMAIL),
     ("emailCreatedBy", "Created by email", "Создана письмом", "string", None, True, EMAIL),
     ("followingMaillists", "Following mail lists", "Рассылки", "array", "string", False, EMAIL),
+    # read by real clients (tracker-exporter asks for them; an importer sends them back)
+    ("qaEngineer", "QA engineer", "QA-инженер", "user", None, False, SYSTEM),
+    ("project", "Project", "Проект", "project", None, False, SYSTEM),
+    ("checklistItems", "Checklist", "Чеклист", "array", "checklistItem", False, SYSTEM),
+    ("checklistDone", "Checklist items done", "Выполнено пунктов", "integer", None, True, SYSTEM),
+    ("checklistTotal", "Checklist items", "Всего пунктов", "integer", None, True, SYSTEM),
 )
+
+
+REQUIRED = frozenset({"summary", "queue"})  # what an issue cannot be made without
 
 
 def system_fields() -> list[Field]:
@@ -118,7 +127,7 @@ def system_fields() -> list[Field]:
             kind=row[3],
             items=row[4],
             readonly=row[5],
-            required=row[0] == "summary",
+            required=row[0] in REQUIRED,
             order=order,
             system=True,
         )

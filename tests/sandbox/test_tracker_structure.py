@@ -269,7 +269,7 @@ class TestDictionariesAndQueues:
             "defaultType": "task",
             "defaultPriority": "normal",
             "issueTypesConfig": [
-                {"issueType": "task", "workflow": "oicn", "resolutions": ["fixed", "wontFix"]}
+                {"issueType": "task", "workflow": "classic", "resolutions": ["fixed", "wontFix"]}
             ],
         }
         created = raw.post("/queues/", json=body)
@@ -278,3 +278,6 @@ class TestDictionariesAndQueues:
         assert raw.post("/queues/", json=body).status_code == 409
         bad = raw.post("/queues/", json={**body, "key": "LAB2", "defaultType": "nope"})
         assert bad.status_code == 422 and "defaultType" in bad.json()["errors"]
+        config = [{"issueType": "task", "workflow": "oicn", "resolutions": []}]
+        unknown = raw.post("/queues/", json={**body, "key": "LAB3", "issueTypesConfig": config})
+        assert unknown.status_code == 422 and "workflow 'oicn'" in unknown.text

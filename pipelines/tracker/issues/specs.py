@@ -36,6 +36,7 @@ from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.target import LinkWaits
 from haul.pipelines.tracker.transform import Transform
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 
@@ -137,6 +138,7 @@ class TrackerLoad:
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    configured: dict[str, LedgerRow | None] = field(default_factory=dict)  # queue_config rows
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -195,10 +197,27 @@ class TrackerLoad:
         return target_id
 
     async def send_issue(self, record: StagedRecord, parent: str | None) -> Sent:
-        """Import the issue; the status staged with it is in the target with it."""
+        """Import the issue; the status staged with it is in the target with it. Never into
+        a queue whose configuration (its permission scheme) the load failed to set."""
+        self._refuse_unconfigured_queue(record)
         reply = await self.client.import_issue(self.transform.issue_body(record.raw))
         key = self._made("issue", str(reply["key"]))
         return Sent(key, carried_by_import(self.store, record.source_id))
+
+    def _refuse_unconfigured_queue(self, record: StagedRecord) -> None:
+        """Fail closed: an issue of a queue whose configuration row (the organisation layer's
+        `queue_config`, settled before any issue) failed is not imported, so none lands in a
+        queue still open to more people than the source's."""
+        queue = record.source_id.rpartition("-")[0]
+        if queue not in self.configured:  # settled before the trees: asked once a queue
+            self.configured[queue] = self.store.ledger.get("queue_config", queue)
+        row = self.configured[queue]
+        if row is not None and row.status == "failed":
+            raise RecordFailure(
+                f"queue {self.transform.queues.queue(queue)}'s permissions and issue types are"
+                f" not set in the target ({row.error}): fix that, then run haul"
+                " load --retry-failed"
+            )
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed

@@ -1,7 +1,7 @@
 """The organisation as configured, loaded first: dictionary values, field categories, global
-and local fields, queues with their workflows and permissions, components, versions, boards
-with their columns, every sprint; each matched in the target by identity and created only
-when missing (`specs`).
+and local fields, queues with their workflows, issue-type configuration and permissions
+(`configuration`), components, versions, boards with their columns, every sprint; each
+matched in the target by identity and created only when missing (`specs`).
 
 Its extract lists the source's dictionaries and structure (`streams`); its export tables are
 the structure's (`export`); across the two orgs, `haul check` compares the migrated queues'
@@ -17,6 +17,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.configured import plan_configs, plan_workflows
 from haul.pipelines.tracker.organisation.export import TABLES
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.organisation.specs import ORG_PLANS
@@ -25,8 +26,14 @@ from haul.state.store import StagingStore
 
 
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:
-    """The dictionaries' and the structure's plans, parents before children."""
-    return ORG_PLANS
+    """The dictionaries' and the structure's plans, parents before children (a queue before
+    its configuration, the workflows that configuration names before it)."""
+    plans = dict(ORG_PLANS)
+    queue_at = list(plans).index("queue")
+    ordered = list(plans.items())
+    ordered.insert(queue_at + 1, ("queue_config", plan_configs))
+    ordered.insert(queue_at, ("workflow", plan_workflows))
+    return dict(ordered)
 
 
 def organisation_source(client: TrackerClient, store: StagingStore, config: Config) -> SourceParts:
@@ -43,7 +50,9 @@ ORGANISATION = Layer(
         Entity("issuetype"),
         Entity("priority"),
         Entity("resolution"),
+        Entity("workflow"),
         Entity("queue"),
+        Entity("queue_config"),
         Entity("field_category"),
         Entity("field"),
         Entity("local_field"),

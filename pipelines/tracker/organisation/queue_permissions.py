@@ -1,8 +1,9 @@
 """`haul check`'s read-only look at queue permissions: for each migrated queue, each mapped
 user and group whose permissions in the target queue differ from those in the source queue.
 
-A queue's permission scheme is its organisation's to set, so haul names the differences
-(warnings: they never fail a run) and writes nothing. It asks each side once per holder and
+A queue the target already had keeps its own permission scheme (the load sets only the
+schemes of the queues it creates: `configuration`), so haul names the differences (warnings:
+they never fail a run) and writes nothing here. It asks each side once per holder and
 queue (`GET /queues/{id}/permissions/users/{user}` or `.../groups/{group}`), about:
 
 - the users who appear on the queue's staged issues (author, assignee, followers, ...), at

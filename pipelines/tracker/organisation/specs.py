@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from haul.connectors.errors import RecordError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
     EntitySpec,
@@ -28,6 +29,7 @@ from haul.pipelines.specs import (
     Ref,
     Sender,
 )
+from haul.pipelines.tracker.organisation.configured import configured_values
 from haul.pipelines.tracker.transform import STRUCTURE_REFS, Transform
 from haul.state.store import StagedRecord, StagingStore
 
@@ -72,12 +74,13 @@ def _used(store: StagingStore, entity: str) -> set[str]:
 
 
 def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
-    """The values of a dictionary the staged issues (and the queues' defaults) use."""
+    """The values of a dictionary the staged issues (and the queues' defaults) use, and those
+    the planned queues' configurations allow (every type, resolution and workflow status)."""
     field = DICTIONARIES[entity][0]
     default = {"issuetype": "defaultType", "priority": "defaultPriority"}.get(entity)
 
     def plan(store: StagingStore) -> Iterator[Planned]:
-        used = store.distinct_values("issue", field, "id")
+        used = store.distinct_values("issue", field, "id") | configured_values(store, entity)
         if default is not None:
             used |= store.distinct_values("queue", default, "id")
         for record in store.iter_records(entity):
@@ -179,6 +182,9 @@ class OrganisationLoad:
     store: StagingStore
     transform: Transform
     create_missing: bool = True
+    # what a queue haul just made takes before anything else: its permission scheme
+    # (source key, target key), so it is never open to more people than the source's
+    restrict: Callable[[str, str], Awaitable[None]] | None = None
 
     def specs(self) -> list[EntitySpec]:
         """Every organisation object's spec, in the order siblings load."""
@@ -281,7 +287,17 @@ class OrganisationLoad:
                 body[name] = {"key": raw[name].get("key")}
         if raw.get("description"):
             body["description"] = raw["description"]
-        return str((await self.client.create_queue(body))["key"])
+        made = str((await self.client.create_queue(body))["key"])
+        if self.restrict is not None:
+            try:
+                await self.restrict(record.source_id, made)
+            except RecordError as exc:  # refused: a person must look (an outage stops the run)
+                raise RecordFailure(
+                    f"queue {made} was made but its permissions could not be set ({exc}):"
+                    " nothing is imported into it until they are; fix that, then run haul load"
+                    " --retry-failed (it sets them before any issue)"
+                ) from exc
+        return made
 
     def target_of(self, entity: str, source_id: str) -> str:
         """The target id of an organisation object loaded before; RecordFailure if it is not."""

@@ -1,6 +1,7 @@
 """The organisation layer's extract streams: one org's dictionaries, queues and users, and the
 structure the issues of the scoped queues point to (fields and their categories, the queues'
-local fields, components and versions, boards with their columns and sprints).
+local fields, components and versions, boards with their columns and sprints), the org's
+workflows and each scoped queue's configuration (issue types and permissions).
 
 The target's dictionaries are listed by the same streams under the `target.` prefix
 (`pipelines.tracker.target`). Each is a generic list stream (`pipelines.streams`): a listing
@@ -84,7 +85,15 @@ def structure_streams(
             for sprint in await client.list_board_sprints(board["id"])
         ]
 
+    async def workflows() -> list[dict[str, Any]]:
+        try:
+            return await client.list_workflows()
+        except NotFoundError:  # a service that serves no workflows: the queues' keep theirs
+            return []
+
     return [
+        tracker_list("workflow", workflows),
+        RowsStream("queue_config", lambda: queue_configs(client, queues)),
         tracker_list("field_category", client.list_field_categories),
         tracker_list("field", client.list_fields),
         RowsStream("local_field", lambda: per_queue(client.list_local_fields)),
@@ -94,3 +103,24 @@ def structure_streams(
         RowsStream("board_column", columns),
         RowsStream("sprint", sprints),
     ]
+
+
+async def queue_configs(client: TrackerClient, queues: Sequence[str]) -> list[dict[str, Any]]:
+    """Per scoped queue, one record of its configuration: its issue-type configuration (each
+    type with its workflow and resolutions) and its permission scheme (None where the service
+    serves none)."""
+    rows = []
+    for queue in queues:
+        try:
+            found = await client.get_queue(queue)
+        except NotFoundError as exc:  # a typo in the config, not an empty queue: exit 2
+            problem = f"{queue} is not a queue of the tracker source org ({exc.server_message})"
+            raise ConfigError("scope.queues", problem) from exc
+        try:
+            scheme: dict[str, Any] | None = await client.get_queue_scheme(queue)
+        except NotFoundError:
+            scheme = None
+        raw = {"key": queue, "issueTypesConfig": found.get("issueTypesConfig") or [],
+               "permissions": scheme}  # fmt: skip
+        rows.append({"source_id": queue, "parent": queue, "raw": raw})
+    return rows

@@ -53,6 +53,7 @@ _KNOWN = {
     "tags",
     "teamAccess",
     "markupType",
+    "keyResultItems",
     *_USER_LISTS,
 }
 
@@ -175,6 +176,8 @@ def _apply(org: Org, planning: Planning, entity: Entity, fields: dict) -> None:
         values["tags"] = _tags(checks, entity.tags)
     if "teamAccess" in fields:
         values["team_access"] = bool(fields["teamAccess"])
+    if "keyResultItems" in fields:
+        values["key_results"] = _key_results(checks, entity)
     parents = _parents(checks, planning, entity, fields)
     checks.done()
     for attribute, value in values.items():
@@ -182,6 +185,19 @@ def _apply(org: Org, planning: Planning, entity: Entity, fields: dict) -> None:
             setattr(entity, attribute, value)
     if parents is not None:
         entity.parent, entity.secondary = parents
+
+
+def _key_results(checks: Checks, entity: Entity) -> tuple[dict, ...]:
+    """A goal's key results (the spec names the block, not its items' shape): a list of
+    objects, kept as given; any other entity has none."""
+    items = checks.body.get("keyResultItems")
+    if entity.type != "goal":
+        checks.fail("keyResultItems", "Only a goal has key results")
+        return ()
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        checks.fail("keyResultItems", "Must be a list of objects")
+        return ()
+    return tuple(dict(item) for item in items)
 
 
 def _moment(checks: Checks, name: str) -> int | None:

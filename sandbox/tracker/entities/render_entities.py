@@ -98,6 +98,7 @@ def _fields(view: View, planning: Planning, value: Entity, wanted: set[str]) -> 
         "teamAccess": lambda: value.team_access,
         "parentEntity": lambda: parents(view, planning, value),
         "checklistItems": lambda: [checklist_item(view, item) for item in value.checklist],
+        "keyResultItems": lambda: [dict(item) for item in value.key_results],
         "issueQueues": lambda: _issue_queues(view, planning, value),
         "lastCommentUpdatedAt": lambda: _last_comment(value),
     }

@@ -31,7 +31,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
-from haul.sandbox.tracker.structure.workflows import Transition, workflow_of
+from haul.sandbox.tracker.workflows.workflows import Transition, workflow_of
 
 
 def touch(
@@ -59,9 +59,9 @@ def touch(
 # -- transitions ------------------------------------------------------------------------------
 
 
-def transitions_of(issue: Issue) -> list[Transition]:
-    """What the issue may execute from its status in its queue's workflow."""
-    return workflow_of(issue.queue, issue.type).available(issue.status)
+def transitions_of(org: Org, issue: Issue) -> list[Transition]:
+    """What the issue may execute from its status in its queue's workflow for its type."""
+    return workflow_of(org, issue.queue, issue.type).available(issue.status)
 
 
 def execute_transition(
@@ -69,7 +69,7 @@ def execute_transition(
 ) -> Issue:
     """Move the issue along one transition of its workflow; a `done` status without a
     resolution asks for one (``resolution`` in the body), leaving `done` clears it."""
-    transition = next((t for t in transitions_of(issue) if t.id == transition_id), None)
+    transition = next((t for t in transitions_of(org, issue) if t.id == transition_id), None)
     if transition is None:
         raise ApiError(
             404,
@@ -307,7 +307,7 @@ def create_issue(org: Org, body: dict, author: int, now: int) -> Issue:
         description=description or None,
         type=kind or queue.default_type,
         priority=priority or queue.default_priority,
-        status=workflow_of(queue.key, kind or queue.default_type).initial,
+        status=workflow_of(org, queue.key, kind or queue.default_type).initial,
         previous_status=None,
         resolution=None,
         created_at=now,
@@ -351,7 +351,7 @@ def move_issue(
         raise invalid({"queue": f"Issue {issue.key} is in queue {queue.key} already"})
     number = queue.next_number
     queue.next_number += 1
-    workflow = workflow_of(queue.key, issue.type)
+    workflow = workflow_of(org, queue.key, issue.type)
     status = issue.status
     if initial_status or status not in workflow.statuses:
         status = workflow.initial

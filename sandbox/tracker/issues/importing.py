@@ -170,6 +170,9 @@ def echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
 
 
 def _entry_key(checks: Checks, name: str, dictionary: Dictionary) -> str | None:
+    """A dictionary value by its numeric id only, as the notes' import table says (status,
+    type, priority, resolution: "numeric id"); a key is a 422 naming the field, so an importer
+    sending keys learns it at its first issue, not in an org whose keys happen to differ."""
     if not checks.present(name):
         return None
     entry = dictionary.lookup_id(checks.body[name])

@@ -18,7 +18,7 @@ from haul.sandbox.tracker.issues.editing import add_comment
 from haul.sandbox.tracker.issues.routes_imports import _single_file
 from haul.sandbox.tracker.issues.routes_issues import find_issue
 from haul.sandbox.tracker.model import Issue
-from haul.sandbox.tracker.structure.workflows import Transition, workflow_of
+from haul.sandbox.tracker.workflows.workflows import Transition
 
 
 def _issue(request: Request, *, admin: bool = False) -> tuple[Call, Issue]:
@@ -39,44 +39,7 @@ def _transition(call: Call, issue: Issue, transition: Transition) -> dict:
 
 
 def _transitions(call: Call, issue: Issue) -> list[dict]:
-    return [_transition(call, issue, t) for t in changes.transitions_of(issue)]
-
-
-async def list_queue_workflows(request: Request) -> Response:
-    """GET /queues/{queue}/workflows: each workflow of the queue with its statuses and the
-    transitions between them (the spec does not show workflows; this is the sandbox's shape)."""
-    call = open_call(request)
-    queue = call.org.queues.get(request.path_params["queue"])
-    if queue is None:
-        raise ApiError(404, "Queue does not exist.", errors={"queue": request.path_params["queue"]})
-    workflow = workflow_of(queue.key)
-
-    def status(key: str) -> dict | None:
-        return entry_ref(call.view, "statuses", key)
-
-    known = [key for key in workflow.statuses if key in call.org.statuses.by_key]
-    transitions = [
-        {
-            "id": t.id,
-            "display": t.display,
-            "to": status(t.id),
-            "from": [status(source) for source in t.sources if source in known],
-        }
-        for t in workflow.transitions
-        if t.id in known
-    ]
-    body = {
-        "self": f"{call.view.base}/workflows/{workflow.id}",
-        "id": workflow.id,
-        "display": workflow.name,
-        "initialStatus": status(workflow.initial),
-        "statuses": [status(key) for key in known],
-        "issueTypes": [
-            entry_ref(call.view, "issuetypes", e.key) for e in call.org.issue_types.entries
-        ],
-        "transitions": transitions,
-    }
-    return JSONResponse([body])
+    return [_transition(call, issue, t) for t in changes.transitions_of(call.org, issue)]
 
 
 async def create_issue(request: Request) -> Response:
@@ -95,7 +58,7 @@ async def list_transitions(request: Request) -> Response:
 async def get_transition(request: Request) -> Response:
     call, issue = _issue(request)
     wanted = request.path_params["transition"]
-    found = next((t for t in changes.transitions_of(issue) if t.id == wanted), None)
+    found = next((t for t in changes.transitions_of(call.org, issue) if t.id == wanted), None)
     if found is None:
         raise ApiError(
             404, f"Transition {wanted!r} is not available", errors={"transition": wanted}

@@ -21,6 +21,7 @@ from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
 from haul.sandbox.tracker.search.scroll import ScrollPage, scrolls_of
 from haul.sandbox.tracker.structure import render_structure
+from haul.sandbox.tracker.structure.queue_access import may_read
 
 MAX_PER_SCROLL = 1000
 DEFAULT_TTL_MS = 60_000
@@ -35,6 +36,8 @@ def find_issue(call: Call, key: str) -> Issue:
     issue = call.org.find_issue(key)
     if issue is None:
         raise issue_not_found(key)
+    if not call.admin and not may_read(call.org, issue.queue, call.user):
+        raise ApiError(403, f"You have no access to issue {key}: its queue is not readable to you")
     return issue
 
 
@@ -66,7 +69,13 @@ async def count(request: Request) -> Response:
 
 
 def _matching(call: Call, selection: Selection) -> list[Issue]:
-    return [issue for issue in call.org.issues.values() if selection.matches(issue)]
+    """The issues the selection matches, of the queues the caller may read."""
+    hidden = {q for q in call.org.queues if not call.admin and not may_read(call.org, q, call.user)}
+    return [
+        issue
+        for issue in call.org.issues.values()
+        if issue.queue not in hidden and selection.matches(issue)
+    ]
 
 
 def _scroll_open(request: Request, call: Call, selection: Selection) -> Response:

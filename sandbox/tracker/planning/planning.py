@@ -130,6 +130,7 @@ class Entity:
     followers: tuple[int, ...] = ()
     tags: tuple[str, ...] = ()
     team_access: bool = False
+    key_results: tuple[dict, ...] = ()  # a goal's keyResultItems, as given
     version: int = 1
     comments: list[EntityComment] = field(default_factory=list)
     checklist: list[EntityChecklistItem] = field(default_factory=list)

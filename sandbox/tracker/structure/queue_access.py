@@ -8,7 +8,18 @@ user itself, and the groups of the user that hold it; a code the user does not h
 No group reply was recorded, so it is the plain mirror of that: ``{"permissions": {CODE:
 {"groups": [group ref]}}, "group": group ref}``, the group's own grants. A user is named by
 login or uid, a group by its id (ids differ between organisations, names do not: see
-:mod:`sandbox.groups`). The permissions are served, not enforced.
+:mod:`sandbox.groups`).
+
+The whole scheme is read and edited per code: ``GET/PATCH /queues/{id}/permissions`` (the
+official SDK's ``queue.permissions`` and ``update_permissions``). The reply follows the
+recorded live one (``tracker/queues/permissions_update.json``): ``{"self", "version",
+"create"|"write"|"read"|"grant": {"self", "users": [user ref], "groups": [group ref],
+"roles": [role ref]}}``, a list left out when empty. A PATCH names, per code, ``users`` (logins
+or uids), ``groups`` (ids) and ``roles`` (author, assignee, follower, ...), each a list that
+replaces the holders of that code, or ``{"add": [...], "remove": [...]}`` (the documented
+body); a holder the org does not know is a 422 and nothing changes. READ is enforced for the
+plain user: an issue of a queue it may not read is not found and not searched
+(:func:`may_read`); the other codes are served, not enforced.
 
 Every queue of every organisation starts with one scheme: everyone reads and creates; the
 groups engineering and support write; the queue's lead (alice) creates, writes and grants
@@ -141,3 +152,134 @@ async def set_permissions(request: Request) -> Response:
         grants.groups[group.id] = set(codes)
         return JSONResponse(group_permissions(call, queue, group))
     raise ApiError(404, "Not found", errors={"kind": kind})
+
+
+# -- the whole scheme, per code (GET/PATCH /queues/{id}/permissions) ----------------------
+
+ROLES = ("author", "assignee", "follower", "access", "qaEngineer", "component_lead")
+
+
+def may_read(org: Org, queue: str, user: User) -> bool:
+    """Whether `user` may read issues of `queue`: READ given to it or to one of its groups."""
+    found = org.queues.get(queue)
+    if found is None:
+        return True
+    grants = grants_of(org, found)
+    if "READ" in grants.users.get(user.uid, ()):
+        return True
+    return any("READ" in grants.groups.get(g, ()) for g in groups_of(org).ids_of(user))
+
+
+def role_ref(call: Call, role: str) -> dict:
+    return {"self": f"{call.view.base}/roles/{role}", "id": role, "display": role}
+
+
+def scheme(call: Call, queue: Queue) -> dict:
+    """The queue's whole scheme, per code (see the module docstring)."""
+    grants = grants_of(call.org, queue)
+    known = groups_of(call.org).by_id
+    base = f"{call.view.base}/queues/{queue.key}/permissions"
+    body: dict = {"self": base, "version": grants.version}
+    for code in CODES:
+        users = [user_ref(call.view, uid) for uid, codes in grants.users.items() if code in codes]
+        groups = [
+            group_ref(call, known[gid])
+            for gid, codes in grants.groups.items()
+            if code in codes and gid in known
+        ]
+        roles = [role_ref(call, role) for role, codes in grants.roles.items() if code in codes]
+        held = {"users": [u for u in users if u], "groups": groups, "roles": roles}
+        body[code.lower()] = {"self": f"{base}/{code.lower()}"} | {
+            k: v for k, v in held.items() if v
+        }
+    return body
+
+
+async def get_permissions(request: Request) -> Response:
+    """GET /queues/{queue}/permissions: who holds each code of the queue."""
+    call = open_call(request)
+    return JSONResponse(scheme(call, queue_of_path(call, request)))
+
+
+async def get_code_permissions(request: Request) -> Response:
+    """GET /queues/{queue}/permissions/{code}: one code's holders (the `self` of each code in
+    the scheme, which the official SDK follows for a list the reply left out)."""
+    call = open_call(request)
+    code = request.path_params["code"].lower()
+    body = scheme(call, queue_of_path(call, request))
+    if code not in {c.lower() for c in CODES}:
+        raise ApiError(404, "Not found", errors={"permission": code})
+    return JSONResponse({"users": [], "groups": [], "roles": [], **body[code]})
+
+
+async def patch_permissions(request: Request) -> Response:
+    """PATCH /queues/{queue}/permissions (admin): per code, the holders replaced, added or
+    removed; every holder is checked before anything changes."""
+    call = open_call(request, admin=True)
+    queue = queue_of_path(call, request)
+    body = await json_object(request)
+    unknown = set(body) - {code.lower() for code in CODES}
+    if unknown:
+        raise ApiError(
+            400, f"Unknown permission {sorted(unknown)[0]!r}: use create, write, read, grant"
+        )
+    grants = grants_of(call.org, queue)
+    edits = [
+        (code, kind, change)
+        for code in CODES
+        if isinstance(body.get(code.lower()), dict)
+        for kind, change in body[code.lower()].items()
+    ]
+    planned = [(code, kind, *_holders(call, kind, change)) for code, kind, change in edits]
+    for code, kind, replace, add, remove in planned:
+        table = _table(grants, kind)
+        if replace is not None:
+            for codes in table.values():
+                codes.discard(code)
+            add = replace
+        for holder in add:
+            table.setdefault(holder, set()).add(code)
+        for holder in remove:
+            table.get(holder, set()).discard(code)
+    grants.version += 1
+    return JSONResponse(scheme(call, queue))
+
+
+def _table(grants: QueueGrants, kind: str) -> dict:
+    tables: dict[str, dict] = {
+        "users": grants.users,
+        "groups": grants.groups,
+        "roles": grants.roles,
+    }
+    return tables[kind]
+
+
+def _holders(call: Call, kind: str, change: object) -> tuple[list | None, list, list]:
+    """(replace, add, remove) of one holder kind, each holder resolved (422 if unknown)."""
+    if kind not in ("users", "groups", "roles"):
+        raise ApiError(400, f"Unknown holder kind {kind!r}: use users, groups, roles")
+    if isinstance(change, list):
+        return [_holder(call, kind, value) for value in change], [], []
+    if not isinstance(change, dict) or set(change) - {"add", "remove"}:
+        raise ApiError(400, f"'{kind}' must be a list or {{add, remove}}")
+    add = [_holder(call, kind, value) for value in change.get("add") or []]
+    remove = [_holder(call, kind, value) for value in change.get("remove") or []]
+    return None, add, remove
+
+
+def _holder(call: Call, kind: str, value: object) -> object:
+    if isinstance(value, dict):
+        value = value.get("id") or value.get("login")
+    if kind == "users":
+        user = call.org.find_user(value)
+        if user is None:
+            raise ApiError(422, f"Unknown user {value!r}", errors={"users": str(value)})
+        return user.uid
+    if kind == "groups":
+        group = groups_of(call.org).by_id.get(str(value))
+        if group is None:
+            raise ApiError(422, f"Unknown group {value!r}", errors={"groups": str(value)})
+        return group.id
+    if value not in ROLES:
+        raise ApiError(422, f"Unknown role {value!r}", errors={"roles": str(value)})
+    return value

@@ -18,6 +18,11 @@ from haul.sandbox.tracker.structure.structure import (
     Sprint,
     Version,
 )
+from haul.sandbox.tracker.workflows.workflows import (
+    queue_workflows,
+    types_config_of,
+    workflows_of,
+)
 
 
 def component(view: View, value: Component) -> dict:
@@ -172,7 +177,9 @@ def field(view: View, value: Field) -> dict:
 
 
 def _schema_type(value: Field) -> str:
-    return {"text": "string", "datetime": "date", "integer": "integer"}.get(value.kind, value.kind)
+    """The schema type as the service reports it: a Text field's is ``text``, a DateTime
+    field's ``datetime`` (a client that builds fields from it makes the same kind)."""
+    return value.kind
 
 
 def user(view: View, person: User) -> dict:
@@ -224,7 +231,7 @@ def queue(view: View, value: Queue, *, full: bool = False) -> dict:
         "self": f"{view.base}/queues/{value.key}",
         "id": value.id,
         "key": value.key,
-        "version": 1,
+        "version": value.version,
         "name": value.name,
         "description": value.description,
         "lead": user_ref(view, value.lead),
@@ -238,14 +245,36 @@ def queue(view: View, value: Queue, *, full: bool = False) -> dict:
         "useLastSignature": False,
     }
     if full:
-        types = [entry_ref(view, "issuetypes", e.key) for e in view.org.issue_types.entries]
-        resolutions = [entry_ref(view, "resolutions", e.key) for e in view.org.resolutions.entries]
-        workflow = {"self": f"{view.base}/workflows/{value.key.lower()}", "id": value.key.lower()}
-        workflow["display"] = f"{value.name} workflow"
-        statuses = [entry_ref(view, "statuses", e.key) for e in view.org.statuses.entries]
-        body["issueTypes"] = types
-        body["issueTypesConfig"] = [
-            {"issueType": t, "workflow": workflow, "resolutions": resolutions} for t in types
-        ]
-        body["workflows"] = {workflow["id"]: statuses}
+        body.update(types_config(view, value))
     return body
+
+
+def types_config(view: View, value: Queue) -> dict:
+    """The queue's issue types, their configuration (workflow, resolutions) and its workflows
+    with their statuses, as ``GET /queues/{key}`` shows them."""
+    config = types_config_of(view.org, value)
+    workflows = workflows_of(view.org)
+
+    def workflow_ref(workflow: str) -> dict:
+        found = workflows.get(workflow)
+        name = found.name if found else workflow
+        return {"self": f"{view.base}/workflows/{workflow}", "id": workflow, "display": name}
+
+    items = []
+    for kind, (workflow, resolutions) in config.items():
+        items.append(
+            {
+                "issueType": entry_ref(view, "issuetypes", kind),
+                "workflow": workflow_ref(workflow),
+                "resolutions": [entry_ref(view, "resolutions", r) for r in resolutions],
+            }
+        )
+    return {
+        "issueTypes": [item["issueType"] for item in items],
+        "issueTypesConfig": items,
+        "workflows": {
+            found.id: [entry_ref(view, "statuses", s) for s in found.statuses
+                       if s in view.org.statuses.by_key]
+            for found, _ in queue_workflows(view.org, value)
+        },
+    }  # fmt: skip

@@ -21,6 +21,7 @@ from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.model import Dictionary, Entry, Org, Queue
 from haul.sandbox.tracker.structure import render_structure as render
+from haul.sandbox.tracker.workflows.workflows import parse_types_config
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 STATUS_TYPES = ("new", "inProgress", "paused", "done", "cancelled")
@@ -126,7 +127,8 @@ def _fields(path: str, checks: Checks, base: Entry) -> Entry:
 
 async def create_queue(request: Request) -> Response:
     """POST /queues/: key, name, lead, defaultType and defaultPriority required;
-    issueTypesConfig (issue type, workflow, resolutions) checked against the dictionaries."""
+    issueTypesConfig (issue type, workflow, resolutions) checked against the dictionaries and
+    the workflows, and kept (without it, the queue's types follow the org's defaults)."""
     call = open_call(request, admin=True)
     org = call.org
     checks = Checks(org, await json_object(request))
@@ -137,7 +139,7 @@ async def create_queue(request: Request) -> Response:
     lead = checks.user("lead", required=True)
     default_type = _lookup(checks, "defaultType", org.issue_types)
     default_priority = _lookup(checks, "defaultPriority", org.priorities)
-    _types_config(checks, org)
+    config = parse_types_config(checks, org)
     checks.done()
     assert key is not None and name is not None and lead is not None
     if key in org.queues:
@@ -146,6 +148,8 @@ async def create_queue(request: Request) -> Response:
     created = Queue(queue_id, key, name, checks.text("description") or "", lead.uid, "", "")
     created.default_type, created.default_priority = default_type or "", default_priority or ""
     org.queues[key] = created
+    if config is not None:
+        org.queue_types[key] = config
     return JSONResponse(render.queue(call.view, created), status_code=201)
 
 
@@ -157,20 +161,3 @@ def _lookup(checks: Checks, name: str, dictionary: Dictionary) -> str | None:
         checks.fail(name, f"Required: a key or id of {dictionary.path} of this organization")
         return None
     return found.key
-
-
-def _types_config(checks: Checks, org: Org) -> None:
-    config = checks.body.get("issueTypesConfig")
-    if config is None:
-        return
-    if not isinstance(config, list) or not all(isinstance(item, dict) for item in config):
-        checks.fail("issueTypesConfig", "Must be a list of {issueType, workflow, resolutions}")
-        return
-    for item in config:
-        kind = item.get("issueType")
-        if org.issue_types.lookup(kind.get("key") if isinstance(kind, dict) else kind) is None:
-            checks.fail("issueTypesConfig", f"Unknown issue type {kind!r}")
-        for resolution in item.get("resolutions") or []:
-            ref = resolution.get("key") if isinstance(resolution, dict) else resolution
-            if org.resolutions.lookup(ref) is None:
-                checks.fail("issueTypesConfig", f"Unknown resolution {resolution!r}")
