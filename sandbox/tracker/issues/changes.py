@@ -20,6 +20,7 @@ from haul.sandbox.tracker.api.errors import ApiError, invalid, issue_not_found
 from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
 from haul.sandbox.tracker.issues.importing import runtime_hex_id
+from haul.sandbox.tracker.planning.queue_rules import rules_of
 from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
@@ -321,6 +322,7 @@ def create_issue(org: Org, body: dict, author: int, now: int) -> Issue:
         tags=tuple(t for t in body.get("tags") or () if isinstance(t, str)),
     )
     org.put_issue(issue)
+    rules_of(org).fire_on_create(issue.queue)
     entry = ChangelogEntry(runtime_hex_id(org, "changelog"), "IssueCreated", author, now)
     entry.fields.append(FieldChange("status", "statuses", None, issue.status))
     org.records(issue).changelog.append(entry)
