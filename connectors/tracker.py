@@ -25,6 +25,7 @@ from haul.connectors.pagination import (
     paginate,
 )
 from haul.connectors.tracker_entities import EntityCalls
+from haul.connectors.tracker_rules import QueueRuleCalls
 
 log = structlog.get_logger("haul.connectors")
 
@@ -46,9 +47,9 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient(EntityCalls):
+class TrackerClient(EntityCalls, QueueRuleCalls):
     """One tracker org, over one HttpCore (closed with the client); the entities' endpoints
-    come from `EntityCalls`."""
+    come from `EntityCalls`, a queue's triggers and macros from `QueueRuleCalls`."""
 
     service = "tracker"
 

@@ -1,0 +1,131 @@
+"""The organisation as configured moves into the sandbox's empty organisation: every queue's
+triggers and macros, every board's sprints, every version with its flags.
+
+One `haul run` of the tiny org into the empty org (no queue mapping) is shared by the module;
+the official SDK then reads the same triggers, macros, sprints and versions in both orgs.
+Importing the issues fires no trigger (the sandbox counts firings); verify passes, then names
+the queue of a trigger changed in the target by hand; a later run carries a macro changed and
+a trigger deleted at the source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yandex_tracker_client as sdk  # a dev dependency, not our own module
+
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.runner import run_all
+from haul.pipelines.verify import verify
+from tests.helpers.haul_fixtures import environ, source_queues, write_config
+
+
+@dataclass
+class Moved:
+    info: dict[str, Any]
+    config: Config
+    summary: Any
+    path: Path
+
+    def raw(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
+        headers = {
+            "Authorization": f"OAuth {self.info['tokens']['admin']}",
+            "X-Org-ID": self.info["orgs"][org],
+        }
+        base = self.info["tracker"]
+        if path.startswith("/_sandbox"):
+            base = base.rsplit("/v3", 1)[0]
+        reply = httpx.request(method, base + path, headers=headers, **kwargs)
+        assert reply.status_code < 300, reply.text
+        return reply.json() if reply.content else None
+
+    def sdk(self, org: str) -> Any:
+        host = self.info["tracker"].rsplit("/v3", 1)[0]
+        token, org_id = self.info["tokens"]["admin"], self.info["orgs"][org]
+        return sdk.TrackerClient(token=token, org_id=org_id, base_url=host, retries=1)
+
+
+def into_empty_org(directory: Path, info: dict[str, Any], **scope: Any) -> Path:
+    """A config moving every source queue, unmapped, into the sandbox's empty org."""
+    path = write_config(directory, info, queues=source_queues(info), mapping={}, scope=scope)
+    text = path.read_text(encoding="utf-8")
+    target = f'org_id = "{info["orgs"]["target"]}"'
+    assert target in text
+    path.write_text(text.replace(target, f'org_id = "{info["orgs"]["empty"]}"'), "utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
+    from haul.sandbox import server as sandbox_server
+
+    directory = tmp_path_factory.mktemp("configured-org")
+    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+        info = sandbox.info
+        path = into_empty_org(directory, info)
+        config = load_config(path)
+        summary = asyncio.run(run_all(config, environ=environ(info)))
+        yield Moved(info, config, summary, path)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def triggers(client: Any, queue: str) -> list[tuple[Any, ...]]:
+    return sorted(
+        (t["name"], _json(t["conditions"]), _json(t["actions"]), t["active"])
+        for t in client.queues[queue].triggers
+    )
+
+
+def macros(client: Any, queue: str) -> list[tuple[Any, ...]]:
+    return sorted(
+        (m["name"], m["body"], _json(m["fieldChanges"])) for m in client.queues[queue].macros
+    )
+
+
+def test_every_queues_triggers_and_macros_read_the_same_in_both_orgs(moved: Moved) -> None:
+    assert moved.summary.failed == 0, moved.summary
+    source, target = moved.sdk("source"), moved.sdk("empty")
+    for queue in source_queues(moved.info):
+        assert triggers(target, queue) == triggers(source, queue) != []
+        assert macros(target, queue) == macros(source, queue) != []
+
+
+def test_importing_the_issues_fired_no_trigger(moved: Moved) -> None:
+    """Each queue has an active trigger listening for new issues, yet none fired."""
+    target = moved.sdk("empty")
+    for queue in source_queues(moved.info):
+        listening = [
+            t for t in target.queues[queue].triggers
+            if t["active"] and {"type": "Event.create"} in t["conditions"]
+        ]  # fmt: skip
+        assert listening, queue
+        assert moved.raw("empty", "GET", f"/_sandbox/queues/{queue}/triggers/firings")["total"] == 0
+        assert target.issues.find(query=f"Queue: {queue}"), queue
+
+
+def test_verify_passes_then_names_the_queue_of_a_trigger_changed_by_hand(moved: Moved) -> None:
+    result = asyncio.run(verify(moved.config, environ=environ(moved.info)))
+    assert result.differences == []
+    assert {v.entity for v in result.entities if v.entity in ("trigger", "macro")} == {
+        "trigger", "macro"
+    }  # fmt: skip
+    queue = source_queues(moved.info)[-1]
+    changed = moved.sdk("empty").queues[queue].collection.triggers.get_all()[0]
+    changed.update(active=not changed.active)
+    try:
+        result = asyncio.run(verify(moved.config, environ=environ(moved.info)))
+        assert [(d.entity, d.source_id.split("/")[0], d.field) for d in result.differences] == [
+            ("trigger", queue, "active")
+        ]
+    finally:
+        changed.update(active=not changed.active)
