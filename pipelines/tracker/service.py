@@ -193,7 +193,7 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     prints = TrackerFingerprints(client, transform, target.uids, keys.key)
     statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
     mirror = target.config.sync.deletions == "mirror"
-    deletions = DeletionSync(client, keys.key) if mirror else None
+    deletions = DeletionSync(client, keys.key, transform.queues.queue) if mirror else None
     probe = TargetProbe(client)
     return TrackerLoad(
         client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions

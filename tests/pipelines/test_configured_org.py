@@ -129,3 +129,26 @@ def test_verify_passes_then_names_the_queue_of_a_trigger_changed_by_hand(moved: 
         ]
     finally:
         changed.update(active=not changed.active)
+
+
+def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Moved) -> None:
+    """At the source a macro's body is edited, a trigger switched on and another deleted; the
+    next run (deletions mirrored) carries all three, and verify passes again."""
+    queue = source_queues(moved.info)[0]
+    source = moved.sdk("source").queues[queue].collection
+    macro = source.macros.get_all()[0]
+    macro.update(body="Please add the steps to reproduce, and the version.")
+    switched, dropped = source.triggers.get_all()[2], source.triggers.get_all()[1]
+    switched.update(active=True)
+    dropped.delete()
+    path = moved.path
+    path.write_text(path.read_text("utf-8") + '\n[sync]\ndeletions = "mirror"\n', "utf-8")
+    config = load_config(path)
+    summary = asyncio.run(run_all(config, environ=environ(moved.info)))
+    assert summary.failed == 0, summary
+    target = moved.sdk("empty")
+    assert triggers(target, queue) == triggers(moved.sdk("source"), queue)
+    assert macros(target, queue) == macros(moved.sdk("source"), queue)
+    assert dropped.name not in {t["name"] for t in target.queues[queue].triggers}
+    result = asyncio.run(verify(config, environ=environ(moved.info)))
+    assert result.differences == []

@@ -54,14 +54,14 @@ def planning_plans(config: Config) -> dict[str, PlanFn]:
     }
 
 
-def planning_streams(client: TrackerClient, config: Config) -> list[Any]:
+def planning_streams(client: TrackerClient, config: Config, store: StagingStore) -> list[Any]:
     """The extract's streams: saved filters and dashboards as scoped, the queues' autoactions
     (remote links come with each issue's drain)."""
     queues = config.scope.queues
     return [
         *saved_streams(client, config.scope),
         autoaction_stream(client, queues),
-        *rule_streams(client, queues),
+        *rule_streams(client, queues, store),
     ]
 
 
@@ -115,7 +115,7 @@ def planning_load(target: TrackerTarget) -> PlanningLoad:
 
 def planning_source(client: TrackerClient, store: StagingStore, config: Config) -> SourceParts:
     """The planning layer's extract streams (`planning_streams`)."""
-    return SourceParts(planning_streams(client, config))
+    return SourceParts(planning_streams(client, config, store))
 
 
 PLANNING = Layer(

@@ -14,8 +14,8 @@ name are carried under the same ids (global fields keep their id, local fields t
 
 Each is found again (and verified) by its name in its target queue; verify compares its
 settings. A later run carries a changed trigger or macro (`refresh`); one deleted at the
-source is reported, and deleted in the target when `[sync] deletions = "mirror"`
-(`deleted_rules`).
+source is unstaged by the next extract and staged as `deleted` (reported by `haul status`),
+and deleted in the target when `[sync] deletions = "mirror"` (`sync.deletions.DeletionSync`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.connectors.errors import NotFoundError
+import structlog
+
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, each_record
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.planning.queries import QueryRewriter
+from haul.pipelines.tracker.sync.deletions import DELETED, deleted_row
 from haul.pipelines.tracker.transform import QueueMap
-from haul.state.store import StagedRecord
+from haul.state.store import StagedRecord, StagingStore
+
+log = structlog.get_logger(__name__)
 
 # staged entity -> its path under a queue, and the settings verify compares
 KINDS = {"trigger": "triggers", "macro": "macros"}
@@ -46,20 +50,47 @@ PLAN_TRIGGERS = each_record("trigger", sort_key=lambda record: record.source_id)
 PLAN_MACROS = each_record("macro", sort_key=lambda record: record.source_id)
 
 
-def rule_streams(client: TrackerClient, queues: Sequence[str]) -> list[RowsStream]:
-    """The triggers and the macros of the queues in scope, each under its queue."""
+def rule_streams(
+    client: TrackerClient, queues: Sequence[str], store: StagingStore
+) -> list[RowsStream]:
+    """The triggers and the macros of the queues in scope, each under its queue; one staged
+    before and no longer listed is unstaged, and staged as `deleted` when it was loaded."""
 
     def stream(entity: str) -> RowsStream:
         async def fetch() -> list[dict[str, Any]]:
-            return [
+            rows = [
                 {"source_id": f"{queue}/{rule['id']}", "parent": queue, "raw": rule}
                 for queue in queues
                 for rule in await client.list_rules(queue, KINDS[entity])
             ]
+            _stage_deleted(store, entity, queues, {row["source_id"] for row in rows})
+            return rows
 
         return RowsStream(entity, fetch)
 
     return [stream(entity) for entity in KINDS]
+
+
+def _stage_deleted(
+    store: StagingStore, entity: str, queues: Sequence[str], listed: set[str]
+) -> None:
+    gone = {
+        source_id
+        for source_id in store.source_ids(entity) - listed
+        if source_id.split("/", 1)[0] in queues  # a queue out of the scope now is not listed
+    }
+    with store.transaction():
+        for source_id in sorted(gone):
+            row = store.ledger.get(entity, source_id)
+            if row is not None and row.status == "done":
+                queue = source_id.split("/", 1)[0]
+                deleted = deleted_row(
+                    entity, source_id, queue, row.target_id, "deleted at the source"
+                )
+                store.upsert_records(DELETED, [deleted])
+            store.delete_record(entity, source_id)
+    if gone:
+        log.info("deleted_at_source", entity=entity, records=len(gone))
 
 
 def field_id(value: Any) -> Any:
@@ -172,11 +203,3 @@ class QueueRuleLoad:
             version = int((await self.client.get_rule(queue, kind, target_id)).get("version") or 1)
         body = self._settings(record, count=True)
         await self.client.update_rule(queue, kind, target_id, body, version)
-
-    async def delete(self, entity: str, queue: str, target_id: str) -> bool:
-        """Delete one in the target (a mirrored deletion); False when it was gone already."""
-        try:
-            await self.client.delete_rule(self.queues.queue(queue), KINDS[entity], target_id)
-        except NotFoundError:
-            return False
-        return True
