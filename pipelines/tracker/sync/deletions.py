@@ -23,6 +23,7 @@ a deleted issue fails its row with that reason until a person deletes it by hand
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -62,6 +63,8 @@ def deleted_row(
     why: str,
     out_of_scope: bool = False,
 ) -> dict[str, Any]:
+    """A staged `deleted` row: what was deleted (entity, source id, its parent issue or
+    queue, its target id) and why."""
     raw_extra = {"out_of_scope": True} if out_of_scope else {}
     return {
         "source_id": f"{entity}:{source_id}",
@@ -198,10 +201,8 @@ class DeletionSync:
         if raw.get("target_id") is None:
             return "nothing to delete"
         queue, kind = self.target_queue(raw["issue"]), QUEUE_RULES[raw["entity"]]
-        try:
+        with suppress(NotFoundError):  # deleted in the target already: what the mirror wants
             await self.client.delete_rule(queue, kind, raw["target_id"])
-        except NotFoundError:
-            pass  # deleted in the target already: what the mirror wants
         return f"deleted {raw['target_id']}"
 
     async def find(self, record: Any, parent: str | None, unclaimed: Any) -> str | None:

@@ -20,7 +20,6 @@ from haul.sandbox.tracker.api.errors import ApiError, invalid, issue_not_found
 from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
 from haul.sandbox.tracker.issues.importing import runtime_hex_id
-from haul.sandbox.tracker.planning.queue_rules import rules_of
 from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
@@ -32,6 +31,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
+from haul.sandbox.tracker.planning.queue_rules import rules_of
 from haul.sandbox.tracker.structure.workflows import Transition, workflow_of
 
 

@@ -30,7 +30,6 @@ from haul.sandbox.tracker.api.errors import ApiError, invalid, issue_not_found
 from haul.sandbox.tracker.blobs import StoredBlob
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
 from haul.sandbox.tracker.issues.import_fields import issue_refs
-from haul.sandbox.tracker.planning.queue_rules import rules_of
 from haul.sandbox.tracker.model import (
     Attachment,
     ChangelogEntry,
@@ -43,6 +42,7 @@ from haul.sandbox.tracker.model import (
     Queue,
     Worklog,
 )
+from haul.sandbox.tracker.planning.queue_rules import rules_of
 
 
 def runtime_hex_id(org: Org, counter: str) -> str:
