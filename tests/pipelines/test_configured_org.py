@@ -22,8 +22,9 @@ import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import run_all
+from haul.pipelines.runner import extract, run_all
 from haul.pipelines.verify import verify
+from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
 
@@ -33,6 +34,7 @@ class Moved:
     config: Config
     summary: Any
     path: Path
+    planned: Any  # `haul plan`'s completed process, before the load
 
     def raw(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
         headers = {
@@ -71,8 +73,10 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
         info = sandbox.info
         path = into_empty_org(directory, info)
         config = load_config(path)
+        asyncio.run(extract(config, environ=environ(info)))
+        planned = run_haul("plan", "--config", path, env=haul_env(environ(info)))
         summary = asyncio.run(run_all(config, environ=environ(info)))
-        yield Moved(info, config, summary, path)
+        yield Moved(info, config, summary, path, planned)
 
 
 def _json(value: Any) -> str:
@@ -98,6 +102,23 @@ def test_every_queues_triggers_and_macros_read_the_same_in_both_orgs(moved: Move
     for queue in source_queues(moved.info):
         assert triggers(target, queue) == triggers(source, queue) != []
         assert macros(target, queue) == macros(source, queue) != []
+
+
+def test_plan_into_the_empty_org_lists_what_the_load_will_create(moved: Moved) -> None:
+    """Before the load, `haul plan` plans the queues as made and what lives in them (local
+    fields, components, versions, triggers, macros) as made too, without looking them up in
+    queues the target does not have yet."""
+    assert moved.planned.returncode == 0, moved.planned.stderr
+    rows = {
+        cells[0]: cells[1]
+        for line in moved.planned.stdout.splitlines()
+        if len(cells := [c.strip() for c in line.strip("│ ").split("│")]) > 2
+    }
+    queues = len(source_queues(moved.info))
+    assert rows["queue"] == str(queues)
+    for entity in ("local_field", "component", "version", "board", "sprint", "trigger", "macro"):
+        assert int(rows[entity]) > 0, entity
+    assert rows["trigger"] == str(3 * queues) and rows["macro"] == str(2 * queues)
 
 
 def test_importing_the_issues_fired_no_trigger(moved: Moved) -> None:

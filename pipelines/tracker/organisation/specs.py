@@ -209,9 +209,10 @@ class OrganisationLoad:
                            seen.find, phase=_phase(name),
                            fingerprint=printed, find_first=True)
             )  # fmt: skip
-        needs_category = ("field", "local_field")
+        needs = {"field": _category_of, "local_field": _category_and_queue_of,
+                 "component": _queue_of, "version": _queue_of}  # fmt: skip
         return [
-            replace(spec, requires=_category_of) if spec.name in needs_category else spec
+            replace(spec, requires=needs[spec.name]) if spec.name in needs else spec
             for spec in specs
         ]
 
@@ -489,6 +490,18 @@ def _category_of(record: StagedRecord) -> list[Ref]:
     """A field needs its category in the target first."""
     category = (record.raw.get("category") or {}).get("id")
     return [Ref("field_category", str(category))] if category else []
+
+
+def _queue_of(record: StagedRecord) -> list[Ref]:
+    """A queue's own object (a local field, a component, a version) needs its queue first."""
+    queue = record.raw.get("queue")
+    key = queue.get("key") if isinstance(queue, dict) else queue
+    key = key or record.parent
+    return [Ref("queue", str(key))] if key else []
+
+
+def _category_and_queue_of(record: StagedRecord) -> list[Ref]:
+    return [*_category_of(record), *_queue_of(record)]
 
 
 class Snapshots:

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, each_record
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, Ref, each_record
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.planning.queries import QueryRewriter
 from haul.pipelines.tracker.sync.deletions import DELETED, deleted_row
@@ -91,6 +91,12 @@ def _stage_deleted(
             store.delete_record(entity, source_id)
     if gone:
         log.info("deleted_at_source", entity=entity, records=len(gone))
+
+
+def in_queue(record: StagedRecord) -> list[Ref]:
+    """A queue's own record (staged under the queue's key) needs its queue in the target:
+    `haul plan` plans it as made when the load makes its queue, without looking for it."""
+    return [Ref("queue", record.parent)] if record.parent else []
 
 
 def field_id(value: Any) -> Any:
@@ -167,7 +173,7 @@ class QueueRuleLoad:
 
         printed = Fingerprint(expected, self._where, listing, ("name",))
         return EntitySpec(
-            entity, entity, plan, send, printed.find, refresh=refresh,
+            entity, entity, plan, send, printed.find, requires=in_queue, refresh=refresh,
             phase=Phase.AUTOACTIONS, fingerprint=printed,
         )  # fmt: skip
 
