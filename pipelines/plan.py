@@ -41,7 +41,6 @@ class LoadPlan:
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
     blocked: list[tuple[str, str, str]] = field(default_factory=list)
     _stuck: dict[Ref, str] = field(default_factory=dict)  # conflicting or blocked -> why
-    _created: set[Ref] = field(default_factory=set)  # what the load will make
 
     @property
     def writes(self) -> int:
@@ -58,9 +57,7 @@ class LoadPlan:
         verdict, detail = decision
         self.add(row.entity, verdict)
         ref = Ref(row.entity, row.source_id)
-        if verdict == "create":
-            self._created.add(ref)
-        elif verdict == "conflict":
+        if verdict == "conflict":
             self.conflicts.append((*ref, detail))
             self._stuck[ref] = f"{ref} conflicts: {detail}"
         elif verdict == "blocked":
@@ -70,27 +67,14 @@ class LoadPlan:
     def blocker(self, row: LedgerRow, spec: EntitySpec, record: StagedRecord) -> str | None:
         """Why the row cannot be made: its parent, or a record it requires, conflicts or is
         blocked (parents are decided before their children: specs come in load order)."""
-        for ref in _needed(row, spec, record):
+        needed = [Ref(row.parent_entity, row.parent or "")] if row.parent_entity else []
+        if spec.has_requirements:
+            needed += spec.requires(record)
+        for ref in needed:
             if ref in self._stuck:
                 reason = self._stuck[ref]
                 return reason if reason.startswith("blocked: ") else f"blocked: {reason}"
         return None
-
-    def made_first(self, row: LedgerRow, spec: EntitySpec, record: StagedRecord) -> str | None:
-        """Why the row will be created without asking the target: its parent, or a record it
-        requires (a local field's queue, a sprint's board), is created by this load first, so
-        the target cannot hold it yet (and has no place to look for it in)."""
-        for ref in _needed(row, spec, record):
-            if ref in self._created:
-                return f"its {ref.entity} {ref.source_id} is created first"
-        return None
-
-
-def _needed(row: LedgerRow, spec: EntitySpec, record: StagedRecord) -> list[Ref]:
-    needed = [Ref(row.parent_entity, row.parent or "")] if row.parent_entity else []
-    if spec.has_requirements:
-        needed += spec.requires(record)
-    return needed
 
 
 async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) -> LoadPlan:
@@ -119,8 +103,6 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
                             result.record(row, ("conflict", cycle))
                         elif blocker := result.blocker(row, spec, record):
                             result.record(row, ("blocked", blocker))
-                        elif first := result.made_first(row, spec, record):
-                            result.record(row, ("create", first))
                         else:
                             result.record(row, await _decide(planner, row, record))
             store.set_checkpoint(PLAN_CONFLICTS, {"conflicts": result.conflicts})
