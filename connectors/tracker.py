@@ -282,8 +282,16 @@ class TrackerClient(EntityCalls, QueueRuleCalls):
         return await self.core.post_json("/components", json=body)
 
     async def create_version(self, body: Record) -> Record:
-        """POST /versions (queue, name, description, startDate, dueDate)."""
+        """POST /versions (queue, name, description, startDate, dueDate, released)."""
         return await self.core.post_json("/versions", json=body)
+
+    async def update_version(self, version_id: str | int, version: int, body: Record) -> Record:
+        """PATCH /versions/{id} under its version lock (released, archived, ...): what the
+        creation does not take. Repeatable: a second send leaves it as the first."""
+        return await self.core.request_json(
+            "PATCH", f"/versions/{_segment(version_id)}", params={"version": version},
+            json=body, repeatable=True,
+        )  # fmt: skip
 
     async def create_field_category(self, body: Record) -> Record:
         """POST /fields/categories (name, order, description)."""
