@@ -124,8 +124,7 @@ def sprints(client: Any) -> dict[str, list[tuple[Any, ...]]]:
 
 def versions(client: Any, queue: str) -> list[tuple[Any, ...]]:
     return sorted(
-        (v.name, v.released, v.archived, getattr(v, "startDate", None),
-         getattr(v, "dueDate", None))
+        (v.name, v.released, v.archived, getattr(v, "startDate", None), getattr(v, "dueDate", None))
         for v in client.queues[queue].versions
     )
 
@@ -146,9 +145,12 @@ def test_every_boards_sprints_and_every_version_read_the_same_in_both_orgs(
     assert {"released", "in_progress", "draft"} <= statuses  # past, active and future
     archived = sum(s.archived for b in source.boards for s in b.sprints)
     assert archived > 0
-    assert moved.summary.details["not_carried"][
-        "sprint archived: the API archives no sprint (made unarchived)"
-    ] == archived
+    assert (
+        moved.summary.details["not_carried"][
+            "sprint archived: the API archives no sprint (made unarchived)"
+        ]
+        == archived
+    )
 
 
 def test_plan_into_the_empty_org_lists_what_the_load_will_create(moved: Moved) -> None:

@@ -13,8 +13,8 @@ one `haul verify` compares it by.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
 from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 

@@ -63,7 +63,7 @@ def rule_streams(
                 for queue in queues
                 for rule in await client.list_rules(queue, KINDS[entity])
             ]
-            _stage_deleted(store, entity, queues, {row["source_id"] for row in rows})
+            _stage_deleted(store, entity, queues, {str(row["source_id"]) for row in rows})
             return rows
 
         return RowsStream(entity, fetch)
