@@ -184,19 +184,22 @@ def test_importing_the_issues_fired_no_trigger(moved: Moved) -> None:
 
 
 def test_verify_passes_then_names_the_queue_of_a_trigger_changed_by_hand(moved: Moved) -> None:
-    result = asyncio.run(verify(moved.config, environ=environ(moved.info)))
-    assert result.differences == []
-    assert {v.entity for v in result.entities if v.entity in ("trigger", "macro")} == {
-        "trigger", "macro"
-    }  # fmt: skip
+    """`haul verify` exits 0; after one trigger is switched in the target by hand, 3, naming
+    the trigger under its queue and the setting that differs."""
+    env = haul_env(environ(moved.info))
+    passed = run_haul("verify", "--config", moved.path, env=env)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    rows = [line for line in passed.stdout.splitlines() if "trigger" in line or "macro" in line]
+    assert len(rows) == 2 and not any("not compared" in row for row in rows), rows
     queue = source_queues(moved.info)[-1]
     changed = moved.sdk("empty").queues[queue].collection.triggers.get_all()[0]
     changed.update(active=not changed.active)
     try:
-        result = asyncio.run(verify(moved.config, environ=environ(moved.info)))
-        assert [(d.entity, d.source_id.split("/")[0], d.field) for d in result.differences] == [
-            ("trigger", queue, "active")
-        ]
+        differs = run_haul("verify", "--config", moved.path, env=env)
+        assert differs.returncode == 3, differs.stdout + differs.stderr
+        lines = [line for line in differs.stdout.splitlines() if line.startswith("differs:")]
+        assert len(lines) == 1 and lines[0].startswith(f"differs: trigger {queue}/"), lines
+        assert " active: " in lines[0]
     finally:
         changed.update(active=not changed.active)
 
