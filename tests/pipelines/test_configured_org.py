@@ -225,3 +225,35 @@ def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Move
     assert dropped.name not in {t["name"] for t in target.queues[queue].triggers}
     result = asyncio.run(verify(config, environ=environ(moved.info)))
     assert result.differences == []
+
+
+@pytest.mark.slow
+def test_the_small_org_into_the_empty_org_reads_the_same_configured(tmp_path: Path) -> None:
+    """The small org (five queues): `haul plan` plans the queues and what lives in them as
+    made, the load fails nothing and fires no trigger, every queue's triggers and macros,
+    every board's sprints and every version read the same in both orgs, and verify passes."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="small", seed=5) as sandbox:
+        info = sandbox.info
+        path = into_empty_org(tmp_path, info)
+        config = load_config(path)
+        asyncio.run(extract(config, environ=environ(info)))
+        env = haul_env(environ(info))
+        planned = run_haul("plan", "--config", path, env=env)
+        assert planned.returncode == 0, planned.stderr
+        summary = asyncio.run(run_all(config, environ=environ(info)))
+        moved = Moved(info, config, summary, path, planned)
+        assert summary.failed == 0, summary
+        source, target = moved.sdk("source"), moved.sdk("empty")
+        for queue in source_queues(info):
+            assert triggers(target, queue) == triggers(source, queue) != []
+            assert macros(target, queue) == macros(source, queue) != []
+            assert versions(target, queue) == versions(source, queue) != []
+            firings = moved.raw("empty", "GET", f"/_sandbox/queues/{queue}/triggers/firings")
+            assert firings["total"] == 0, queue
+        theirs, mine = sprints(target), sprints(source)
+        assert theirs == {name: mine[name] for name in theirs}
+        assert set(theirs) == {b.name for b in source.boards if b.filter["queue"] in
+                               source_queues(info)}  # fmt: skip
+        assert run_haul("verify", "--config", path, env=env).returncode == 0
