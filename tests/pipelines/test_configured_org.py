@@ -205,8 +205,9 @@ def test_verify_passes_then_names_the_queue_of_a_trigger_changed_by_hand(moved: 
 
 
 def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Moved) -> None:
-    """At the source a macro's body is edited, a trigger switched on and another deleted; the
-    next run (deletions mirrored) carries all three, and verify passes again."""
+    """At the source a macro's body is edited, a trigger switched on and another deleted, a
+    version released; the next run (deletions mirrored) carries all four, and verify passes
+    again."""
     queue = source_queues(moved.info)[0]
     source = moved.sdk("source").queues[queue].collection
     macro = source.macros.get_all()[0]
@@ -214,6 +215,8 @@ def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Move
     switched, dropped = source.triggers.get_all()[2], source.triggers.get_all()[1]
     switched.update(active=True)
     dropped.delete()
+    version = next(v for v in moved.sdk("source").queues[queue].versions if not v.released)
+    version.update(released=True)
     path = moved.path
     path.write_text(path.read_text("utf-8") + '\n[sync]\ndeletions = "mirror"\n', "utf-8")
     config = load_config(path)
@@ -223,6 +226,7 @@ def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Move
     assert triggers(target, queue) == triggers(moved.sdk("source"), queue)
     assert macros(target, queue) == macros(moved.sdk("source"), queue)
     assert dropped.name not in {t["name"] for t in target.queues[queue].triggers}
+    assert versions(target, queue) == versions(moved.sdk("source"), queue)
     result = asyncio.run(verify(config, environ=environ(moved.info)))
     assert result.differences == []
 

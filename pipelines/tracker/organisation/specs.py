@@ -224,8 +224,12 @@ class OrganisationLoad:
             )  # fmt: skip
         needs = {"field": _category_of, "local_field": _category_and_queue_of,
                  "component": _queue_of, "version": _queue_of}  # fmt: skip
-        return [
+        specs = [
             replace(spec, requires=needs[spec.name]) if spec.name in needs else spec
+            for spec in specs
+        ]
+        return [
+            replace(spec, refresh=self.refresh_version) if spec.name == "version" else spec
             for spec in specs
         ]
 
@@ -413,6 +417,19 @@ class OrganisationLoad:
         if raw.get("lead"):
             body["lead"] = self.transform.users.login(raw["lead"])
         return str((await self.client.create_component(body))["id"])
+
+    async def refresh_version(self, record: StagedRecord, target_id: str) -> None:
+        """A version changed at the source (released, archived, renamed, its dates moved):
+        its settings again, under the target's current version lock."""
+        listed = await self.client.list_queue_versions(self._queue(record))
+        found = next((item for item in listed if str(item.get("id")) == target_id), None)
+        if found is None:
+            raise RecordFailure(f"version {target_id} is no longer in the target's queue")
+        body = {name: value for name, value in _version_fields(record.raw).items()
+                if value is not None}  # fmt: skip
+        if record.raw.get("description") is not None:
+            body["description"] = record.raw["description"]
+        await self.client.update_version(target_id, int(found.get("version") or 1), body)
 
     def _version_print(self) -> Fingerprint:
         """A version by its name in its queue; verify compares its dates and flags too."""
