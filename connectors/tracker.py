@@ -27,6 +27,7 @@ from haul.connectors.pagination import (
 from haul.connectors.tracker_config import QueueConfigCalls
 from haul.connectors.tracker_entities import EntityCalls
 from haul.connectors.tracker_removals import RemovalCalls
+from haul.connectors.tracker_rules import QueueRuleCalls
 
 log = structlog.get_logger("haul.connectors")
 
@@ -48,10 +49,11 @@ def _segment(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class TrackerClient(EntityCalls, QueueConfigCalls, RemovalCalls):
+class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls):
     """One tracker org, over one HttpCore (closed with the client); the entities' endpoints
-    come from `EntityCalls`, the queues' configuration from `QueueConfigCalls`, the deletions
-    `haul undo` sends from `RemovalCalls`."""
+    come from `EntityCalls`, the queues' configuration from `QueueConfigCalls`, a queue's
+    triggers and macros from `QueueRuleCalls`, the deletions `haul undo` sends from
+    `RemovalCalls`."""
 
     service = "tracker"
 
@@ -284,8 +286,16 @@ class TrackerClient(EntityCalls, QueueConfigCalls, RemovalCalls):
         return await self.core.post_json("/components", json=body)
 
     async def create_version(self, body: Record) -> Record:
-        """POST /versions (queue, name, description, startDate, dueDate)."""
+        """POST /versions (queue, name, description, startDate, dueDate, released)."""
         return await self.core.post_json("/versions", json=body)
+
+    async def update_version(self, version_id: str | int, version: int, body: Record) -> Record:
+        """PATCH /versions/{id} under its version lock (released, archived, ...): what the
+        creation does not take. Repeatable: a second send leaves it as the first."""
+        return await self.core.request_json(
+            "PATCH", f"/versions/{_segment(version_id)}", params={"version": version},
+            json=body, repeatable=True,
+        )  # fmt: skip
 
     async def create_field_category(self, body: Record) -> Record:
         """POST /fields/categories (name, order, description)."""

@@ -2,8 +2,9 @@
 
 A `Planner` answers create, skip or conflict for a pending row (and why); `haul plan` itself
 says `blocked` for a row under (or requiring) one that conflicts or is blocked, before asking. The default,
-`SpecPlanner`, decides with the load's own specs: a record whose parent is not loaded will be
-created; any other is asked of the target with the spec's `find`. A service whose records can
+`SpecPlanner`, decides with the load's own specs: a record whose parent, or a record it
+requires (its queue), is not loaded will be created; any other is asked of the target with the
+spec's `find`. A service whose records can
 conflict with what others made in the target (a key taken) brings a planner of its own.
 """
 
@@ -45,6 +46,8 @@ class SpecPlanner:
                 return "create", f"its {row.parent_entity} {row.parent} is not loaded yet"
             parent_target = parent.target_id
         spec = self.specs[row.entity]
+        if spec.has_requirements and (first := await self._made_first(spec, record)):
+            return "create", first
         group = spec.claim_group
         found = await spec.find(
             record,
@@ -53,3 +56,16 @@ class SpecPlanner:
         )
         held = target_of(found)
         return ("skip", f"the target holds it as {held}") if held else ("create", "")
+
+    async def _made_first(self, spec: EntitySpec, record: StagedRecord) -> str | None:
+        """Why the record will be created without asking the target: a record it requires (a
+        local field's or a trigger's queue) is not loaded and will be created, so the target
+        has no place to look for this one in yet."""
+        for ref in spec.requires(record):
+            needed = self.store.ledger.get(*ref)
+            if needed is None or needed.status == "done" or ref.entity not in self.specs:
+                continue
+            staged = self.store.get_record(self.specs[ref.entity].staged, ref.source_id)
+            if staged is not None and (await self.decide(needed, staged))[0] == "create":
+                return f"its {ref.entity} {ref.source_id} is created first"
+        return None

@@ -140,7 +140,9 @@ class TrackerService:
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints),
             not_carried=lambda: (
-                _not_carried(transform, planning, entities) | configuration.not_carried()
+                _not_carried(transform, planning, entities)
+                | configuration.not_carried()
+                | organisation.kept
             ),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
@@ -201,7 +203,7 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     prints = TrackerFingerprints(client, transform, target.uids, keys.key)
     statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
     mirror = target.config.sync.deletions == "mirror"
-    deletions = DeletionSync(client, keys.key) if mirror else None
+    deletions = DeletionSync(client, keys.key, transform.queues.queue) if mirror else None
     probe = TargetProbe(client)
     return TrackerLoad(
         client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions

@@ -13,8 +13,8 @@ damage for verify to find). Then one folder per part, importing only the folders
 - ``structure/``: the organisation as configured (dictionaries, queues and their settings and
   permissions, fields, components, versions, boards, sprints);
 - ``issues/``: issues and their records: reads, a person's edits, the admin ``_import`` family;
-- ``planning/``: saved filters, dashboards, remote links, autoactions (and the planning
-  layer's state);
+- ``planning/``: saved filters, dashboards, remote links, autoactions, triggers and macros
+  (and the planning layer's state);
 - ``entities/``: projects, portfolios, goals and what hangs off them;
 - ``seed/``: the deterministic source, target and empty organisations.
 """

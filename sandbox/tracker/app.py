@@ -20,6 +20,7 @@ from haul.sandbox.tracker.issues import routes_imports as imports
 from haul.sandbox.tracker.issues import routes_issues as issues
 from haul.sandbox.tracker.issues import routes_records as records
 from haul.sandbox.tracker.planning import routes_autoactions as autoactions
+from haul.sandbox.tracker.planning import routes_triggers as triggers
 from haul.sandbox.tracker.search.scroll import ScrollStore
 from haul.sandbox.tracker.structure import queue_access
 from haul.sandbox.tracker.structure import routes_boards as boards
@@ -145,6 +146,7 @@ API = (
     ("GET", "/users", dicts.list_users),
     ("GET", "/users/{user}", dicts.get_user),
     *planning.API,  # the planning layer: entities, filters, dashboards, remote links, ...
+    *triggers.API,  # a queue's triggers and macros
 )
 VERSIONS = ("/v3", "/v2")
 
@@ -205,6 +207,7 @@ def _routes() -> list[Route]:
             edits.plant_entity_parent,
             methods=["PUT"],
         ),
+        Route("/_sandbox/queues/{queue}/triggers/firings", triggers.trigger_firings),
         Route(
             "/_sandbox/queues/{queue}/autoactions/{action_id}/runs",
             autoactions.plant_run,

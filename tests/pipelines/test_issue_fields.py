@@ -89,9 +89,9 @@ async def test_every_field_of_every_issue_reads_the_same(sandbox: Any, tmp_path:
     assert carried > 10  # the seeded org does carry these fields
     wanted = structure_view(source, queues)
     found = structure_view(target, queues)
-    # the sprints the issues are in (with their dates) are carried, not every sprint ever
-    wanted["sprints"] = [sprint for sprint in wanted["sprints"] if sprint[0] in in_sprints]
-    assert in_sprints and len(wanted["sprints"]) == len(in_sprints)
+    # every sprint of the boards in scope is carried (with its dates), not only those the
+    # issues are in
+    assert in_sprints and len(wanted["sprints"]) > len(in_sprints)
     for kind in ("components", "versions", "boards", "sprints", "fields", "local_fields"):
         assert set(wanted[kind]) <= set(found[kind]), kind
 

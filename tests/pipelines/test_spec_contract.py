@@ -37,7 +37,7 @@ TRACKER = (
     *ORGANISATION,
     *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist"),
     *("issue_access", "link"),
-    *("remote_link", "autoaction"),
+    *("remote_link", "autoaction", "trigger", "macro"),
 )
 WIKI = (
     "wiki_page",
@@ -76,6 +76,8 @@ DUPLICABLE = (
     "filter",
     "dashboard",
     "dashboard_widget",
+    "trigger",
+    "macro",
 )
 
 
@@ -211,7 +213,7 @@ LAYERS = {
     "LINKS": ("link", "remote_link"),
     "PLANNING": tuple(name for name in PLANNING if name != "entity_link"),
     "PLANNING_LINKS": ("entity_link",),
-    "AUTOACTIONS": ("autoaction",),
+    "AUTOACTIONS": ("autoaction", "trigger", "macro"),
 }
 
 

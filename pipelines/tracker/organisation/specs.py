@@ -13,8 +13,9 @@ one `haul verify` compares it by.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from haul.connectors.errors import RecordError
@@ -129,27 +130,38 @@ def plan_each(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
 
 
 def plan_sprints(store: StagingStore) -> Iterator[Planned]:
-    """The sprints the staged issues are in, each under its board."""
-    used = _used(store, "sprint")
+    """Every sprint of every board in scope (past, active and future ones: people plan in
+    them), each under its board."""
+    boards = _boards_in_scope(store)
     for record in store.iter_records("sprint"):
-        if record.source_id in used:
-            board = str((record.raw.get("board") or {}).get("id"))
+        board = _board_of(record)
+        if board in boards:
             yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
 
 
 def plan_boards(store: StagingStore) -> Iterator[Planned]:
-    """The boards of those sprints, and the boards of the queues in scope."""
+    """The boards in scope (`_boards_in_scope`)."""
+    boards = _boards_in_scope(store)
+    for record in store.iter_records("board"):
+        if record.source_id in boards:
+            yield Planned(record, None, record.source_id)
+
+
+def _board_of(sprint: StagedRecord) -> str:
+    return str((sprint.raw.get("board") or {}).get("id"))
+
+
+def _boards_in_scope(store: StagingStore) -> set[str]:
+    """The boards of the queues in scope, and the boards of the sprints staged issues are in."""
     sprints = _used(store, "sprint")
-    wanted = {
-        str((record.raw.get("board") or {}).get("id"))
-        for record in store.iter_records("sprint")
-        if record.source_id in sprints
-    }
+    wanted = {_board_of(record) for record in store.iter_records("sprint")
+              if record.source_id in sprints}  # fmt: skip
     queues = {record.source_id for record in store.iter_records("queue")}
     for record in store.iter_records("board"):
         queue = (record.raw.get("filter") or {}).get("queue")
-        if record.source_id in wanted or (queue is not None and queue in queues):
-            yield Planned(record, None, record.source_id)
+        if queue is not None and queue in queues:
+            wanted.add(record.source_id)
+    return wanted
 
 
 def plan_columns(store: StagingStore) -> Iterator[Planned]:
@@ -185,6 +197,7 @@ class OrganisationLoad:
     # what a queue haul just made takes before anything else: its permission scheme
     # (source key, target key), so it is never open to more people than the source's
     restrict: Callable[[str, str], Awaitable[None]] | None = None
+    kept: Counter[str] = field(default_factory=Counter)  # for `not_carried`
 
     def specs(self) -> list[EntitySpec]:
         """Every organisation object's spec, in the order siblings load."""
@@ -202,7 +215,7 @@ class OrganisationLoad:
                 self._queue_print(self.client.list_queue_components),
                 self.send_component,
             ),
-            ("version", self._queue_print(self.client.list_queue_versions), self.send_version),
+            ("version", self._version_print(), self.send_version),
             ("board", self._board_print(), self.send_board),
             ("board_column", self._column_print(), self.send_column),
             ("sprint", self._sprint_print(), self.send_sprint),
@@ -215,9 +228,14 @@ class OrganisationLoad:
                            seen.find, phase=_phase(name),
                            fingerprint=printed, find_first=True)
             )  # fmt: skip
-        needs_category = ("field", "local_field")
+        needs = {"field": _category_of, "local_field": _category_and_queue_of,
+                 "component": _queue_of, "version": _queue_of}  # fmt: skip
+        specs = [
+            replace(spec, requires=needs[spec.name]) if spec.name in needs else spec
+            for spec in specs
+        ]
         return [
-            replace(spec, requires=_category_of) if spec.name in needs_category else spec
+            replace(spec, refresh=self.refresh_version) if spec.name == "version" else spec
             for spec in specs
         ]
 
@@ -416,13 +434,51 @@ class OrganisationLoad:
             body["lead"] = self.transform.users.login(raw["lead"])
         return str((await self.client.create_component(body))["id"])
 
+    async def refresh_version(self, record: StagedRecord, target_id: str) -> None:
+        """A version changed at the source (released, archived, renamed, its dates moved):
+        its settings again, under the target's current version lock."""
+        listed = await self.client.list_queue_versions(self._queue(record))
+        found = next((item for item in listed if str(item.get("id")) == target_id), None)
+        if found is None:
+            raise RecordFailure(f"version {target_id} is no longer in the target's queue")
+        body = {name: value for name, value in _version_fields(record.raw).items()
+                if value is not None}  # fmt: skip
+        if record.raw.get("description") is not None:
+            body["description"] = record.raw["description"]
+        await self.client.update_version(target_id, int(found.get("version") or 1), body)
+
+    def _version_print(self) -> Fingerprint:
+        """A version by its name in its queue; verify compares its dates and flags too."""
+
+        async def listing(queue: str) -> list[Fields]:
+            return [
+                {"id": str(item["id"]), **_version_fields(item)}
+                for item in await self.client.list_queue_versions(queue)
+            ]
+
+        return Fingerprint(
+            lambda record: _version_fields(record.raw),
+            lambda record, parent: self._queue(record),
+            listing,
+            ("name",),
+        )
+
     async def send_version(self, record: StagedRecord, parent: str | None) -> str:
+        """Made with its dates and `released` flag; an archived one is then archived (the
+        creation takes no `archived`)."""
         raw = record.raw
         body: dict[str, Any] = {"name": raw["name"], "queue": self._queue(record)}
         for name in ("description", "startDate", "dueDate"):
             if raw.get(name):
                 body[name] = raw[name]
-        return str((await self.client.create_version(body))["id"])
+        if raw.get("released"):
+            body["released"] = True
+        made = await self.client.create_version(body)
+        if raw.get("archived") and not made.get("archived"):
+            await self.client.update_version(
+                made["id"], int(made.get("version") or 1), {"archived": True}
+            )
+        return str(made["id"])
 
     # -- boards, their columns and sprints ------------------------------------------------
 
@@ -472,6 +528,7 @@ class OrganisationLoad:
                     "name": s.get("name"),
                     "startDate": s.get("startDate"),
                     "endDate": s.get("endDate"),
+                    "status": s.get("status") or "draft",
                 }
                 for s in await self.client.list_board_sprints(board)
             ]
@@ -481,6 +538,7 @@ class OrganisationLoad:
                 "name": record.raw.get("name"),
                 "startDate": record.raw.get("startDate"),
                 "endDate": record.raw.get("endDate"),
+                "status": record.raw.get("status") or "draft",
             },
             _under_parent,
             listing,
@@ -498,13 +556,37 @@ class OrganisationLoad:
             "endDate": raw.get("endDate"),
             "status": raw.get("status") or "draft",
         }
+        if raw.get("archived"):
+            self.kept["sprint archived: the API archives no sprint (made unarchived)"] += 1
         return str((await self.client.create_sprint(body))["id"])
+
+
+def _version_fields(version: dict[str, Any]) -> Fields:
+    return {
+        "name": version.get("name"),
+        "startDate": version.get("startDate") or None,
+        "dueDate": version.get("dueDate") or None,
+        "released": bool(version.get("released")),
+        "archived": bool(version.get("archived")),
+    }
 
 
 def _category_of(record: StagedRecord) -> list[Ref]:
     """A field needs its category in the target first."""
     category = (record.raw.get("category") or {}).get("id")
     return [Ref("field_category", str(category))] if category else []
+
+
+def _queue_of(record: StagedRecord) -> list[Ref]:
+    """A queue's own object (a local field, a component, a version) needs its queue first."""
+    queue = record.raw.get("queue")
+    key = queue.get("key") if isinstance(queue, dict) else queue
+    key = key or record.parent
+    return [Ref("queue", str(key))] if key else []
+
+
+def _category_and_queue_of(record: StagedRecord) -> list[Ref]:
+    return [*_category_of(record), *_queue_of(record)]
 
 
 class Snapshots:

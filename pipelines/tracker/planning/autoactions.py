@@ -21,6 +21,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, each_record
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.planning.queries import QueryRewriter
+from haul.pipelines.tracker.planning.queue_rules import in_queue
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagedRecord
 
@@ -54,7 +55,8 @@ class AutoactionLoad:
         printed = Fingerprint(self._fields, self._queue, self._listing, ("name", "query"))
         return EntitySpec(
             "autoaction", "autoaction", PLAN_AUTOACTIONS, self.send, printed.find,
-            refresh=self.refresh, phase=Phase.AUTOACTIONS, fingerprint=printed,
+            requires=in_queue, refresh=self.refresh, phase=Phase.AUTOACTIONS,
+            fingerprint=printed,
         )  # fmt: skip
 
     def _queue(self, record: StagedRecord, parent: str | None = None) -> str:

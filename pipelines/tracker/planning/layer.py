@@ -4,7 +4,8 @@ One place gathers their extract streams, plans, load specs and export tables (`e
 the layer the tracker's service loops over (`PLANNING`):
 saved filters and dashboards when `[scope] filters` / `dashboards` say "all" (`saved`),
 remote links always with their issues (`remote_links`: the issue drain stages them),
-autoactions always with their queues, last (`autoactions`). Their queries are rewritten by one
+autoactions, triggers and macros always with their queues, last (`autoactions`,
+`queue_rules`). Their queries are rewritten by one
 `QueryRewriter` for the target (`queries`); what the load could not carry is counted in
 `not_carried`. (Projects, portfolios and goals are the `entities` layer.)
 """
@@ -28,6 +29,12 @@ from haul.pipelines.tracker.planning.autoactions import (
 )
 from haul.pipelines.tracker.planning.export import TABLES
 from haul.pipelines.tracker.planning.queries import QueryRewriter
+from haul.pipelines.tracker.planning.queue_rules import (
+    PLAN_MACROS,
+    PLAN_TRIGGERS,
+    QueueRuleLoad,
+    rule_streams,
+)
 from haul.pipelines.tracker.planning.remote_links import PLAN_REMOTE_LINKS, RemoteLinkLoad
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
 from haul.pipelines.tracker.sync.moves import TargetKeys
@@ -42,13 +49,20 @@ def planning_plans(config: Config) -> dict[str, PlanFn]:
         "remote_link": PLAN_REMOTE_LINKS,
         **saved_plans(config.scope),
         "autoaction": PLAN_AUTOACTIONS,
+        "trigger": PLAN_TRIGGERS,
+        "macro": PLAN_MACROS,
     }
 
 
-def planning_streams(client: TrackerClient, config: Config) -> list[Any]:
+def planning_streams(client: TrackerClient, config: Config, store: StagingStore) -> list[Any]:
     """The extract's streams: saved filters and dashboards as scoped, the queues' autoactions
     (remote links come with each issue's drain)."""
-    return [*saved_streams(client, config.scope), autoaction_stream(client, config.scope.queues)]
+    queues = config.scope.queues
+    return [
+        *saved_streams(client, config.scope),
+        autoaction_stream(client, queues),
+        *rule_streams(client, queues, store),
+    ]
 
 
 def target_rewriter(
@@ -90,16 +104,18 @@ def planning_load(target: TrackerTarget) -> PlanningLoad:
     remote = RemoteLinkLoad(client, keys.key)
     saved = SavedLoad(client, transform, rewriter, target.uids, target.myself)
     autoactions = AutoactionLoad(client, transform.queues, rewriter)
+    rules = QueueRuleLoad(client, transform.queues, rewriter)
 
     def not_carried() -> dict[str, int]:
-        return dict(remote.kept + saved.kept + autoactions.kept)
+        return dict(remote.kept + saved.kept + autoactions.kept + rules.kept)
 
-    return PlanningLoad([remote.spec(), *saved.specs(), autoactions.spec()], not_carried)
+    specs = [remote.spec(), *saved.specs(), autoactions.spec(), *rules.specs()]
+    return PlanningLoad(specs, not_carried)
 
 
 def planning_source(client: TrackerClient, store: StagingStore, config: Config) -> SourceParts:
     """The planning layer's extract streams (`planning_streams`)."""
-    return SourceParts(planning_streams(client, config))
+    return SourceParts(planning_streams(client, config, store))
 
 
 PLANNING = Layer(
@@ -110,6 +126,8 @@ PLANNING = Layer(
         Entity("dashboard", optional=True),  # [scope] dashboards = "all"
         Entity("dashboard_widget", optional=True),
         Entity("autoaction"),
+        Entity("trigger"),
+        Entity("macro"),
     ),
     tables=TABLES,
     plans=planning_plans,

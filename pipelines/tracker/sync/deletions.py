@@ -23,6 +23,7 @@ a deleted issue fails its row with that reason until a person deletes it by hand
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -46,13 +47,15 @@ CHILDREN = {
     "attachment": ("attachment", "attachments"),
     "link": ("link", "links"),
 }
+# a queue's own records (`pipelines.tracker.planning.queue_rules`): their `issue` is the queue
+QUEUE_RULES = {"trigger": "triggers", "macro": "macros"}
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _deleted_row(
+def deleted_row(
     entity: str,
     source_id: str,
     issue: str,
@@ -60,6 +63,8 @@ def _deleted_row(
     why: str,
     out_of_scope: bool = False,
 ) -> dict[str, Any]:
+    """A staged `deleted` row: what was deleted (entity, source id, its parent issue or
+    queue, its target id) and why."""
     raw_extra = {"out_of_scope": True} if out_of_scope else {}
     return {
         "source_id": f"{entity}:{source_id}",
@@ -93,7 +98,7 @@ def find_deleted_children(store: StagingStore) -> int:
     ).fetchall()
     staged = store.source_ids("issue")
     found = [
-        _deleted_row(entity, source_id, issue, target_id, "no longer listed on its issue")
+        deleted_row(entity, source_id, issue, target_id, "no longer listed on its issue")
         for entity, source_id, target_id in rows
         if (issue := source_id.split("/", 1)[0]) in staged
     ]
@@ -159,7 +164,7 @@ async def _vanished(client: TrackerClient, store: StagingStore, key: str, known:
         why = "no longer matches the scope's query (still at the source)"
     ledger_row = store.ledger.get("issue", key)
     target_id = ledger_row.target_id if ledger_row else None
-    row = _deleted_row("issue", key, key, target_id, why, out_of_scope=found is not None)
+    row = deleted_row("issue", key, key, target_id, why, out_of_scope=found is not None)
     with store.transaction():
         store.upsert_records(DELETED, [row])
         store.delete_record("issue", key)
@@ -173,10 +178,13 @@ class DeletionSync:
 
     client: TrackerClient
     target_key: Callable[[str], str]
+    target_queue: Callable[[str], str] = str  # a queue's key in the target
 
     async def send(self, record: Any, parent: str | None) -> str:
         """One DELETE; a record gone already is deleted all the same."""
         raw = record.raw
+        if raw["entity"] in QUEUE_RULES:
+            return await self._send_rule(raw)
         key = self.target_key(raw["issue"])
         if raw["entity"] == "issue":
             raise RecordFailure(
@@ -189,9 +197,24 @@ class DeletionSync:
         await self.client.delete_record(key, kind, raw["target_id"])
         return f"deleted {raw['target_id']}"
 
+    async def _send_rule(self, raw: dict[str, Any]) -> str:
+        if raw.get("target_id") is None:
+            return "nothing to delete"
+        queue, kind = self.target_queue(raw["issue"]), QUEUE_RULES[raw["entity"]]
+        with suppress(NotFoundError):  # deleted in the target already: what the mirror wants
+            await self.client.delete_rule(queue, kind, raw["target_id"])
+        return f"deleted {raw['target_id']}"
+
     async def find(self, record: Any, parent: str | None, unclaimed: Any) -> str | None:
         """Done when the target no longer holds the record (or its issue)."""
         raw = record.raw
+        if raw["entity"] in QUEUE_RULES:
+            queue, kind = self.target_queue(raw["issue"]), QUEUE_RULES[raw["entity"]]
+            try:
+                held = {str(item.get("id")) for item in await self.client.list_rules(queue, kind)}
+            except NotFoundError:
+                held = set()
+            return None if str(raw.get("target_id")) in held else f"deleted {raw.get('target_id')}"
         key = self.target_key(raw["issue"])
         try:
             if raw["entity"] == "issue":

@@ -31,6 +31,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
+from haul.sandbox.tracker.planning.queue_rules import rules_of
 from haul.sandbox.tracker.workflows.workflows import Transition, workflow_of
 
 
@@ -321,6 +322,7 @@ def create_issue(org: Org, body: dict, author: int, now: int) -> Issue:
         tags=tuple(t for t in body.get("tags") or () if isinstance(t, str)),
     )
     org.put_issue(issue)
+    rules_of(org).fire_on_create(issue.queue)
     entry = ChangelogEntry(runtime_hex_id(org, "changelog"), "IssueCreated", author, now)
     entry.fields.append(FieldChange("status", "statuses", None, issue.status))
     org.records(issue).changelog.append(entry)

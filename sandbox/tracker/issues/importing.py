@@ -42,6 +42,7 @@ from haul.sandbox.tracker.model import (
     Queue,
     Worklog,
 )
+from haul.sandbox.tracker.planning.queue_rules import rules_of
 
 
 def runtime_hex_id(org: Org, counter: str) -> str:
@@ -210,6 +211,7 @@ def _store_issue(org: Org, draft: Issue) -> Issue:
     issue_id = hashlib.sha256(f"{org.id}:{key}:{secrets.token_hex(4)}".encode()).hexdigest()
     issue = replace(draft, seq=org.counters.take("issue"), id=issue_id[:24], key=key, number=number)
     org.put_issue(issue)
+    rules_of(org).fire_on_create(issue.queue)
     entry = ChangelogEntry(
         runtime_hex_id(org, "changelog"), "IssueCreated", issue.created_by, issue.created_at
     )

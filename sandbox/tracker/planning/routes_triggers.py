@@ -1,0 +1,272 @@
+"""A queue's triggers and macros (``/queues/{queue}/triggers``, ``/queues/{queue}/macros``), as
+the official SDK's ``Triggers`` and ``Macros`` collections read and write them.
+
+Triggers: POST takes ``name`` and ``actions`` (required: a non-empty list of objects with a
+``type``), ``conditions`` (a list of such objects; none means "always") and ``active``
+(default true); 201 with the trigger. PATCH (under the version lock: ``version`` or
+``If-Match``) changes what it is sent and moves the version on. Macros: POST takes ``name``
+(required), ``body`` and ``fieldChanges`` (objects with a ``field`` and one of ``set``,
+``add``, ``remove``); PATCH has no lock. DELETE answers 200 for both.
+
+Every field a condition, action or field change names must exist for the queue (a global field
+by id, a local one by its key) and every person named as a user field's value must be a user of
+the organisation: 422 otherwise, as the service refuses a rule about a field it does not know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.api.context import Call, json_object, open_call
+from haul.sandbox.tracker.api.errors import ApiError
+from haul.sandbox.tracker.api.locking import check_version
+from haul.sandbox.tracker.api.render_refs import View, queue_ref
+from haul.sandbox.tracker.model import Queue
+from haul.sandbox.tracker.planning.queue_rules import Macro, Trigger, rules_of
+from haul.sandbox.tracker.structure.routes_structure import numeric, queue_of_path
+
+_CHANGE_VERBS = ("set", "add", "remove")
+_VALUE_KEYS = ("value", *_CHANGE_VERBS)
+
+
+# -- shapes ---------------------------------------------------------------------------------
+
+
+def trigger_shape(view: View, value: Trigger) -> dict:
+    return {
+        "self": f"{view.base}/queues/{value.queue}/triggers/{value.id}",
+        "id": value.id,
+        "queue": queue_ref(view, value.queue),
+        "name": value.name,
+        "order": f"{value.id / 10_000:.4f}",
+        "actions": value.actions,
+        "conditions": value.conditions,
+        "version": value.version,
+        "active": value.active,
+    }
+
+
+def macro_shape(view: View, value: Macro) -> dict:
+    return {
+        "self": f"{view.base}/queues/{value.queue}/macros/{value.id}",
+        "id": value.id,
+        "queue": queue_ref(view, value.queue),
+        "name": value.name,
+        "body": value.body,
+        "fieldChanges": value.field_changes,
+    }
+
+
+# -- triggers -------------------------------------------------------------------------------
+
+
+def _trigger(call: Call, request: Request) -> Trigger:
+    queue = queue_of_path(call, request)
+    found = rules_of(call.org).triggers.get(numeric(request, "trigger_id"))
+    if found is None or found.queue != queue.key:
+        raise ApiError(404, "Trigger does not exist.", errors={"trigger": "not found"})
+    return found
+
+
+async def list_triggers(request: Request) -> Response:
+    call = open_call(request)
+    queue = queue_of_path(call, request)
+    triggers, _ = rules_of(call.org).of_queue(queue.key)
+    return JSONResponse([trigger_shape(call.view, t) for t in triggers])
+
+
+async def get_trigger(request: Request) -> Response:
+    call = open_call(request)
+    return JSONResponse(trigger_shape(call.view, _trigger(call, request)))
+
+
+async def create_trigger(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    queue = queue_of_path(call, request)
+    settings = _trigger_settings(Checks(call.org, await json_object(request)), queue, creating=True)
+    rules = rules_of(call.org)
+    made = Trigger(rules.take(), queue.key, "", [], [])
+    for attribute, value in settings.items():
+        setattr(made, attribute, value)
+    rules.triggers[made.id] = made
+    return JSONResponse(trigger_shape(call.view, made), status_code=201)
+
+
+async def patch_trigger(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    found = _trigger(call, request)
+    check_version(request, found.version)
+    queue = call.org.queues[found.queue]
+    settings = _trigger_settings(
+        Checks(call.org, await json_object(request)), queue, creating=False
+    )
+    for attribute, value in settings.items():
+        setattr(found, attribute, value)
+    found.version += 1
+    return JSONResponse(trigger_shape(call.view, found))
+
+
+async def delete_trigger(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    del rules_of(call.org).triggers[_trigger(call, request).id]
+    return Response(status_code=200)
+
+
+async def trigger_firings(request: Request) -> Response:
+    """GET /_sandbox/queues/{queue}/triggers/firings (sandbox only): each trigger's firings
+    by id, and their total."""
+    call = open_call(request, admin=True)
+    queue = queue_of_path(call, request)
+    rules = rules_of(call.org)
+    triggers, _ = rules.of_queue(queue.key)
+    fired = {str(t.id): rules.firings[t.id] for t in triggers}
+    return JSONResponse({"queue": queue.key, "total": sum(fired.values()), "triggers": fired})
+
+
+def _trigger_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
+    body = checks.body
+    found: dict[str, object] = {}
+    if creating or "name" in body:
+        found["name"] = checks.text("name", required=True, limit=255)
+    if creating or "actions" in body:
+        actions = body.get("actions")
+        if not isinstance(actions, list) or not actions or not all(map(_typed, actions)):
+            checks.fail("actions", "Required: a list of actions, each an object with a type")
+        else:
+            _check_references(checks, queue, "actions", actions)
+        found["actions"] = actions
+    if "conditions" in body or creating:
+        conditions = body.get("conditions") or []
+        if not isinstance(conditions, list) or not all(map(_typed, conditions)):
+            checks.fail("conditions", "Must be a list of conditions, each an object with a type")
+        else:
+            _check_references(checks, queue, "conditions", conditions)
+        found["conditions"] = conditions
+    if "active" in body:
+        found["active"] = bool(body["active"])
+    checks.done()
+    return found
+
+
+# -- macros ---------------------------------------------------------------------------------
+
+
+def _macro(call: Call, request: Request) -> Macro:
+    queue = queue_of_path(call, request)
+    found = rules_of(call.org).macros.get(numeric(request, "macro_id"))
+    if found is None or found.queue != queue.key:
+        raise ApiError(404, "Macro does not exist.", errors={"macro": "not found"})
+    return found
+
+
+async def list_macros(request: Request) -> Response:
+    call = open_call(request)
+    queue = queue_of_path(call, request)
+    _, macros = rules_of(call.org).of_queue(queue.key)
+    return JSONResponse([macro_shape(call.view, m) for m in macros])
+
+
+async def get_macro(request: Request) -> Response:
+    call = open_call(request)
+    return JSONResponse(macro_shape(call.view, _macro(call, request)))
+
+
+async def create_macro(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    queue = queue_of_path(call, request)
+    settings = _macro_settings(Checks(call.org, await json_object(request)), queue, creating=True)
+    rules = rules_of(call.org)
+    made = Macro(rules.take(), queue.key, "")
+    for attribute, value in settings.items():
+        setattr(made, attribute, value)
+    rules.macros[made.id] = made
+    return JSONResponse(macro_shape(call.view, made), status_code=201)
+
+
+async def patch_macro(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    found = _macro(call, request)
+    queue = call.org.queues[found.queue]
+    settings = _macro_settings(Checks(call.org, await json_object(request)), queue, creating=False)
+    for attribute, value in settings.items():
+        setattr(found, attribute, value)
+    return JSONResponse(macro_shape(call.view, found))
+
+
+async def delete_macro(request: Request) -> Response:
+    call = open_call(request, admin=True)
+    del rules_of(call.org).macros[_macro(call, request).id]
+    return Response(status_code=200)
+
+
+def _macro_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
+    body = checks.body
+    found: dict[str, object] = {}
+    if creating or "name" in body:
+        found["name"] = checks.text("name", required=True, limit=255)
+    if "body" in body:
+        found["body"] = checks.text("body")
+    if "fieldChanges" in body:
+        changes = body.get("fieldChanges") or []
+        if not isinstance(changes, list) or not all(map(_change, changes)):
+            checks.fail("fieldChanges", "Must be a list of {field, set | add | remove}")
+        else:
+            _check_references(checks, queue, "fieldChanges", changes)
+        found["field_changes"] = changes
+    checks.done()
+    return found
+
+
+# -- what a rule names ----------------------------------------------------------------------
+
+
+def _typed(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
+def _change(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("field"), str)
+        and any(verb in value for verb in _CHANGE_VERBS)
+    )
+
+
+def _check_references(checks: Checks, queue: Queue, name: str, items: list[Any]) -> None:
+    """Every field named must exist for the queue, every person named must be a user."""
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        _check_references(checks, queue, name, item.get("conditions") or [])
+        field_id = item.get("field")
+        if field_id is None:
+            continue
+        structure = checks.org.structure
+        known = structure.fields.get(field_id) or structure.custom_field(queue.key, field_id)
+        if known is None:
+            checks.fail(name, f"Field {field_id!r} does not exist for queue {queue.key}")
+            continue
+        if known.kind == "user":
+            for key in _VALUE_KEYS:
+                people = item.get(key)
+                for person in people if isinstance(people, list) else [people]:
+                    if person is not None and checks.org.find_user(person) is None:
+                        checks.fail(name, f"User {person!r} does not exist in this organization")
+
+
+API = (
+    ("GET", "/queues/{queue}/triggers", list_triggers),
+    ("POST", "/queues/{queue}/triggers", create_trigger),
+    ("GET", "/queues/{queue}/triggers/{trigger_id}", get_trigger),
+    ("PATCH", "/queues/{queue}/triggers/{trigger_id}", patch_trigger),
+    ("DELETE", "/queues/{queue}/triggers/{trigger_id}", delete_trigger),
+    ("GET", "/queues/{queue}/macros", list_macros),
+    ("POST", "/queues/{queue}/macros", create_macro),
+    ("GET", "/queues/{queue}/macros/{macro_id}", get_macro),
+    ("PATCH", "/queues/{queue}/macros/{macro_id}", patch_macro),
+    ("DELETE", "/queues/{queue}/macros/{macro_id}", delete_macro),
+)
