@@ -31,6 +31,7 @@ from haul.state.hashing import canonical_json, parse_json, text_hash
 from haul.state.ledger import Ledger
 from haul.state.private import create_private_file, make_private_folder, narrow_if_present
 from haul.state.problems import Problems
+from haul.state.written import Written
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
@@ -80,6 +81,7 @@ class StagingStore:
         self.blobs = BlobStore(path.with_name(path.name + ".blobs"))
         self.ledger = Ledger(db, clock)
         self.problems = Problems(db, clock)
+        self.written = Written(db, clock)  # three-way sync's bases: the engine writes them
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
 

@@ -47,6 +47,7 @@ from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.probes import TargetProbe
 from haul.pipelines.tracker.issues.specs import TrackerLoad
+from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
@@ -133,7 +134,7 @@ class TrackerService:
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
-            verifier=TrackerVerifier(client, transform, load.prints),
+            verifier=TrackerVerifier(client, transform, load.prints, store.written.base),
             not_carried=lambda: _not_carried(transform, planning, entities),
             changes=lambda: _changes(store, load.changes, entities.changes()),
         )
@@ -195,9 +196,11 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     mirror = target.config.sync.deletions == "mirror"
     deletions = DeletionSync(client, keys.key) if mirror else None
     probe = TargetProbe(client)
+    forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
     return TrackerLoad(
-        client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions
-    )
+        client, target.store, transform, probe, prints, keys, statuses, limits.check, forms,
+        deletions, conflicts=target.config.sync.conflicts,
+    )  # fmt: skip
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:

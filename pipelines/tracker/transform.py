@@ -340,23 +340,6 @@ class Transform:
         """The issue's target access list, failing closed (see `pipelines.tracker.issue_access`)."""
         return wanted_access(issue, self.users.holder, self.users.source_login)
 
-    def issue_update_body(self, issue: dict[str, Any]) -> dict[str, Any]:
-        """The fields an ordinary edit may change (status needs a workflow transition); the
-        access list whole, so a holder removed at the source is removed in the target."""
-        body: dict[str, Any] = {
-            "summary": issue["summary"],
-            "description": self.queues.rewrite(issue.get("description")) or "",
-            "tags": list(issue.get("tags") or []),
-            "assignee": self.users.login(issue.get("assignee")),
-            "followers": [self.users.login(ref) for ref in issue.get("followers") or []],
-            "access": list(self.access(issue).logins),
-        }
-        for field_name in ("type", "priority"):
-            if isinstance(issue.get(field_name), dict):
-                kind = DICTIONARY_FIELDS[field_name]
-                body[field_name] = {"key": self.dictionaries.key_of(kind, issue[field_name])}
-        return body
-
     def comment_text(self, comment: dict[str, Any]) -> str:
         """The text a comment is written with (what the target's length limit applies to)."""
         return self.queues.rewrite(comment.get("text") or "") or ""

@@ -17,7 +17,9 @@ from typing import Any
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
+    Fields,
     Phase,
     Planned,
     RecordFailure,
@@ -31,7 +33,17 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
+from haul.pipelines.tracker.sync.fields import (
+    ConflictRule,
+    FieldChanges,
+    base_after,
+    conflict_message,
+    diff_fields,
+    import_only,
+    updatable,
+)
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.transform import Transform
@@ -124,7 +136,10 @@ class TrackerLoad:
     # fails a record the target would refuse for a hard limit, before its send (the
     # checks layer's `TargetLimits.check`, wired by the service)
     refuse_over_limit: Callable[[StagedRecord], None]
+    # the issue's fields in the form a sync compares three ways (source, base, target)
+    forms: IssueForms
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
+    conflicts: ConflictRule = "keep-target"  # [sync] conflicts: a field changed on both sides
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
@@ -188,20 +203,22 @@ class TrackerLoad:
         """Import the issue; the status staged with it is in the target with it."""
         reply = await self.client.import_issue(self.transform.issue_body(record.raw))
         key = self._made("issue", str(reply["key"]))
-        return Sent(key, carried_by_import(self.store, record.source_id))
+        settled = carried_by_import(self.store, record.source_id)
+        return Sent(key, settled, written=self.forms.source(record))
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         """The target issue under the record's key, if haul made it (its `unique` is ours):
-        an issue someone else made under that key is not this record."""
+        an issue someone else made under that key is not this record. Its import wrote the
+        staged fields: they are its base."""
         found = await self.client.find_issue(self.transform.queues.key(record.source_id))
         if (
             found is None
             or found.get("unique") != f"{self.transform.unique_prefix}:{record.source_id}"
         ):
             return None
-        return str(found["key"])
+        return Sent(str(found["key"]), written=self.forms.source(record))
 
     async def relocate_issue(self, record: StagedRecord, target_key: str) -> str:
         """An issue moved to another queue at the source moves in the target first; its key
@@ -212,12 +229,47 @@ class TrackerLoad:
             self.changes[("issue", "moved")] += 1
         return key
 
-    async def refresh_issue(self, record: StagedRecord, key: str) -> None:
-        """The issue's fields are edited (where `relocate_issue` put it). Imports keep the
-        source's times, so a comment added at the source after the issue was loaded lies
-        outside the target issue's window; the ordinary edit moves it to now."""
-        await self.client.update_issue(key, self.transform.issue_update_body(record.raw))
+    async def refresh_issue(self, record: StagedRecord, key: str) -> Fields:
+        """The issue's fields, three ways (`sync.fields`): what changed only at the source is
+        edited in the target (where `relocate_issue` put it), what changed only there is kept,
+        what changed on both sides is a conflict, settled by `[sync] conflicts`. The edit is
+        sent even when it carries nothing: imports keep the source's times, so a comment added
+        at the source after the issue was loaded lies outside the target issue's window, and
+        the ordinary edit moves it to now. Answers what haul has now written (the new base)."""
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        source = self.forms.source(record)
+        base = self.store.written.base("issue", record.source_id)
+        compared = {name: value for name, value in source.items() if updatable(name)}
+        target = self.forms.target(found, {**compared, **(base or {})})
+        changes = diff_fields(compared, base, {k: v for k, v in target.items() if updatable(k)})
+        carried = list(changes.carried)
+        if self.conflicts == "source-wins":
+            for name, (ours, theirs) in changes.conflicts.items():
+                self.store.written.overwrote("issue", record.source_id, name, ours, theirs)
+            carried += list(changes.conflicts)
+        await self.client.update_issue(key, self.forms.edit(record, source, carried))
+        self._count_fields(record, changes, source, base)
+        written = base_after(source, base, changes, self.conflicts)
+        if changes.conflicts and self.conflicts == "keep-target":
+            raise Conflicted(conflict_message(changes), written)
+        return written
+
+    def _count_fields(
+        self, record: StagedRecord, changes: FieldChanges, source: Fields, base: Fields | None
+    ) -> None:
+        """The run's changes: updated, kept in the target, in conflict, overwritten, and each
+        field changed at the source that no update call can change, by name."""
         self.changes[("issue", "updated")] += 1
+        for what, fields in (("kept in target", changes.kept), ("conflict", changes.conflicts)):
+            if fields:
+                self.changes[("issue", what)] += 1
+        if changes.conflicts and self.conflicts == "source-wins":
+            self.changes[("issue", "overwritten")] += 1
+        for name in import_only(source):
+            if base is not None and base.get(name) != source.get(name):
+                self.changes[("issue", f"not updatable: {name}")] += 1
 
     async def send_status(self, record: StagedRecord, parent: str | None) -> str:
         steps = self.statuses.steps

@@ -1,0 +1,166 @@
+"""A later run carries every field the first load carried, three ways, over real sockets.
+
+After a first `haul run`, people edit issues through the plain API: at the source (every kind
+of carried field), in the target (a person's own edit), or the same field on both sides. The
+next run carries what changed only at the source, keeps what changed only in the target, and
+reports a field changed on both sides as a conflict with both values (the target keeps its
+value, unless `[sync] conflicts = "source-wins"`, which overwrites it and records what it
+overwrote)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.runner import run_all
+from haul.pipelines.verify import verify
+from haul.state.store import StagingStore
+from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.haul_fixtures import (
+    TOKEN_ENV,
+    client_for,
+    environ,
+    source_queues,
+    write_config,
+)
+
+# one edit at the source of each kind of carried field (ids: the tiny org's DEV queue)
+SOURCE_EDIT = {
+    "storyPoints": 13.0,
+    "customerName": "Edited at the source",  # a global custom field
+    "budget": 4321.5,  # a field local to the queue
+    "components": [7, 9],  # Frontend, Mobile
+    "fixVersions": [10],  # 3.0
+    "affectedVersions": [8],  # 2.0
+    "sprint": [81],  # DEV sprint 3
+    "deadline": "2031-02-03",
+    "start": "2031-01-01",
+    "end": "2031-03-01",
+    "originalEstimation": 2 * 8 * 3_600_000,  # the API takes milliseconds
+    "estimation": 6 * 3_600_000,
+    "spent": 3 * 3_600_000,
+}
+PLAIN = ("storyPoints", "customerName", "deadline", "start", "end")
+NAMED = ("components", "fixVersions", "affectedVersions", "sprint")
+DURATIONS = ("originalEstimation", "estimation", "spent")
+
+
+def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
+    return load_config(_config_file(tmp_path, info, extra))
+
+
+def _config_file(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Path:
+    return write_config(tmp_path, info, queues=source_queues(info), extra=extra)
+
+
+def _local(issue: dict[str, Any], key: str) -> Any:
+    """A queue-local field's value: under `<field id>--<key>`."""
+    return next((v for k, v in issue.items() if k.rpartition("--")[2] == key), None)
+
+
+def _names(refs: Any) -> list[str]:
+    return sorted(str(ref["display"]) for ref in refs or [])
+
+
+def _seen(issue: dict[str, Any]) -> dict[str, Any]:
+    """The edited fields as a person reads them, the same on either side."""
+    return (
+        {name: issue.get(name) for name in PLAIN}
+        | {name: _names(issue.get(name)) for name in NAMED}
+        | {name: issue.get(name) for name in DURATIONS}
+        | {"budget": _local(issue, "budget")}
+    )
+
+
+async def _both(info: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    async with client_for(info, "source") as source, client_for(info, "target") as target:
+        return await source.get_issue(key), await target.get_issue(key)
+
+
+def _conflicts(config: Config) -> list[str]:
+    with StagingStore.open(config.staging_path) as store:
+        return [p.error for p in store.problems if p.entity == "issue:change"]
+
+
+async def test_every_carried_field_edited_at_the_source_reaches_the_target(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    info = sandbox.info
+    config = _config(tmp_path, info)
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        await source.update_issue("DEV-1", SOURCE_EDIT)
+    source_now, target_before = await _both(info, "DEV-1")
+    assert _seen(source_now) != _seen(target_before)  # every field really was edited
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.complete and second.failed == 0 and second.problems == 0
+    source_now, target_now = await _both(info, "DEV-1")
+    assert _seen(target_now) == _seen(source_now)
+    assert (await verify(config, environ=environ(info))).ok
+
+
+async def test_a_persons_edit_in_the_target_survives_and_a_field_edited_on_both_sides_conflicts(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """DEV-2: summary edited in the target, description at the source: both stay. DEV-3:
+    summary edited on both sides: a conflict naming both values; the target keeps its own."""
+    info = sandbox.info
+    path = _config_file(tmp_path, info)
+    config = load_config(path)
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source, client_for(info, "target") as target:
+        await target.update_issue("DEV-2", {"summary": "A person's summary in the target"})
+        await source.update_issue("DEV-2", {"description": "Described again at the source"})
+        await target.update_issue("DEV-3", {"summary": "Summary from the target"})
+        await source.update_issue("DEV-3", {"summary": "Summary from the source"})
+
+    env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+    done = run_haul("run", "--config", path, env=env)
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    _, kept = await _both(info, "DEV-2")
+    assert kept["summary"] == "A person's summary in the target"
+    assert kept["description"] == "Described again at the source"
+    _, conflicted = await _both(info, "DEV-3")
+    assert conflicted["summary"] == "Summary from the target"
+    (why,) = _conflicts(config)
+    assert "summary: source 'Summary from the source', target 'Summary from the target'" in why
+    failures = run_haul("failures", "--config", path, env=env)
+    assert "Summary from the target" in failures.stdout, failures.stdout
+    checked = await verify(config, environ=environ(info))
+    kinds = {(d.source_id, d.field): d.kind for d in checked.differences}
+    assert kinds[("DEV-2", "summary")] == "changed in the target"
+    # a run after the source's value came round to the target's settles the conflict
+    async with client_for(info, "source") as source:
+        await source.update_issue("DEV-3", {"summary": "Summary from the target"})
+    assert (await run_all(config, environ=environ(info))).problems == 0
+    assert _conflicts(config) == []
+
+
+async def test_source_wins_overwrites_the_target_and_records_what_it_overwrote(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    info = sandbox.info
+    config = _config(tmp_path, info, '[sync]\nconflicts = "source-wins"\n')
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source, client_for(info, "target") as target:
+        await target.update_issue("DEV-3", {"summary": "Summary from the target", "storyPoints": 2})
+        await source.update_issue("DEV-3", {"summary": "Summary from the source"})
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.complete and second.problems == 0
+    assert second.details["changes"]["issue"]["overwritten"] == 1
+    _, target_now = await _both(info, "DEV-3")
+    assert target_now["summary"] == "Summary from the source"
+    assert target_now["storyPoints"] == 2  # changed in the target only: kept
+    with StagingStore.open(config.staging_path) as store:
+        (overwritten,) = store.written.iter_overwritten()
+    assert (overwritten.source_id, overwritten.field) == ("DEV-3", "summary")
+    assert (overwritten.source, overwritten.target) == (
+        "Summary from the source",
+        "Summary from the target",
+    )
