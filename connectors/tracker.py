@@ -24,7 +24,7 @@ from haul.connectors.pagination import (
     ScrollPaginator,
     paginate,
 )
-from haul.connectors.tracker_entities import EntityCalls
+from haul.connectors.tracker_entities import QUIET, EntityCalls
 
 log = structlog.get_logger("haul.connectors")
 
@@ -408,8 +408,11 @@ class TrackerClient(EntityCalls):
 
     async def move_issue(self, key: str, queue: str) -> Record:
         """POST /issues/{key}/_move?queue=: the issue under its new key (the old key still
-        finds it). Not repeatable: after a lost reply the issue's queue tells."""
-        return await self.core.post_json(f"/issues/{_segment(key)}/_move", params={"queue": queue})
+        finds it). Not repeatable: after a lost reply the issue's queue tells. Quiet: the move
+        asks the service to notify no one (the spec lets this call say so)."""
+        return await self.core.post_json(
+            f"/issues/{_segment(key)}/_move", params=QUIET | {"queue": queue}
+        )
 
     # -- saved filters, dashboards, remote links, autoactions ---------------------------
 
