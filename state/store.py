@@ -31,11 +31,11 @@ from haul.state.hashing import canonical_json, parse_json, text_hash
 from haul.state.ledger import Ledger
 from haul.state.private import create_private_file, make_private_folder, narrow_if_present
 from haul.state.problems import Problems
-from haul.state.written import Written
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
 from haul.state.transactions import atomic, joined
+from haul.state.written import Written
 
 log = structlog.get_logger(__name__)
 

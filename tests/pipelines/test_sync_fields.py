@@ -17,6 +17,7 @@ from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.field_edits import every_field_edit, seen
 from tests.helpers.haul_fixtures import (
     TOKEN_ENV,
     client_for,
@@ -25,26 +26,6 @@ from tests.helpers.haul_fixtures import (
     write_config,
 )
 
-# one edit at the source of each kind of carried field (ids: the tiny org's DEV queue)
-SOURCE_EDIT = {
-    "storyPoints": 13.0,
-    "customerName": "Edited at the source",  # a global custom field
-    "budget": 4321.5,  # a field local to the queue
-    "components": [7, 9],  # Frontend, Mobile
-    "fixVersions": [10],  # 3.0
-    "affectedVersions": [8],  # 2.0
-    "sprint": [81],  # DEV sprint 3
-    "deadline": "2031-02-03",
-    "start": "2031-01-01",
-    "end": "2031-03-01",
-    "originalEstimation": 2 * 8 * 3_600_000,  # the API takes milliseconds
-    "estimation": 6 * 3_600_000,
-    "spent": 3 * 3_600_000,
-}
-PLAIN = ("storyPoints", "customerName", "deadline", "start", "end")
-NAMED = ("components", "fixVersions", "affectedVersions", "sprint")
-DURATIONS = ("originalEstimation", "estimation", "spent")
-
 
 def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
     return load_config(_config_file(tmp_path, info, extra))
@@ -52,25 +33,6 @@ def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
 
 def _config_file(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Path:
     return write_config(tmp_path, info, queues=source_queues(info), extra=extra)
-
-
-def _local(issue: dict[str, Any], key: str) -> Any:
-    """A queue-local field's value: under `<field id>--<key>`."""
-    return next((v for k, v in issue.items() if k.rpartition("--")[2] == key), None)
-
-
-def _names(refs: Any) -> list[str]:
-    return sorted(str(ref["display"]) for ref in refs or [])
-
-
-def _seen(issue: dict[str, Any]) -> dict[str, Any]:
-    """The edited fields as a person reads them, the same on either side."""
-    return (
-        {name: issue.get(name) for name in PLAIN}
-        | {name: _names(issue.get(name)) for name in NAMED}
-        | {name: issue.get(name) for name in DURATIONS}
-        | {"budget": _local(issue, "budget")}
-    )
 
 
 async def _both(info: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -90,15 +52,17 @@ async def test_every_carried_field_edited_at_the_source_reaches_the_target(
     config = _config(tmp_path, info)
     assert (await run_all(config, environ=environ(info))).complete
     async with client_for(info, "source") as source:
-        await source.update_issue("DEV-1", SOURCE_EDIT)
+        await source.update_issue("DEV-1", await every_field_edit(source, "DEV"))
     source_now, target_before = await _both(info, "DEV-1")
-    assert _seen(source_now) != _seen(target_before)  # every field really was edited
+    edited = seen(source_now)
+    unchanged = {n: v for n, v in seen(target_before).items() if edited[n] == v}
+    assert unchanged == {}  # every field really was edited
 
     second = await run_all(config, environ=environ(info))
 
     assert second.complete and second.failed == 0 and second.problems == 0
     source_now, target_now = await _both(info, "DEV-1")
-    assert _seen(target_now) == _seen(source_now)
+    assert seen(target_now) == seen(source_now) == edited
     assert (await verify(config, environ=environ(info))).ok
 
 

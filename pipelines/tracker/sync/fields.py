@@ -164,7 +164,7 @@ def conflict_message(changes: FieldChanges) -> str:
 
 def same(one: Any, other: Any) -> bool:
     """Whether two values of a field are alike (every empty value is the same)."""
-    return _value({"v": one}, "v") == _value({"v": other}, "v")
+    return bool(_value({"v": one}, "v") == _value({"v": other}, "v"))
 
 
 def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: Any) -> str:
