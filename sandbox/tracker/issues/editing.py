@@ -28,6 +28,10 @@ from haul.sandbox.tracker.model import (
 )
 
 _TEXT_FIELDS = ("summary", "description")
+# what an edit changes besides custom fields (any other key is ignored, as the service does)
+EDITED_FIELDS = frozenset(
+    (*_TEXT_FIELDS, "tags", "assignee", "followers", "type", "priority", *STRUCTURE_FIELDS)
+)
 
 
 def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Issue:
