@@ -135,7 +135,7 @@ class TrackerService:
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints, store.written.base),
-            not_carried=lambda: _not_carried(transform, planning, entities),
+            not_carried=lambda: _not_carried(transform, planning, entities, load),
             changes=lambda: _changes(store, load.changes, entities.changes()),
         )
 
@@ -229,12 +229,17 @@ def _planner(target: TrackerTarget, specs: list[EntitySpec]) -> TrackerPlanner:
 
 
 def _not_carried(
-    transform: Transform, planning: PlanningLoad, entities: EntityTarget
+    transform: Transform, planning: PlanningLoad, entities: EntityTarget, load: TrackerLoad
 ) -> dict[str, int]:
-    """What the load left out of records it still loaded ("field: why" -> how many)."""
+    """What the load left out of records it still loaded ("field: why" -> how many), and
+    the fields changed at the source that no update call can change (`sync.fields`)."""
     dropped = transform.structure.dropped if transform.structure else {}
     carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-    return carried | planning.not_carried() | entities.not_carried()
+    fixed = {
+        f"{name}: changed at the source, no update call changes it": n
+        for name, n in sorted(load.not_updatable.items())
+    }
+    return carried | fixed | planning.not_carried() | entities.not_carried()
 
 
 def _changes(

@@ -142,6 +142,8 @@ class TrackerLoad:
     conflicts: ConflictRule = "keep-target"  # [sync] conflicts: a field changed on both sides
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # field -> issues whose change at the source of it no update call can carry
+    not_updatable: Counter[str] = field(default_factory=Counter)
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -259,8 +261,9 @@ class TrackerLoad:
     def _count_fields(
         self, record: StagedRecord, changes: FieldChanges, source: Fields, base: Fields | None
     ) -> None:
-        """The run's changes: updated, kept in the target, in conflict, overwritten, and each
-        field changed at the source that no update call can change, by name."""
+        """The run's changes: updated, kept in the target, in conflict, overwritten; and each
+        field changed at the source that no update call can change, by name (`not_updatable`:
+        what the load could not carry, in haul status and the report)."""
         self.changes[("issue", "updated")] += 1
         for what, fields in (("kept in target", changes.kept), ("conflict", changes.conflicts)):
             if fields:
@@ -269,7 +272,7 @@ class TrackerLoad:
             self.changes[("issue", "overwritten")] += 1
         for name in import_only(source):
             if base is not None and base.get(name) != source.get(name):
-                self.changes[("issue", f"not updatable: {name}")] += 1
+                self.not_updatable[name] += 1
 
     async def send_status(self, record: StagedRecord, parent: str | None) -> str:
         steps = self.statuses.steps
