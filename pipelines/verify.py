@@ -67,8 +67,9 @@ class Difference:
         return self.known not in NOT_LOST
 
 
-# differences that are no loss: a person's edit in the target, a field no update call changes
-NOT_LOST = ("changed in the target", "not updatable")
+# differences that are no loss: a person's edit or record in the target, a field no update
+# call changes
+NOT_LOST = ("changed in the target", "added in the target", "not updatable")
 
 
 @runtime_checkable
@@ -283,13 +284,36 @@ class Places:
                         if row.target_id
                     }
             for place in sorted(places):
-                for item in await listings.of(fingerprint)(place):
-                    target_id = str(item["id"])
-                    if not store.ledger.is_claimed(claims, target_id):
-                        where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
-                        shown = _show({k: item.get(k) for k in fingerprint.identity})
-                        found.append(Difference(entity, "", where, "extra record", EXTRA, shown))
+                items = await listings.of(fingerprint)(place)
+                found += _extras(store, entity, fingerprint, claims, place, items)
         return found
+
+
+def _extras(
+    store: StagingStore,
+    entity: str,
+    fingerprint: Fingerprint,
+    claims: set[str],
+    place: str,
+    items: list[Fields],
+) -> list[Difference]:
+    """The records at `place` no done row holds: one like a record haul loaded there (the
+    same identity) was made twice, any other was added in the target by a person (the
+    target's own, no loss)."""
+    identity = fingerprint.identity
+    unclaimed = [item for item in items if not store.ledger.is_claimed(claims, str(item["id"]))]
+    loaded = {
+        tuple(_show(item.get(k)) for k in identity) for item in items if item not in unclaimed
+    }
+    found = []
+    for item in unclaimed:
+        target_id = str(item["id"])
+        where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
+        shown = _show({k: item.get(k) for k in identity})
+        twice = tuple(_show(item.get(k)) for k in identity) in loaded
+        known = "" if twice else "added in the target"
+        found.append(Difference(entity, "", where, "extra record", EXTRA, shown, known))
+    return found
 
 
 class Listings:

@@ -25,6 +25,7 @@ from tests.helpers.haul_fixtures import (
     source_queues,
     write_config,
 )
+from tests.helpers.sync_changes import holding
 
 
 def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
@@ -40,9 +41,9 @@ async def _both(info: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[st
         return await source.get_issue(key), await target.get_issue(key)
 
 
-def _conflicts(config: Config) -> list[str]:
+def _conflicts(config: Config, kind: str = "issue:change") -> list[str]:
     with StagingStore.open(config.staging_path) as store:
-        return [p.error for p in store.problems if p.entity == "issue:change"]
+        return [p.error for p in store.problems if p.entity == kind]
 
 
 async def test_every_carried_field_edited_at_the_source_reaches_the_target(
@@ -128,3 +129,42 @@ async def test_source_wins_overwrites_the_target_and_records_what_it_overwrote(
         "Summary from the source",
         "Summary from the target",
     )
+
+
+async def _comments(client: Any, key: str) -> list[dict[str, Any]]:
+    return [c async for c in client.iter_comments(key, expand="")]
+
+
+async def test_comments_follow_the_same_rule_at_their_grain(sandbox: Any, tmp_path: Path) -> None:
+    """A comment edited on both sides is a conflict (the target keeps its text); one edited
+    in the target only, and one added there, are the target's: verify names each apart from
+    what was lost."""
+    info = sandbox.info
+    config = _config(tmp_path, info)
+    assert (await run_all(config, environ=environ(info))).complete
+    key = (await holding_comments(info, "DEV", 2))[0]
+    async with client_for(info, "source") as source, client_for(info, "target") as target:
+        theirs, ours = await _comments(target, key), await _comments(source, key)
+        both, mine = theirs[0], theirs[1]
+        await target.update_comment(key, both["id"], {"text": "The target's words"})
+        await source.update_comment(key, ours[0]["id"], {"text": "The source's words"})
+        await target.update_comment(key, mine["id"], {"text": "Only the target edited this"})
+        await target.core.post_json(f"/issues/{key}/comments", json={"text": "Added by hand"})
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.problems == 1
+    async with client_for(info, "target") as target:
+        texts = [c["text"] for c in await _comments(target, key)]
+    assert "The target's words" in texts and "The source's words" not in texts
+    assert "Only the target edited this" in texts and "Added by hand" in texts
+    (why,) = _conflicts(config, "comment:change")
+    assert "The source's words" in why and "The target's words" in why
+    checked = await verify(config, environ=environ(info))
+    kinds = sorted(d.kind for d in checked.differences if d.entity == "comment")
+    assert kinds == ["added in the target", "changed in the target", "changed on both sides"]
+
+
+async def holding_comments(info: dict[str, Any], queue: str, at_least: int) -> list[str]:
+    async with client_for(info, "source") as source:
+        return await holding(source, queue, "comments", at_least)

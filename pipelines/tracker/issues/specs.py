@@ -10,14 +10,13 @@ attachments and, last, its checklist (adding one is an ordinary edit, which move
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
-    Conflicted,
     EntitySpec,
     Fields,
     Phase,
@@ -33,21 +32,22 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
-from haul.pipelines.tracker.issues.three_way import IssueForms
+from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
-from haul.pipelines.tracker.sync.fields import (
-    ConflictRule,
-    FieldChanges,
-    base_after,
-    conflict_message,
-    diff_fields,
-    import_only,
-    updatable,
-)
+from haul.pipelines.tracker.sync.fields import ConflictRule, import_only, same, updatable
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
-from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.transform import Transform, milliseconds
 from haul.state.store import StagedRecord, StagingStore
+
+
+def _worklog_fields(worklog: Fields) -> Fields:
+    """A worklog's fields a sync compares: its duration (in milliseconds: both sides may spell
+    one duration differently) and its note."""
+    return {
+        "duration": milliseconds(worklog.get("duration")),
+        "comment": worklog.get("comment") or "",
+    }
 
 
 class LinkEndMissing(RecordFailure):
@@ -245,34 +245,27 @@ class TrackerLoad:
         base = self.store.written.base("issue", record.source_id)
         compared = {name: value for name, value in source.items() if updatable(name)}
         target = self.forms.target(found, {**compared, **(base or {})})
-        changes = diff_fields(compared, base, {k: v for k, v in target.items() if updatable(k)})
-        carried = list(changes.carried)
-        if self.conflicts == "source-wins":
-            for name, (ours, theirs) in changes.conflicts.items():
-                self.store.written.overwrote("issue", record.source_id, name, ours, theirs)
-            carried += list(changes.conflicts)
-        await self.client.update_issue(key, self.forms.edit(record, source, carried))
-        self._count_fields(record, changes, source, base)
-        written = base_after(source, base, changes, self.conflicts)
-        if changes.conflicts and self.conflicts == "keep-target":
-            raise Conflicted(conflict_message(changes), written)
-        return written
+        target = {name: value for name, value in target.items() if updatable(name)}
+        self._count_not_updatable(source, base)
 
-    def _count_fields(
-        self, record: StagedRecord, changes: FieldChanges, source: Fields, base: Fields | None
-    ) -> None:
-        """The run's changes: updated, kept in the target, in conflict, overwritten; and each
-        field changed at the source that no update call can change, by name (`not_updatable`:
-        what the load could not carry, in haul status and the report)."""
-        self.changes[("issue", "updated")] += 1
-        for what, fields in (("kept in target", changes.kept), ("conflict", changes.conflicts)):
-            if fields:
-                self.changes[("issue", what)] += 1
-        if changes.conflicts and self.conflicts == "source-wins":
-            self.changes[("issue", "overwritten")] += 1
+        async def edit(names: list[str]) -> None:
+            await self.client.update_issue(key, self.forms.edit(record, source, names))
+
+        written = await self._three_way.settle(
+            "issue", record.source_id, (compared, target), edit, always=True
+        )
+        return written | {name: source[name] for name in import_only(source)}
+
+    def _count_not_updatable(self, source: Fields, base: Fields | None) -> None:
+        """Each field changed at the source that no update call can change, by name (what the
+        load could not carry, in haul status and the report)."""
         for name in import_only(source):
-            if base is not None and base.get(name) != source.get(name):
+            if base is not None and not same(base.get(name), source.get(name)):
                 self.not_updatable[name] += 1
+
+    @property
+    def _three_way(self) -> ThreeWay:
+        return ThreeWay(self.store.written, self.conflicts, self.changes)
 
     async def send_status(self, record: StagedRecord, parent: str | None) -> str:
         steps = self.statuses.steps
@@ -333,29 +326,49 @@ class TrackerLoad:
         self.changes[(str(record.raw["entity"]), "deleted")] += 1
         return done
 
-    async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_comment(self, record: StagedRecord, parent: str | None) -> Sent:
         self.refuse_over_limit(record)
         body = self.transform.comment_body(record.raw)
         reply = await self.client.import_comment(self._key(record, parent), body)
-        return self._made("comment", str(reply["id"]))
+        return Sent(self._made("comment", str(reply["id"])), written={"text": body["text"]})
 
-    async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
-        """A comment edited at the source: its text, edited in the target."""
-        text = self.transform.comment_body(record.raw)["text"]
-        await self.client.update_comment(self._issue_key(record), target_id, {"text": text})
-        self.changes[("comment", "updated")] += 1
+    async def refresh_comment(self, record: StagedRecord, target_id: str) -> Fields:
+        """A comment edited at the source: its text, three ways (one edited on both sides is
+        a conflict, one edited only in the target is kept)."""
+        key, text = self._issue_key(record), self.transform.comment_text(record.raw)
+        found = await self._target_record(self.client.iter_comments(key, expand=""), target_id)
 
-    async def send_worklog(self, record: StagedRecord, parent: str | None) -> str:
+        async def edit(names: list[str]) -> None:
+            await self.client.update_comment(key, target_id, {"text": text})
+
+        compared = ({"text": text}, {"text": found.get("text") or ""})
+        return await self._three_way.settle("comment", record.source_id, compared, edit)
+
+    async def send_worklog(self, record: StagedRecord, parent: str | None) -> Sent:
         body = self.transform.worklog_body(record.raw)
         reply = await self.client.import_worklog(self._key(record, parent), body)
-        return self._made("worklog", str(reply[0]["id"]))
+        return Sent(self._made("worklog", str(reply[0]["id"])), written=_worklog_fields(body))
 
-    async def refresh_worklog(self, record: StagedRecord, target_id: str) -> None:
-        """A worklog edited at the source: its duration and note, edited in the target."""
-        body = self.transform.worklog_body(record.raw)
-        edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
-        await self.client.update_worklog(self._issue_key(record), target_id, edit)
-        self.changes[("worklog", "updated")] += 1
+    async def refresh_worklog(self, record: StagedRecord, target_id: str) -> Fields:
+        """A worklog edited at the source: its duration and note, three ways."""
+        key, body = self._issue_key(record), self.transform.worklog_body(record.raw)
+        found = await self._target_record(self.client.iter_worklogs(key), target_id)
+
+        async def edit(names: list[str]) -> None:
+            edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
+            await self.client.update_worklog(key, target_id, {n: edit[n] for n in names})
+
+        compared = (_worklog_fields(body), _worklog_fields(found))
+        return await self._three_way.settle("worklog", record.source_id, compared, edit)
+
+    @staticmethod
+    async def _target_record(listing: AsyncIterator[dict[str, Any]], target_id: str) -> Fields:
+        """The target's record `target_id` from its issue's listing; gone there: a failure."""
+        items = [item async for item in listing]  # read whole: the listing closes itself
+        found = next((item for item in items if str(item.get("id")) == target_id), None)
+        if found is None:
+            raise RecordFailure(f"record {target_id} is no longer in the target")
+        return found
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
         upload = await self._upload(record)

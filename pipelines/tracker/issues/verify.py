@@ -73,9 +73,10 @@ class TrackerVerifier:
         return expected, await self._target_issue(row, expected)
 
     def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str:
-        """Why an issue's field differs, when its base tells: a person's edit in the target,
-        a conflict, or a field no update call changes (`sync.fields.why_differs`)."""
-        if row.entity != "issue":
+        """Why an issue's field or a comment's text differs, when its base tells: a person's
+        edit in the target, a conflict, or a field no update call changes
+        (`sync.fields.why_differs`)."""
+        if row.entity not in ("issue", "comment"):
             return ""
         return why_differs(name, expected, self.bases(row.entity, row.source_id), found)
 

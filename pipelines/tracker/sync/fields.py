@@ -139,14 +139,10 @@ def base_after(
     """What haul has written of the record once `changes` are applied under `rule`: the
     source's fields, but a conflict the target kept keeps its old base (so it stays a
     conflict until a person settles it)."""
-    after = {name: value for name, value in source.items() if _value(source, name) is not None}
+    after = dict(source)
     if rule == "keep-target":
         for name in changes.conflicts:
-            old = _value(base or {}, name)
-            if old is None:
-                after.pop(name, None)
-            else:
-                after[name] = old
+            after[name] = _value(base or {}, name)
     return after
 
 
@@ -173,7 +169,7 @@ def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: 
     update call changes), or "" when the base does not tell (no base: a loss)."""
     if carry_of(body_key(name)) is Carry.IMPORT_ONLY:
         return "not updatable"
-    if base is None or not updatable(name):
+    if base is None or name not in base or not updatable(name):
         return ""
     if same(target, base.get(name)):
         return ""  # the target holds what haul wrote: the source's change is not carried
