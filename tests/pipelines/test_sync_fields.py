@@ -25,7 +25,7 @@ from tests.helpers.haul_fixtures import (
     source_queues,
     write_config,
 )
-from tests.helpers.sync_changes import holding
+from tests.helpers.sync_changes import MIRROR, holding, people_change_everything
 
 
 def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
@@ -168,3 +168,38 @@ async def test_comments_follow_the_same_rule_at_their_grain(sandbox: Any, tmp_pa
 async def holding_comments(info: dict[str, Any], queue: str, at_least: int) -> list[str]:
     async with client_for(info, "source") as source:
         return await holding(source, queue, "comments", at_least)
+
+
+# the ordinary writes that take no `notify` (README, "Quiet writes"): all a sync may send loud
+CANNOT_ASK = {
+    "PATCH /v3/issues/{key}",
+    "POST /v3/issues/{key}/transitions/{transition}/_execute",
+    "PATCH /v3/issues/{key}/comments/{comment_id}",
+    "PATCH /v3/issues/{key}/worklog/{worklog_id}",
+    "DELETE /v3/issues/{key}/comments/{comment_id}",
+    "DELETE /v3/issues/{key}/worklog/{worklog_id}",
+    "DELETE /v3/issues/{key}/links/{link_id}",
+    "DELETE /v3/issues/{key}/attachments/{attachment_id}",
+    "POST /v3/issues/{key}/checklistItems",  # the first load's too: no import endpoint
+    "POST /v3/issues/{key}/remotelinks",
+}
+
+
+async def test_a_sync_asks_for_quiet_wherever_the_api_lets_it(sandbox: Any, tmp_path: Path) -> None:
+    """A sync carrying every kind of change (a move among them) sends loud only the writes
+    that cannot ask otherwise; the move asks for quiet. The first load's imports notify no
+    one (its checklists and remote links have no import: they cannot ask either)."""
+    info = sandbox.info
+    config = _config(tmp_path, info, MIRROR)
+    assert (await run_all(config, environ=environ(info))).complete
+    assert set(sandbox.notified()["by_route"]) <= CANNOT_ASK
+    async with client_for(info, "source") as source:
+        await people_change_everything(source)
+    before = sandbox.notified()["by_route"]
+
+    assert (await run_all(config, environ=environ(info))).complete
+
+    after = sandbox.notified()["by_route"]
+    loud = {route for route, n in after.items() if n != before.get(route, 0)}
+    assert loud and loud <= CANNOT_ASK, loud
+    assert after.get("POST /v3/issues/{key}/_move") == before.get("POST /v3/issues/{key}/_move")
