@@ -203,3 +203,32 @@ async def test_a_sync_asks_for_quiet_wherever_the_api_lets_it(sandbox: Any, tmp_
     loud = {route for route, n in after.items() if n != before.get(route, 0)}
     assert loud and loud <= CANNOT_ASK, loud
     assert after.get("POST /v3/issues/{key}/_move") == before.get("POST /v3/issues/{key}/_move")
+
+
+async def test_a_field_no_update_call_changes_is_counted_named_and_known_to_verify(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A mail list starts following an issue at the source (outside the tracker's API; the
+    sandbox's control route stands for it): no update call can follow, so the run counts it
+    by field in what it could not carry, and verify names the difference `not updatable`,
+    no loss."""
+    info = sandbox.info
+    config = _config(tmp_path, info)
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        control = info["tracker"].rsplit("/v3", 1)[0]
+        await source.core.request(
+            "PUT",
+            f"{control}/_sandbox/issues/DEV-5/maillists",
+            json={"followingMaillists": ["late-list@example.com"]},
+        )
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.complete and second.problems == 0
+    why = "followingMaillists: changed at the source, no update call changes it"
+    assert second.details["not_carried"][why] == 1
+    checked = await verify(config, environ=environ(info))
+    named = [(d.source_id, d.field, d.kind) for d in checked.differences]
+    assert named == [("DEV-5", "followingMaillists", "not updatable")]
+    assert checked.ok
