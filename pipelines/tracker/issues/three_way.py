@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,9 @@ class IssueForms:
     def source(self, record: StagedRecord) -> Fields:
         """The staged issue's fields that a sync compares, as the load writes them (every
         field of the table present, empty ones as None)."""
-        fields = self.verifier.issue_fields(record)
+        structure = self.transform.structure
+        with structure.counting_nothing() if structure is not None else nullcontext():
+            fields = self.verifier.issue_fields(record)
         named = {name: None for name, carry in ISSUE_FIELDS.items() if carry in _KEPT}
         return named | {
             name: value for name, value in fields.items() if carry_of(body_key(name)) in _KEPT
