@@ -25,7 +25,7 @@ from haul.connectors.pagination import (
     paginate,
 )
 from haul.connectors.tracker_config import QueueConfigCalls
-from haul.connectors.tracker_entities import EntityCalls
+from haul.connectors.tracker_entities import QUIET, EntityCalls
 from haul.connectors.tracker_removals import RemovalCalls
 from haul.connectors.tracker_rules import QueueRuleCalls
 
@@ -421,8 +421,11 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
 
     async def move_issue(self, key: str, queue: str) -> Record:
         """POST /issues/{key}/_move?queue=: the issue under its new key (the old key still
-        finds it). Not repeatable: after a lost reply the issue's queue tells."""
-        return await self.core.post_json(f"/issues/{_segment(key)}/_move", params={"queue": queue})
+        finds it). Not repeatable: after a lost reply the issue's queue tells. Quiet: the move
+        asks the service to notify no one (the spec lets this call say so)."""
+        return await self.core.post_json(
+            f"/issues/{_segment(key)}/_move", params=QUIET | {"queue": queue}
+        )
 
     # -- saved filters, dashboards, remote links, autoactions ---------------------------
 

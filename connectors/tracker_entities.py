@@ -29,6 +29,12 @@ def _entity(kind: str, entity_id: str) -> str:
     return f"/entities/{_segment(kind)}/{_segment(entity_id)}"
 
 
+# what a write that takes them sends so that no one is notified: the spec lets the entity
+# family's writes, moving an issue, creating one and bulk changes say so; the tracker's other
+# writes take no such option (README, "Quiet writes")
+QUIET = {"notify": "false", "notifyAuthor": "false"}
+
+
 class EntityCalls(ServiceClient):
     """The entities' endpoints (mixed into `TrackerClient`)."""
 
@@ -105,7 +111,7 @@ class EntityCalls(ServiceClient):
     async def update_entity(self, kind: str, entity_id: str, body: Record) -> Record:
         """PATCH ``{fields: {...}}``: only the fields sent change (repeatable)."""
         return await self.core.request_json(
-            "PATCH", _entity(kind, entity_id), json=body, repeatable=True
+            "PATCH", _entity(kind, entity_id), json=body, params=QUIET, repeatable=True
         )
 
     async def edit_entity_permissions(self, kind: str, entity_id: str, body: Record) -> Record:
@@ -117,28 +123,26 @@ class EntityCalls(ServiceClient):
     async def create_entity_comment(self, kind: str, entity_id: str, body: Record) -> Record:
         """POST a comment (``text``) as the token's user (201)."""
         path = f"{_entity(kind, entity_id)}/comments"
-        return await self.core.post_json(path, json=body, params={"notify": "false"})
+        return await self.core.post_json(path, json=body, params=QUIET)
 
     async def update_entity_comment(
         self, kind: str, entity_id: str, comment_id: str, body: Record
     ) -> Record:
         """PATCH a comment's ``text`` (repeatable: the same text twice is one edit)."""
         path = f"{_entity(kind, entity_id)}/comments/{_segment(comment_id)}"
-        return await self.core.request_json(
-            "PATCH", path, json=body, params={"notify": "false"}, repeatable=True
-        )
+        return await self.core.request_json("PATCH", path, json=body, params=QUIET, repeatable=True)
 
     async def clear_entity_checklist(self, kind: str, entity_id: str) -> None:
         """DELETE the whole checklist (repeatable: a cleared checklist stays cleared)."""
         path = f"{_entity(kind, entity_id)}/checklistItems"
-        await self.core.request("DELETE", path, params={"notify": "false"}, repeatable=True)
+        await self.core.request("DELETE", path, params=QUIET, repeatable=True)
 
     async def add_entity_checklist_items(
         self, kind: str, entity_id: str, items: list[Record]
     ) -> Record:
         """Append checklist items; the reply is the entity with its ``checklistItems``."""
         path = f"{_entity(kind, entity_id)}/checklistItems"
-        return await self.core.post_json(path, json=items, params={"notify": "false"})
+        return await self.core.post_json(path, json=items, params=QUIET)
 
     async def create_entity_link(self, kind: str, entity_id: str, body: Record) -> Record:
         """POST ``{relationship, entity | issue}`` (201, the link as listed)."""
@@ -164,4 +168,4 @@ class EntityCalls(ServiceClient):
     async def attach_entity_file(self, kind: str, entity_id: str, file_id: str) -> Record:
         """Attach a temporary file to the entity (the reply is the entity)."""
         path = f"{_entity(kind, entity_id)}/attachments/{_segment(file_id)}"
-        return await self.core.post_json(path, params={"expand": "attachments"})
+        return await self.core.post_json(path, params=QUIET | {"expand": "attachments"})

@@ -294,6 +294,13 @@ class Sync(Section):
         'default) lists it in haul status and the report; "mirror" deletes it in the target '
         "too, recorded in the ledger.",
     )
+    conflicts: Literal["keep-target", "source-wins"] = Field(
+        "keep-target",
+        description="What a later run does with a field changed both at the source and in the "
+        'target since haul wrote it: "keep-target" (the default) keeps the target\'s value and '
+        "reports the conflict with both values (haul status, haul failures, the report; exit "
+        '3); "source-wins" writes the source\'s value and records the value it overwrote.',
+    )
 
 
 class Limits(Section):

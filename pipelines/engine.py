@@ -42,6 +42,7 @@ from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
     Forgotten,
     Phase,
@@ -415,16 +416,22 @@ class LoadEngine:
         try:
             if spec.relocate is not None:
                 target_id = await self._relocate(spec, row, record, target_id)
-            await spec.refresh(record, target_id)
+            written = await spec.refresh(record, target_id)
         except (RecordError, RecordFailure) as exc:
             log.warning(
                 "record_refresh_failed", entity=row.entity, record=row.source_id, error=str(exc)
             )
             why = f"changed at the source, not carried to the target: {exc}"
-            problems.record(kept, row.source_id, why, parent=row.parent)
+            with self.store.transaction():  # the base left and the problem, together
+                if isinstance(exc, Conflicted):
+                    self.store.written.keep(row.entity, row.source_id, exc.written)
+                problems.record(kept, row.source_id, why, parent=row.parent)
             self.stats.refresh_failed += 1
             return
-        self.ledger.refreshed(row.entity, row.source_id, record.content_hash)
+        with self.store.transaction():
+            if written is not None:
+                self.store.written.keep(row.entity, row.source_id, written)
+            self.ledger.refreshed(row.entity, row.source_id, record.content_hash)
         problems.clear(kept, row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
@@ -561,11 +568,13 @@ class LoadEngine:
     def _record_done(self, row: LedgerRow, sent: Sent, *, found: bool = False) -> None:
         """The row done, with the rows its send or find settled and forgot: in one
         transaction when there are any (else one statement, committed on its own)."""
-        if not sent.settled and not sent.forgotten:
+        if not sent.settled and not sent.forgotten and sent.written is None:
             self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
             return
         with self.store.transaction():
             self.ledger.done(row.entity, row.source_id, sent.target_id, found=found)
+            if sent.written is not None:
+                self.store.written.keep(row.entity, row.source_id, sent.written)
             settle(self.ledger, sent.settled)
             forget(self.ledger, sent.forgotten)
 

@@ -20,7 +20,9 @@ by name::
     requires(record)       -> nodes that must be loaded first (a link's other end), optional
     refresh(record, target_id)
                            -> bring a loaded record that changed at the source up to date,
-                              optional
+                              optional; it may answer the fields it leaves written (the base
+                              of a three-way sync), or raise `Conflicted` for fields changed
+                              on both sides, with the base it leaves
     relocate(record, target_id)
                            -> the first step of a refresh: where the record lives in the target
                               now, moved there first if it moved at the source (an issue moved
@@ -190,14 +192,30 @@ class Forgotten:
     direct_only: bool = False
 
 
+Fields = dict[str, Any]
+
+
 class Sent(NamedTuple):
     """What a send wrote (or a find found): the target id, the rows its write settled as well,
-    and the rows it made obsolete (a deletion's record, deleted in the target). The engine
-    records them with the row, in one transaction."""
+    the rows it made obsolete (a deletion's record, deleted in the target), and the record's
+    fields as written (`written`: the base a later three-way sync compares against, see
+    `state.written`). The engine records them with the row, in one transaction."""
 
     target_id: str
     settled: tuple[Settled, ...] = ()
     forgotten: tuple[Forgotten, ...] = ()
+    written: Fields | None = None
+
+
+class Conflicted(RecordFailure):
+    """A refresh carried what it could of a change and left fields changed on both sides as
+    the target holds them (the message names each with both values). `written` is the
+    record's base now; the engine keeps it, keeps the message as the record's problem, and the
+    row stays changed, so each later run looks again until a person settles the conflict."""
+
+    def __init__(self, message: str, written: Fields) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 def target_of(found: str | Sent | None) -> str | None:
@@ -205,7 +223,6 @@ def target_of(found: str | Sent | None) -> str | None:
     return found.target_id if isinstance(found, Sent) else found
 
 
-Fields = dict[str, Any]
 Listing = Callable[[str], Awaitable[list[Fields]]]
 
 
@@ -270,7 +287,8 @@ class EntitySpec:
     send: Callable[[StagedRecord, str | None], Awaitable[str | Sent]]
     find: Finder
     requires: Callable[[StagedRecord], list[Ref]] = _no_requirements
-    refresh: Callable[[StagedRecord, str], Awaitable[None]] | None = None
+    # brings a changed record up to date; may answer its fields as written now (its base)
+    refresh: Callable[[StagedRecord, str], Awaitable[Fields | None]] | None = None
     relocate: Callable[[StagedRecord, str], Awaitable[str]] | None = None
     phase: Phase = Phase.TREES
     claims_with: tuple[str, ...] = field(default_factory=tuple)

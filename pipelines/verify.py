@@ -15,10 +15,10 @@ import os
 import random
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -46,13 +46,38 @@ class Difference:
     field: str
     source: str
     target: str
+    # why a field differs when the service knows (a verifier's `known`): "changed in the
+    # target" (a person's edit haul keeps), "changed on both sides" (a sync conflict), "not
+    # updatable" (changed at the source where no update call can follow); "" when it does not
+    known: str = ""
 
     @property
     def kind(self) -> str:
-        """What differs: a missing `record`, an `extra record`, a grid `cell`, or a `field`."""
+        """What differs: a missing `record`, an `extra record`, a grid `cell`, a `field`, or a
+        field the service explains (`known`)."""
+        if self.known:
+            return self.known
         if self.field in ("record", "extra record"):
             return self.field
         return "cell" if self.field.startswith("cell ") else "field"
+
+    @property
+    def lost(self) -> bool:
+        """Whether this difference is something the target lacks: not a change made in the
+        target, nor one the API cannot carry (named, known)."""
+        return self.known not in NOT_LOST
+
+
+# differences that are no loss: a person's edit or record in the target, a field no update
+# call changes
+NOT_LOST = ("changed in the target", "added in the target", "not updatable")
+
+
+@runtime_checkable
+class ExplainsDifferences(Protocol):
+    """A verifier that knows why some fields differ (a three-way sync's base)."""
+
+    def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str: ...
 
 
 @dataclass
@@ -79,7 +104,8 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        """Nothing lost: every difference is a known one that is no loss (`Difference.lost`)."""
+        return not any(item.lost for item in self.differences)
 
     def by_kind(self) -> dict[str, int]:
         """How many differences of each kind (record, extra record, cell, field)."""
@@ -115,6 +141,24 @@ def differences(
         Difference(row.entity, row.source_id, target_id, name, _show(value), _show(found.get(name)))
         for name, value in expected.items()
         if found.get(name) != value
+    ]
+
+
+def _explained(
+    verifier: ExplainsDifferences,
+    row: LedgerRow,
+    expected: Mapping[str, Any],
+    found: Mapping[str, Any],
+    found_here: list[Difference],
+) -> list[Difference]:
+    """The differences, each with the verifier's reason where it knows one."""
+    return [
+        replace(
+            item, known=verifier.known(row, item.field, expected[item.field], found.get(item.field))
+        )
+        if item.field in expected
+        else item
+        for item in found_here
     ]
 
 
@@ -172,6 +216,8 @@ async def verify(
                             assert verifier is not None  # checked above
                             expected, found = await verifier.compare(row, record)
                         found_here = differences(row, expected, found)
+                        if isinstance(verifier, ExplainsDifferences) and found is not None:
+                            found_here = _explained(verifier, row, expected, found, found_here)
                         verdict.checked += 1
                         verdict.found += found is not None
                         verdict.differing += bool(found_here)
@@ -239,13 +285,36 @@ class Places:
                         if row.target_id
                     }
             for place in sorted(places):
-                for item in await _listed(listings.of(fingerprint), place):
-                    target_id = str(item["id"])
-                    if not store.ledger.is_claimed(claims, target_id):
-                        where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
-                        shown = _show({k: item.get(k) for k in fingerprint.identity})
-                        found.append(Difference(entity, "", where, "extra record", EXTRA, shown))
+                items = await _listed(listings.of(fingerprint), place)
+                found += _extras(store, entity, fingerprint, claims, place, items)
         return found
+
+
+def _extras(
+    store: StagingStore,
+    entity: str,
+    fingerprint: Fingerprint,
+    claims: set[str],
+    place: str,
+    items: list[Fields],
+) -> list[Difference]:
+    """The records at `place` no done row holds: one like a record haul loaded there (the
+    same identity) was made twice, any other was added in the target by a person (the
+    target's own, no loss)."""
+    identity = fingerprint.identity
+    unclaimed = [item for item in items if not store.ledger.is_claimed(claims, str(item["id"]))]
+    loaded = {
+        tuple(_show(item.get(k)) for k in identity) for item in items if item not in unclaimed
+    }
+    found = []
+    for item in unclaimed:
+        target_id = str(item["id"])
+        where = target_id if target_id.startswith(place) else f"{place}/{target_id}"
+        shown = _show({k: item.get(k) for k in identity})
+        twice = tuple(_show(item.get(k)) for k in identity) in loaded
+        known = "" if twice else "added in the target"
+        found.append(Difference(entity, "", where, "extra record", EXTRA, shown, known))
+    return found
 
 
 async def _listed(listing: Listing, place: str) -> list[Fields]:

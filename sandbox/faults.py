@@ -283,10 +283,23 @@ class RequestStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_route: Counter[str] = Counter()
+        self._notified: Counter[str] = Counter()
 
     def record(self, route: str) -> None:
         with self._lock:
             self._by_route[route] += 1
+
+    def record_notified(self, route: str) -> None:
+        """A write sent with notifications on (the tracker's `notifications.notifies`)."""
+        with self._lock:
+            self._notified[route] += 1
+
+    def notified(self) -> dict:
+        """``{"writes": total, "by_route": {"PATCH /v3/issues/{key}": n, ...}}``: the writes
+        sent with notifications on."""
+        with self._lock:
+            by_route = dict(self._notified)
+        return {"writes": sum(by_route.values()), "by_route": by_route}
 
     def snapshot(self) -> dict:
         with self._lock:

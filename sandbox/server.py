@@ -67,6 +67,11 @@ class RunningSandbox:
         """``{"requests": total, "by_route": {"POST /v3/issues/_search": n, ...}}``."""
         return self._stats.snapshot()
 
+    def notified(self) -> dict:
+        """``{"writes": total, "by_route": {...}}``: the tracker's writes sent with
+        notifications on (see ``sandbox.tracker.notifications``)."""
+        return self._stats.notified()
+
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 

@@ -181,6 +181,28 @@ STEPS: tuple[Step, ...] = (
             "CREATE INDEX ledger_by_target ON ledger (target_id, entity)",
         ),
     ),
+    Step(
+        "what the load wrote of each record (a three-way sync's base), what a sync overwrote",
+        (
+            # fields: JSON of the record's fields as last written (state/written.py)
+            """CREATE TABLE written (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id)
+            )""",
+            # one row per field a sync overwrote in the target ([sync] conflicts = "source-wins")
+            """CREATE TABLE overwritten (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                field TEXT NOT NULL,
+                source TEXT NOT NULL,
+                target TEXT NOT NULL,
+                overwritten_at TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id, field, source)
+            )""",
+        ),
+    ),
 )
 
 

@@ -35,6 +35,7 @@ from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
 from haul.state.transactions import atomic, joined
+from haul.state.written import Written
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +81,7 @@ class StagingStore:
         self.blobs = BlobStore(path.with_name(path.name + ".blobs"))
         self.ledger = Ledger(db, clock)
         self.problems = Problems(db, clock)
+        self.written = Written(db, clock)  # three-way sync's bases: the engine writes them
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
 

@@ -47,6 +47,7 @@ from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.probes import TargetProbe
 from haul.pipelines.tracker.issues.specs import TrackerLoad
+from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.organisation.configuration import queue_configuration
@@ -138,9 +139,9 @@ class TrackerService:
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
-            verifier=TrackerVerifier(client, transform, load.prints),
+            verifier=TrackerVerifier(client, transform, load.prints, store.written.base),
             not_carried=lambda: (
-                _not_carried(transform, planning, entities)
+                _not_carried(transform, planning, entities, load)
                 | configuration.not_carried()
                 | organisation.kept
             ),
@@ -205,9 +206,11 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     mirror = target.config.sync.deletions == "mirror"
     deletions = DeletionSync(client, keys.key, transform.queues.queue) if mirror else None
     probe = TargetProbe(client)
+    forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
     return TrackerLoad(
-        client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions
-    )
+        client, target.store, transform, probe, prints, keys, statuses, limits.check, forms,
+        deletions, conflicts=target.config.sync.conflicts,
+    )  # fmt: skip
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
@@ -239,12 +242,17 @@ def _planner(target: TrackerTarget, specs: list[EntitySpec]) -> TrackerPlanner:
 
 
 def _not_carried(
-    transform: Transform, planning: PlanningLoad, entities: EntityTarget
+    transform: Transform, planning: PlanningLoad, entities: EntityTarget, load: TrackerLoad
 ) -> dict[str, int]:
-    """What the load left out of records it still loaded ("field: why" -> how many)."""
+    """What the load left out of records it still loaded ("field: why" -> how many), and
+    the fields changed at the source that no update call can change (`sync.fields`)."""
     dropped = transform.structure.dropped if transform.structure else {}
     carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-    return carried | planning.not_carried() | entities.not_carried()
+    fixed = {
+        f"{name}: changed at the source, no update call changes it": n
+        for name, n in sorted(load.not_updatable.items())
+    }
+    return carried | fixed | planning.not_carried() | entities.not_carried()
 
 
 def _changes(

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
+from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats, route_name
 from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_planning as planning
 from haul.sandbox.tracker.api.context import json_object, world_of
@@ -18,7 +18,9 @@ from haul.sandbox.tracker.api.errors import ApiError, error_response
 from haul.sandbox.tracker.issues import routes_changes as changes
 from haul.sandbox.tracker.issues import routes_imports as imports
 from haul.sandbox.tracker.issues import routes_issues as issues
+from haul.sandbox.tracker.issues import routes_maillists as maillists
 from haul.sandbox.tracker.issues import routes_records as records
+from haul.sandbox.tracker.notifications import notifies
 from haul.sandbox.tracker.planning import routes_autoactions as autoactions
 from haul.sandbox.tracker.planning import routes_triggers as triggers
 from haul.sandbox.tracker.search.scroll import ScrollStore
@@ -183,6 +185,12 @@ async def get_stats(request: Request) -> Response:
     return JSONResponse(request.app.state.stats.snapshot())
 
 
+async def get_notified(request: Request) -> Response:
+    """GET /_sandbox/notified: the writes sent with notifications on, by route."""
+    _control(request)
+    return JSONResponse(request.app.state.stats.notified())
+
+
 def _routes() -> list[Route]:
     api = [
         Route(prefix + path, endpoint, methods=[method])
@@ -194,9 +202,11 @@ def _routes() -> list[Route]:
         Route("/_sandbox/faults", get_faults, methods=["GET"]),
         Route("/_sandbox/faults", put_faults, methods=["PUT"]),
         Route("/_sandbox/stats", get_stats, methods=["GET"]),
+        Route("/_sandbox/notified", get_notified, methods=["GET"]),
         Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),
         Route("/_sandbox/users/{login}", dicts.remove_user, methods=["DELETE"]),
         Route("/_sandbox/issues/{key}/updated_at", changes.restamp_issue, methods=["PUT"]),
+        Route("/_sandbox/issues/{key}/maillists", maillists.follow_maillists, methods=["PUT"]),
         Route(
             "/_sandbox/attachments/{key}/{attachment_id}",
             edits.replace_attachment_bytes,
@@ -258,7 +268,21 @@ def build_tracker_app(world: World, faults: FaultPlan, stats: RequestStats) -> A
     app.state.scrolls = ScrollStore()
     app.state.faults = faults
     app.state.stats = stats
-    return _slash_tolerant(FaultMiddleware(app, faults, stats, lambda: app.routes))
+    counted = _counting_notifications(app, stats)
+    return _slash_tolerant(FaultMiddleware(counted, faults, stats, lambda: app.routes))
+
+
+def _counting_notifications(app: Starlette, stats: RequestStats) -> ASGIApp:
+    """Count each write that reaches the app with notifications on (`notifications`)."""
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            route = route_name(app.routes, scope)
+            if notifies(route, scope.get("query_string", b"")):
+                stats.record_notified(route)
+        await app(scope, receive, send)
+
+    return serve
 
 
 def _slash_tolerant(app: ASGIApp) -> ASGIApp:

@@ -167,7 +167,9 @@ class FieldChange:
     """One field of a changelog entry; ``kind`` says how values render (a dictionary path or text)."""
 
     field: str
-    kind: str  # "statuses", "resolutions", "priorities", "issuetypes", "users", "text", "time"
+    # "statuses", "resolutions", "priorities", "issuetypes", "users", "text", "time", or
+    # "value" (a structure or custom field, tags, followers: rendered as kept)
+    kind: str
     before: object
     after: object
 

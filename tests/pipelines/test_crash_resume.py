@@ -220,3 +220,101 @@ def test_a_killed_sync_resumes_with_nothing_twice(tmp_path: Path, faults: str) -
     source, target = without_sync_times(source), without_sync_times(target)
     for key in source:
         assert target[key] == source[key], key
+
+
+def kill_sync_at_random(config: Path, env: dict[str, str], rng: random.Random) -> bool:
+    """As `kill_at_random`, for a sync that ends with a conflict it keeps (exit 3)."""
+    process = haul(config, "run", env=env)
+    time.sleep(rng.uniform(0.6, 1.4))
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+        return True
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (0, 1, 3), stderr.decode()
+    return False
+
+
+@pytest.mark.parametrize(
+    "conflicts",
+    [
+        pytest.param("keep-target", id="field-edits+keep-target"),
+        pytest.param("source-wins", id="field-edits+source-wins", marks=pytest.mark.slow),
+    ],
+)
+def test_a_killed_sync_carrying_field_edits_and_conflicts_writes_nothing_twice(
+    tmp_path: Path, conflicts: str
+) -> None:
+    """After a complete first run: every kind of carried field edited at the source on one
+    issue, a person's summary edit in the target beside the source's description edit on
+    another, and one summary edited on both sides. The sync is SIGKILLed at random instants
+    (each request slowed, and edits' replies lost after they were applied), then resumed:
+    every field edit carried, the person's edit kept, the conflict reported once and settled
+    by the rule, what was overwritten recorded once, and nothing else in the target changed
+    (a record written twice shows in the snapshot)."""
+    from haul.sandbox import server as sandbox_server
+    from tests.helpers.field_edits import every_field_edit, seen
+
+    faults = "latency:25,drop_after:0.3@*/issues/*"
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        extra = f'[sync]\nconflicts = "{conflicts}"\n'
+        config = write_config(tmp_path, info, queues=queues, mapping=MAPPING, extra=extra)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        finish(config, "run", env)
+        before = snapshot_target(info, queues)
+
+        async def change() -> None:
+            async with client_for(info, "source") as source, client_for(info, "target") as target:
+                await source.update_issue("DEV-1", await every_field_edit(source, "DEV"))
+                await target.update_issue("DEV-2", {"summary": "A person's summary"})
+                await source.update_issue("DEV-2", {"description": "Described at the source"})
+                await target.update_issue("DEV-3", {"summary": "Summary from the target"})
+                await source.update_issue("DEV-3", {"summary": "Summary from the source"})
+
+        asyncio.run(change())
+        sandbox.set_faults(faults)
+        rng = random.Random(len(conflicts))
+        kills = sum(kill_sync_at_random(config, env, rng) for _ in range(KILLS_PER_STAGE))
+        sandbox.set_faults("")
+        last = haul(config, "run", env=env)
+        _, stderr = last.communicate(timeout=300)
+        after = snapshot_target(info, queues)
+
+        async def read(key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+            async with client_for(info, "source") as source, client_for(info, "target") as target:
+                return await source.get_issue(key), await target.get_issue(key)
+
+        fields = asyncio.run(read("DEV-1"))
+        kept = asyncio.run(read("DEV-2"))[1]
+        conflicted = asyncio.run(read("DEV-3"))[1]
+
+    assert kills >= 1
+    assert last.returncode == (3 if conflicts == "keep-target" else 0), stderr.decode()
+    assert seen(fields[1]) == seen(fields[0])
+    assert (kept["summary"], kept["description"]) == (
+        "A person's summary",
+        "Described at the source",
+    )
+    winner = "target" if conflicts == "keep-target" else "source"
+    assert conflicted["summary"] == f"Summary from the {winner}"
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        problems = [p for p in store.problems if p.entity == "issue:change"]
+        overwritten = list(store.written.iter_overwritten())
+    assert [p.source_id for p in problems] == (["DEV-3"] if winner == "target" else [])
+    assert [(o.source_id, o.field) for o in overwritten] == (
+        [("DEV-3", "summary")] if winner == "source" else []
+    )
+    # the rest of the target as the first run left it: no comment, worklog, file or link twice
+    edited = {"DEV-1", "DEV-2", "DEV-3"}
+    made, had = after.pop("structure"), before.pop("structure")
+    for key in before:
+        if key not in edited:
+            assert after[key] == before[key], key
+    # the sprint the edit points to is made once (the first run made only those in use)
+    assert made == had | {"sprints": sorted({*had["sprints"], "DEV sprint 3"})}
+    assert made["sprints"].count("DEV sprint 3") == 1
+    for key in edited:
+        for name in ("comments", "worklogs", "attachments", "links", "checklist"):
+            assert after[key][name] == before[key][name], (key, name)

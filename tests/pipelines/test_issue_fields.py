@@ -189,5 +189,7 @@ async def test_a_value_the_target_field_cannot_hold_is_counted_and_its_issue_loa
     assert [why for why in dropped if why.startswith("field:")] == [reason] and dropped[reason] > 0
     with open_store(config.staging_path) as store:
         assert gather_status(store, services()).not_carried == dropped
+        holding = [r for r in store.iter_records("issue") if r.raw.get("ticketCount") is not None]
+    assert dropped[reason] == len(holding)  # each value once (a sync's base counts none)
     result = await verify(config, environ=environ(info), entities=["issue"])
     assert {d.field for d in result.differences} == {"field:customerName"}

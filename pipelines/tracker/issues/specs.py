@@ -10,7 +10,7 @@ attachments and, last, its checklist (adding one is an ordinary edit, which move
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
     EntitySpec,
+    Fields,
     Phase,
     Planned,
     RecordFailure,
@@ -31,13 +32,24 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
+from haul.pipelines.tracker.sync.fields import ConflictRule, import_only, same, updatable
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.target import LinkWaits
-from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.transform import Transform, milliseconds
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
+
+
+def _worklog_fields(worklog: Fields) -> Fields:
+    """A worklog's fields a sync compares: its duration (in milliseconds: both sides may spell
+    one duration differently) and its note."""
+    return {
+        "duration": milliseconds(worklog.get("duration")),
+        "comment": worklog.get("comment") or "",
+    }
 
 
 class LinkEndMissing(RecordFailure):
@@ -135,10 +147,15 @@ class TrackerLoad:
     # fails a record the target would refuse for a hard limit, before its send (the
     # checks layer's `TargetLimits.check`, wired by the service)
     refuse_over_limit: Callable[[StagedRecord], None]
+    # the issue's fields in the form a sync compares three ways (source, base, target)
+    forms: IssueForms
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
+    conflicts: ConflictRule = "keep-target"  # [sync] conflicts: a field changed on both sides
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
     configured: dict[str, LedgerRow | None] = field(default_factory=dict)  # queue_config rows
+    # field -> issues whose change at the source of it no update call can carry
+    not_updatable: Counter[str] = field(default_factory=Counter)
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -202,7 +219,8 @@ class TrackerLoad:
         self._refuse_unconfigured_queue(record)
         reply = await self.client.import_issue(self.transform.issue_body(record.raw))
         key = self._made("issue", str(reply["key"]))
-        return Sent(key, carried_by_import(self.store, record.source_id))
+        settled = carried_by_import(self.store, record.source_id)
+        return Sent(key, settled, written=self.forms.source(record))
 
     def _refuse_unconfigured_queue(self, record: StagedRecord) -> None:
         """Fail closed: an issue of a queue whose configuration row (the organisation layer's
@@ -221,16 +239,17 @@ class TrackerLoad:
 
     async def find_issue(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         """The target issue under the record's key, if haul made it (its `unique` is ours):
-        an issue someone else made under that key is not this record."""
+        an issue someone else made under that key is not this record. Its import wrote the
+        staged fields: they are its base."""
         found = await self.client.find_issue(self.transform.queues.key(record.source_id))
         if (
             found is None
             or found.get("unique") != f"{self.transform.unique_prefix}:{record.source_id}"
         ):
             return None
-        return str(found["key"])
+        return Sent(str(found["key"]), written=self.forms.source(record))
 
     async def relocate_issue(self, record: StagedRecord, target_key: str) -> str:
         """An issue moved to another queue at the source moves in the target first; its key
@@ -241,12 +260,41 @@ class TrackerLoad:
             self.changes[("issue", "moved")] += 1
         return key
 
-    async def refresh_issue(self, record: StagedRecord, key: str) -> None:
-        """The issue's fields are edited (where `relocate_issue` put it). Imports keep the
-        source's times, so a comment added at the source after the issue was loaded lies
-        outside the target issue's window; the ordinary edit moves it to now."""
-        await self.client.update_issue(key, self.transform.issue_update_body(record.raw))
-        self.changes[("issue", "updated")] += 1
+    async def refresh_issue(self, record: StagedRecord, key: str) -> Fields:
+        """The issue's fields, three ways (`sync.fields`): what changed only at the source is
+        edited in the target (where `relocate_issue` put it), what changed only there is kept,
+        what changed on both sides is a conflict, settled by `[sync] conflicts`. The edit is
+        sent even when it carries nothing: imports keep the source's times, so a comment added
+        at the source after the issue was loaded lies outside the target issue's window, and
+        the ordinary edit moves it to now. Answers what haul has now written (the new base)."""
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        source = self.forms.source(record)
+        base = self.store.written.base("issue", record.source_id)
+        compared = {name: value for name, value in source.items() if updatable(name)}
+        target = self.forms.target(found, {**compared, **(base or {})})
+        target = {name: value for name, value in target.items() if updatable(name)}
+        self._count_not_updatable(source, base)
+
+        async def edit(names: list[str]) -> None:
+            await self.client.update_issue(key, self.forms.edit(record, source, names))
+
+        written = await self._three_way.settle(
+            "issue", record.source_id, (compared, target), edit, always=True
+        )
+        return written | {name: source[name] for name in import_only(source)}
+
+    def _count_not_updatable(self, source: Fields, base: Fields | None) -> None:
+        """Each field changed at the source that no update call can change, by name (what the
+        load could not carry, in haul status and the report)."""
+        for name in import_only(source):
+            if base is not None and not same(base.get(name), source.get(name)):
+                self.not_updatable[name] += 1
+
+    @property
+    def _three_way(self) -> ThreeWay:
+        return ThreeWay(self.store.written, self.conflicts, self.changes)
 
     async def send_status(self, record: StagedRecord, parent: str | None) -> str:
         steps = self.statuses.steps
@@ -307,29 +355,49 @@ class TrackerLoad:
         self.changes[(str(record.raw["entity"]), "deleted")] += 1
         return done
 
-    async def send_comment(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_comment(self, record: StagedRecord, parent: str | None) -> Sent:
         self.refuse_over_limit(record)
         body = self.transform.comment_body(record.raw)
         reply = await self.client.import_comment(self._key(record, parent), body)
-        return self._made("comment", str(reply["id"]))
+        return Sent(self._made("comment", str(reply["id"])), written={"text": body["text"]})
 
-    async def refresh_comment(self, record: StagedRecord, target_id: str) -> None:
-        """A comment edited at the source: its text, edited in the target."""
-        text = self.transform.comment_body(record.raw)["text"]
-        await self.client.update_comment(self._issue_key(record), target_id, {"text": text})
-        self.changes[("comment", "updated")] += 1
+    async def refresh_comment(self, record: StagedRecord, target_id: str) -> Fields:
+        """A comment edited at the source: its text, three ways (one edited on both sides is
+        a conflict, one edited only in the target is kept)."""
+        key, text = self._issue_key(record), self.transform.comment_text(record.raw)
+        found = await self._target_record(self.client.iter_comments(key, expand=""), target_id)
 
-    async def send_worklog(self, record: StagedRecord, parent: str | None) -> str:
+        async def edit(names: list[str]) -> None:
+            await self.client.update_comment(key, target_id, {"text": text})
+
+        compared = ({"text": text}, {"text": found.get("text") or ""})
+        return await self._three_way.settle("comment", record.source_id, compared, edit)
+
+    async def send_worklog(self, record: StagedRecord, parent: str | None) -> Sent:
         body = self.transform.worklog_body(record.raw)
         reply = await self.client.import_worklog(self._key(record, parent), body)
-        return self._made("worklog", str(reply[0]["id"]))
+        return Sent(self._made("worklog", str(reply[0]["id"])), written=_worklog_fields(body))
 
-    async def refresh_worklog(self, record: StagedRecord, target_id: str) -> None:
-        """A worklog edited at the source: its duration and note, edited in the target."""
-        body = self.transform.worklog_body(record.raw)
-        edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
-        await self.client.update_worklog(self._issue_key(record), target_id, edit)
-        self.changes[("worklog", "updated")] += 1
+    async def refresh_worklog(self, record: StagedRecord, target_id: str) -> Fields:
+        """A worklog edited at the source: its duration and note, three ways."""
+        key, body = self._issue_key(record), self.transform.worklog_body(record.raw)
+        found = await self._target_record(self.client.iter_worklogs(key), target_id)
+
+        async def edit(names: list[str]) -> None:
+            edit = {"duration": body["duration"], "comment": body.get("comment") or ""}
+            await self.client.update_worklog(key, target_id, {n: edit[n] for n in names})
+
+        compared = (_worklog_fields(body), _worklog_fields(found))
+        return await self._three_way.settle("worklog", record.source_id, compared, edit)
+
+    @staticmethod
+    async def _target_record(listing: AsyncIterator[dict[str, Any]], target_id: str) -> Fields:
+        """The target's record `target_id` from its issue's listing; gone there: a failure."""
+        items = [item async for item in listing]  # read whole: the listing closes itself
+        found = next((item for item in items if str(item.get("id")) == target_id), None)
+        if found is None:
+            raise RecordFailure(f"record {target_id} is no longer in the target")
+        return found
 
     async def send_attachment(self, record: StagedRecord, parent: str | None) -> str:
         upload = await self._upload(record)

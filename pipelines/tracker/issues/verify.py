@@ -13,12 +13,14 @@ uids, dictionary values as target ids, times as instants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issue_access import held
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.sync.fields import why_differs
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import (
     ESTIMATES,
@@ -49,6 +51,8 @@ class TrackerVerifier:
     client: TrackerClient
     transform: Transform
     prints: TrackerFingerprints
+    # (entity, source id) -> the fields haul last wrote (a three-way sync's base), if kept
+    bases: Callable[[str, str], Fields | None] = lambda entity, source_id: None
     _statuses: dict[str, str | None] = field(default_factory=dict)  # target key -> status key
 
     compares: ClassVar[frozenset[str]] = frozenset(
@@ -67,6 +71,23 @@ class TrackerVerifier:
             return {"access": self._access(record.raw)}, have
         expected = self._issue(record)
         return expected, await self._target_issue(row, expected)
+
+    def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str:
+        """Why an issue's field or a comment's text differs, when its base tells: a person's
+        edit in the target, a conflict, or a field no update call changes
+        (`sync.fields.why_differs`)."""
+        if row.entity not in ("issue", "comment"):
+            return ""
+        return why_differs(name, expected, self.bases(row.entity, row.source_id), found)
+
+    def issue_fields(self, record: StagedRecord) -> Fields:
+        """The staged issue's fields as the load writes them, in the form verify compares."""
+        return self._issue(record)
+
+    def target_fields(self, found: Fields, wanted: Fields) -> Fields:
+        """The target issue `found`'s fields in the same form (custom fields and estimates:
+        those `wanted` names)."""
+        return self._target_core(found) | self._target_carried(found, wanted)
 
     def _issue(self, record: StagedRecord) -> Fields:
         body = self.transform.issue_body(record.raw)

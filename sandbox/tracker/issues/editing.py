@@ -28,6 +28,10 @@ from haul.sandbox.tracker.model import (
 )
 
 _TEXT_FIELDS = ("summary", "description")
+# what an edit changes besides custom fields (any other key is ignored, as the service does)
+EDITED_FIELDS = frozenset(
+    (*_TEXT_FIELDS, "tags", "assignee", "followers", "type", "priority", *STRUCTURE_FIELDS)
+)
 
 
 def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Issue:
@@ -48,12 +52,14 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
             history.append(FieldChange(name, "text", getattr(issue, name), changes[name]))
     if "tags" in body:
         changes["tags"] = _tags(checks, issue.tags, body["tags"])
+        history.append(FieldChange("tags", "value", issue.tags, changes["tags"]))
     if "assignee" in body:
         user = checks.user("assignee") if body["assignee"] is not None else None
         changes["assignee"] = user.uid if user else None
         history.append(FieldChange("assignee", "users", issue.assignee, changes["assignee"]))
     if "followers" in body:
         changes["followers"] = checks.users("followers")
+        history.append(FieldChange("followers", "value", issue.followers, changes["followers"]))
     for name, dictionary in (("type", org.issue_types), ("priority", org.priorities)):
         if name in body:
             changes[name] = _dictionary_key(checks, name, dictionary, body[name])
@@ -62,6 +68,7 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
     checks.done()
     org.records(issue)  # generate sub-records from the original header before it changes
     if values is not None:
+        history += _value_changes(org.values(issue), values)
         org.set_values(issue, *values)
     updated = replace(
         issue,
@@ -74,6 +81,8 @@ def edit_issue(org: Org, issue: Issue, body: dict, editor: int, now: int) -> Iss
     entry = ChangelogEntry(
         runtime_hex_id(org, "changelog"), "IssueUpdated", editor, updated.updated_at
     )
+    # every field the edit changed, with its value before and after: the issue's per-field
+    # history (a test reads which side changed what, and when)
     entry.fields.extend(history)
     org.records(updated).changelog.append(entry)
     return updated
@@ -98,6 +107,16 @@ def _structure_values(org: Org, issue: Issue, checks: Checks) -> tuple[Pairs, Pa
         tuple((k, v) for k, v in extra if k not in sent) + new_extra,
         tuple((k, v) for k, v in refs if k not in sent) + new_refs,
     )
+
+
+def _value_changes(before: tuple[Pairs, Pairs], after: tuple[Pairs, Pairs]) -> list[FieldChange]:
+    """One change per structure or custom field whose value an edit changed (by field id)."""
+    old, new = dict(before[0] + before[1]), dict(after[0] + after[1])
+    return [
+        FieldChange(name, "value", old.get(name), new.get(name))
+        for name in sorted({*old, *new})
+        if old.get(name) != new.get(name)
+    ]
 
 
 def _tags(checks: Checks, current: tuple[str, ...], value: object) -> tuple[str, ...]:

@@ -186,6 +186,8 @@ def _change_value(view: View, kind: str, value: object) -> object:
         return user_ref(view, value if isinstance(value, int) else None)
     if kind == "text":
         return value
+    if kind == "value":  # a structure or custom field, tags, followers: the value as kept
+        return list(value) if isinstance(value, tuple) else value
     if kind == "time":
         return format_ms(value) if isinstance(value, int) else None
     return entry_ref(view, kind, str(value))
