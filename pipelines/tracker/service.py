@@ -134,7 +134,7 @@ class TrackerService:
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
             verifier=TrackerVerifier(client, transform, load.prints),
-            not_carried=lambda: _not_carried(transform, planning, entities),
+            not_carried=lambda: _not_carried(transform, planning, entities) | dict(load.kept),
             changes=lambda: _changes(store, load.changes, entities.changes()),
         )
 

@@ -31,6 +31,7 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.sync.checklists import replay_checklist
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
@@ -96,6 +97,10 @@ PLAN_WORKLOGS = each_record(
     "worklog", parent=_issue_of, sort_key=lambda r: str(r.raw.get("start") or "")
 )
 PLAN_CHECKLISTS = each_record("checklist", parent=_issue_of)
+CHECKLIST_MOVES_UPDATED = (
+    "issue updatedAt: moved to the load's time by the issue's checklist (the API adds a"
+    " checklist only as an edit, after the import)"
+)
 # name -> plan, in the order siblings load: what the ledger holds, with or without a target
 PLANS = {
     "issue": each_record("issue"),
@@ -127,6 +132,8 @@ class TrackerLoad:
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # "what: why" -> how many, for `not_carried`
+    kept: Counter[str] = field(default_factory=Counter)
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -146,7 +153,7 @@ class TrackerLoad:
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
-                       self.find_checklist),
+                       self.find_checklist, refresh=self.refresh_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,
                        self.statuses.find),
             EntitySpec(ISSUE_ACCESS, "issue", plan_issue_access, self.send_access,
@@ -328,8 +335,12 @@ class TrackerLoad:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
 
     async def send_checklist(self, record: StagedRecord, parent: str | None) -> str:
+        """The items, after everything else of the issue. The API takes a checklist only as
+        an ordinary edit (`_import` has no checklist field, nothing sets `updatedAt` later),
+        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`."""
         key = self._key(record, parent)
         await self.client.add_checklist_items(key, self._checklist(record))
+        self.kept[CHECKLIST_MOVES_UPDATED] += 1
         return f"{key}/checklist"
 
     async def find_checklist(
@@ -338,6 +349,12 @@ class TrackerLoad:
         if parent is None:
             return None
         return await self.probe.checklist(parent, self._checklist(record))
+
+    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
+        """A checklist edited at the source: its items edited, added and removed in the
+        target (`sync.checklists`), the issue where it is now."""
+        if await replay_checklist(self.client, self._issue_key(record), self._checklist(record)):
+            self.changes[("checklist", "updated")] += 1
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.link_body(record.raw)

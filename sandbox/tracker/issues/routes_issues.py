@@ -11,7 +11,12 @@ from haul.sandbox.timefmt import format_duration, now_ms
 from haul.sandbox.tracker.api.context import Call, json_body, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError, issue_not_found
 from haul.sandbox.tracker.issues import render
-from haul.sandbox.tracker.issues.editing import add_checklist_items, edit_issue
+from haul.sandbox.tracker.issues.editing import (
+    add_checklist_items,
+    delete_checklist_items,
+    edit_checklist_item,
+    edit_issue,
+)
 from haul.sandbox.tracker.model import Issue
 from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
@@ -181,4 +186,23 @@ async def post_checklist(request: Request) -> Response:
     issue = find_issue(call, request.path_params["key"])
     body = await json_body(request)
     updated = add_checklist_items(call.org, issue, body, call.user.uid, now_ms())
+    return JSONResponse(_issue_body(call, updated, {"records"}))
+
+
+async def patch_checklist_item(request: Request) -> Response:
+    """PATCH /issues/{key}/checklistItems/{item_id}: the issue with its checklist."""
+    call = open_call(request)
+    issue = find_issue(call, request.path_params["key"])
+    body = await json_body(request)
+    item = request.path_params["item_id"]
+    updated = edit_checklist_item(call.org, issue, item, body, call.user.uid, now_ms())
+    return JSONResponse(_issue_body(call, updated, {"records"}))
+
+
+async def delete_checklist(request: Request) -> Response:
+    """DELETE /issues/{key}/checklistItems[/{item_id}]: one item, or the whole checklist."""
+    call = open_call(request)
+    issue = find_issue(call, request.path_params["key"])
+    item = request.path_params.get("item_id")
+    updated = delete_checklist_items(call.org, issue, item, call.user.uid, now_ms())
     return JSONResponse(_issue_body(call, updated, {"records"}))

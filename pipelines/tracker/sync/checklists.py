@@ -1,0 +1,70 @@
+"""A checklist edited at the source, replayed in the target item by item.
+
+A checklist has no identity of its own (it is the issue's items, in order), so an edit is
+carried by comparing the staged items with what the target lists now, position by position:
+an item whose text or done flag differs is edited in place (PATCH, its id kept), items the
+source added are appended in one request, items it removed are deleted. Every step is
+decided from the target's listing read just before, so a run killed half way and run again
+sends only what is still missing: nothing is written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from haul.connectors.errors import AmbiguousWriteError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.specs import RecordFailure
+
+Item = dict[str, Any]
+
+
+def _shown(item: Item) -> tuple[Any, bool]:
+    """What a person sees of an item: its text and whether it is done."""
+    return item.get("text"), bool(item.get("checked"))
+
+
+@dataclass(frozen=True)
+class ChecklistEdits:
+    """What it takes to turn the target's checklist into the source's."""
+
+    edit: list[tuple[str, Item]]  # (target item id, the source's item)
+    add: list[Item]
+    remove: list[str]  # target item ids
+
+    @property
+    def empty(self) -> bool:
+        return not (self.edit or self.add or self.remove)
+
+    def described(self) -> str:
+        """In words, for the plan: "1 item edited, 2 added"."""
+        parts = [(len(self.edit), "edited"), (len(self.add), "added"), (len(self.remove), "removed")]
+        return ", ".join(f"{n} item{'s' * (n != 1)} {what}" for n, what in parts if n)
+
+
+def checklist_edits(have: Sequence[Item], wanted: Sequence[Item]) -> ChecklistEdits:
+    """Position by position: edited where both have an item, added or removed past the end
+    of the shorter list."""
+    pairs = zip(have, wanted, strict=False)
+    return ChecklistEdits(
+        edit=[(str(old["id"]), new) for old, new in pairs if _shown(old) != _shown(new)],
+        add=list(wanted[len(have) :]),
+        remove=[str(old["id"]) for old in have[len(wanted) :]],
+    )
+
+
+async def replay_checklist(client: TrackerClient, key: str, wanted: list[Item]) -> bool:
+    """Bring the target issue's checklist to `wanted`; True if anything was written."""
+    edits = checklist_edits(await client.list_checklist(key), wanted)
+    for item_id, item in edits.edit:
+        await client.update_checklist_item(key, item_id, item)
+    if edits.add:
+        try:
+            await client.add_checklist_items(key, edits.add)
+        except AmbiguousWriteError as exc:  # the next run reads the target's list again
+            raise RecordFailure(f"adding checklist items to {key} may not have applied: {exc}")
+    for item_id in edits.remove:
+        await client.delete_record(key, "checklistItems", item_id)
+    return not edits.empty
