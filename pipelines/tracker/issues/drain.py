@@ -27,6 +27,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
+from haul.pipelines.tracker.sync.files import REPLACED, replaced_files
 from haul.pipelines.tracker.sync.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -117,6 +118,8 @@ class IssueDrain:
             "checklist": _checklist_rows(key, checklist_of(issue.raw)),
             "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
         }
+        # a file uploaded again under its name, seen while the old one is still staged
+        children[REPLACED] = replaced_files(self.store, key, children["attachment"])
         if self.changelog:  # else what an earlier extract staged stays as it was
             children["changelog"] = child_rows(key, results.get("changelog", []))
         return children

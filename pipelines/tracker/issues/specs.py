@@ -32,6 +32,7 @@ from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.sync.checklists import replay_checklist
+from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
@@ -109,6 +110,7 @@ PLANS = {
     "worklog": PLAN_WORKLOGS,
     "attachment": plan_attachments,
     "checklist": PLAN_CHECKLISTS,
+    REPLACED: plan_replacements,  # under the new file: after every attachment is planned
     "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
     "issue_access": plan_issue_access,
     "link": plan_links,
@@ -152,6 +154,7 @@ class TrackerLoad:
             EntitySpec("attachment", "attachment", plan_attachments, self.send_attachment,
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
+            FileReplacement(self.client, self.store, self.keys.key, self.changes).spec(),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
                        self.find_checklist, refresh=self.refresh_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,

@@ -1,0 +1,151 @@
+"""Nothing at the source is missed by a sync (issue 39, items 3 and 4), over real sockets:
+after a first `haul run`, a person edits a checklist, adds a remote link to an otherwise
+unchanged issue and replaces an attachment's bytes under its name, through the plain API;
+`haul plan` lists each update, and the next run carries every one of them."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config, load_config
+from haul.pipelines.runner import run_all
+from haul.pipelines.tracker.issues.specs import CHECKLIST_MOVES_UPDATED
+from haul.pipelines.verify import verify
+from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot
+from tests.helpers.sync_changes import issues_of, without_sync_times
+
+TARGET_QUEUE = {"TEST": "NEW"}
+
+
+def _config(tmp_path: Path, info: dict[str, Any]) -> Config:
+    return load_config(write_config(tmp_path, info, queues=source_queues(info)))
+
+
+def _target_key(key: str) -> str:
+    queue, _, number = key.rpartition("-")
+    return f"{TARGET_QUEUE.get(queue, queue)}-{number}"
+
+
+async def _with_checklist(source: TrackerClient) -> str:
+    for queue in ("DEV", "OPS", "TEST"):
+        for issue in await issues_of(source, queue):
+            if len(await source.list_checklist(issue["key"])) >= 2:
+                return str(issue["key"])
+    raise AssertionError("no issue with a checklist of two items")
+
+
+async def _with_file(source: TrackerClient, avoid: set[str]) -> tuple[str, dict[str, Any]]:
+    """An issue and a file of its own (not a comment's)."""
+    for issue in await issues_of(source, "DEV"):
+        if issue["key"] in avoid:
+            continue
+        comments = await source.core.get_json(
+            f"/issues/{issue['key']}/comments", params={"expand": "attachments"}
+        )
+        on_comments = {str(a["id"]) for c in comments for a in c.get("attachments") or []}
+        for attachment in await source.list_attachments(issue["key"]):
+            if str(attachment["id"]) not in on_comments:
+                return str(issue["key"]), attachment
+    raise AssertionError("no DEV issue carries a file of its own")
+
+
+async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, str]:
+    """A checklist edited (an item changed, one removed, one added), a remote link added to
+    an issue nothing else touches, a file's bytes replaced under its name."""
+    call = source.core.request
+    listed = await _with_checklist(source)
+    first, second, *_ = await source.list_checklist(listed)
+    await call(
+        "PATCH", f"/issues/{listed}/checklistItems/{first['id']}", json={"text": "Said again"}
+    )
+    await call("DELETE", f"/issues/{listed}/checklistItems/{second['id']}")
+    await source.add_checklist_items(listed, [{"text": "Added later", "checked": True}])
+    linked = next(
+        str(i["key"]) for i in await issues_of(source, "OPS") if str(i["key"]) != listed
+    )
+    app = (await source.list_applications())[0]
+    await source.create_remote_link(
+        linked, {"key": "haul/pull/39", "origin": app["id"], "relationship": "relates"}
+    )
+    filed, old = await _with_file(source, {listed, linked})
+    await call("DELETE", f"/issues/{filed}/attachments/{old['id']}")
+    await call(
+        "POST",
+        f"/issues/{filed}/attachments",
+        params={"filename": old["name"]},
+        files={"file": (old["name"], b"new bytes under the same name")},
+    )
+    return {"checklist": listed, "remote_link": linked, "attachment": filed}
+
+
+async def _remote_links(client: TrackerClient, key: str) -> list[tuple[str, str]]:
+    links = await client.list_remote_links(key)
+    return sorted((str(r["object"]["application"]["id"]), str(r["object"]["key"])) for r in links)
+
+
+async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    info = sandbox.info
+    config = _config(tmp_path, info)
+    first = await run_all(config, environ=environ(info))
+    assert first.complete
+    async with client_for(info, "source") as source:
+        edited = await people_edit_what_is_easy_to_miss(source)
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.failed == 0 and second.complete
+    made = second.details["changes"]
+    assert made["checklist"] == {"updated": 1}
+    assert made["attachment"]["replaced"] == 1
+    queues = source_queues(info)
+    async with client_for(info, "source") as source, client_for(info, "target") as target:
+        for key in edited.values():
+            issue = await source.get_issue(key)
+            assert (await org_snapshot(source, [key.rpartition("-")[0]]))[key] is not None
+        linked = edited["remote_link"]
+        assert await _remote_links(target, _target_key(linked)) == await _remote_links(
+            source, linked
+        )
+        before = without_sync_times(await org_snapshot(source, queues))
+        after = without_sync_times(
+            await org_snapshot(
+                target, [TARGET_QUEUE.get(q, q) for q in queues], rename={"NEW": "TEST"}
+            )
+        )
+    for key in edited.values():
+        assert after[key]["checklist"] == before[key]["checklist"], key
+        assert after[key]["attachments"] == before[key]["attachments"], key
+    assert issue is not None
+    assert (await verify(config, environ=environ(info))).ok
+    async with client_for(info, "target") as target:
+        (link,) = [
+            r
+            for r in await target.list_remote_links(_target_key(linked))
+            if r["object"]["key"] == "haul/pull/39"
+        ]
+        await target.delete_record(_target_key(linked), "remotelinks", link["id"])
+    missing = await verify(config, environ=environ(info))
+    assert {(d.entity, d.field) for d in missing.differences} == {("remote_link", "record")}
+
+
+async def test_the_checklists_move_of_updated_at_is_counted_and_named(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The API adds a checklist only as an ordinary edit after the import (no import takes
+    one, nothing sets updatedAt later): each issue with a checklist is counted, named."""
+    info = sandbox.info
+    config = _config(tmp_path, info)
+
+    first = await run_all(config, environ=environ(info))
+
+    with StagingStore.open(config.staging_path) as store:
+        checklists = store.count_records().get("checklist", 0)
+    assert checklists > 0
+    assert first.details["not_carried"][CHECKLIST_MOVES_UPDATED] == checklists
