@@ -17,13 +17,13 @@ from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot
-from tests.helpers.sync_changes import issues_of, without_sync_times
+from tests.helpers.sync_changes import MIRROR, issues_of, without_sync_times
 
 TARGET_QUEUE = {"TEST": "NEW"}
 
 
-def _config(tmp_path: Path, info: dict[str, Any]) -> Config:
-    return load_config(write_config(tmp_path, info, queues=source_queues(info)))
+def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
+    return load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
 
 
 def _target_key(key: str) -> str:
@@ -56,7 +56,8 @@ async def _with_file(source: TrackerClient, avoid: set[str]) -> tuple[str, dict[
 
 async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, str]:
     """A checklist edited (an item changed, one removed, one added), a remote link added to
-    an issue nothing else touches, a file's bytes replaced under its name."""
+    an issue nothing else touches and one removed from another, a file's bytes replaced
+    under its name."""
     call = source.core.request
     listed = await _with_checklist(source)
     first, second, *_ = await source.list_checklist(listed)
@@ -72,7 +73,10 @@ async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, s
     await source.create_remote_link(
         linked, {"key": "haul/pull/39", "origin": app["id"], "relationship": "relates"}
     )
-    filed, old = await _with_file(source, {listed, linked})
+    unlinked = await _with_remote_link(source, {listed, linked})
+    gone = (await source.list_remote_links(unlinked))[0]
+    await call("DELETE", f"/issues/{unlinked}/remotelinks/{gone['id']}")
+    filed, old = await _with_file(source, {listed, linked, unlinked})
     await call("DELETE", f"/issues/{filed}/attachments/{old['id']}")
     await call(
         "POST",
@@ -80,7 +84,15 @@ async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, s
         params={"filename": old["name"]},
         files={"file": (old["name"], b"new bytes under the same name")},
     )
-    return {"checklist": listed, "remote_link": linked, "attachment": filed}
+    return {"checklist": listed, "remote_link": linked, "unlinked": unlinked, "attachment": filed}
+
+
+async def _with_remote_link(source: TrackerClient, avoid: set[str]) -> str:
+    for queue in ("DEV", "OPS", "TEST"):
+        for issue in await issues_of(source, queue):
+            if issue["key"] not in avoid and await source.list_remote_links(issue["key"]):
+                return str(issue["key"])
+    raise AssertionError("no issue with a remote link")
 
 
 async def _remote_links(client: TrackerClient, key: str) -> list[tuple[str, str]]:
@@ -92,9 +104,8 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     sandbox: Any, tmp_path: Path
 ) -> None:
     info = sandbox.info
-    config = _config(tmp_path, info)
-    first = await run_all(config, environ=environ(info))
-    assert first.complete
+    config = _config(tmp_path, info, MIRROR)
+    assert (await run_all(config, environ=environ(info))).complete
     async with client_for(info, "source") as source:
         edited = await people_edit_what_is_easy_to_miss(source)
 
@@ -103,16 +114,19 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     assert second.failed == 0 and second.complete
     made = second.details["changes"]
     assert made["checklist"] == {"updated": 1}
-    assert made["attachment"]["replaced"] == 1
+    assert made["attachment"]["replaced"] == 1 and made["remote_link"]["deleted"] == 1
+    # the old file is deleted once: by its replacement (its mirrored deletion finds it gone)
+    assert made["attachment"].get("deleted", 0) == 0
     queues = source_queues(info)
     async with client_for(info, "source") as source, client_for(info, "target") as target:
         for key in edited.values():
             issue = await source.get_issue(key)
             assert (await org_snapshot(source, [key.rpartition("-")[0]]))[key] is not None
         linked = edited["remote_link"]
-        assert await _remote_links(target, _target_key(linked)) == await _remote_links(
-            source, linked
-        )
+        for key in (linked, edited["unlinked"]):
+            assert await _remote_links(target, _target_key(key)) == await _remote_links(
+                source, key
+            )
         before = without_sync_times(await org_snapshot(source, queues))
         after = without_sync_times(
             await org_snapshot(
