@@ -15,7 +15,8 @@ the export iterate services and name none; `pipelines.registry` lists them.
       source(config, client, store)  -> SourceParts(streams, drains, details)
       target(config, client, store, read_only)
                                      -> TargetParts(specs, in_target, unmapped_users,
-                                                    planner, verifier, not_carried, changes)
+                                                    planner, verifier, not_carried, changes,
+                                                    preview)
       checks(config, client, store, side) -> [Finding]
       checks_across(config, source_client, target_client, store) -> [Finding]
 """
@@ -34,6 +35,7 @@ from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
+from haul.pipelines.sync_preview import ChangePreview
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 
@@ -90,6 +92,8 @@ class TargetParts:
     # what the load changed in the target per entity ("created", "updated", "moved",
     # "deleted") and what the source deleted ("deleted_at_source"): a sync's run details
     changes: Callable[[], dict[str, dict[str, int]]] = dict
+    # what `haul plan` says a loaded record changed at the source makes the load do
+    preview: ChangePreview | None = None
 
 
 class Client(Protocol):

@@ -54,6 +54,7 @@ from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
+from haul.pipelines.tracker.sync.preview import TrackerPreview
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
@@ -128,14 +129,16 @@ class TrackerService:
         entities = await entity_target(target)
         specs = organisation.specs() + load.specs() + planning.specs + backfill.specs()
         specs += entities.specs
+        verifier = TrackerVerifier(client, transform, load.prints)
         return TargetParts(
             specs,
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
-            verifier=TrackerVerifier(client, transform, load.prints),
+            verifier=verifier,
             not_carried=lambda: _not_carried(transform, planning, entities) | dict(load.kept),
             changes=lambda: _changes(store, load.changes, entities.changes()),
+            preview=TrackerPreview(client, transform, verifier.compare),
         )
 
     async def checks(

@@ -5,16 +5,19 @@ unchanged issue and replaces an attachment's bytes under its name, through the p
 
 from __future__ import annotations
 
+import asyncio
 import csv
 from pathlib import Path
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import run_all
+from haul.pipelines.runner import extract, run_all
 from haul.pipelines.tracker.issues.specs import CHECKLIST_MOVES_UPDATED
+from haul.pipelines.tracker.sync.files import REPLACED
 from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
+from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot
 from tests.helpers.sync_changes import MIRROR, issues_of, without_sync_times
@@ -23,7 +26,11 @@ TARGET_QUEUE = {"TEST": "NEW"}
 
 
 def _config(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Config:
-    return load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
+    return load_config(_written(tmp_path, info, extra))
+
+
+def _written(tmp_path: Path, info: dict[str, Any], extra: str = "") -> Path:
+    return write_config(tmp_path, info, queues=source_queues(info), extra=extra)
 
 
 def _target_key(key: str) -> str:
@@ -66,9 +73,7 @@ async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, s
     )
     await call("DELETE", f"/issues/{listed}/checklistItems/{second['id']}")
     await source.add_checklist_items(listed, [{"text": "Added later", "checked": True}])
-    linked = next(
-        str(i["key"]) for i in await issues_of(source, "OPS") if str(i["key"]) != listed
-    )
+    linked = next(str(i["key"]) for i in await issues_of(source, "OPS") if str(i["key"]) != listed)
     app = (await source.list_applications())[0]
     await source.create_remote_link(
         linked, {"key": "haul/pull/39", "origin": app["id"], "relationship": "relates"}
@@ -95,6 +100,12 @@ async def _with_remote_link(source: TrackerClient, avoid: set[str]) -> str:
     raise AssertionError("no issue with a remote link")
 
 
+def _changes(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """`haul plan --changes`: (entity, source key) -> the row."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {(row["entity"], row["source_key"]): row for row in csv.DictReader(handle)}
+
+
 async def _remote_links(client: TrackerClient, key: str) -> list[tuple[str, str]]:
     links = await client.list_remote_links(key)
     return sorted((str(r["object"]["application"]["id"]), str(r["object"]["key"])) for r in links)
@@ -104,10 +115,33 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     sandbox: Any, tmp_path: Path
 ) -> None:
     info = sandbox.info
-    config = _config(tmp_path, info, MIRROR)
+    written = _written(tmp_path, info, MIRROR)
+    config = load_config(written)
     assert (await run_all(config, environ=environ(info))).complete
     async with client_for(info, "source") as source:
         edited = await people_edit_what_is_easy_to_miss(source)
+    await extract(config, environ=environ(info))
+    listed = tmp_path / "changes.csv"
+    shown = await asyncio.to_thread(
+        run_haul, "plan", "--config", written, "--changes", listed, env=haul_env(environ(info))
+    )
+    assert shown.returncode == 0, shown.stderr
+    changes = _changes(listed)
+    checklist = changes[("checklist", f"{edited['checklist']}/checklist")]
+    assert checklist["action"] == "update" and checklist["fields"] == "items"
+    assert checklist["detail"] == "1 item edited, 1 item added, 1 item removed"
+    assert ("create", "remote_link") in {
+        (c["action"], c["entity"])
+        for k, c in changes.items()
+        if k[1].startswith(edited["remote_link"])
+    }
+    assert [c["action"] for k, c in changes.items() if k[0] == REPLACED] == ["delete"]
+    unlinked = [
+        c for k, c in changes.items() if k[1].startswith(f"remote_link:{edited['unlinked']}/")
+    ]
+    assert [c["action"] for c in unlinked] == ["delete"]
+    assert {c["action"] for k, c in changes.items() if k[0] == "issue"} == {"update"}
+    assert "update: checklist" in shown.stdout and "delete: attachment_replaced" in shown.stdout
 
     second = await run_all(config, environ=environ(info))
 
@@ -124,9 +158,7 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
             assert (await org_snapshot(source, [key.rpartition("-")[0]]))[key] is not None
         linked = edited["remote_link"]
         for key in (linked, edited["unlinked"]):
-            assert await _remote_links(target, _target_key(key)) == await _remote_links(
-                source, key
-            )
+            assert await _remote_links(target, _target_key(key)) == await _remote_links(source, key)
         before = without_sync_times(await org_snapshot(source, queues))
         after = without_sync_times(
             await org_snapshot(

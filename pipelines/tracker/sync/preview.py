@@ -1,0 +1,128 @@
+"""What the next load does with each tracker record changed at the source, for `haul plan`.
+
+Asked with reads only (`pipelines.sync_preview`): an issue moved to another queue at the
+source is a move, its fields an update naming each field that differs and how, a conflict
+where a field changed on both sides; an edited checklist an update counting the items
+edited, added and removed; a walked status a transition; a mirrored deletion or a replaced
+file's old copy a delete. Which issue fields change comes from one hook,
+`TrackerPreview.pending_field_changes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.sync_preview import Change, updated
+from haul.pipelines.tracker.sync.checklists import checklist_edits
+from haul.pipelines.tracker.sync.files import REPLACED
+from haul.pipelines.tracker.transform import Transform
+from haul.state.ledger import LedgerRow
+from haul.state.store import StagedRecord
+
+Fields = dict[str, Any]
+# (expected from the staged record, found in the target or None): the verifier's compare
+Compare = Callable[[LedgerRow, StagedRecord], Awaitable[tuple[Fields, Fields | None]]]
+# the issue fields the sync's edit sends (`Transform.issue_update_body`), as verify names them
+EDITED = ("summary", "description", "tags", "assignee", "followers", "access", "type", "priority")
+# a pending row whose write is not a create -> what it is
+ACTIONS = {"issue_status": "transition", "deletion": "delete", REPLACED: "delete"}
+# what the refresh of a sub-record edits
+REFRESHED = {"comment": ("text",), "worklog": ("duration", "comment"), "issue_access": ("access",)}
+
+
+@dataclass(frozen=True)
+class FieldPreview:
+    """One issue's fields the next load changes: `update` field -> (the target's value, the
+    source's), `conflicts` field -> (the source's value, the target's)."""
+
+    update: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    conflicts: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class TrackerPreview:
+    """The tracker's `ChangePreview`, for one target org."""
+
+    client: TrackerClient
+    transform: Transform
+    compare: Compare
+
+    def action(self, row: LedgerRow) -> str | None:
+        return ACTIONS.get(row.entity)
+
+    async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        if row.entity == "issue":
+            return self._moved(row, record) + await self._issue(row, record)
+        if row.entity == "checklist":
+            return await self._checklist(row, record)
+        return [updated(row, REFRESHED.get(row.entity, ()), "changed at the source")]
+
+    async def pending_field_changes(self, row: LedgerRow, record: StagedRecord) -> FieldPreview:
+        """The hook: per issue, the fields the next load updates and those in conflict.
+
+        Today the sync decides an issue is updated when its staged record changed, and sends
+        its edit whole; the fields it changes are those whose staged value differs from what
+        the target holds now (what the last load wrote there, unless a person edited it
+        since), compared as verify compares them. Three-way sync (a base of what haul wrote)
+        points this at its own per-field diff, which also names the conflicts."""
+        expected, found = await self.compare(row, record)
+        have = found or {}
+        return FieldPreview(
+            update={
+                name: (have.get(name), expected.get(name))
+                for name in EDITED
+                if name in expected and expected.get(name) != have.get(name)
+            }
+        )
+
+    async def _issue(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        fields = await self.pending_field_changes(row, record)
+        target = row.target_id or ""
+        changes = [updated(row, tuple(fields.update), _how(fields.update))]
+        if not fields.update:  # the edit is sent all the same: the record changed
+            changes = [updated(row, (), "changed at the source; no edited field differs")]
+        if fields.conflicts:
+            detail = "; ".join(
+                f"{name}: source {ours!r}, target {theirs!r}"
+                for name, (ours, theirs) in fields.conflicts.items()
+            )
+            conflict = Change(row.entity, row.source_id, target, "conflict",
+                              tuple(fields.conflicts), detail, writes=0)  # fmt: skip
+            changes.append(conflict)
+        return changes
+
+    def _moved(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        """A move when the issue's queue at the source maps elsewhere than where it is."""
+        source_queue = str((record.raw.get("queue") or {}).get("key") or "")
+        wanted = self.transform.queues.queue(source_queue)
+        now = (row.target_id or "").rpartition("-")[0]
+        if not now or wanted == now:
+            return []
+        detail = f"from queue {now} to {wanted} (moved at the source to {source_queue})"
+        return [Change(row.entity, row.source_id, row.target_id or "", "move", ("queue",), detail)]
+
+    async def _checklist(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        key = (row.target_id or "").removesuffix("/checklist")
+        wanted = [self.transform.checklist_body(item) for item in record.raw["items"]]
+        edits = checklist_edits(await self.client.list_checklist(key), wanted)
+        if edits.empty:
+            return []
+        writes = len(edits.edit) + bool(edits.add) + len(edits.remove)
+        target = row.target_id or ""
+        detail = edits.described()
+        return [Change(row.entity, row.source_id, target, "update", ("items",), detail, writes)]
+
+
+def _how(update: dict[str, tuple[Any, Any]]) -> str:
+    """ "summary: 'Old' -> 'New'; tags: [] -> ['x']" (long values cut short)."""
+    return "; ".join(
+        f"{name}: {_short(old)} -> {_short(new)}" for name, (old, new) in update.items()
+    )
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
