@@ -12,6 +12,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.plan import make_plan
 from haul.pipelines.runner import extract, run_all
 from haul.pipelines.tracker.issues.specs import CHECKLIST_MOVES_UPDATED
 from haul.pipelines.tracker.sync.files import REPLACED
@@ -20,7 +21,12 @@ from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot
-from tests.helpers.sync_changes import MIRROR, issues_of, without_sync_times
+from tests.helpers.sync_changes import (
+    MIRROR,
+    issues_of,
+    people_change_everything,
+    without_sync_times,
+)
 
 TARGET_QUEUE = {"TEST": "NEW"}
 
@@ -195,3 +201,34 @@ async def test_the_checklists_move_of_updated_at_is_counted_and_named(
         checklists = store.count_records().get("checklist", 0)
     assert checklists > 0
     assert first.details["not_carried"][CHECKLIST_MOVES_UPDATED] == checklists
+
+
+async def test_plan_lists_the_updates_transitions_moves_and_deletes_of_a_sync(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """What showed as `skip` before: an edited summary is an update naming the field and both
+    values, a walked status a transition, a moved issue a move, a deleted comment a delete;
+    the writes are counted and timed."""
+    info = sandbox.info
+    config = _config(tmp_path, info, MIRROR)
+    assert (await run_all(config, environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        changed = await people_change_everything(source)
+    await extract(config, environ=environ(info))
+
+    plan = await make_plan(config, environ=environ(info))
+
+    by = {(c.entity, c.source_id, c.action): c for c in plan.changes}
+    summary = by[("issue", changed["summary"], "update")]
+    assert summary.fields == ("summary",) and "-> 'Renamed at the source'" in summary.detail
+    walked = [c for c in plan.changes if c.entity == "issue_status"]
+    assert [(c.source_id.split("@")[0], c.action) for c in walked] == [
+        (f"{changed['status']}/status", "transition")
+    ]
+    assert ("issue", changed["moved"], "move") in by
+    deleted = {c.source_id.split(":")[0] for c in plan.changes if c.action == "delete"}
+    assert {"comment", "worklog", "link", "attachment"} <= deleted
+    assert plan.counts["issue"]["skip"] < 50 and plan.counts["issue"]["update"] >= 5
+    assert plan.writes == sum(c.writes for c in plan.changes if c.action != "create") + sum(
+        row["create"] for row in plan.counts.values()
+    )
