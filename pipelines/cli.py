@@ -277,9 +277,7 @@ def verify_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write every change the load would make as CSV, one per row.",
 )
-def plan_command(
-    config_path: Path, conflicts_path: Path | None, changes_path: Path | None
-) -> None:
+def plan_command(config_path: Path, conflicts_path: Path | None, changes_path: Path | None) -> None:
     """After extract: what the load would create, update, transition, move, delete, skip and
     find in conflict (writes nothing)."""
     from haul.pipelines.plan import make_plan, print_plan, write_changes, write_conflicts
