@@ -21,6 +21,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import RecordFailure
 
 Item = dict[str, Any]
+ATTEMPTS = 3  # lists read, each followed by the writes it still shows missing
 
 
 def _shown(item: Item) -> tuple[Any, bool]:
@@ -77,16 +78,27 @@ def _removed(have: Sequence[Item], wanted: Sequence[Item]) -> set[int]:
 
 
 async def replay_checklist(client: TrackerClient, key: str, wanted: list[Item]) -> bool:
-    """Bring the target issue's checklist to `wanted`; True if anything was written."""
-    edits = checklist_edits(await client.list_checklist(key), wanted)
+    """Bring the target issue's checklist to `wanted`; True if anything was written. A write
+    whose reply was lost is settled by reading the list again: what it did is not sent twice."""
+    wrote, uncertain = False, ""
+    for _ in range(ATTEMPTS):
+        edits = checklist_edits(await client.list_checklist(key), wanted)
+        if edits.empty:
+            return wrote
+        wrote = True
+        try:
+            await _apply(client, key, edits)
+        except AmbiguousWriteError as exc:  # the next turn reads what it did
+            uncertain = str(exc)
+            continue
+        return True
+    raise RecordFailure(f"the checklist of {key} stayed uncertain after lost replies: {uncertain}")
+
+
+async def _apply(client: TrackerClient, key: str, edits: ChecklistEdits) -> None:
     for item_id, item in edits.edit:
         await client.update_checklist_item(key, item_id, item)
     if edits.add:
-        try:
-            await client.add_checklist_items(key, edits.add)
-        except AmbiguousWriteError as exc:  # the next run reads the target's list again
-            why = f"adding checklist items to {key} may not have applied: {exc}"
-            raise RecordFailure(why) from exc
+        await client.add_checklist_items(key, edits.add)
     for item_id in edits.remove:
         await client.delete_record(key, "checklistItems", item_id)
-    return not edits.empty
