@@ -9,11 +9,12 @@ from haul.connectors.tracker import TrackerClient
 from tests.helpers.sync_changes import issues_of
 
 
-async def _with_checklist(source: TrackerClient) -> str:
+async def _with_checklist(source: TrackerClient, avoid: set[str]) -> str:
     for queue in ("DEV", "OPS", "TEST"):
         for issue in await issues_of(source, queue):
-            if len(await source.list_checklist(issue["key"])) >= 2:
-                return str(issue["key"])
+            key = str(issue["key"])
+            if key not in avoid and len(await source.list_checklist(key)) >= 2:
+                return key
     raise AssertionError("no issue with a checklist of two items")
 
 
@@ -33,26 +34,28 @@ async def _with_file(source: TrackerClient, avoid: set[str]) -> tuple[str, dict[
 
 
 async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, str]:
-    """A checklist edited (an item changed, one removed, one added), a remote link added to
-    an issue nothing else touches and one removed from another, a file's bytes replaced
-    under its name."""
+    """A checklist edited (an item changed, one removed, one added), another emptied, a
+    remote link added to an issue nothing else touches and one removed from another, a file's
+    bytes replaced under its name."""
     call = source.core.request
-    listed = await _with_checklist(source)
+    listed = await _with_checklist(source, set())
     first, second, *_ = await source.list_checklist(listed)
     await call(
         "PATCH", f"/issues/{listed}/checklistItems/{first['id']}", json={"text": "Said again"}
     )
     await call("DELETE", f"/issues/{listed}/checklistItems/{second['id']}")
     await source.add_checklist_items(listed, [{"text": "Added later", "checked": True}])
+    emptied = await _with_checklist(source, {listed})
+    await call("DELETE", f"/issues/{emptied}/checklistItems")
     linked = next(str(i["key"]) for i in await issues_of(source, "OPS") if str(i["key"]) != listed)
     app = (await source.list_applications())[0]
     await source.create_remote_link(
         linked, {"key": "haul/pull/39", "origin": app["id"], "relationship": "relates"}
     )
-    unlinked = await _with_remote_link(source, {listed, linked})
+    unlinked = await _with_remote_link(source, {listed, emptied, linked})
     gone = (await source.list_remote_links(unlinked))[0]
     await call("DELETE", f"/issues/{unlinked}/remotelinks/{gone['id']}")
-    filed, old = await _with_file(source, {listed, linked, unlinked})
+    filed, old = await _with_file(source, {listed, emptied, linked, unlinked})
     await call("DELETE", f"/issues/{filed}/attachments/{old['id']}")
     await call(
         "POST",
@@ -60,7 +63,8 @@ async def people_edit_what_is_easy_to_miss(source: TrackerClient) -> dict[str, s
         params={"filename": old["name"]},
         files={"file": (old["name"], b"new bytes under the same name")},
     )
-    return {"checklist": listed, "remote_link": linked, "unlinked": unlinked, "attachment": filed}
+    return {"checklist": listed, "emptied": emptied, "remote_link": linked, "unlinked": unlinked,
+            "attachment": filed}  # fmt: skip
 
 
 async def _with_remote_link(source: TrackerClient, avoid: set[str]) -> str:

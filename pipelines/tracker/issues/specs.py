@@ -32,8 +32,8 @@ from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.sync.checklists import replay_checklist
-from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
+from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.transform import Transform
@@ -341,9 +341,10 @@ class TrackerLoad:
         """The items, after everything else of the issue. The API takes a checklist only as
         an ordinary edit (`_import` has no checklist field, nothing sets `updatedAt` later),
         so the issue's `updatedAt` becomes the load's time: counted under `not_carried`."""
-        key = self._key(record, parent)
-        await self.client.add_checklist_items(key, self._checklist(record))
-        self.kept[CHECKLIST_MOVES_UPDATED] += 1
+        key, items = self._key(record, parent), self._checklist(record)
+        if items:  # else emptied at the source before it was ever loaded: nothing to write
+            await self.client.add_checklist_items(key, items)
+            self.kept[CHECKLIST_MOVES_UPDATED] += 1
         return f"{key}/checklist"
 
     async def find_checklist(
