@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from haul.sandbox.server import RunningSandbox, start_sandbox
+from haul.sandbox.server import start_sandbox
 from tests.helpers.sandbox_clients import client_for
 
 
