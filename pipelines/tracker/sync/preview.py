@@ -30,7 +30,7 @@ EDITED = ("summary", "description", "tags", "assignee", "followers", "access", "
 # a pending row whose write is not a create -> what it is
 ACTIONS = {"issue_status": "transition", "deletion": "delete", REPLACED: "delete"}
 # what the refresh of a sub-record edits
-REFRESHED = {"comment": ("text",), "worklog": ("duration", "comment"), "issue_access": ("access",)}
+REFRESHED = {"comment": ("text",), "worklog": ("duration", "comment")}
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ class TrackerPreview:
             return self._moved(row, record) + await self._issue(row, record)
         if row.entity == "checklist":
             return await self._checklist(row, record)
+        if row.entity == "issue_access":
+            return await self._access(row, record)
         return [updated(row, REFRESHED.get(row.entity, ()), "changed at the source")]
 
     async def pending_field_changes(self, row: LedgerRow, record: StagedRecord) -> FieldPreview:
@@ -93,6 +95,14 @@ class TrackerPreview:
                               tuple(fields.conflicts), detail, writes=0)  # fmt: skip
             changes.append(conflict)
         return changes
+
+    async def _access(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        """An update only when the target's list differs: its refresh edits nothing else."""
+        expected, found = await self.compare(row, record)
+        if found == expected:
+            return []
+        was = (found or {}).get("access")
+        return [updated(row, ("access",), _how({"access": (was, expected.get("access"))}))]
 
     def _moved(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
         """A move when the issue's queue at the source maps elsewhere than where it is."""
