@@ -76,13 +76,19 @@ class LoadPlan:
         if change.action != "create" or self.list_creates:
             self.changes.append(change)
 
-    def record(self, row: LedgerRow, decision: Decision) -> None:
-        """Count one row's decision (a create as the write it stands for); keep a conflict or
-        a block with its reason."""
+    def record(
+        self, row: LedgerRow, decision: Decision, record: StagedRecord | None = None
+    ) -> None:
+        """Count one row's decision (a create as the write it stands for, when the preview
+        knows its `record`); keep a conflict or a block with its reason."""
         verdict, detail = decision
         if verdict == "create":
-            action = self.preview.action(row) or "create"
-            self.change(Change(row.entity, row.source_id, row.target_id or "", action, (), detail))
+            create = Change(row.entity, row.source_id, row.target_id or "", "create", (), detail)
+            change = (self.preview.pending(row, record) if record else None) or create
+            if change.action == "skip":
+                self.add(row.entity, "skip")
+            else:
+                self.change(change)
             return
         self.add(row.entity, verdict)
         if verdict != "skip":
@@ -141,7 +147,7 @@ async def make_plan(
                         elif blocker := result.blocker(row, spec, record):
                             result.record(row, ("blocked", blocker))
                         else:
-                            result.record(row, await _decide(planner, row, record))
+                            result.record(row, await _decide(planner, row, record), record)
             store.set_checkpoint(PLAN_CONFLICTS, {"conflicts": result.conflicts})
     return result
 
@@ -223,9 +229,12 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
 
 
 def _described(change: Change) -> str:
-    """One sync change in a line: "update: issue DEV-1 (DEV-1): summary, tags: ..."."""
+    """One sync change in a line: "update: issue DEV-1 (DEV-1): summary: 'a' -> 'b'"; the
+    fields named first unless the detail starts with them."""
     where = f" ({change.target_id})" if change.target_id else ""
     what = ", ".join(change.fields)
+    if change.fields and change.detail.startswith(change.fields[0]):
+        what = ""
     tail = ": ".join(part for part in (what, change.detail) if part)
     return f"{change.action}: {change.entity} {change.source_id}{where}" + (
         f": {tail}" if tail else ""

@@ -5,9 +5,10 @@ a loaded row whose record changed at the source, of a spec that carries changes 
 is an update. A service names its changes more precisely through a `ChangePreview`
 (`TargetParts.preview`)::
 
-    preview.action(row)                  the write a pending row's "create" stands for when it
+    preview.pending(row, record)         the write a pending row's "create" stands for when it
                                          is not a create (a status row's is a transition, a
-                                         deletion row's a delete); None: a create
+                                         deletion row's a delete, or a skip when another row
+                                         does its work), as a `Change`; None: a create
     await preview.changes(row, record)   what a loaded record changed at the source makes the
                                          load do: an update with its fields, a move, a conflict
 
@@ -52,7 +53,7 @@ class Change:
 class ChangePreview(Protocol):
     """What a service says of the changes the next load makes (see the module docstring)."""
 
-    def action(self, row: LedgerRow) -> str | None: ...
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None: ...
 
     async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]: ...
 
@@ -61,7 +62,7 @@ class ChangePreview(Protocol):
 class UnnamedChanges:
     """The preview of a service that brings none: a changed record is an update."""
 
-    def action(self, row: LedgerRow) -> str | None:
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
         return None
 
     async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:

@@ -138,7 +138,7 @@ class TrackerService:
             verifier=verifier,
             not_carried=lambda: _not_carried(transform, planning, entities) | dict(load.kept),
             changes=lambda: _changes(store, load.changes, entities.changes()),
-            preview=TrackerPreview(client, transform, verifier.compare),
+            preview=TrackerPreview(client, store, transform, verifier.compare),
         )
 
     async def checks(

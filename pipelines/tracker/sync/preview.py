@@ -17,10 +17,10 @@ from typing import Any
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sync_preview import Change, updated
 from haul.pipelines.tracker.sync.checklists import checklist_edits
-from haul.pipelines.tracker.sync.files import REPLACED
+from haul.pipelines.tracker.sync.files import REPLACED, described
 from haul.pipelines.tracker.transform import Transform
 from haul.state.ledger import LedgerRow
-from haul.state.store import StagedRecord
+from haul.state.store import StagedRecord, StagingStore
 
 Fields = dict[str, Any]
 # (expected from the staged record, found in the target or None): the verifier's compare
@@ -47,11 +47,25 @@ class TrackerPreview:
     """The tracker's `ChangePreview`, for one target org."""
 
     client: TrackerClient
+    store: StagingStore
     transform: Transform
     compare: Compare
 
-    def action(self, row: LedgerRow) -> str | None:
-        return ACTIONS.get(row.entity)
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
+        """A status walk, a mirrored deletion (a skip when the file's replacement deletes
+        it), a replaced file's old copy."""
+        action, raw = ACTIONS.get(row.entity), record.raw
+        if action is None:
+            return None
+        if row.entity == "issue_status":
+            detail = f"to {(raw.get('status') or {}).get('key')}"
+        elif row.entity == REPLACED:
+            detail = described(raw)
+        elif self.store.get_record(REPLACED, str(raw.get("source_id"))) is not None:
+            action, detail = "skip", "deleted by its replacement"
+        else:
+            detail = f"{raw.get('entity')} {raw.get('target_id')}: {raw.get('reason')}"
+        return Change(row.entity, row.source_id, row.target_id or "", action, (), detail)
 
     async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
         if row.entity == "issue":
