@@ -77,7 +77,12 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
         for k, c in changes.items()
         if k[1].startswith(edited["remote_link"])
     }
-    assert [c["action"] for k, c in changes.items() if k[0] == REPLACED] == ["delete"]
+    (replaced,) = [c for k, c in changes.items() if k[0] == REPLACED]
+    assert (
+        replaced["action"] == "delete" and "bytes); the old file is deleted" in replaced["detail"]
+    )
+    # its mirrored deletion would find it gone: one delete planned, not two
+    assert not [k for k in changes if k[1].startswith(f"attachment:{edited['attachment']}/")]
     unlinked = [
         c for k, c in changes.items() if k[1].startswith(f"remote_link:{edited['unlinked']}/")
     ]
