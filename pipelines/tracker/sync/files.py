@@ -30,6 +30,8 @@ Row = dict[str, Any]
 def replaced_files(store: StagingStore, issue: str, listed: list[Row]) -> list[Row]:
     """The replacements an issue's new listing of files shows (see the module docstring),
     with those staged before whose new file is still listed."""
+    if not listed:  # no file now: nothing replaced, nothing to keep (asks the store nothing)
+        return []
     new = {str(row["source_id"]): row for row in listed}
     by_name = {str(row["raw"].get("name")): row for row in listed}
     before = list(store.iter_records("attachment", parent=issue))
