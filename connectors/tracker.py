@@ -378,6 +378,12 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         """Append checklist items; the reply is the issue with its ``checklistItems``."""
         return await self.core.post_json(f"/issues/{_segment(key)}/checklistItems", json=items)
 
+    async def update_checklist_item(self, key: str, item_id: str, body: Record) -> Record:
+        """PATCH one checklist item (text, checked, ...). A write, but repeatable: the same
+        edit twice leaves the item as once."""
+        path = f"/issues/{_segment(key)}/checklistItems/{_segment(item_id)}"
+        return await self.core.request_json("PATCH", path, json=body, repeatable=True)
+
     # -- ordinary edits: what a sync replays -------------------------------------------
 
     async def list_transitions(self, key: str) -> list[Record]:
@@ -410,7 +416,8 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         return await self.core.request_json("PATCH", path, json=body, repeatable=True)
 
     async def delete_record(self, key: str, kind: str, record_id: str | int) -> bool:
-        """DELETE one of an issue's ``comments``, ``worklog``, ``links`` or ``attachments``;
+        """DELETE one of an issue's ``comments``, ``worklog``, ``links``, ``attachments``,
+        ``checklistItems`` or ``remotelinks``;
         False when it was gone already (so a repeat after a lost reply is harmless)."""
         path = f"/issues/{_segment(key)}/{kind}/{_segment(record_id)}"
         try:

@@ -272,15 +272,24 @@ def verify_command(
 @main.command("plan")
 @CONFIG_OPTION
 @click.option("--conflicts", "conflicts_path", type=click.Path(dir_okay=False, path_type=Path))
-def plan_command(config_path: Path, conflicts_path: Path | None) -> None:
-    """After extract: what the load would create, skip and find in conflict (writes nothing)."""
-    from haul.pipelines.plan import make_plan, print_plan, write_conflicts
+@click.option(
+    "--changes",
+    "changes_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every change the load would make as CSV, one per row.",
+)
+def plan_command(config_path: Path, conflicts_path: Path | None, changes_path: Path | None) -> None:
+    """After extract: what the load would create, update, transition, move, delete, skip and
+    find in conflict (writes nothing)."""
+    from haul.pipelines.plan import make_plan, print_plan, write_changes, write_conflicts
 
     config = open_config(config_path)
-    plan = asyncio.run(make_plan(config))
+    plan = asyncio.run(make_plan(config, list_creates=changes_path is not None))
     print_plan(plan, config.require_target("plan"), console)
     if conflicts_path is not None:
         write_conflicts(conflicts_path, plan)
+    if changes_path is not None:
+        write_changes(changes_path, plan)
 
 
 @main.command("check")

@@ -8,6 +8,11 @@ one (a link's other end), it cannot be made until that is resolved. The writes a
 the target's configured write budget. The conflicts are kept in the store (`PLAN_CONFLICTS`):
 the load fails those records with the plan's reason instead of sending them, and what is
 under them as blocked; each `haul plan` replaces them.
+
+It is also a sync dry run (`pipelines.sync_preview`): a loaded record changed at the source is
+an update (with its fields), a status walk a transition, an issue gone to another queue a
+move, a mirrored deletion a delete; every change is listed, and `--changes FILE.csv` writes
+them one per row.
 """
 
 from __future__ import annotations
@@ -24,9 +29,17 @@ from rich.table import Table
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PLAN_CONFLICTS
 from haul.pipelines.parent_cycles import parent_cycle
-from haul.pipelines.planner import DECISIONS, Decision, Planner, SpecPlanner
+from haul.pipelines.planner import Decision, Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
+from haul.pipelines.sync_preview import (
+    ACTIONS,
+    CHANGES_HEADER,
+    WRITES,
+    Change,
+    ChangePreview,
+    UnnamedChanges,
+)
 from haul.state.ledger import LedgerRow
 from haul.state.private import open_private
 from haul.state.store import StagedRecord
@@ -34,28 +47,52 @@ from haul.state.store import StagedRecord
 
 @dataclass
 class LoadPlan:
-    """Counts per entity and decision, the conflicts and what they block, and the writes the
-    load would send."""
+    """Counts per entity and action, the conflicts and what they block, every change but the
+    creates (those too with `list_creates`), and the writes the load would send."""
 
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
     blocked: list[tuple[str, str, str]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    list_creates: bool = False  # a first migration's creates are many: listed when asked
+    preview: ChangePreview = field(default_factory=UnnamedChanges)
     _stuck: dict[Ref, str] = field(default_factory=dict)  # conflicting or blocked -> why
 
     @property
     def writes(self) -> int:
-        return sum(row.get("create", 0) for row in self.counts.values())
+        creates = sum(row.get("create", 0) for row in self.counts.values())
+        listed = (c.writes for c in self.changes if c.action in WRITES and c.action != "create")
+        return creates + sum(listed)
 
     def entity(self, entity: str) -> dict[str, int]:
-        return self.counts.setdefault(entity, dict.fromkeys(DECISIONS, 0))
+        return self.counts.setdefault(entity, dict.fromkeys(ACTIONS, 0))
 
     def add(self, entity: str, decision: str) -> None:
         self.entity(entity)[decision] += 1
 
-    def record(self, row: LedgerRow, decision: Decision) -> None:
-        """Count one row's decision; keep a conflict or a block with its reason."""
+    def change(self, change: Change) -> None:
+        """Count and keep one change of a loaded record (or a pending row's write)."""
+        self.add(change.entity, change.action)
+        if change.action != "create" or self.list_creates:
+            self.changes.append(change)
+
+    def record(
+        self, row: LedgerRow, decision: Decision, record: StagedRecord | None = None
+    ) -> None:
+        """Count one row's decision (a create as the write it stands for, when the preview
+        knows its `record`); keep a conflict or a block with its reason."""
         verdict, detail = decision
+        if verdict == "create":
+            create = Change(row.entity, row.source_id, row.target_id or "", "create", (), detail)
+            change = (self.preview.pending(row, record) if record else None) or create
+            if change.action == "skip":
+                self.add(row.entity, "skip")
+            else:
+                self.change(change)
+            return
         self.add(row.entity, verdict)
+        if verdict != "skip":
+            self.changes.append(Change(row.entity, row.source_id, "", verdict, (), detail))
         ref = Ref(row.entity, row.source_id)
         if verdict == "conflict":
             self.conflicts.append((*ref, detail))
@@ -77,10 +114,13 @@ class LoadPlan:
         return None
 
 
-async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) -> LoadPlan:
-    """Decide every ledger row with reads only."""
+async def make_plan(
+    config: Config, *, environ: Mapping[str, str] = os.environ, list_creates: bool = False
+) -> LoadPlan:
+    """Decide every ledger row with reads only; `list_creates`: keep each create among the
+    changes too (for `--changes`), not only counted."""
     target = config.require_target("plan")
-    result = LoadPlan()
+    result = LoadPlan(list_creates=list_creates)
     async with open_clients(config, environ, target) as (targets,):
         with open_store(config.staging_path) as store:
             plan_if_staged_since(store, config)
@@ -88,11 +128,14 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
                 parts = await service.target(config, client, store)
                 specs = {spec.name: spec for spec in parts.specs}
                 planner: Planner = parts.planner or SpecPlanner(store, specs)
+                result.preview = parts.preview or UnnamedChanges()
                 for entity, spec in planner.specs.items():
                     result.entity(entity)
                     for row in store.ledger.iter_rows(entity=entity):
                         if row.status == "done":
-                            result.add(entity, "skip")
+                            await _loaded(
+                                result, row, spec, store.get_record(spec.staged, row.source_id)
+                            )
                             continue
                         record = store.get_record(spec.staged, row.source_id)
                         if record is None:
@@ -104,9 +147,24 @@ async def make_plan(config: Config, *, environ: Mapping[str, str] = os.environ) 
                         elif blocker := result.blocker(row, spec, record):
                             result.record(row, ("blocked", blocker))
                         else:
-                            result.record(row, await _decide(planner, row, record))
+                            result.record(row, await _decide(planner, row, record), record)
             store.set_checkpoint(PLAN_CONFLICTS, {"conflicts": result.conflicts})
     return result
+
+
+async def _loaded(
+    plan: LoadPlan, row: LedgerRow, spec: EntitySpec, record: StagedRecord | None
+) -> None:
+    """A loaded row: skipped, unless its record changed at the source and its spec carries
+    changes (then what the service's preview says the load will do)."""
+    if not row.changed or spec.refresh is None or record is None:
+        plan.add(row.entity, "skip")
+        return
+    changes = await plan.preview.changes(row, record)
+    for change in changes:
+        plan.change(change)
+    if not changes:  # changed only in what the target already holds
+        plan.add(row.entity, "skip")
 
 
 async def _decide(planner: Planner, row: LedgerRow, record: StagedRecord) -> Decision:
@@ -130,17 +188,28 @@ def duration(writes: int, target: Endpoint) -> str:
     return f"{prefix}{seconds:.0f} s at {float(rate):g} writes/s"
 
 
+SHOWN = 50  # the sync changes printed; --changes FILE.csv lists every one
+ALWAYS = ("create", "skip", "conflict", "blocked")  # a sync's columns show when they count
+
+
 def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
-    """The per-entity table, then the writes and their time, each conflict, what they block
-    (per entity: the records are in the --conflicts CSV), and what to do about them."""
+    """The per-entity table, then the writes and their time, the sync's changes, each
+    conflict, what they block (per entity: the records are in the --conflicts CSV), and what
+    to do about them."""
+    columns = [c for c in ACTIONS if c in ALWAYS or any(row[c] for row in plan.counts.values())]
     table = Table(title="haul plan")
     table.add_column("entity")
-    for column in DECISIONS:
+    for column in columns:
         table.add_column(column, justify="right")
     for entity, row in plan.counts.items():
-        table.add_row(entity, *(str(row[c]) for c in DECISIONS))
+        table.add_row(entity, *(str(row[c]) for c in columns))
     console.print(table)
     lines = [f"requests: {plan.writes} writes ({duration(plan.writes, target)})"]
+    synced = [c for c in plan.changes if c.action not in ("create", "blocked")]
+    synced = [c for c in synced if c.action != "conflict" or c.fields]  # field conflicts
+    lines += [_described(change) for change in synced[:SHOWN]]
+    if len(synced) > SHOWN:
+        lines.append(f"... and {len(synced) - SHOWN} more changes (--changes FILE.csv lists all)")
     lines += [
         f"conflict: {entity} {source_id}: {detail}" for entity, source_id, detail in plan.conflicts
     ]
@@ -157,6 +226,28 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
         )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _described(change: Change) -> str:
+    """One sync change in a line: "update: issue DEV-1 (DEV-1): summary: 'a' -> 'b'"; the
+    fields named first unless the detail starts with them."""
+    where = f" ({change.target_id})" if change.target_id else ""
+    what = ", ".join(change.fields)
+    if change.fields and change.detail.startswith(change.fields[0]):
+        what = ""
+    tail = ": ".join(part for part in (what, change.detail) if part)
+    return f"{change.action}: {change.entity} {change.source_id}{where}" + (
+        f": {tail}" if tail else ""
+    )
+
+
+def write_changes(path: Path, plan: LoadPlan) -> None:
+    """Every change the next load would make, one per row (`CHANGES_HEADER`), for a person
+    to review before the run."""
+    with open_private(path, newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CHANGES_HEADER)
+        writer.writerows(change.row() for change in plan.changes)
 
 
 def write_conflicts(path: Path, plan: LoadPlan) -> None:

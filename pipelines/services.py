@@ -16,7 +16,7 @@ the export iterate services and name none; `pipelines.registry` lists them.
       target(config, client, store, read_only)
                                      -> TargetParts(specs, in_target, unmapped_users,
                                                     planner, verifier, not_carried, changes,
-                                                    removals)
+                                                    removals, preview)
       checks(config, client, store, side) -> [Finding]
       checks_across(config, source_client, target_client, store) -> [Finding]
 """
@@ -36,6 +36,7 @@ from haul.pipelines.planner import Planner
 from haul.pipelines.removals import Removal
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
+from haul.pipelines.sync_preview import ChangePreview
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 
@@ -94,6 +95,8 @@ class TargetParts:
     changes: Callable[[], dict[str, dict[str, int]]] = dict
     # how `haul undo` takes back each ledger entity it loads (pipelines.removals)
     removals: Mapping[str, Removal] = field(default_factory=dict)
+    # what `haul plan` says a loaded record changed at the source makes the load do
+    preview: ChangePreview | None = None
 
 
 class Client(Protocol):

@@ -56,6 +56,7 @@ from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
+from haul.pipelines.tracker.sync.preview import TrackerPreview
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
 from haul.pipelines.tracker.sync.undo import TrackerRemovals
 from haul.pipelines.tracker.target import TrackerTarget
@@ -134,19 +135,22 @@ class TrackerService:
         specs = organisation.specs() + configuration.specs()
         specs += load.specs() + planning.specs + backfill.specs()
         specs += entities.specs
+        verifier = TrackerVerifier(client, transform, load.prints, store.written.base)
         return TargetParts(
             specs,
             in_target=_in_target(target),
             unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
             planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
-            verifier=TrackerVerifier(client, transform, load.prints, store.written.base),
+            verifier=verifier,
             not_carried=lambda: (
                 _not_carried(transform, planning, entities, load)
+                | dict(load.kept)
                 | configuration.not_carried()
                 | organisation.kept
             ),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
+            preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
         )
 
     async def checks(

@@ -46,6 +46,8 @@ TRACKER_SHARED = {
     "sync.statuses": "an issue's send carries its status through the target's workflow",
     "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
     "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",
+    "sync.checklists": "a checklist edited at the source, replayed by the checklist's refresh",
+    "sync.files": "a file replaced at the source, found by the drain, loaded under the new file",
     "organisation.streams": "the tracker's listings: the target's dictionaries, saved filters",
     "entities.access": "the roles' people, for the export's access columns",
     "entities.bodies": "the entity kinds, for the export's access columns",

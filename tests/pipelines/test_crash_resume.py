@@ -183,17 +183,21 @@ def kill_at_random(config: Path, env: dict[str, str], rng: random.Random) -> boo
         # edits and deletions lost after they were applied
         pytest.param(
             "drop_after:0.3@*/_execute,drop_after:0.5@*/_move,drop_after:0.3@*/comments/*,"
-            "drop_after:0.3@*/worklog/*,drop_after:0.05@*/_import",
+            "drop_after:0.3@*/worklog/*,drop_after:0.05@*/_import,"
+            "drop_after:0.3@*/checklistItems*",
             id="sync-kills+dropped-writes",
         ),
     ],
 )
 def test_a_killed_sync_resumes_with_nothing_twice(tmp_path: Path, faults: str) -> None:
-    """After a complete first run, one change of each kind at the source; the sync run is
+    """After a complete first run, one change of each kind at the source (with an edited
+    checklist, a remote link and a file uploaded again under its name); the sync run is
     SIGKILLed at random instants, then resumed: the target equals the source, every change
-    carried once (a comment or link twice, a worklog twice, shows in the snapshot)."""
+    carried once (a comment or link twice, a worklog twice, a file kept twice, a checklist
+    item twice, shows in the snapshot)."""
     from haul.sandbox import server as sandbox_server
     from tests.helpers.sync_changes import MIRROR, people_change_everything, without_sync_times
+    from tests.helpers.sync_misses import people_edit_what_is_easy_to_miss
 
     with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
         info = sandbox.info
@@ -205,6 +209,7 @@ def test_a_killed_sync_resumes_with_nothing_twice(tmp_path: Path, faults: str) -
         async def change() -> None:
             async with client_for(info, "source") as source:
                 await people_change_everything(source)
+                await people_edit_what_is_easy_to_miss(source)
 
         asyncio.run(change())
         sandbox.set_faults(faults)

@@ -27,6 +27,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
+from haul.pipelines.tracker.sync.files import REPLACED, replaced_files
 from haul.pipelines.tracker.sync.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
@@ -114,12 +115,17 @@ class IssueDrain:
             "link": child_rows(key, results.get("link", [])),
             "remote_link": child_rows(key, results.get("remote_link", [])),
             "attachment": child_rows(key, attachments, blobs, problems),
-            "checklist": _checklist_rows(key, checklist_of(issue.raw)),
+            "checklist": _checklist_rows(key, checklist_of(issue.raw), self._had_checklist(key)),
             "issue_status": [row] if (row := status_row(key, issue.raw)) else [],
         }
+        # a file uploaded again under its name, seen while the old one is still staged
+        children[REPLACED] = replaced_files(self.store, key, children["attachment"])
         if self.changelog:  # else what an earlier extract staged stays as it was
             children["changelog"] = child_rows(key, results.get("changelog", []))
         return children
+
+    def _had_checklist(self, key: str) -> bool:
+        return self.store.get_record("checklist", f"{key}/checklist") is not None
 
     async def _fetch_blobs(
         self, key: str, attachments: list[dict[str, Any]]
@@ -208,9 +214,10 @@ def checklist_of(issue: dict[str, Any]) -> list[dict[str, Any]]:
 COMMENT_COUNTERS = ("commentWithoutExternalMessageCount", "commentWithExternalMessageCount")
 
 
-def _checklist_rows(parent: str, items: list[dict[str, Any]]) -> list[Row]:
-    """An issue's checklist is one record: its order matters and it loads in one request."""
-    if not items:
+def _checklist_rows(parent: str, items: list[dict[str, Any]], had: bool = False) -> list[Row]:
+    """An issue's checklist is one record: its order matters and it loads in one request.
+    One emptied at the source (`had` one staged) stays staged, empty, so the sync clears it."""
+    if not items and not had:
         return []
     return [
         {

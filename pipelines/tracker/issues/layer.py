@@ -101,6 +101,7 @@ ISSUES = Layer(
         Entity("worklog"),
         Entity("attachment", files=True),
         Entity("checklist"),
+        Entity("attachment_replaced", optional=True),  # a file uploaded again under its name
         Entity("issue_access", staged="issue"),  # an issue whose source lists anyone on `access`
         Entity("link"),
         Entity("changelog", loads=False),  # no import endpoint: staged for exports only

@@ -33,8 +33,17 @@ from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
+from haul.pipelines.tracker.sync.checklists import replay_checklist
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
-from haul.pipelines.tracker.sync.fields import ConflictRule, import_only, same, updatable
+from haul.pipelines.tracker.sync.fields import (
+    ConflictRule,
+    FieldChanges,
+    diff_fields,
+    import_only,
+    same,
+    updatable,
+)
+from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.target import LinkWaits
@@ -119,6 +128,10 @@ PLAN_WORKLOGS = each_record(
     "worklog", parent=_issue_of, sort_key=lambda r: str(r.raw.get("start") or "")
 )
 PLAN_CHECKLISTS = each_record("checklist", parent=_issue_of)
+CHECKLIST_MOVES_UPDATED = (
+    "issue updatedAt: moved to the load's time by the issue's checklist (the API adds a"
+    " checklist only as an edit, after the import)"
+)
 # name -> plan, in the order siblings load: what the ledger holds, with or without a target
 PLANS = {
     "issue": each_record("issue"),
@@ -127,6 +140,7 @@ PLANS = {
     "worklog": PLAN_WORKLOGS,
     "attachment": plan_attachments,
     "checklist": PLAN_CHECKLISTS,
+    REPLACED: plan_replacements,  # under the new file: after every attachment is planned
     "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
     "issue_access": plan_issue_access,
     "link": plan_links,
@@ -156,6 +170,8 @@ class TrackerLoad:
     configured: dict[str, LedgerRow | None] = field(default_factory=dict)  # queue_config rows
     # field -> issues whose change at the source of it no update call can carry
     not_updatable: Counter[str] = field(default_factory=Counter)
+    # "what: why" -> how many, for `not_carried`
+    kept: Counter[str] = field(default_factory=Counter)
 
     def specs(self) -> list[EntitySpec]:
         """The tracker's specs, in the order siblings load."""
@@ -174,8 +190,9 @@ class TrackerLoad:
             EntitySpec("attachment", "attachment", plan_attachments, self.send_attachment,
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
+            FileReplacement(self.client, self.store, self.keys.key, self.changes).spec(),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
-                       self.find_checklist),
+                       self.find_checklist, refresh=self.refresh_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,
                        self.statuses.find),
             EntitySpec(ISSUE_ACCESS, "issue", plan_issue_access, self.send_access,
@@ -267,14 +284,7 @@ class TrackerLoad:
         sent even when it carries nothing: imports keep the source's times, so a comment added
         at the source after the issue was loaded lies outside the target issue's window, and
         the ordinary edit moves it to now. Answers what haul has now written (the new base)."""
-        found = await self.client.find_issue(key)
-        if found is None:
-            raise RecordFailure(f"issue {key} is not in the target")
-        source = self.forms.source(record)
-        base = self.store.written.base("issue", record.source_id)
-        compared = {name: value for name, value in source.items() if updatable(name)}
-        target = self.forms.target(found, {**compared, **(base or {})})
-        target = {name: value for name, value in target.items() if updatable(name)}
+        source, base, compared, target = await self._three_sides(record, key)
         self._count_not_updatable(source, base)
 
         async def edit(names: list[str]) -> None:
@@ -284,6 +294,27 @@ class TrackerLoad:
             "issue", record.source_id, (compared, target), edit, always=True
         )
         return written | {name: source[name] for name in import_only(source)}
+
+    async def _three_sides(
+        self, record: StagedRecord, key: str
+    ) -> tuple[Fields, Fields | None, Fields, Fields]:
+        """The issue's staged fields, its base, and the updatable ones at the source and in
+        the target issue `key`."""
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        source = self.forms.source(record)
+        base = self.store.written.base("issue", record.source_id)
+        compared = {name: value for name, value in source.items() if updatable(name)}
+        target = self.forms.target(found, {**compared, **(base or {})})
+        target = {name: value for name, value in target.items() if updatable(name)}
+        return source, base, compared, target
+
+    async def field_changes(self, record: StagedRecord, key: str) -> tuple[FieldChanges, Fields]:
+        """What the next refresh of the issue would carry, keep and find in conflict, and the
+        target's values now (read only: `haul plan`'s preview)."""
+        _source, base, compared, target = await self._three_sides(record, key)
+        return diff_fields(compared, base, target), target
 
     def _count_not_updatable(self, source: Fields, base: Fields | None) -> None:
         """Each field changed at the source that no update call can change, by name (what the
@@ -425,8 +456,13 @@ class TrackerLoad:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
 
     async def send_checklist(self, record: StagedRecord, parent: str | None) -> str:
-        key = self._key(record, parent)
-        await self.client.add_checklist_items(key, self._checklist(record))
+        """The items, after everything else of the issue. The API takes a checklist only as
+        an ordinary edit (`_import` has no checklist field, nothing sets `updatedAt` later),
+        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`."""
+        key, items = self._key(record, parent), self._checklist(record)
+        if items:  # else emptied at the source before it was ever loaded: nothing to write
+            await self.client.add_checklist_items(key, items)
+            self.kept[CHECKLIST_MOVES_UPDATED] += 1
         return f"{key}/checklist"
 
     async def find_checklist(
@@ -435,6 +471,12 @@ class TrackerLoad:
         if parent is None:
             return None
         return await self.probe.checklist(parent, self._checklist(record))
+
+    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
+        """A checklist edited at the source: its items edited, added and removed in the
+        target (`sync.checklists`), the issue where it is now."""
+        if await replay_checklist(self.client, self._issue_key(record), self._checklist(record)):
+            self.changes[("checklist", "updated")] += 1
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.link_body(record.raw)

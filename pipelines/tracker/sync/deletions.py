@@ -2,7 +2,7 @@
 
 How each is found, without asking the source for anything it was not asked already:
 
-- a comment, worklog, link or attachment: its issue changed, so the extract drained it again,
+- a comment, worklog, link, remote link or attachment: its issue changed, so the extract drained it again,
   and its listing no longer holds the record: the staged record is gone while its loaded
   ledger row stays (`find_deleted_children`, when the ledger is planned);
 - an issue: the extract counts each queue's issues at the source anyway; only when a queue
@@ -46,6 +46,7 @@ CHILDREN = {
     "worklog": ("worklog", "worklog"),
     "attachment": ("attachment", "attachments"),
     "link": ("link", "links"),
+    "remote_link": ("remote_link", "remotelinks"),
 }
 # a queue's own records (`pipelines.tracker.planning.queue_rules`): their `issue` is the queue
 QUEUE_RULES = {"trigger": "triggers", "macro": "macros"}
@@ -232,6 +233,8 @@ class DeletionSync:
             return [w async for w in self.client.iter_worklogs(key)]
         if entity == "link":
             return await self.client.list_links(key)
+        if entity == "remote_link":
+            return await self.client.list_remote_links(key)
         return await self.client.list_attachments(key)
 
 

@@ -184,19 +184,45 @@ def add_checklist_items(org: Org, issue: Issue, body: object, editor: int, now: 
     return updated
 
 
-def remove_checklist_items(
-    org: Org, issue: Issue, editor: int, now: int, item_id: str | None = None
+def edit_checklist_item(
+    org: Org, issue: Issue, item_id: str, body: object, editor: int, now: int
 ) -> Issue:
-    """The whole checklist (`item_id` None: "clear"), or the one item of that id (404 when
-    the issue has none); bumps updatedAt like any other edit."""
+    """PATCH one item: the keys sent (text, checked, assignee, deadline) change; bumps
+    updatedAt like any other edit."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "Send a checklist item object")
+    item = _checklist_item_of(org, issue, item_id)
+    edited = _checklist_item(org, {"text": item.text, **body})
+    item.text = edited.text
+    if "checked" in body:
+        item.checked = edited.checked
+    if "assignee" in body:
+        item.assignee = edited.assignee
+    if "deadline" in body:
+        item.deadline = edited.deadline
+    return _checklist_edited(org, issue, editor, now)
+
+
+def delete_checklist_items(
+    org: Org, issue: Issue, item_id: str | None, editor: int, now: int
+) -> Issue:
+    """DELETE one item, or (no item id) clear the whole checklist; bumps updatedAt."""
     records = org.records(issue)
     if item_id is None:
         records.checklist.clear()
     else:
-        item = next((i for i in records.checklist if i.id == item_id), None)
-        if item is None:
-            raise ApiError(404, "Checklist item does not exist.", errors={"id": item_id})
-        records.checklist.remove(item)
+        records.checklist.remove(_checklist_item_of(org, issue, item_id))
+    return _checklist_edited(org, issue, editor, now)
+
+
+def _checklist_item_of(org: Org, issue: Issue, item_id: str) -> ChecklistItem:
+    found = next((i for i in org.records(issue).checklist if i.id == item_id), None)
+    if found is None:
+        raise ApiError(404, "Checklist item does not exist.", errors={"id": item_id})
+    return found
+
+
+def _checklist_edited(org: Org, issue: Issue, editor: int, now: int) -> Issue:
     updated = replace(issue, updated_at=max(now, issue.updated_at), updated_by=editor)
     org.put_issue(updated)
     return updated

@@ -13,8 +13,9 @@ from haul.sandbox.tracker.api.errors import ApiError, issue_not_found
 from haul.sandbox.tracker.issues import render
 from haul.sandbox.tracker.issues.editing import (
     add_checklist_items,
+    delete_checklist_items,
+    edit_checklist_item,
     edit_issue,
-    remove_checklist_items,
 )
 from haul.sandbox.tracker.model import Issue
 from haul.sandbox.tracker.search.paging import int_param, page_of
@@ -197,18 +198,20 @@ async def post_checklist(request: Request) -> Response:
     return JSONResponse(_issue_body(call, updated, {"records"}))
 
 
-async def clear_checklist(request: Request) -> Response:
-    """DELETE /issues/{key}/checklistItems: the whole checklist goes; 200 with the issue."""
+async def patch_checklist_item(request: Request) -> Response:
+    """PATCH /issues/{key}/checklistItems/{item_id}: the issue with its checklist."""
     call = open_call(request)
     issue = find_issue(call, request.path_params["key"])
-    updated = remove_checklist_items(call.org, issue, call.user.uid, now_ms())
+    body = await json_body(request)
+    item = request.path_params["item_id"]
+    updated = edit_checklist_item(call.org, issue, item, body, call.user.uid, now_ms())
     return JSONResponse(_issue_body(call, updated, {"records"}))
 
 
-async def delete_checklist_item(request: Request) -> Response:
-    """DELETE /issues/{key}/checklistItems/{item_id}: one item goes; 200 with the issue."""
+async def delete_checklist(request: Request) -> Response:
+    """DELETE /issues/{key}/checklistItems[/{item_id}]: one item, or the whole checklist."""
     call = open_call(request)
     issue = find_issue(call, request.path_params["key"])
-    wanted = request.path_params["item_id"]
-    updated = remove_checklist_items(call.org, issue, call.user.uid, now_ms(), wanted)
+    item = request.path_params.get("item_id")
+    updated = delete_checklist_items(call.org, issue, item, call.user.uid, now_ms())
     return JSONResponse(_issue_body(call, updated, {"records"}))

@@ -3,8 +3,9 @@
 ``POST /issues/{key}/remotelinks {key, origin, relationship}``: ``origin`` is an application
 id from ``GET /applications``, ``key`` the object's key there, ``relationship`` a link verb
 (default ``relates``); 201 with the link as recorded.  The same (origin, key) on one issue
-again is a 409.  ``DELETE /issues/{key}/remotelinks/{id}`` answers 200.  Writes leave the
-issue's updatedAt as it was (remote links live beside the issue, not in its fields).
+again is a 409.  ``DELETE /issues/{key}/remotelinks/{id}`` answers 200.  Each write is in the
+issue's history as its links' are (``IssueRemoteLinked``, ``IssueRemoteUnlinked``), so it moves
+the issue's updatedAt: that is how an incremental extract finds the issue to read again.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
+from haul.sandbox.tracker.issues.changes import touch
 from haul.sandbox.tracker.issues.routes_issues import find_issue
 from haul.sandbox.tracker.planning import render_planning as shapes
 from haul.sandbox.tracker.planning.planning import APPLICATIONS, RemoteLink, planning_of
@@ -66,6 +68,7 @@ async def create_remote_link(request: Request) -> Response:
         now_ms(),
     )
     links.append(created)
+    touch(call.org, issue, call.user.uid, now_ms(), "IssueRemoteLinked")
     body = shapes.remote_link(call.view, created, APPLICATIONS[origin])
     return JSONResponse(body, status_code=201)
 
@@ -79,4 +82,5 @@ async def delete_remote_link(request: Request) -> Response:
     if found is None:
         raise ApiError(404, "Remote link does not exist.", errors={"remotelink": str(wanted)})
     links.remove(found)
+    touch(call.org, issue, call.user.uid, now_ms(), "IssueRemoteUnlinked")
     return Response(status_code=200)
