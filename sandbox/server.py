@@ -69,7 +69,7 @@ class RunningSandbox:
 
     def notified(self) -> dict:
         """``{"writes": total, "by_route": {...}}``: the tracker's writes sent with
-        notifications on (see ``sandbox.tracker.notifications``)."""
+        notifications on (see ``sandbox.tracker.api.notifications``)."""
         return self._stats.notified()
 
     def is_alive(self) -> bool:

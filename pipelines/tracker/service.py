@@ -42,10 +42,9 @@ from haul.pipelines.tracker.checks.layer import CHECKS
 from haul.pipelines.tracker.checks.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.entities.layer import ENTITIES, EntityTarget, entity_target
 from haul.pipelines.tracker.flow.layer import FLOW
-from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
+from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
-from haul.pipelines.tracker.issues.probes import TargetProbe
 from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier

@@ -15,12 +15,11 @@ from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_planning as planning
 from haul.sandbox.tracker.api.context import json_object, world_of
 from haul.sandbox.tracker.api.errors import ApiError, error_response
+from haul.sandbox.tracker.api.notifications import notifies
 from haul.sandbox.tracker.issues import routes_changes as changes
 from haul.sandbox.tracker.issues import routes_imports as imports
 from haul.sandbox.tracker.issues import routes_issues as issues
-from haul.sandbox.tracker.issues import routes_maillists as maillists
 from haul.sandbox.tracker.issues import routes_records as records
-from haul.sandbox.tracker.notifications import notifies
 from haul.sandbox.tracker.planning import routes_autoactions as autoactions
 from haul.sandbox.tracker.planning import routes_triggers as triggers
 from haul.sandbox.tracker.search.scroll import ScrollStore
@@ -207,7 +206,7 @@ def _routes() -> list[Route]:
         Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),
         Route("/_sandbox/users/{login}", dicts.remove_user, methods=["DELETE"]),
         Route("/_sandbox/issues/{key}/updated_at", changes.restamp_issue, methods=["PUT"]),
-        Route("/_sandbox/issues/{key}/maillists", maillists.follow_maillists, methods=["PUT"]),
+        Route("/_sandbox/issues/{key}/maillists", edits.follow_maillists, methods=["PUT"]),
         Route(
             "/_sandbox/attachments/{key}/{attachment_id}",
             edits.replace_attachment_bytes,

@@ -45,6 +45,7 @@ TRACKER_SHARED = {
     "issues.export": "the person and checklist columns every tracker table writes the same way",
     "sync.statuses": "an issue's send carries its status through the target's workflow",
     "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
+    "sync.fields": "the issue field table: what the import writes, what a sync's edit changes",
     "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",
     "sync.checklists": "a checklist edited at the source, replayed by the checklist's refresh",
     "sync.files": "a file replaced at the source, found by the drain, loaded under the new file",

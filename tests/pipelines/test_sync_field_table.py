@@ -6,8 +6,6 @@ fields its import takes and which its ordinary edit changes: the two must agree.
 
 from __future__ import annotations
 
-import pytest
-
 from haul.pipelines.tracker.sync.fields import (
     ISSUE_FIELDS,
     Carry,
@@ -19,8 +17,6 @@ from haul.pipelines.tracker.sync.fields import (
 )
 from haul.sandbox.tracker.issues.editing import EDITED_FIELDS
 from haul.sandbox.tracker.issues.import_fields import IMPORT_FIELDS
-
-pytestmark = pytest.mark.fast
 
 
 def test_every_field_the_import_takes_is_in_the_table() -> None:

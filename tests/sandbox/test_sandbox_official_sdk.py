@@ -11,16 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yandex_tracker_client as sdk
 
 from haul.sandbox.server import start_sandbox
-
-
-def sdk_client(info: dict[str, Any], org: str) -> Any:
-    host = info["tracker"].rsplit("/v3", 1)[0]
-    return sdk.TrackerClient(
-        token=info["tokens"]["admin"], org_id=info["orgs"][org], base_url=host, retries=1
-    )
+from tests.helpers.entity_snapshot import sdk_client
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 import yandex_tracker_client as sdk
 
 from haul.sandbox.server import start_sandbox
-from tests.sandbox.test_sandbox_official_sdk import sdk_client
+from tests.helpers.entity_snapshot import sdk_client
 
 
 @pytest.fixture(scope="module")

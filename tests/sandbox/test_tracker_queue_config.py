@@ -7,23 +7,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.sandbox.server import start_sandbox
+from tests.helpers.entity_snapshot import sdk_client
+from tests.helpers.sandbox_shapes import REPLIES
 
-LIVE = Path("/work/shared/reference/live-replies/tracker/queues/permissions_update.json")
-
-
-def sdk_client(info: dict[str, Any], org: str) -> Any:
-    host = info["tracker"].rsplit("/v3", 1)[0]
-    return sdk.TrackerClient(
-        token=info["tokens"]["admin"], org_id=info["orgs"][org], base_url=host, retries=1
-    )
+LIVE = REPLIES / "tracker" / "queues" / "permissions_update.json"
 
 
 def plain(info: dict[str, Any], org: str, token: str = "admin") -> httpx.Client:

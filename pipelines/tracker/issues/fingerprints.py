@@ -147,3 +147,22 @@ class TrackerFingerprints:
 def _direction(link: dict[str, Any]) -> str | None:
     """A link's direction as seen from its issue; "both" for a symmetric type."""
     return "both" if link["type"]["id"] == "relates" else link.get("direction")
+
+
+# -- where no fingerprint says it: ask the target ------------------------------------------
+
+Unclaimed = Callable[[str], bool]
+
+
+@dataclass
+class TargetProbe:
+    """The probes of one target org that no fingerprint expresses (see `fingerprints`)."""
+
+    client: TrackerClient
+
+    async def checklist(self, target_key: str, bodies: list[dict[str, Any]]) -> str | None:
+        """The checklist is there when the target lists the same items in the same order."""
+        items = await self.client.list_checklist(target_key)
+        found = [(item.get("text"), bool(item.get("checked"))) for item in items]
+        wanted = [(body["text"], body["checked"]) for body in bodies]
+        return f"{target_key}/checklist" if found[-len(wanted) :] == wanted else None

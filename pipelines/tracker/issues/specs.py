@@ -30,8 +30,7 @@ from haul.pipelines.specs import (
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
 from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
-from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints, Unclaimed
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
 from haul.pipelines.tracker.sync.checklists import replay_checklist
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues

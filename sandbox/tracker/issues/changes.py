@@ -31,7 +31,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
-from haul.sandbox.tracker.planning.queue_rules import rules_of
+from haul.sandbox.tracker.workflows.queue_rules import rules_of
 from haul.sandbox.tracker.workflows.workflows import Transition, workflow_of
 
 

@@ -42,7 +42,7 @@ from haul.sandbox.tracker.model import (
     Queue,
     Worklog,
 )
-from haul.sandbox.tracker.planning.queue_rules import rules_of
+from haul.sandbox.tracker.workflows.queue_rules import rules_of
 
 
 def runtime_hex_id(org: Org, counter: str) -> str:

@@ -26,8 +26,8 @@ from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.api.render_refs import View, queue_ref
 from haul.sandbox.tracker.model import Queue
-from haul.sandbox.tracker.planning.queue_rules import Macro, Trigger, rules_of
 from haul.sandbox.tracker.structure.routes_structure import numeric, queue_of_path
+from haul.sandbox.tracker.workflows.queue_rules import Macro, Trigger, rules_of
 
 _CHANGE_VERBS = ("set", "add", "remove")
 _VALUE_KEYS = ("value", *_CHANGE_VERBS)
