@@ -280,6 +280,8 @@ def chosen_tables(
             log.warning("table_not_built", table=table.name, error=table.reason)
             if failed is not None:
                 failed[table.name] = table.reason
+    if failed is not None:
+        failed.update(unbuildable_model(store, every, wanted))
     known = {table.name for table in every} | {table.entity for table in every} - {ANY_ENTITY}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))
@@ -294,6 +296,25 @@ def chosen_tables(
         if (staged.get(table.entity) or (table.entity == ANY_ENTITY and loaded))
         and (not wanted or wanted & {table.name, table.entity})
     ]
+
+
+def unbuildable_model(
+    store: StagingStore, tables: Iterable[Table], wanted: set[str]
+) -> dict[str, str]:
+    """Derived table -> why it cannot be built: what it is derived from was not staged by
+    the last extract, by a setting (a migration's config that skips the changelog). An
+    error of the export (exit 3), not a warning, since the model would be silently absent."""
+    skipped = not_staged(store)
+    return {
+        table.name: (
+            f"cannot be built: it is derived from {table.entity}, which the last extract did "
+            f"not stage ({skipped[table.entity]}), then run haul extract and haul export again"
+        )
+        for table in tables
+        if table.derive is not None
+        and table.entity in skipped
+        and (not wanted or wanted & {table.name, table.entity})
+    }
 
 
 def model_as_of(store: StagingStore, now: datetime) -> datetime:
