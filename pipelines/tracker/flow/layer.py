@@ -6,6 +6,7 @@ model of `model`) and weekly flow metrics (`weekly`). Export tables only: it loa
 from __future__ import annotations
 
 from haul.pipelines.export.tables import register_table
+from haul.pipelines.tracker.flow.info import MODEL_INFO
 from haul.pipelines.tracker.flow.tables import (
     CYCLE_TIMES,
     ISSUE_DAILY,
@@ -15,7 +16,9 @@ from haul.pipelines.tracker.flow.tables import (
 from haul.pipelines.tracker.flow.weekly import FLOW_WEEKLY
 from haul.pipelines.tracker.layer import Layer
 
-TABLES = (STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY)
+TABLES = (
+    STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
+)  # fmt: skip
 for _table in TABLES:
     register_table(_table)
 
