@@ -63,9 +63,10 @@ class Model(BaseModel):
         description="A text file of dates not worked (one YYYY-MM-DD a line, # comments), "
         "beside or instead of holidays; relative to the config's folder.",
     )
-    daily_since: date | None = Field(
+    daily_since: date | int | None = Field(
         None,
-        description="issue_daily's first day (default: each issue's creation); narrows it.",
+        description="issue_daily's first day (default: each issue's creation): a date, or a "
+        "number of days before the export day (a nightly export's rolling window).",
     )
     daily_after_end_days: int = Field(
         30,
@@ -73,6 +74,13 @@ class Model(BaseModel):
         description="issue_daily's days after an issue finished (default a month); 0 stops at "
         "the day it finished.",
     )
+
+    @field_validator("daily_since")
+    @classmethod
+    def _days_back(cls, value: date | int | None) -> date | int | None:
+        if isinstance(value, int) and value < 0:
+            raise ValueError("a number of days before the export day is 0 or more")
+        return value
 
     @field_validator("holidays")
     @classmethod

@@ -214,6 +214,28 @@ def test_business_seconds_in_the_export_match_an_independent_count(exported: Pat
         assert business == counted_seconds(entered, left, "Europe/Berlin", off)
 
 
+def test_issue_daily_covers_each_issues_whole_life_by_default(exported: Path) -> None:
+    """No daily_since: each issue's rows run, a day each without gaps, from its creation
+    day (in Berlin) to the export day, or to 30 days after the day it last finished."""
+    with duckdb.connect(str(exported), read_only=True) as db:
+        db.execute("SET TimeZone = 'Europe/Berlin'")
+        rows = db.execute(
+            "SELECT d.issue_key, min(d.day), max(d.day), count(*), "
+            "any_value(i.created_at::DATE), any_value(c.done_at::DATE) "
+            "FROM issue_daily d JOIN issues i ON i.key = d.issue_key "
+            "JOIN cycle_times c ON c.issue_key = d.issue_key GROUP BY d.issue_key"
+        ).fetchall()
+        export_day = date.fromisoformat(
+            db.execute("SELECT value FROM model_info WHERE setting = 'export_day'").fetchone()[0]  # type: ignore[index]
+        )
+        issues = db.execute("SELECT count(*) FROM issues").fetchone()[0]  # type: ignore[index]
+    assert len(rows) == issues
+    for key, first, last, count, created, done in rows:
+        assert first == created, key
+        assert count == (last - first).days + 1, key
+        assert last == export_day or (done is not None and last == done + timedelta(days=30)), key
+
+
 def readme_queries() -> list[str]:
     text = README.read_text(encoding="utf-8")
     part = text[text.index("<!-- analyst-queries") :]

@@ -265,6 +265,19 @@ def value_at(history: Sequence[FieldValue], moment: datetime) -> Any:
     return history[index].value if index >= 0 else None
 
 
+class _FieldTimeline:
+    """One field's values in time order, to ask for the value at many moments (`value_at`
+    without rebuilding its index each time)."""
+
+    def __init__(self, history: Sequence[FieldValue], field: str) -> None:
+        self._rows = [row for row in history if row.field == field]
+        self._starts = [row.valid_from for row in self._rows]
+
+    def at(self, moment: datetime) -> Any:
+        index = bisect.bisect_left(self._starts, moment) - 1
+        return self._rows[index].value if index >= 0 else None
+
+
 @dataclass(frozen=True)
 class DailyRow:
     """An issue's state at the end of one day (or at `now`, on the export day)."""
@@ -309,7 +322,7 @@ def daily_rows(
     if not intervals:
         return []
     created = intervals[0].entered_at
-    fields = {name: [row for row in history if row.field == name] for name in TRACKED_FIELDS}
+    fields = {name: _FieldTimeline(history, name) for name in ("assignee", "queue", "priority")}
     entered = [interval.entered_at for interval in intervals]
     stage_of = stages(intervals)
     day = max(first_day or date.min, calendar.local_day(created))
@@ -326,9 +339,9 @@ def daily_rows(
                 DailyRow(
                     day,
                     intervals[index].status,
-                    value_at(fields["assignee"], end),
-                    value_at(fields["queue"], end),
-                    value_at(fields["priority"], end),
+                    fields["assignee"].at(end),
+                    fields["queue"].at(end),
+                    fields["priority"].at(end),
                     stage_of[index],
                 )
             )

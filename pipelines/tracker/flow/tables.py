@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -90,7 +90,9 @@ class FlowSettings:
             off,
         )
         export_day = calendar.local_day(context.as_of)
-        since = model.daily_since or settings.daily_since
+        since = model.daily_since if model.daily_since is not None else settings.daily_since
+        if isinstance(since, int):  # days before the export day
+            since = export_day - timedelta(days=since)
         return cls(context.as_of, calendar, export_day, since, model)
 
 
