@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from haul.pipelines.export.tables import register_table
 from haul.pipelines.tracker.flow.info import MODEL_INFO
+from haul.pipelines.tracker.flow.sprints import SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY
 from haul.pipelines.tracker.flow.tables import (
     CYCLE_TIMES,
     ISSUE_DAILY,
@@ -18,6 +19,7 @@ from haul.pipelines.tracker.layer import Layer
 
 TABLES = (
     STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
+    SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY,
 )  # fmt: skip
 for _table in TABLES:
     register_table(_table)
