@@ -75,6 +75,19 @@ class Model(BaseModel):
         "the day it finished.",
     )
 
+    forecast_days: int = Field(
+        30,
+        gt=0,
+        le=3650,
+        description="flow_forecast: how many items are finished in this many days.",
+    )
+    forecast_items: int | None = Field(
+        None,
+        ge=0,
+        description="flow_forecast: when this many items are finished (default: the issues "
+        "not finished now).",
+    )
+
     @field_validator("daily_since")
     @classmethod
     def _days_back(cls, value: date | int | None) -> date | int | None:

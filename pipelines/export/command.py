@@ -38,7 +38,7 @@ from rich.table import Table as RichTable
 from haul.connectors.errors import StorageError
 from haul.pipelines.config import Config, Export
 from haul.pipelines.config_types import http_url
-from haul.pipelines.export import duck, layout
+from haul.pipelines.export import duck, layout, pages
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.id_map import ANY_ENTITY, ID_MAP
 from haul.pipelines.export.tables import (
@@ -221,7 +221,9 @@ def _export(
                         _write_one(table, folder, request, (since, inclusive), context,
                                    progress, database, written)  # fmt: skip
                 files = written.files
+                drawn = pages.write_pages(folder, folder / duck.DATABASE)
                 manifest = _manifest(store, request, written, since, inclusive, now)
+                manifest["pages"] = drawn
                 manifest["restricted"] = _restricted_entry(request, context, written)
                 manifest["failed"] = written.failed  # table or family -> why it is missing
                 manifest["model_as_of"] = as_of.isoformat(timespec="milliseconds")

@@ -33,6 +33,8 @@ def model_facts(flow: FlowSettings) -> dict[str, Any]:
         "cycle": model.cycle,
         "daily_since": flow.daily_since.isoformat() if flow.daily_since else None,
         "daily_after_end_days": model.daily_after_end_days,
+        "forecast_days": model.forecast_days,
+        "forecast_items": model.forecast_items,
     }
 
 
