@@ -58,6 +58,7 @@ class Sprint:
     status: str | None
     start: datetime
     end: datetime
+    staged_at: str = ""  # when haul last staged the sprint
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def staged_sprints(store: StagingStore) -> dict[str, Sprint]:
         sprint_id = str(raw.get("id"))
         sprints[sprint_id] = Sprint(
             sprint_id, raw.get("name"), None if board is None else str(board), raw.get("status"),
-            start, end,
+            start, end, record.staged_at,
         )  # fmt: skip
     return sprints
 
@@ -247,7 +248,7 @@ def derive_sprint_summary(context: ExportContext) -> Iterator[Derived]:
             "over": sprint.end <= now,
             **{name: tally[name] for name in SUMMARY_COUNTS},
         }
-        yield Derived(sprint.id, staged.get(sprint.id, ""), [row])
+        yield Derived(sprint.id, max(staged.get(sprint.id, ""), sprint.staged_at), [row])
 
 
 SUMMARY_COUNTS = ("committed", "added", "removed", "completed", "spillover")
