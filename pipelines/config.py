@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from haul.connectors.errors import HaulError
+from haul.pipelines.config_model import Model
 from haul.pipelines.config_types import (
     DEFAULT_PROVENANCE,
     Duration,
@@ -277,7 +278,7 @@ class Export(Section):
     work_days: tuple[Weekday, ...] = Field(("mon", "tue", "wed", "thu", "fri"), min_length=1)
     work_hours: WorkHours = "09:00-18:00"
     timezone: TimeZoneName = "UTC"
-    daily_since: date | None = None  # issue_daily's first day; default 90 days before the export
+    daily_since: date | None = None  # issue_daily's first day ([model] daily_since wins)
 
     @field_validator("healthcheck_url")
     @classmethod
@@ -329,6 +330,7 @@ class Config(Section):
     tuning: Tuning = Tuning()
     backfill: tuple[Backfill, ...] = ()
     export: Export | None = None
+    model: Model = Model()  # the flow model's definitions (config_model)
     sync: Sync = Sync()
     limits: Limits = Limits()
     _folder: Path = PrivateAttr(default_factory=Path.cwd)  # the config file's folder
@@ -464,8 +466,15 @@ def _resolved(config: Config, base: Path) -> Config:
     export = config.export
     if export is not None and export.out is not None:
         export = export.model_copy(update={"out": (base / export.out.expanduser()).resolve()})
+    model = config.model
+    if model.holidays_file is not None:
+        holidays_file = base / model.holidays_file.expanduser()
+        if not holidays_file.is_file():
+            raise ConfigError("model.holidays_file", f"{holidays_file} does not exist")
+        model = model.model_copy(update={"holidays_file": holidays_file})
     return config.model_copy(
         update={
+            "model": model,
             "source": config.source.model_copy(update={"section": "source"}),
             "target": config.target.model_copy(update={"section": "target"})
             if config.target

@@ -38,7 +38,7 @@ from rich.table import Table as RichTable
 from haul.connectors.errors import StorageError
 from haul.pipelines.config import Config, Export
 from haul.pipelines.config_types import http_url
-from haul.pipelines.export import duck, layout
+from haul.pipelines.export import duck, layout, pages
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.id_map import ANY_ENTITY, ID_MAP
 from haul.pipelines.export.tables import (
@@ -221,7 +221,9 @@ def _export(
                         _write_one(table, folder, request, (since, inclusive), context,
                                    progress, database, written)  # fmt: skip
                 files = written.files
+                drawn = pages.write_pages(folder, folder / duck.DATABASE)
                 manifest = _manifest(store, request, written, since, inclusive, now)
+                manifest["pages"] = drawn
                 manifest["restricted"] = _restricted_entry(request, context, written)
                 manifest["failed"] = written.failed  # table or family -> why it is missing
                 manifest["model_as_of"] = as_of.isoformat(timespec="milliseconds")
@@ -280,6 +282,8 @@ def chosen_tables(
             log.warning("table_not_built", table=table.name, error=table.reason)
             if failed is not None:
                 failed[table.name] = table.reason
+    if failed is not None:
+        failed.update(unbuildable_model(store, every, wanted))
     known = {table.name for table in every} | {table.entity for table in every} - {ANY_ENTITY}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))
@@ -294,6 +298,25 @@ def chosen_tables(
         if (staged.get(table.entity) or (table.entity == ANY_ENTITY and loaded))
         and (not wanted or wanted & {table.name, table.entity})
     ]
+
+
+def unbuildable_model(
+    store: StagingStore, tables: Iterable[Table], wanted: set[str]
+) -> dict[str, str]:
+    """Derived table -> why it cannot be built: what it is derived from was not staged by
+    the last extract, by a setting (a migration's config that skips the changelog). An
+    error of the export (exit 3), not a warning, since the model would be silently absent."""
+    skipped = not_staged(store)
+    return {
+        table.name: (
+            f"cannot be built: it is derived from {table.entity}, which the last extract did "
+            f"not stage ({skipped[table.entity]}), then run haul extract and haul export again"
+        )
+        for table in tables
+        if table.derive is not None
+        and table.entity in skipped
+        and (not wanted or wanted & {table.name, table.entity})
+    }
 
 
 def model_as_of(store: StagingStore, now: datetime) -> datetime:

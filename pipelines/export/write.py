@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -180,28 +181,29 @@ def table_rows(
     table: Table, since: tuple[str | None, bool], context: ExportContext
 ) -> tuple[Iterator[Row], Callable[[Row], bool] | None, int | None]:
     """The rows of `table`, which of them its file keeps (None: all), and their number if
-    known. A staged table's rows are read `since` already; a derived table's are all
-    computed (the database holds the whole model) and its file keeps those staged since."""
+    known. Every table's rows are all read, so the export's database is whole as of the
+    export (an analyst joins `cycle_times` to `issues` in any night's file); under `since`
+    its file keeps the rows staged since (`staged_at`, every row's last cell)."""
     bound, inclusive = since
+    keep = _kept_since(parse_timestamp(bound) if bound else None, inclusive)
     if table.derive is not None:
-        rows = flatten_derived(table, context)
-        moment = parse_timestamp(bound) if bound else None
-        if moment is None:
-            return rows, None, None
-        if inclusive:
-            return rows, lambda row: row[-1] >= moment, None
-        return rows, lambda row: row[-1] > moment, None
-    staged_from, staged_after = (bound, None) if inclusive else (None, bound)
+        return flatten_derived(table, context), keep, None
     store = context.store
     total = None
     if table.items is whole_record:
-        total = store.count_changed(
-            table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
-        )
-    records = store.iter_records(
-        table.entity, parent=table.parent, staged_from=staged_from, staged_after=staged_after
-    )
-    return flatten(table, records, context), None, total
+        total = store.count_changed(table.entity, parent=table.parent)
+    records = store.iter_records(table.entity, parent=table.parent)
+    return flatten(table, records, context), keep, total
+
+
+def _kept_since(moment: datetime | None, inclusive: bool) -> Callable[[Row], bool] | None:
+    """Which rows a `--since` file keeps: staged at or after `moment` (after, when not
+    `inclusive`); None without a bound (all of them)."""
+    if moment is None:
+        return None
+    if inclusive:
+        return lambda row: row[-1] is not None and row[-1] >= moment
+    return lambda row: row[-1] is not None and row[-1] > moment
 
 
 @contextmanager

@@ -38,7 +38,10 @@ RESOLUTIONS = (
     ("later", "Later", "Отложено"),
 )
 # values an organisation's admins added; a freshly created organisation lacks them
-CUSTOM_STATUSES = (("inReview", "In review", "На ревью", "inProgress"),)
+CUSTOM_STATUSES = (
+    ("inReview", "In review", "На ревью", "inProgress"),
+    ("cancelled", "Cancelled", "Отменён", "cancelled"),  # seeded histories cancel and reopen
+)
 CUSTOM_ISSUE_TYPES = (("incident", "Incident", "Инцидент"),)
 CUSTOM_RESOLUTIONS = (("cantReproduce", "Can't reproduce", "Не воспроизводится"),)
 LINK_TYPES = {

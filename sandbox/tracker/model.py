@@ -174,6 +174,15 @@ class FieldChange:
     after: object
 
 
+@dataclass(frozen=True, slots=True)
+class NamedThen:
+    """A dictionary value as a change shows it: its key, and the name it had then (a status
+    renamed since keeps its old name in the history that mentions it)."""
+
+    key: str
+    display: str
+
+
 @dataclass(slots=True)
 class ChangelogEntry:
     id: str

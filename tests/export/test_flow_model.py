@@ -168,15 +168,22 @@ def test_field_history_has_a_row_per_value_the_current_one_open() -> None:
     assert [r.value for r in history if r.field == "queue"] == ["TEST"]  # never changed
 
 
-def test_daily_rows_are_the_days_open_at_their_end() -> None:
-    """Mon 15 to Wed 17 (resolved at 16:00): open at the end of Mon and Tue only."""
+def test_daily_rows_cover_the_whole_life_and_days_after_the_end() -> None:
+    """Mon 15 to Wed 17 (resolved at 16:00): a row each day to the export day (the 19th,
+    within a month of the end), its stage at the day's end; with no days after the end,
+    the last row is the day it finished."""
     changes, intervals = model()
     history = field_history(ISSUE, changes, LOGINS.get)
-    days = daily_rows(intervals, history, date(2024, 1, 1), date(2024, 1, 19), NOW, UTC_CALENDAR)
-    assert [(d.day.day, d.status.key, d.assignee, d.priority) for d in days] == [
-        (15, "open", "alice", "minor"),
-        (16, "inProgress", "bob", "normal"),
+    days = daily_rows(intervals, history, None, date(2024, 1, 19), NOW, UTC_CALENDAR)
+    assert [(d.day.day, d.status.key, d.assignee, d.priority, d.stage) for d in days] == [
+        (15, "open", "alice", "minor", "todo"),
+        (16, "inProgress", "bob", "normal", "in_progress"),
+        (17, "resolved", "bob", "normal", "done"),
+        (18, "resolved", "bob", "normal", "done"),
+        (19, "resolved", "bob", "normal", "done"),
     ]
+    ended = daily_rows(intervals, history, None, date(2024, 1, 19), NOW, UTC_CALENDAR, 0)
+    assert [d.day.day for d in ended] == [15, 16, 17]
 
 
 def test_daily_rows_start_at_daily_since_and_end_at_now() -> None:

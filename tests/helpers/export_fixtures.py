@@ -43,14 +43,13 @@ def stage_sandbox(sandbox: Any, directory: Path, **settings: Any) -> Staged:
     """Write a config for `sandbox` (source only, as a nightly export has; `settings`: more
     `SandboxConfig` fields) and extract it."""
     info = sandbox.info
-    options = SandboxConfig(
-        source_token_env=TOKEN_ENV,
-        with_target=False,
-        queue_mapping={},
-        mapping_extra={},
-        endpoint_extra={"read_rps": 2000},
-        **settings,
-    )
+    defaults: dict[str, Any] = {
+        "with_target": False,
+        "queue_mapping": {},
+        "mapping_extra": {},
+        "endpoint_extra": {"read_rps": 2000},
+    }
+    options = SandboxConfig(source_token_env=TOKEN_ENV, **(defaults | settings))
     config = write_sandbox_config(directory, info, options)
     staged = Staged(
         sandbox, info, directory, config, haul_env({TOKEN_ENV: info["tokens"]["admin"]})

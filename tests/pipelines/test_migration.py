@@ -236,6 +236,8 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
     assert exported.warnings == [
         f"changelog: not staged by the last extract ({reason}), so its table is absent or stale"
     ]
+    assert exported.exit_code == 3 and "cycle_times" in exported.failed  # the model: an error
+    assert reason in exported.failed["cycle_times"]
 
     want = load_config(write_config(tmp_path, info, queues=queues, extra="[export]\n"))
     again = await extract(want, environ=environ(info))

@@ -6,6 +6,10 @@ model of `model`) and weekly flow metrics (`weekly`). Export tables only: it loa
 from __future__ import annotations
 
 from haul.pipelines.export.tables import register_table
+from haul.pipelines.tracker.flow.forecast import FLOW_FORECAST
+from haul.pipelines.tracker.flow.info import MODEL_INFO
+from haul.pipelines.tracker.flow.report import FLOW_PAGE
+from haul.pipelines.tracker.flow.sprints import SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY
 from haul.pipelines.tracker.flow.tables import (
     CYCLE_TIMES,
     ISSUE_DAILY,
@@ -15,8 +19,12 @@ from haul.pipelines.tracker.flow.tables import (
 from haul.pipelines.tracker.flow.weekly import FLOW_WEEKLY
 from haul.pipelines.tracker.layer import Layer
 
-TABLES = (STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY)
+TABLES = (
+    STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
+    SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY, FLOW_FORECAST,
+)  # fmt: skip
 for _table in TABLES:
     register_table(_table)
 
 FLOW = Layer("flow", tables=TABLES)
+PAGES = (FLOW_PAGE,)  # flow.html, registered with the export when imported

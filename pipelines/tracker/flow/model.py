@@ -23,12 +23,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
-from zoneinfo import ZoneInfo
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
 
-from haul.pipelines.config_types import WEEKDAYS, work_hours_span
 from haul.pipelines.export.values import parse_timestamp
+from haul.pipelines.tracker.flow.calendar import WorkCalendar
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -48,69 +47,18 @@ class StatusInfo:
     key: str
     name: str | None = None
     type: str | None = None
+    starts: bool | None = None  # [model]'s say (see `Definitions`); None: by its type
+    finishes: bool | None = None
 
     @property
     def finished(self) -> bool:
-        """Whether work is over in this status (a done or cancelled type)."""
-        return self.type in FINISHED_TYPES
+        """Whether work is over in this status (by default a done or cancelled type)."""
+        return self.finishes if self.finishes is not None else self.type in FINISHED_TYPES
 
-
-@dataclass(frozen=True)
-class WorkCalendar:
-    """Working days and hours in one time zone: what business seconds count."""
-
-    days: frozenset[int]  # date.weekday(): Monday is 0
-    start: time
-    end: time  # time.max: the end of the day
-    zone: ZoneInfo
-
-    @classmethod
-    def of(cls, work_days: Iterable[str], work_hours: str, timezone: str) -> WorkCalendar:
-        """The calendar of the config's `[export]` keys (`mon`..., `09:00-18:00`, `UTC`)."""
-        start, end = work_hours_span(work_hours)
-        days = frozenset(WEEKDAYS.index(day) for day in work_days)
-        return cls(days, start, end, ZoneInfo(timezone))
-
-    def local_day(self, moment: datetime) -> date:
-        """The calendar day `moment` falls on in this zone."""
-        return moment.astimezone(self.zone).date()
-
-    def day_start(self, day: date) -> datetime:
-        """The first instant of `day` in this zone, in UTC."""
-        return datetime.combine(day, time(0), self.zone).astimezone(UTC)
-
-    def _window(self, day: date) -> tuple[datetime, datetime]:
-        opening = datetime.combine(day, self.start, self.zone).astimezone(UTC)
-        if self.end == time.max:
-            return opening, self.day_start(day + timedelta(days=1))
-        return opening, datetime.combine(day, self.end, self.zone).astimezone(UTC)
-
-    def business_seconds(self, start: datetime, end: datetime) -> int:
-        """Whole working seconds in [start, end): the working hours of working days, local
-        time. Whole weeks count as a week's hours (a summer-time switch inside working hours
-        is then off by its hour)."""
-        if end <= start:
-            return 0
-        total = timedelta(0)
-        first, last = self.local_day(start), self.local_day(end)
-        day = first
-        while day <= last:
-            # whole weeks strictly between the first and the last day: a week's hours each
-            if day > first and day.weekday() == 0 and (weeks := (last - day).days // 7) > 0:
-                total += weeks * self._week()
-                day += timedelta(weeks=weeks)
-                continue
-            if day.weekday() in self.days:
-                opening, closing = self._window(day)
-                overlap = min(end, closing) - max(start, opening)
-                total += max(overlap, timedelta(0))
-            day += timedelta(days=1)
-        return total // SECOND
-
-    def _week(self) -> timedelta:
-        day = datetime.combine(date(2001, 1, 1), time(0))  # any Monday: naive, no switch
-        end = day + timedelta(days=1) if self.end == time.max else datetime.combine(day, self.end)
-        return len(self.days) * (end - datetime.combine(day, self.start))
+    @property
+    def started(self) -> bool:
+        """Whether entering this status starts work (by default an inProgress type)."""
+        return self.starts if self.starts is not None else self.type == STARTED_TYPE
 
 
 @dataclass(frozen=True)
@@ -150,9 +98,13 @@ class FieldValue:
     changed_by_name: str | None = None
 
 
+CycleMode = Literal["first", "last", "sum"]
+
+
 @dataclass(frozen=True)
 class CycleTime:
-    """When an issue was made, first started and first finished, and the seconds between."""
+    """When an issue was made, first started and first finished (facts), and, by the team's
+    definition (`CycleMode`), when its measured cycle started and finished and its seconds."""
 
     created_at: datetime
     first_started_at: datetime | None
@@ -160,6 +112,11 @@ class CycleTime:
     done_status: StatusInfo | None
     lead_seconds: int | None
     cycle_seconds: int | None
+    started_at: datetime | None = None
+    done_at: datetime | None = None
+    cycle_business_seconds: int | None = None
+    cycles: int = 0  # start-to-finish cycles completed
+    reopened: int = 0  # times it left a finishing status for another
 
 
 def whole_seconds(start: datetime, end: datetime) -> int:
@@ -308,66 +265,170 @@ def value_at(history: Sequence[FieldValue], moment: datetime) -> Any:
     return history[index].value if index >= 0 else None
 
 
+class _FieldTimeline:
+    """One field's values in time order, to ask for the value at many moments (`value_at`
+    without rebuilding its index each time)."""
+
+    def __init__(self, history: Sequence[FieldValue], field: str) -> None:
+        self._rows = [row for row in history if row.field == field]
+        self._starts = [row.valid_from for row in self._rows]
+
+    def at(self, moment: datetime) -> Any:
+        index = bisect.bisect_left(self._starts, moment) - 1
+        return self._rows[index].value if index >= 0 else None
+
+
 @dataclass(frozen=True)
 class DailyRow:
-    """An open issue's state at the end of one day (or at `now`, on the export day)."""
+    """An issue's state at the end of one day (or at `now`, on the export day)."""
 
     day: date
     status: StatusInfo
     assignee: Any
     queue: Any
     priority: Any
+    stage: str = "todo"  # todo, in_progress or done (see `stages`)
+
+
+def stages(intervals: Sequence[Interval]) -> list[str]:
+    """Each interval's stage: "done" in a finishing status; "in_progress" from a start until
+    the next finish (a status between keeps it); "todo" before a start, or after a reopen
+    until the next start."""
+    found, stage = [], "todo"
+    for interval in intervals:
+        if interval.status.finished:
+            stage = "done"
+        elif interval.status.started or stage == "in_progress":
+            stage = "in_progress"
+        else:
+            stage = "todo"
+        found.append(stage)
+    return found
 
 
 def daily_rows(
     intervals: Sequence[Interval],
     history: Sequence[FieldValue],
-    first_day: date,
+    first_day: date | None,
     export_day: date,
     now: datetime,
     calendar: WorkCalendar,
+    after_end_days: int = 30,
 ) -> list[DailyRow]:
-    """A row for each day from `first_day` to `export_day` the issue was open (its status
-    not of a done or cancelled type) at the day's end: the next midnight in the calendar's
-    zone, or `now` on the export day."""
+    """A row for each day of the issue's life: from its creation (or `first_day`, when
+    later) to the export day, or, for an issue finished now, to `after_end_days` after the
+    day it finished. Its state at the day's end: the next midnight in the calendar's zone,
+    or `now` on the export day."""
     if not intervals:
         return []
     created = intervals[0].entered_at
-    fields = {name: [row for row in history if row.field == name] for name in TRACKED_FIELDS}
+    fields = {name: _FieldTimeline(history, name) for name in ("assignee", "queue", "priority")}
     entered = [interval.entered_at for interval in intervals]
-    day = max(first_day, calendar.local_day(created))
+    stage_of = stages(intervals)
+    day = max(first_day or date.min, calendar.local_day(created))
+    last_day = export_day
+    if intervals[-1].status.finished:
+        ended = calendar.local_day(finishes(intervals)[-1].entered_at)
+        last_day = min(export_day, ended + timedelta(days=after_end_days))
     rows = []
-    while day <= export_day:
+    while day <= last_day:
         end = min(calendar.day_start(day + timedelta(days=1)), now)
         index = bisect.bisect_left(entered, end) - 1
-        if end > created and index >= 0 and not intervals[index].status.finished:
+        if end > created and index >= 0:
             rows.append(
                 DailyRow(
                     day,
                     intervals[index].status,
-                    value_at(fields["assignee"], end),
-                    value_at(fields["queue"], end),
-                    value_at(fields["priority"], end),
+                    fields["assignee"].at(end),
+                    fields["queue"].at(end),
+                    fields["priority"].at(end),
+                    stage_of[index],
                 )
             )
         day += timedelta(days=1)
     return rows
 
 
-def cycle_time(intervals: Sequence[Interval]) -> CycleTime | None:
-    """Created, the first entry into an inProgress status, the first into a done or cancelled
-    one; lead seconds (created to done) and cycle seconds (started to done)."""
+def cycle_spans(intervals: Sequence[Interval]) -> list[tuple[datetime, datetime | None]]:
+    """Each cycle of work: from entering a start status (while not in one already) to the
+    next entry into a finishing status; the last one open (None) when not finished now. A
+    status between (review, blocked) keeps the cycle running; finishing without a start
+    (the start skipped) makes no cycle."""
+    spans: list[tuple[datetime, datetime | None]] = []
+    start = None
+    for interval in intervals:
+        if interval.status.finished:
+            if start is not None:
+                spans.append((start, interval.entered_at))
+            start = None
+        elif start is None and interval.status.started:
+            start = interval.entered_at
+    if start is not None:
+        spans.append((start, None))
+    return spans
+
+
+def finishes(intervals: Sequence[Interval]) -> list[Interval]:
+    """The intervals that finished work: each entry into a finishing status from another."""
+    return [
+        interval
+        for before, interval in zip((None, *intervals), intervals, strict=False)
+        if interval.status.finished and (before is None or not before.status.finished)
+    ]
+
+
+def cycle_time(
+    intervals: Sequence[Interval],
+    mode: CycleMode = "first",
+    calendar: WorkCalendar | None = None,
+) -> CycleTime | None:
+    """Created, first started, first finished; lead seconds (created to the measured finish)
+    and cycle seconds by `mode`: "first" the first start to the first finish after it;
+    "last" the first start to the last finish, when finished now; "sum" each cycle's
+    seconds added up, when finished now. Business seconds in `calendar`, when given."""
     if not intervals:
         return None
     created = intervals[0].entered_at
-    started = next((i.entered_at for i in intervals if i.status.type == STARTED_TYPE), None)
-    done = next((i for i in intervals if i.status.finished), None)
+    spans, ends = cycle_spans(intervals), finishes(intervals)
+    started = spans[0][0] if spans else None
+    done = _measured_finish(intervals, spans, ends, mode)
     done_at = done.entered_at if done else None
+    closed = [(a, b) for a, b in spans if b is not None and (done_at is None or b <= done_at)]
+    if mode == "sum":
+        counted = closed if done_at is not None else []
+    else:
+        counted = [(started, done_at)] if started and done_at and started <= done_at else []
+    cycle = sum(whole_seconds(a, b) for a, b in counted) if counted else None
+    business = None
+    if counted and calendar is not None:
+        business = sum(calendar.business_seconds(a, b) for a, b in counted)
+    first_done = ends[0].entered_at if ends else None
     return CycleTime(
-        created,
-        started,
-        done_at,
-        done.status if done else None,
-        whole_seconds(created, done_at) if done_at else None,
-        whole_seconds(started, done_at) if done_at and started and started <= done_at else None,
+        created_at=created,
+        first_started_at=next((i.entered_at for i in intervals if i.status.started), None),
+        first_done_at=first_done,
+        done_status=done.status if done else None,
+        lead_seconds=whole_seconds(created, done_at) if done_at else None,
+        cycle_seconds=cycle,
+        started_at=started,
+        done_at=done_at,
+        cycle_business_seconds=business,
+        cycles=sum(1 for _, end in spans if end is not None),
+        reopened=len(ends) - (1 if intervals[-1].status.finished else 0),
     )
+
+
+def _measured_finish(
+    intervals: Sequence[Interval],
+    spans: list[tuple[datetime, datetime | None]],
+    ends: list[Interval],
+    mode: CycleMode,
+) -> Interval | None:
+    """The finish a mode measures to: "first" the first after the first start (the first
+    of all without one); "last" and "sum" the last, if the issue is finished now."""
+    if not ends:
+        return None
+    if mode != "first":
+        return ends[-1] if intervals[-1].status.finished else None
+    start = spans[0][0] if spans else None
+    return next((end for end in ends if start is None or end.entered_at >= start), None)

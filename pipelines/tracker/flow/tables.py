@@ -13,20 +13,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
 import structlog
 
+from haul.pipelines.config_model import Model
 from haul.pipelines.export.columns import display_text, timestamp, value
 from haul.pipelines.export.tables import Column, Derived, ExportContext, Table
 from haul.pipelines.export.values import parse_timestamp
 from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import (
     Change,
+    CycleMode,
     StatusInfo,
-    WorkCalendar,
     changes_of,
     cycle_time,
     daily_rows,
@@ -38,7 +40,6 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 SERVICE = "tracker"
-DAILY_DAYS = 90  # issue_daily's default reach before the export day
 
 
 @dataclass(frozen=True)
@@ -60,21 +61,44 @@ class IssueHistory:
 
 @dataclass(frozen=True)
 class FlowSettings:
-    """What the model is computed as of, and in which calendar."""
+    """What the model is computed as of, in which calendar, by which definitions."""
 
     now: datetime
     calendar: WorkCalendar
     export_day: date
-    daily_since: date
+    daily_since: date | None
+    model: Model
+
+    @property
+    def cycle(self) -> CycleMode:
+        return self.model.cycle
 
     @classmethod
     def of(cls, context: ExportContext) -> FlowSettings:
-        """The settings of an export: its as-of instant and the config's `[export]` keys."""
-        settings = context.settings
-        calendar = WorkCalendar.of(settings.work_days, settings.work_hours, settings.timezone)
+        """The settings of an export, once: its as-of instant and the config's `[model]`
+        (its calendar keys falling back on `[export]`'s)."""
+        return context.memo(("tracker.flow", context.as_of), lambda _: cls._of(context))
+
+    @classmethod
+    def _of(cls, context: ExportContext) -> FlowSettings:
+        settings, model = context.settings, model_settings(context)
+        off = DaysOff.read(model.holidays, model.holidays_file)
+        calendar = WorkCalendar.of(
+            model.work_days or settings.work_days,
+            model.work_hours or settings.work_hours,
+            model.timezone or settings.timezone,
+            off,
+        )
         export_day = calendar.local_day(context.as_of)
-        since = settings.daily_since or export_day - timedelta(days=DAILY_DAYS)
-        return cls(context.as_of, calendar, export_day, since)
+        since = model.daily_since if model.daily_since is not None else settings.daily_since
+        if isinstance(since, int):  # days before the export day
+            since = export_day - timedelta(days=since)
+        return cls(context.as_of, calendar, export_day, since, model)
+
+
+def model_settings(context: ExportContext) -> Model:
+    """The config's `[model]` (its defaults without a config)."""
+    return context.config.model if context.config is not None else Model()
 
 
 def staged_statuses(store: StagingStore) -> dict[str, StatusInfo]:
@@ -86,6 +110,26 @@ def staged_statuses(store: StagingStore) -> dict[str, StatusInfo]:
             record.raw.get("type"),
         )
         for record in store.iter_records("status")
+    }
+
+
+def defined(statuses: dict[str, StatusInfo], model: Model) -> dict[str, StatusInfo]:
+    """The statuses with `[model]`'s say on which start and which finish work: listed keys
+    alone when given, else the listed types. A listed key the dictionary lacks (a status
+    since deleted or renamed) is added, so its intervals follow the definition too."""
+    every = {key: statuses.get(key) or StatusInfo(key) for key in
+             (*statuses, *model.start_statuses, *model.finish_statuses)}  # fmt: skip
+
+    def says(status: StatusInfo, keys: tuple[str, ...], types: tuple[str, ...]) -> bool:
+        return status.key in keys if keys else status.type in types
+
+    return {
+        key: replace(
+            status,
+            starts=says(status, model.start_statuses, model.start_types),
+            finishes=says(status, model.finish_statuses, model.finish_types),
+        )
+        for key, status in every.items()
     }
 
 
@@ -110,8 +154,11 @@ def issue_histories(context: ExportContext) -> Iterator[IssueHistory]:
 
 
 def statuses_of(context: ExportContext) -> dict[str, StatusInfo]:
-    """The staged status dictionary, read once per export."""
-    return context.memo("tracker.statuses", staged_statuses)
+    """The staged status dictionary with `[model]`'s definitions, read once per export."""
+    model = model_settings(context)
+    return context.memo(
+        ("tracker.statuses", model), lambda store: defined(staged_statuses(store), model)
+    )
 
 
 def _status_columns() -> tuple[Column, ...]:
@@ -147,6 +194,7 @@ def derive_intervals(context: ExportContext) -> Iterator[Derived]:
                 "left_at": interval.left_at,
                 "duration_s": interval.seconds,
                 "business_s": interval.business_seconds,
+                "ongoing": interval.left_at is None,
             }
             for interval in intervals
         ]
@@ -161,7 +209,8 @@ STATUS_INTERVALS = Table("status_intervals", "changelog", (
     timestamp("entered_at", "when the issue entered the status (the first: its creation)", "entered_at"),
     timestamp("left_at", "when it left it (empty: its status now)", "left_at"),
     value("duration_s", "int", "seconds in the status (the current one: until the as-of instant)", "duration_s"),
-    value("business_s", "int", "of those, seconds within [export] work_days and work_hours, in its timezone", "business_s"),
+    value("business_s", "int", "of those, seconds within the working days and hours, less days off ([model])", "business_s"),
+    value("ongoing", "bool", "true for the status it sits in now: its seconds run to the as-of instant (leave it out of sums of time spent)", "ongoing"),
 ), doc="one row per status an issue sat in, contiguous from its creation to the export's as-of instant",
    service=SERVICE, derive=derive_intervals, access=of_issue, partition_by="entered_at")  # fmt: skip
 
@@ -214,8 +263,9 @@ def derive_daily(context: ExportContext) -> Iterator[Derived]:
         intervals = status_intervals(raw, history.changes, statuses, flow.now, flow.calendar)
         fields = field_history(raw, history.changes, logins.get)
         days = daily_rows(
-            intervals, fields, flow.daily_since, flow.export_day, flow.now, flow.calendar
-        )
+            intervals, fields, flow.daily_since, flow.export_day, flow.now, flow.calendar,
+            flow.model.daily_after_end_days,
+        )  # fmt: skip
         rows = [
             {
                 "day": row.day,
@@ -224,6 +274,7 @@ def derive_daily(context: ExportContext) -> Iterator[Derived]:
                 "assignee_login": _text(row.assignee),
                 "queue_key": _text(row.queue),
                 "priority_key": _text(row.priority),
+                "stage": row.stage,
             }
             for row in days
         ]
@@ -237,10 +288,11 @@ ISSUE_DAILY = Table("issue_daily", "changelog", (
     value("assignee_login", "string", "the assignee at the day's end: login", "assignee_login"),
     value("queue_key", "string", "the queue at the day's end: key", "queue_key"),
     value("priority_key", "string", "the priority at the day's end: key", "priority_key"),
+    value("stage", "string", "todo (not started, or reopened), in_progress (started, not finished) or done (in a finishing status), by [model]", "stage"),
 ), doc=(
-    "one row per issue per day it was open (its status not of a done or cancelled type at the "
-    "day's end, or at the as-of instant on the export day), from [export] daily_since "
-    "(default 90 days before) to the export day"
+    "one row per issue per day of its life, its state at the day's end (at the as-of instant "
+    "on the export day): from its creation (or [model] daily_since) to the export day, or to "
+    "[model] daily_after_end_days (default 30) after the day it finished"
 ), service=SERVICE, derive=derive_daily, access=of_issue, partition_by="day")  # fmt: skip
 
 
@@ -250,7 +302,7 @@ def derive_cycle_times(context: ExportContext) -> Iterator[Derived]:
     for history in issue_histories(context):
         raw = history.issue.raw
         intervals = status_intervals(raw, history.changes, statuses, flow.now, flow.calendar)
-        cycle = cycle_time(intervals)
+        cycle = cycle_time(intervals, flow.cycle, flow.calendar)
         rows = []
         if cycle is not None:
             done = cycle.done_status
@@ -260,9 +312,14 @@ def derive_cycle_times(context: ExportContext) -> Iterator[Derived]:
                 "created_at": cycle.created_at,
                 "first_started_at": cycle.first_started_at,
                 "first_done_at": cycle.first_done_at,
+                "started_at": cycle.started_at,
+                "done_at": cycle.done_at,
                 "done_status": _status(done) if done else {},
                 "lead_s": cycle.lead_seconds,
                 "cycle_s": cycle.cycle_seconds,
+                "cycle_business_s": cycle.cycle_business_seconds,
+                "cycles": cycle.cycles,
+                "reopened": cycle.reopened,
             })  # fmt: skip
         yield Derived(history.key, history.staged_at, rows)
 
@@ -271,11 +328,16 @@ CYCLE_TIMES = Table("cycle_times", "changelog", (
     ISSUE_KEY,
     QUEUE_KEY,
     timestamp("created_at", "when the issue was created", "created_at"),
-    timestamp("first_started_at", "when it first entered a status of type inProgress", "first_started_at"),
-    timestamp("first_done_at", "when it first entered a status of type done or cancelled", "first_done_at"),
-    value("done_status_key", "string", "that status: key", "done_status", "key"),
+    timestamp("first_started_at", "when it first entered a status that starts work ([model])", "first_started_at"),
+    timestamp("first_done_at", "when it first entered a status that finishes work ([model])", "first_done_at"),
+    timestamp("started_at", "when its measured cycle started: its first start", "started_at"),
+    timestamp("done_at", "when its measured cycle finished, by [model] cycle (first: the first finish after the start; last, sum: the last finish, empty unless finished now)", "done_at"),
+    value("done_status_key", "string", "the status it finished in: key", "done_status", "key"),
     value("done_status_type", "string", "that status: type (done or cancelled)", "done_status", "type"),
-    value("lead_s", "int", "seconds from creation to first done (empty: not done)", "lead_s"),
-    value("cycle_s", "int", "seconds from first started to first done (empty: not both, in that order)", "cycle_s"),
-), doc="one row per issue: when it was created, first started and first done", service=SERVICE,
-   derive=derive_cycle_times, access=of_issue)  # fmt: skip
+    value("lead_s", "int", "seconds from creation to done_at (empty: not done)", "lead_s"),
+    value("cycle_s", "int", "cycle seconds by [model] cycle: first or last from started_at to done_at; sum, each start-to-finish cycle added (empty: not started and done)", "cycle_s"),
+    value("cycle_business_s", "int", "the same within the working days and hours, less days off", "cycle_business_s"),
+    value("cycles", "int", "start-to-finish cycles completed", "cycles"),
+    value("reopened", "int", "times it left a finishing status for another", "reopened"),
+), doc="one row per issue: when it was created, started and finished, and its lead and cycle seconds by [model]",
+   service=SERVICE, derive=derive_cycle_times, access=of_issue)  # fmt: skip

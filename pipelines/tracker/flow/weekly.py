@@ -4,10 +4,10 @@ and the cycle time's 50th, 85th and 95th percentiles, computed with pandas.
 Weeks are ISO weeks (Monday to Sunday) in the `[export] timezone`, from each queue's first
 arrival to the week of the as-of instant. An issue counts in its queue now:
 - arrivals: issues created that week;
-- throughput: issues that first entered a done or cancelled status that week;
+- throughput: issues finished that week (`cycle_times.done_at`, by `[model] cycle`);
 - open at week end: issues created before the week's end (the next Monday's midnight, or
-  the as-of instant in its last week) whose status just before it was not done or cancelled;
-- cycle percentiles: of the cycle seconds (first started to first done) of that week's
+  the as-of instant in its last week) whose status just before it did not finish work;
+- cycle percentiles: of the cycle seconds (by `[model] cycle`) of that week's
   throughput, linear between ranks (pandas' default); empty when none has one.
 
 A restricted issue (see `export_access`) counts only when the export includes restricted
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
 from haul.pipelines.tracker.export_access import of_issue
-from haul.pipelines.tracker.flow.model import Interval, WorkCalendar, cycle_time, status_intervals
+from haul.pipelines.tracker.flow.calendar import WorkCalendar
+from haul.pipelines.tracker.flow.model import Interval, cycle_time, status_intervals
 from haul.pipelines.tracker.flow.tables import (
     SERVICE,
     FlowSettings,
@@ -82,13 +83,13 @@ class WeeklyFacts:
     ) -> None:
         """Note one issue's arrival, first done, cycle seconds and open week ends."""
         code = self.queues.setdefault(queue, len(self.queues))
-        cycle = cycle_time(intervals)
+        cycle = cycle_time(intervals, flow.cycle)
         if cycle is None:
             return
         calendar = flow.calendar
         self.queue.append(code)
         self.arrived.append(week_of(cycle.created_at, calendar).toordinal())
-        done = cycle.first_done_at
+        done = cycle.done_at
         self.done.append(week_of(done, calendar).toordinal() if done else NO_WEEK)
         seconds = cycle.cycle_seconds
         self.cycle.append(float("nan") if seconds is None else float(seconds))

@@ -29,6 +29,7 @@ from haul.sandbox.tracker.model import (
     FieldChange,
     Issue,
     Link,
+    NamedThen,
     Worklog,
 )
 
@@ -190,6 +191,9 @@ def _change_value(view: View, kind: str, value: object) -> object:
         return list(value) if isinstance(value, tuple) else value
     if kind == "time":
         return format_ms(value) if isinstance(value, int) else None
+    if isinstance(value, NamedThen):  # the name it had when the change was made
+        ref = entry_ref(view, kind, value.key)
+        return None if ref is None else {**ref, "display": value.display}
     return entry_ref(view, kind, str(value))
 
 

@@ -24,7 +24,7 @@ from haul.sandbox.tracker.model import (
     Org,
     Worklog,
 )
-from haul.sandbox.tracker.seed import text
+from haul.sandbox.tracker.seed import histories, text
 
 # ids of an issue's generated records lie in [(seq + 1) * SLOT, (seq + 2) * SLOT)
 SLOT = 64
@@ -38,14 +38,6 @@ _FILES = (
     ("data {n}.csv", "text/csv"),
     ("logs-{n}.zip", "application/zip"),
 )
-# transitions that follow open -> inProgress, per final status (see generate._PREVIOUS_STATUS)
-_TAILS = {
-    "open": (),
-    "inProgress": (),
-    "needInfo": (("inProgress", "needInfo"),),
-    "resolved": (("inProgress", "resolved"),),
-    "closed": (("inProgress", "resolved"), ("resolved", "closed")),
-}
 
 
 def issue_rng(seed: int, key: str) -> random.Random:
@@ -178,11 +170,9 @@ def _worklogs(issue: Issue, people: list[int], base: int, rng: random.Random) ->
 def _changelog(
     org: Org, issue: Issue, people: list[int], base: int, rng: random.Random
 ) -> list[ChangelogEntry]:
-    """IssueCreated, then the workflow to the current status, plus a few priority edits."""
-    drafts: list[tuple[int, str, list[FieldChange]]] = [
-        (issue.created_at, "IssueCreated", [FieldChange("status", "statuses", None, "open")])
-    ]
-    drafts += _workflow(issue, rng)
+    """IssueCreated (by the issue's creator), then the workflow to the current status, plus a
+    few priority edits; an edge case's workflow (see `histories`) in some issues."""
+    drafts = [_created(issue), *histories.timed(issue, histories.usual_steps(issue, rng), rng)]
     chain = [*rng.sample([p.key for p in org.priorities.entries], rng.randrange(0, 3))]
     chain.append(issue.priority)
     edits = _times(rng, len(chain) - 1, issue.created_at, issue.updated_at)
@@ -192,38 +182,41 @@ def _changelog(
                 (when, "IssueUpdated", [FieldChange("priority", "priorities", before, after)])
             )
     drafts.sort(key=lambda draft: draft[0])
-    return [
-        ChangelogEntry(hex_id(rng, base + n), kind, rng.choice(people), when, changes)
-        for n, (when, kind, changes) in enumerate(drafts)
-    ]
+    entries = []
+    for n, (when, kind, changes) in enumerate(drafts):
+        entry_id = hex_id(rng, base + n)
+        author = rng.choice(people)  # drawn for every entry, as always
+        if kind == "IssueCreated":  # the entry that made the issue is its creator's
+            author = issue.created_by
+        entries.append(ChangelogEntry(entry_id, kind, author, when, changes))
+    if (case := histories.edge_case(issue)) is not None:
+        return _edge_changelog(org, issue, case, drafts, people, base)
+    return entries
 
 
-def _workflow(issue: Issue, rng: random.Random) -> list[tuple[int, str, list[FieldChange]]]:
-    if issue.status == "open":
-        return []
-    loops = rng.randrange(0, 3) if issue.status in ("needInfo", "resolved", "closed") else 0
-    steps = [("open", "inProgress")]
-    steps += [("inProgress", "needInfo"), ("needInfo", "inProgress")] * loops
-    steps += list(_TAILS[issue.status])
-    # the step into resolved happens at resolvedAt, the last step at statusStartTime
-    fixed = {len(steps) - 1: issue.status_start}
-    if issue.resolved_at is not None:
-        fixed[next(i for i, s in enumerate(steps) if s[1] == "resolved")] = issue.resolved_at
-    free_until = min(fixed.values())
-    free = iter(_times(rng, len(steps) - len(fixed), issue.created_at, free_until))
-    drafts = []
-    started = issue.created_at  # when the status being left began
-    for index, (before, after) in enumerate(steps):
-        when = fixed.get(index) or next(free)
-        changes = [
-            FieldChange("status", "statuses", before, after),
-            FieldChange("statusStartTime", "time", started, when),
-        ]
-        if after == "resolved":
-            changes.append(FieldChange("resolution", "resolutions", None, issue.resolution))
-        drafts.append((when, "IssueWorkflow", changes))
-        started = when
-    return drafts
+def _created(issue: Issue) -> histories.Draft:
+    return (issue.created_at, "IssueCreated", [FieldChange("status", "statuses", None, "open")])
+
+
+def _edge_changelog(
+    org: Org,
+    issue: Issue,
+    case: str,
+    drafts: list[histories.Draft],
+    people: list[int],
+    base: int,
+) -> list[ChangelogEntry]:
+    """The changelog with the edge case's workflow in place of the usual one, drawn from an
+    RNG of its own (the issue's RNG has drawn what it always draws)."""
+    rng = histories.edge_rng(org.seed, issue.key)
+    kept = [draft for draft in drafts if draft[1] == "IssueUpdated"]
+    edged = sorted([*kept, *histories.edge_workflow(org, issue, case, rng)], key=lambda d: d[0])
+    when, kind, changes = _created(issue)
+    entries = [ChangelogEntry(hex_id(rng, base), kind, issue.created_by, when, changes)]
+    for n, (when, kind, changes) in enumerate(edged, 1):
+        author = rng.choice(people)
+        entries.append(ChangelogEntry(hex_id(rng, base + n), kind, author, when, changes))
+    return entries
 
 
 def _checklist(issue: Issue, people: list[int], rng: random.Random) -> list[ChecklistItem]:

@@ -1,0 +1,48 @@
+"""Pages an export writes beside its tables: self-contained HTML drawn from the export's own
+`haul.duckdb` once it is complete, so every figure on a page is in the file.
+
+A service registers a `Page` (a file name and a function of a read-only DuckDB connection
+giving the HTML, or None when the database holds nothing to draw); the export writes each
+into its folder, atomically, and lists it in the manifest's `pages`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from haul.pipelines.export import layout
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page: its file name, and how to draw it from the database."""
+
+    name: str
+    render: Callable[[duckdb.DuckDBPyConnection], str | None]
+
+
+PAGES: dict[str, Page] = {}
+
+
+def register_page(page: Page) -> Page:
+    """Have every export write `page` (a service's module calls this when imported)."""
+    PAGES[page.name] = page
+    return page
+
+
+def write_pages(folder: Path, database: Path) -> list[str]:
+    """Each registered page drawn from `database` into `folder`; the names written."""
+    written = []
+    with duckdb.connect(str(database), read_only=True) as db:
+        for page in PAGES.values():
+            html = page.render(db)
+            if html is None:
+                continue
+            with layout.atomic_file(folder / page.name) as partial:
+                partial.write_text(html, encoding="utf-8")
+            written.append(page.name)
+    return written
