@@ -123,7 +123,7 @@ def test_undo_after_a_full_run_leaves_the_target_as_it_was(
     assert verified.returncode == 3, verified.stdout + verified.stderr
     with open(config.parent / "verify.csv", encoding="utf-8") as handle:
         differences = list(csv.DictReader(handle))
-    extra = [d for d in differences if d["kind"] == "extra record"]  # the one made by hand
+    extra = [d for d in differences if d["kind"] == "added in the target"]  # made by hand
     assert [(d["entity"], d["target_id"]) for d in extra] == [("comment", by_hand)]
     missing = [d for d in differences if d not in extra]
     assert {d["kind"] for d in missing} == {"record"}
