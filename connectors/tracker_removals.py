@@ -64,6 +64,10 @@ class RemovalCalls(ServiceClient):
     async def delete_autoaction(self, queue: str, action_id: str) -> bool:
         return await self._delete(f"/queues/{_segment(queue)}/autoactions/{_segment(action_id)}")
 
+    async def delete_queue_rule(self, queue: str, kind: str, rule_id: str) -> bool:
+        """DELETE /queues/{queue}/{kind}/{id}: a trigger (`kind` "triggers") or a macro."""
+        return await self._delete(f"/queues/{_segment(queue)}/{kind}/{_segment(rule_id)}")
+
     async def delete_board(self, board_id: str) -> bool:
         """DELETE /boards/{id}: its sprints go with it."""
         return await self._delete(f"/boards/{_segment(board_id)}")

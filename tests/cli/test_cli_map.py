@@ -94,7 +94,10 @@ def test_the_exports_id_map_table_holds_the_same_rows(migrated: Migration) -> No
     printed = run_haul("map", "--config", migrated.config, env=migrated.env)
     assert printed.returncode == 0, printed.stderr
     out = migrated.directory / "exports"
-    exported = run_haul("export", "--config", migrated.config, "--out", out, env=migrated.env)
+    exported = run_haul(  # the table alone: this migration did not stage the changelog
+        "export", "--config", migrated.config, "--out", out, "--entities", "id_map",
+        env=migrated.env,
+    )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     (table,) = (out / "latest").glob("id_map.csv")
     in_export = _csv_rows(table.read_text(encoding="utf-8"))

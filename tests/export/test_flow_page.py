@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from haul.connectors.tracker import TrackerClient
+from tests.helpers.browser import chromium_path as _chromium
+from tests.helpers.browser import laid_out_well as _laid_out_well
+from tests.helpers.browser import layout_of as _layout
 from tests.helpers.export_fixtures import only_folder, stage_sandbox
-from tests.trust.test_report import _chromium, _laid_out_well, _layout
 
 CHARTS = ("cfd", "cycle-scatter", "throughput", "aging", "wip")
 

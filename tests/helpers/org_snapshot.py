@@ -65,16 +65,18 @@ async def _issue(
     worklogs = [w async for w in client.iter_worklogs(k)]
     links = await client.list_links(k)
     checklist = await client.list_checklist(k)
-    # Adding a checklist is an ordinary edit (no import endpoint exists for it), so it moves
-    # the target issue's updatedAt to the migration's time: those two fields cannot match.
-    edited = bool(checklist)
+    remote = await client.list_remote_links(k)
+    # Adding a checklist or a remote link is an ordinary edit (no import endpoint exists for
+    # either), so it moves the target issue's updatedAt to the migration's time: those two
+    # fields cannot match.
+    edited = bool(checklist) or bool(remote)
     return {
         "summary": issue.get("summary"),
         "description": back.rewrite(issue.get("description")),
         "createdAt": _instant(issue.get("createdAt")),
-        "updatedAt": "moved by the checklist" if edited else _instant(issue.get("updatedAt")),
+        "updatedAt": "moved by an edit" if edited else _instant(issue.get("updatedAt")),
         "createdBy": login(issue.get("createdBy")),
-        "updatedBy": "moved by the checklist" if edited else login(issue.get("updatedBy")),
+        "updatedBy": "moved by an edit" if edited else login(issue.get("updatedBy")),
         "status": key(issue.get("status")),
         "type": key(issue.get("type")),
         "priority": key(issue.get("priority")),

@@ -139,4 +139,7 @@ class RemoteLinkLoad:
         body = {"key": fields["key"], "origin": fields["origin"], "relationship": relationship}
         reply = await self.client.create_remote_link(key, body)
         self.kept["remote link author and time: the target records the loading user and now"] += 1
+        # adding a remote link is an edit of its issue (the sandbox moves updatedAt, as for a
+        # link): an issue's updatedAt cannot survive its remote links, as with its checklist
+        self.kept["issue updatedAt: moved to the load's time by the issue's remote links"] += 1
         return str(reply["id"])

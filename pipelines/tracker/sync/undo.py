@@ -30,6 +30,10 @@ IN_USE = (
 )
 NO_DELETION = "the tracker's API has no deletion for it: remove it in the tracker by hand"
 DELETION = "a deletion mirrored from the source cannot be taken back"
+REPLACED = (
+    "a file replaced at the source: its old copy was deleted in the target and cannot be taken"
+    " back (the new copy is taken back as a file)"
+)
 
 
 class TrackerRemovals:
@@ -72,6 +76,10 @@ class TrackerRemovals:
             "dashboard": Removal(by_hand=NO_DELETION),
             "dashboard_widget": WITH_PARENT,
             "autoaction": deleted_by(self._autoaction),
+            "trigger": deleted_by(self._queue_rule("triggers")),
+            "macro": deleted_by(self._queue_rule("macros")),
+            "queue_config": WITH_PARENT,  # a queue's settings stay with the queue, kept
+            "attachment_replaced": Removal(by_hand=REPLACED),
             "entity_access": WITH_PARENT,
             "entity_comment": self._entity_record(
                 lambda kind, entity, comment: self.client.delete_entity_comment(
@@ -165,6 +173,17 @@ class TrackerRemovals:
         queue = row.source_id.rpartition("/")[0]  # "<queue>/<id>"
         return await self.client.delete_autoaction(self.queues.queue(queue), _id(row))
 
+    def _queue_rule(self, kind: str) -> Callable[[LedgerRow], Awaitable[bool]]:
+        async def delete(row: LedgerRow) -> bool:
+            record = self.store.get_record(row.entity, row.source_id)  # staged under its queue
+            source_queue = row.parent or (record.parent if record is not None else None)
+            if not source_queue:
+                raise RecordFailure(f"{row.entity} {row.source_id}: its queue is not staged")
+            queue = self.queues.queue(source_queue)
+            return await self.client.delete_queue_rule(queue, kind, _id(row))
+
+        return delete
+
     def _entity_record(self, delete: Callable[[str, str, str], Awaitable[bool]]) -> Removal:
         async def removed(row: LedgerRow) -> bool:
             entity = self._target(row.parent_entity, row.parent)
@@ -196,7 +215,7 @@ class TrackerRemovals:
 # the organisation objects the API deletes none of (spec: "no delete operation exists")
 _WITHOUT_DELETION = (
     "status", "issuetype", "priority", "resolution", "queue", "backfill_queue",
-    "field_category", "field", "local_field",
+    "field_category", "field", "local_field", "workflow",
 )  # fmt: skip
 
 
