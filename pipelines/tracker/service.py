@@ -52,6 +52,7 @@ from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
+from haul.pipelines.tracker.references import TextPatches
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
@@ -195,9 +196,11 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     mirror = target.config.sync.deletions == "mirror"
     deletions = DeletionSync(client, keys.key) if mirror else None
     probe = TargetProbe(client)
+    patches = TextPatches(client, target.store, transform.references, transform.text)
     return TrackerLoad(
-        client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions
-    )
+        client, target.store, transform, probe, prints, keys, statuses, limits.check, deletions,
+        patches,
+    )  # fmt: skip
 
 
 def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
@@ -231,7 +234,8 @@ def _not_carried(
     """What the load left out of records it still loaded ("field: why" -> how many)."""
     dropped = transform.structure.dropped if transform.structure else {}
     carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-    return carried | planning.not_carried() | entities.not_carried()
+    left = {f"reference: {what}": n for what, n in sorted(transform.references.left.items())}
+    return carried | left | planning.not_carried() | entities.not_carried()
 
 
 def _changes(

@@ -13,7 +13,7 @@ staged issues need.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -24,6 +24,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
+from haul.pipelines.tracker.references import mention_login, tracker_references
 from haul.pipelines.tracker.sync.moves import TargetKeys
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
@@ -66,6 +67,7 @@ class TrackerTarget:
             await stage_target(client, store)
         transform = build_transform(store, config)
         keys = TargetKeys(store, transform.queues)
+        transform.references = tracker_references(store, config, mentions(transform, config), keys.key)
         myself = next((row.source_id for row in store.iter_records("target.myself")), None)
         return cls(client, store, config, transform, keys, target_uids(store), myself, read_only)
 
@@ -74,6 +76,12 @@ class TrackerTarget:
         read-only command writes nothing, so nothing stops it)."""
         if not self.read_only:
             preflight(self.store, self.transform, self.config)
+
+
+def mentions(transform: Transform, config: Config) -> Callable[[str], str | None]:
+    """A mentioned source login's target login (`references.mention_login`)."""
+    users = transform.users
+    return mention_login(users.explicit, users.target_logins, config.mapping.default_user)
 
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
+from haul.pipelines.references import References
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.issue_access import IssueAccess
 from haul.pipelines.tracker.issue_access import wanted as wanted_access
@@ -263,6 +264,14 @@ class Transform:
     dictionaries: DictionaryMap
     unique_prefix: str
     structure: StructureMap | None = None
+    # files, users and web hosts of the source named in text (`pipelines.references`)
+    references: References = field(default_factory=References)
+
+    def text(self, value: str | None) -> str | None:
+        """A text as the target holds it: its references to the source rewritten (a file
+        not in the target yet is left for `pipelines.tracker.references` to patch), and the
+        keys of remapped queues."""
+        return self.queues.rewrite(self.references.rewrite(value))
 
     def issue_body(self, issue: dict[str, Any]) -> dict[str, Any]:
         key = issue["key"]
@@ -286,7 +295,7 @@ class Transform:
             body["resolvedAt"] = import_time(issue.get("resolvedAt") or issue["updatedAt"])
             body["resolvedBy"] = self.users.login(issue.get("resolvedBy") or issue.get("updatedBy"))
         if issue.get("description") is not None:
-            body["description"] = self.queues.rewrite(issue["description"])
+            body["description"] = self.text(issue["description"])
         if issue.get("tags"):
             body["tags"] = list(issue["tags"])
         if issue.get("assignee"):
@@ -345,7 +354,7 @@ class Transform:
         access list whole, so a holder removed at the source is removed in the target."""
         body: dict[str, Any] = {
             "summary": issue["summary"],
-            "description": self.queues.rewrite(issue.get("description")) or "",
+            "description": self.text(issue.get("description")) or "",
             "tags": list(issue.get("tags") or []),
             "assignee": self.users.login(issue.get("assignee")),
             "followers": [self.users.login(ref) for ref in issue.get("followers") or []],
@@ -359,7 +368,7 @@ class Transform:
 
     def comment_text(self, comment: dict[str, Any]) -> str:
         """The text a comment is written with (what the target's length limit applies to)."""
-        return self.queues.rewrite(comment.get("text") or "") or ""
+        return self.text(comment.get("text") or "") or ""
 
     def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
         body = {
@@ -382,7 +391,7 @@ class Transform:
             "createdBy": self.users.login(worklog.get("createdBy")),
         }
         if worklog.get("comment"):
-            body["comment"] = self.queues.rewrite(worklog["comment"])
+            body["comment"] = self.text(worklog["comment"])
         return body
 
     def link_body(self, link: dict[str, Any]) -> dict[str, Any]:
@@ -400,7 +409,7 @@ class Transform:
         }
 
     def checklist_body(self, item: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"text": item["text"], "checked": bool(item.get("checked"))}
+        body: dict[str, Any] = {"text": self.text(item["text"]), "checked": bool(item.get("checked"))}
         if item.get("assignee"):
             body["assignee"] = self.users.login(item["assignee"])
         if item.get("deadline"):

@@ -88,7 +88,7 @@ class EntityBodies:
                 {name: import_time(body[name]) for name in ("start", "end") if name in body}
             )
         if body.get("description"):
-            body["description"] = self.transform.queues.rewrite(body["description"])
+            body["description"] = self.transform.text(body["description"])
         lead = self._person(fields.get("lead"), "lead")
         if lead:
             body["lead"] = lead
@@ -157,7 +157,7 @@ class EntityBodies:
         uid = str(author.get("id")) if isinstance(author, dict) else str(author)
         login = self.transform.users.source_logins.get(uid, uid)
         line = PROVENANCE.format(author=login, at=raw.get("createdAt"))
-        return f"{line}\n\n{self.transform.queues.rewrite(raw.get('text') or '')}"
+        return f"{line}\n\n{self.transform.text(raw.get('text') or '')}"
 
     def checklist(self, record: StagedRecord) -> list[dict[str, Any]]:
         """The checklist items as the target takes them (an assignee mapped strictly)."""

@@ -31,6 +31,13 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
+from haul.pipelines.tracker.references import (
+    COMMENT_TEXT,
+    ISSUE_TEXT,
+    TextPatches,
+    plan_comment_references,
+    plan_issue_references,
+)
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
@@ -103,6 +110,8 @@ PLANS = {
     "comment_attachment": plan_comment_attachments,
     "worklog": PLAN_WORKLOGS,
     "attachment": plan_attachments,
+    ISSUE_TEXT: plan_issue_references,  # once the issue's files are in: see `references`
+    COMMENT_TEXT: plan_comment_references,
     "checklist": PLAN_CHECKLISTS,
     "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
     "issue_access": plan_issue_access,
@@ -125,6 +134,8 @@ class TrackerLoad:
     # checks layer's `TargetLimits.check`, wired by the service)
     refuse_over_limit: Callable[[StagedRecord], None]
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
+    # texts that reference files, written again once the files are in the target
+    patches: TextPatches | None = None
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
@@ -145,6 +156,7 @@ class TrackerLoad:
             EntitySpec("attachment", "attachment", plan_attachments, self.send_attachment,
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
+            *(self.patches.specs() if self.patches else []),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
                        self.find_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,

@@ -1,0 +1,207 @@
+"""The tracker's references in text: its files by the ledger, its users by the users mapping.
+
+A text is written once with what can be rewritten then (users, web hosts, the files already in
+the target). Its own files cannot be in the target before it: an issue's files import into
+the issue, a comment's into the comment. So a text that references files has one more ledger
+row, loaded under its issue after the issue's comments and files: `issue_references` (the
+description) and `comment_references` (a comment's text). Its send writes the whole text
+again with every file now known, an edit that sets a value (sending it twice leaves the same
+text), and its find reads the target's text and compares: the ledger's exactly-once holds as
+for any record. A file that was not carried (failed, or not migrated) fails the row, naming
+it, with the text written as far as it could be: `haul failures` and the report name it, and
+`haul load --retry-failed` writes the text again once the file is in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config
+from haul.pipelines.references import References, SourceScan, WebHosts, file_references, moved_slug
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.state.store import StagedRecord, StagingStore
+
+ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
+FILE_ENTITIES = ("attachment", "comment_attachment")
+
+
+def plan_issue_references(store: StagingStore) -> Iterator[Planned]:
+    """A description that references files: patched under its issue, after its files."""
+    for record in store.iter_records("issue"):
+        if file_references(record.raw.get("description")):
+            yield Planned(record, Ref("issue", record.source_id))
+
+
+def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
+    """A comment that references files: patched under its issue, after its files."""
+    for record in store.iter_records("comment"):
+        if file_references(record.raw.get("text")):
+            yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
+
+
+def web_hosts(config: Config) -> tuple[WebHosts | None, WebHosts | None]:
+    """(tracker, wiki) web hosts, source and target, where both are configured."""
+    target = config.target
+    return (
+        WebHosts.of(config.source.tracker_web_url, target and target.tracker_web_url),
+        WebHosts.of(config.source.wiki_web_url, target and target.wiki_web_url),
+    )
+
+
+def mention_login(
+    explicit: dict[str, str], target_logins: set[str], default: str | None
+) -> Callable[[str], str | None]:
+    """A mentioned source login's target login: the users file, the same login, the configured
+    default user (never the token's own user: a mention of a stranger pings no one), else None."""
+
+    def login(source: str) -> str | None:
+        if source in explicit:
+            return explicit[source]
+        return source if source in target_logins else default
+
+    return login
+
+
+def file_index(store: StagingStore) -> dict[str, str]:
+    """A source file id -> the source id of its staged record (`<issue key>/<file id>`)."""
+    return {source_id.rpartition("/")[2]: source_id for source_id in store.source_ids("attachment")}
+
+
+def carried_file(
+    store: StagingStore, key_of: Callable[[str], str]
+) -> Callable[[str], tuple[str, str] | None]:
+    """A source file id -> (its issue's target key, its target id), once it is in the target."""
+    index: dict[str, str] | None = None
+
+    def carried(file_id: str) -> tuple[str, str] | None:
+        nonlocal index
+        if index is None:
+            index = file_index(store)
+        source_id = index.get(file_id)
+        if source_id is None:
+            return None
+        for entity in FILE_ENTITIES:
+            row = store.ledger.get(entity, source_id)
+            if row is not None and row.status == "done" and row.target_id:
+                return key_of(source_id.rpartition("/")[0]), row.target_id
+        return None
+
+    return carried
+
+
+def tracker_references(
+    store: StagingStore,
+    config: Config,
+    logins: Callable[[str], str | None],
+    key_of: Callable[[str], str],
+) -> References:
+    """The references of tracker texts, rewritten with this run's maps."""
+    tracker, wiki = web_hosts(config)
+    return References(
+        logins={row.raw["login"] for row in store.iter_records("user")},
+        attachment=carried_file(store, key_of),
+        login=logins,
+        page=moved_slug(config.scope.wiki_roots, dict(config.mapping.wiki_roots)),
+        tracker=tracker,
+        wiki=wiki,
+    )
+
+
+def source_scan(store: StagingStore, config: Config, logins: Callable[[str], str | None]) -> SourceScan:
+    """What verify looks for: the source's file ids that are not the target's own ids, its web
+    hosts, and the source logins a mention would not keep (mapped to another login)."""
+    targets = {
+        row.target_id for entity in FILE_ENTITIES for row in store.ledger.iter_rows(entity=entity)
+    }
+    files = set(file_index(store)) - targets
+    source_logins = {row.raw["login"] for row in store.iter_records("user")}
+    away = {login for login in source_logins if logins(login) not in (login,)}
+    hosts = tuple(hosts for hosts in web_hosts(config) if hosts is not None)
+    return SourceScan(files, hosts, away)
+
+
+@dataclass
+class TextPatches:
+    """The two specs that write a text again once its files are in the target."""
+
+    client: TrackerClient
+    store: StagingStore
+    references: References
+    text: Callable[[str | None], str | None]  # the transform's: references, then keys
+
+    def specs(self) -> list[EntitySpec]:
+        return [
+            EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
+                       self.find_description, refresh=self.refresh_description),
+            EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
+                       self.find_comment, refresh=self.refresh_comment),
+        ]  # fmt: skip
+
+    def description(self, record: StagedRecord) -> str:
+        return self.text(record.raw.get("description")) or ""
+
+    def comment_text(self, record: StagedRecord) -> str:
+        return self.text(record.raw.get("text")) or ""
+
+    async def send_description(self, record: StagedRecord, issue_key: str | None) -> str:
+        key = _loaded(record, issue_key)
+        await self.client.update_issue(key, {"description": self.description(record)})
+        self._all_carried(record, record.raw.get("description"))
+        return key
+
+    async def refresh_description(self, record: StagedRecord, issue_key: str) -> None:
+        await self.send_description(record, issue_key)
+
+    async def find_description(
+        self, record: StagedRecord, issue_key: str | None, unclaimed: object
+    ) -> str | None:
+        found = await self.client.find_issue(issue_key) if issue_key else None
+        if found is None or (found.get("description") or "") != self.description(record):
+            return None
+        return issue_key
+
+    def _comment_id(self, record: StagedRecord) -> str:
+        row = self.store.ledger.get("comment", record.source_id)
+        if row is None or row.status != "done" or not row.target_id:
+            raise RecordFailure(f"comment {record.source_id} is not loaded")
+        return row.target_id
+
+    async def send_comment(self, record: StagedRecord, issue_key: str | None) -> str:
+        key, comment_id = _loaded(record, issue_key), self._comment_id(record)
+        await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
+        self._all_carried(record, record.raw.get("text"))
+        return comment_id
+
+    async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
+        key = self.store.ledger.target_id("issue", record.parent or "")
+        await self.send_comment(record, key)
+
+    async def find_comment(
+        self, record: StagedRecord, issue_key: str | None, unclaimed: object
+    ) -> str | None:
+        comment_id = self._comment_id(record)
+        if issue_key is None:
+            return None
+        async for comment in self.client.iter_comments(issue_key, expand=""):
+            if str(comment["id"]) == comment_id:
+                same = (comment.get("text") or "") == self.comment_text(record)
+                return comment_id if same else None
+        return None
+
+    def _all_carried(self, record: StagedRecord, text: str | None) -> None:
+        """Fail the row, naming them, when files it references are not in the target."""
+        waiting = self.references.waiting(text)
+        if waiting:
+            raise RecordFailure(
+                f"{record.entity} {record.source_id} references files that are not in the target"
+                f" ({', '.join(sorted(set(waiting)))}): those references still point at the"
+                " source; once the files are loaded, run haul load --retry-failed"
+            )
+
+
+def _loaded(record: StagedRecord, issue_key: str | None) -> str:
+    if issue_key is None:
+        raise RecordFailure(f"the issue of {record.entity} {record.source_id} is not loaded")
+    return issue_key
