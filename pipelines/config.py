@@ -427,7 +427,11 @@ def _check_sides(config: Config) -> None:
                     (f"{where}.{url_key}", f"scope.{scope_key} moves {service} data: give the URL")
                 )
     for web_key in ("tracker_web_url", "wiki_web_url"):
-        if getattr(config.source, web_key) and config.target and not getattr(config.target, web_key):
+        if (
+            getattr(config.source, web_key)
+            and config.target
+            and not getattr(config.target, web_key)
+        ):
             problems.append(
                 (f"target.{web_key}", f"source.{web_key} is set: give the target's, which links"
                  " in text to the source's web address are rewritten to")

@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from haul.pipelines.config import Config
+
 # a relative reference starts a link target, a quoted value or a word
 _STARTS = r"(?:(?<=[\s(<\"'=\[])|^)"
 _FILE_PATH = r"/(?:ajax/v2/attachments/(?P<inline>[\w-]+)|(?P<key>[A-Z][A-Z0-9_]*-\d+)/attachments/(?P<file>[\w-]+))"
@@ -188,7 +190,9 @@ class SourceScan:
         for hosts in self.hosts:
             if hosts.moves:
                 found += [m.group(0) for m in _on_host(hosts.source).finditer(text)]
-        found += [m.group(0) for m in _MENTION.finditer(text) if m.group("login") in self.mapped_away]
+        found += [
+            m.group(0) for m in _MENTION.finditer(text) if m.group("login") in self.mapped_away
+        ]
         return found
 
     def scan_fields(self, fields: Mapping[str, object]) -> Iterator[tuple[str, str]]:
@@ -223,3 +227,26 @@ def moved_slug(roots: Collection[str], mapping: Mapping[str, str]) -> Callable[[
         return mapping.get(root, root) + path[len(root) :]
 
     return moved
+
+
+def web_hosts(config: Config) -> tuple[WebHosts | None, WebHosts | None]:
+    """(tracker, wiki) web hosts, source and target, where both are configured."""
+    target = config.target
+    return (
+        WebHosts.of(config.source.tracker_web_url, target and target.tracker_web_url),
+        WebHosts.of(config.source.wiki_web_url, target and target.wiki_web_url),
+    )
+
+
+def mention_login(
+    explicit: dict[str, str], target_logins: set[str], default: str | None
+) -> Callable[[str], str | None]:
+    """A mentioned source login's target login: the users file, the same login, the configured
+    default user (never the token's own user: a mention of a stranger pings no one), else None."""
+
+    def login(source: str) -> str | None:
+        if source in explicit:
+            return explicit[source]
+        return source if source in target_logins else default
+
+    return login

@@ -32,6 +32,7 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
+from haul.pipelines.references import SourceScan
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
 from haul.pipelines.verifying import Verifier
@@ -90,6 +91,8 @@ class TargetParts:
     # what the load changed in the target per entity ("created", "updated", "moved",
     # "deleted") and what the source deleted ("deleted_at_source"): a sync's run details
     changes: Callable[[], dict[str, dict[str, int]]] = dict
+    # what `haul verify` looks for in the texts it reads back: references to the source
+    references: SourceScan | None = None
 
 
 class Client(Protocol):

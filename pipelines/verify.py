@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 
 from haul.pipelines.config import Config
+from haul.pipelines.references import SourceScan
 from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
@@ -33,6 +34,8 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 MISSING = "(missing in target)"
+# a text the target holds that still points at the source: the reference is the target side
+SOURCE_REFERENCE = "(no reference to the source)"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,10 @@ class Difference:
 
     @property
     def kind(self) -> str:
-        """What differs: a missing `record`, an `extra record`, a grid `cell`, or a `field`."""
+        """What differs: a missing `record`, an `extra record`, a grid `cell`, a `field`, or
+        a `source reference` left in a text."""
+        if self.source == SOURCE_REFERENCE:
+            return "source reference"
         if self.field in ("record", "extra record"):
             return self.field
         return "cell" if self.field.startswith("cell ") else "field"
@@ -117,6 +123,18 @@ def differences(
     ]
 
 
+def source_references(
+    scan: SourceScan | None, row: LedgerRow, found: Mapping[str, Any] | None
+) -> list[Difference]:
+    """One difference for each reference to the source in the texts read back."""
+    if scan is None or found is None:
+        return []
+    return [
+        Difference(row.entity, row.source_id, row.target_id or "", name, SOURCE_REFERENCE, ref)
+        for name, ref in scan.scan_fields(found)
+    ]
+
+
 def _rows(store: StagingStore, entity: str, sample: int | None, rng: random.Random) -> list[Any]:
     rows = list(store.ledger.iter_rows(status="done", entity=entity))
     if sample is not None and len(rows) > sample:
@@ -171,6 +189,7 @@ async def verify(
                             assert verifier is not None  # checked above
                             expected, found = await verifier.compare(row, record)
                         found_here = differences(row, expected, found)
+                        found_here += source_references(parts.references, row, found)
                         verdict.checked += 1
                         verdict.found += found is not None
                         verdict.differing += bool(found_here)

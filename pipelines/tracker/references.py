@@ -19,7 +19,13 @@ from dataclasses import dataclass
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
-from haul.pipelines.references import References, SourceScan, WebHosts, file_references, moved_slug
+from haul.pipelines.references import (
+    References,
+    SourceScan,
+    file_references,
+    moved_slug,
+    web_hosts,
+)
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.store import StagedRecord, StagingStore
 
@@ -39,29 +45,6 @@ def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
     for record in store.iter_records("comment"):
         if file_references(record.raw.get("text")):
             yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
-
-
-def web_hosts(config: Config) -> tuple[WebHosts | None, WebHosts | None]:
-    """(tracker, wiki) web hosts, source and target, where both are configured."""
-    target = config.target
-    return (
-        WebHosts.of(config.source.tracker_web_url, target and target.tracker_web_url),
-        WebHosts.of(config.source.wiki_web_url, target and target.wiki_web_url),
-    )
-
-
-def mention_login(
-    explicit: dict[str, str], target_logins: set[str], default: str | None
-) -> Callable[[str], str | None]:
-    """A mentioned source login's target login: the users file, the same login, the configured
-    default user (never the token's own user: a mention of a stranger pings no one), else None."""
-
-    def login(source: str) -> str | None:
-        if source in explicit:
-            return explicit[source]
-        return source if source in target_logins else default
-
-    return login
 
 
 def file_index(store: StagingStore) -> dict[str, str]:
@@ -109,7 +92,9 @@ def tracker_references(
     )
 
 
-def source_scan(store: StagingStore, config: Config, logins: Callable[[str], str | None]) -> SourceScan:
+def source_scan(
+    store: StagingStore, config: Config, logins: Callable[[str], str | None]
+) -> SourceScan:
     """What verify looks for: the source's file ids that are not the target's own ids, its web
     hosts, and the source logins a mention would not keep (mapped to another login)."""
     targets = {

@@ -22,9 +22,10 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.references import mention_login
 from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
-from haul.pipelines.tracker.references import mention_login, tracker_references
+from haul.pipelines.tracker.references import tracker_references
 from haul.pipelines.tracker.sync.moves import TargetKeys
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
@@ -67,7 +68,9 @@ class TrackerTarget:
             await stage_target(client, store)
         transform = build_transform(store, config)
         keys = TargetKeys(store, transform.queues)
-        transform.references = tracker_references(store, config, mentions(transform, config), keys.key)
+        transform.references = tracker_references(
+            store, config, mentions(transform, config), keys.key
+        )
         myself = next((row.source_id for row in store.iter_records("target.myself")), None)
         return cls(client, store, config, transform, keys, target_uids(store), myself, read_only)
 

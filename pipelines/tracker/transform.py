@@ -409,7 +409,10 @@ class Transform:
         }
 
     def checklist_body(self, item: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"text": self.text(item["text"]), "checked": bool(item.get("checked"))}
+        body: dict[str, Any] = {
+            "text": self.text(item["text"]),
+            "checked": bool(item.get("checked")),
+        }
         if item.get("assignee"):
             body["assignee"] = self.users.login(item["assignee"])
         if item.get("deadline"):
