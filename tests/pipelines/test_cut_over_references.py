@@ -1,0 +1,142 @@
+"""Cut-over, end to end over real sockets: after `haul run`, nothing in the target's texts
+points back at the source (its files, its web hosts, the logins the users mapping maps
+away), the inline images show the target's files, and `haul verify` finds a reference to the
+source planted by hand afterwards."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues
+
+INLINE = re.compile(r"!\[(?P<name>[^\]]+)\]\(/ajax/v2/attachments/(?P<id>\w+)\?inline=true\)")
+FILE_REF = re.compile(r"/(?:ajax/v2/attachments/(\w+)|[A-Z]+-\d+/attachments/(\w+))")
+MENTION = re.compile(r"(?:(?<![\w@.:/])@|staff:)(\w[\w.-]*\w)")
+
+
+def tracker(info: dict[str, Any], org: str) -> httpx.Client:
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
+    return httpx.Client(base_url=info["tracker"], headers=headers, timeout=30)
+
+
+def wiki(info: dict[str, Any], org: str) -> httpx.Client:
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-Id": info["orgs"][org]}
+    return httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
+
+
+def issues(client: httpx.Client, queues: list[str]) -> Iterator[dict[str, Any]]:
+    for queue in queues:
+        yield from client.post(
+            "/issues/_search", json={"queue": queue}, params={"perPage": 1000}
+        ).json()
+
+
+def tracker_texts(client: httpx.Client, queues: list[str]) -> Iterator[tuple[str, str, dict]]:
+    """(issue key, text, the issue's files by id) of every description and comment."""
+    for issue in issues(client, queues):
+        key = issue["key"]
+        files = {str(a["id"]): a for a in client.get(f"/issues/{key}/attachments").json()}
+        yield key, issue.get("description") or "", files
+        for comment in client.get(f"/issues/{key}/comments", params={"perPage": 100}).json():
+            yield key, comment.get("text") or "", files
+
+
+def wiki_texts(client: httpx.Client, roots: list[str]) -> Iterator[str]:
+    for root in roots:
+        listing = client.get("/pages/descendants", params={"slug": root, "page_size": 100}).json()
+        for ref in listing["results"]:
+            page = client.get(f"/pages/{ref['id']}", params={"fields": "content"}).json()
+            yield page.get("content") or ""
+            comments = client.get(f"/pages/{ref['id']}/comments", params={"page_size": 100})
+            yield from (c.get("body") or "" for c in comments.json()["results"])
+
+
+def mentioned(info: dict[str, Any], queues: list[str]) -> str:
+    """A login the source's texts mention (the one the test maps away)."""
+    with tracker(info, "source") as client:
+        reply = client.get("/users", params={"perPage": 100}).json()
+        logins = {u["login"] for u in reply["users"]}
+        counts: dict[str, int] = {}
+        for _, text, _ in tracker_texts(client, queues):
+            for login in MENTION.findall(text):
+                if login in logins:
+                    counts[login] = counts.get(login, 0) + 1
+    return max(sorted(counts), key=lambda login: counts[login])
+
+
+def write(tmp_path: Path, info: dict[str, Any], queues: list[str], away: str) -> Path:
+    (tmp_path / "users.csv").write_text(f"{away},robot\n", encoding="utf-8")
+    options = SandboxConfig(
+        source_token_env=TOKEN_ENV,
+        endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+        queues=queues,
+        services=("tracker", "wiki"),
+        mapping_extra={"default_user": "robot", "users_file": "users.csv"},
+    )
+    return write_sandbox_config(tmp_path, info, options)
+
+
+def test_after_a_run_no_text_points_back_at_the_source(sandbox: Any, tmp_path: Path) -> None:
+    info = sandbox.info
+    queues = source_queues(info)
+    away = mentioned(info, queues)
+    config = write(tmp_path, info, queues, away)
+    env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+    with tracker(info, "source") as client:
+        source_files = {
+            str(a["id"])
+            for issue in issues(client, queues)
+            for a in client.get(f"/issues/{issue['key']}/attachments").json()
+        }
+
+    ran = run_haul("run", "--config", config, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+
+    source_hosts = tuple(info["web"]["source"].values())
+    target_queues = ["NEW" if q == "TEST" else q for q in queues]
+    inline = 0
+    with tracker(info, "target") as client:
+        for key, text, files in tracker_texts(client, target_queues):
+            assert not any(host in text for host in source_hosts), (key, text)
+            assert away not in MENTION.findall(text), (key, text)
+            for a, b in FILE_REF.findall(text):
+                assert (a or b) in files, (key, text)  # the target's own file of this issue
+                assert (a or b) not in source_files - set(files), (key, text)
+            for image in INLINE.finditer(text):
+                assert files[image["id"]]["name"] == image["name"]
+                inline += 1
+    assert inline > 0
+    with wiki(info, "target") as client:
+        for text in wiki_texts(client, list(info["wiki_roots"]["source"])):
+            assert not any(host in text for host in source_hosts), text
+            assert info["web"]["target"]["wiki"] in text or "sandbox.test" not in text
+
+    verified = run_haul("verify", "--config", config, env=env)
+    assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-3000:]
+    assert "references to the source left in the target: 0" in verified.stdout
+
+    plant(info, target_queues)
+    verified = run_haul("verify", "--config", config, env=env)
+    assert verified.returncode == 3, verified.stderr[-3000:]
+    assert "references to the source left in the target: 1" in verified.stdout
+
+
+def plant(info: dict[str, Any], queues: list[str]) -> None:
+    """A link to the source's tracker, typed into a target comment by hand."""
+    with tracker(info, "target") as client:
+        for issue in issues(client, queues):
+            comments = client.get(f"/issues/{issue['key']}/comments").json()
+            if comments:
+                text = comments[0]["text"] + f" (was {info['web']['source']['tracker']}/TEST-1)"
+                path = f"/issues/{issue['key']}/comments/{comments[0]['id']}"
+                assert client.patch(path, json={"text": text}).status_code == 200
+                return
+    pytest.fail("no target comment to plant a reference in")
