@@ -52,11 +52,11 @@ from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
-from haul.pipelines.tracker.references import TextPatches, source_scan
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
-from haul.pipelines.tracker.target import TrackerTarget, mentions
+from haul.pipelines.tracker.sync.texts import TextPatches
+from haul.pipelines.tracker.target import TrackerTarget, mentions, source_scan
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 

@@ -23,9 +23,7 @@ FILE_IN_TEXT = re.compile(r"attachments/(\w+)")
 WEB_HOST = re.compile(r"https://(tracker|wiki)-\d+\.sandbox\.test")
 
 
-def _text(
-    value: str | None, back: QueueMap, files: dict[str, tuple[str, int, str]]
-) -> str | None:
+def _text(value: str | None, back: QueueMap, files: dict[str, tuple[str, int, str]]) -> str | None:
     """A text as a person compares it: a file by its name and bytes, a web host by its
     service, keys mapped back."""
     if value is None:

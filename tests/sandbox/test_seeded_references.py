@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from haul.sandbox.tracker.seed.generate import build_world
 from haul.sandbox.web import web_urls
 from haul.sandbox.wiki.seed import build_wiki
-
-pytestmark = pytest.mark.fast
 
 INLINE = re.compile(r"!\[[^\]]+\]\(/ajax/v2/attachments/(\w+)\?inline=true\)")
 LINKED = re.compile(r"\[[^\]]+\]\((?:https://[^/]+)?/([A-Z]+-\d+)/attachments/(\w+)\)")

@@ -31,16 +31,16 @@ from haul.pipelines.tracker.issue_access import failure as access_failure
 from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
-from haul.pipelines.tracker.references import (
+from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
+from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
+from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
+from haul.pipelines.tracker.sync.texts import (
     COMMENT_TEXT,
     ISSUE_TEXT,
     TextPatches,
     plan_comment_references,
     plan_issue_references,
 )
-from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
-from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
-from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 

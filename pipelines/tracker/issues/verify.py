@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issue_access import held
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.references import COMMENT_TEXT, ISSUE_TEXT
+from haul.pipelines.tracker.sync.texts import COMMENT_TEXT, ISSUE_TEXT
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import (
     ESTIMATES,

@@ -1,15 +1,18 @@
-"""The tracker's references in text: its files by the ledger, its users by the users mapping.
+"""Texts written again once the files they show are in the target.
 
 A text is written once with what can be rewritten then (users, web hosts, the files already in
-the target). Its own files cannot be in the target before it: an issue's files import into
+the target: `pipelines.references`, with the tracker's maps from `pipelines.tracker.target`). Its own files cannot be in the target before it: an issue's files import into
 the issue, a comment's into the comment. So a text that references files has one more ledger
-row, loaded under its issue after the issue's comments and files: `issue_references` (the
-description) and `comment_references` (a comment's text). Its send writes the whole text
+row, loaded under its issue after the issue's comments and files (it `requires` the files of
+its issue it shows, and a comment's row its comment): `issue_references` (the description)
+and `comment_references` (a comment's text). Its send writes the whole text
 again with every file now known, an edit that sets a value (sending it twice leaves the same
 text), and its find reads the target's text and compares: the ledger's exactly-once holds as
-for any record. A file that was not carried (failed, or not migrated) fails the row, naming
-it, with the text written as far as it could be: `haul failures` and the report name it, and
-`haul load --retry-failed` writes the text again once the file is in.
+for any record. A file of its issue that failed fails the row before its send ("... was not
+loaded"); a file of another issue that is not in the target (not migrated, or not yet) fails
+it after the text is written as far as it could be, naming the file. Either way `haul
+failures` and the report name it, and `haul load --retry-failed` writes the text again once
+the file is in.
 """
 
 from __future__ import annotations
@@ -18,19 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.config import Config
-from haul.pipelines.references import (
-    References,
-    SourceScan,
-    file_references,
-    moved_slug,
-    web_hosts,
-)
+from haul.pipelines.references import References, file_references
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.store import StagedRecord, StagingStore
 
 ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
-FILE_ENTITIES = ("attachment", "comment_attachment")
 
 
 def plan_issue_references(store: StagingStore) -> Iterator[Planned]:
@@ -47,66 +42,6 @@ def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
             yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
 
 
-def file_index(store: StagingStore) -> dict[str, str]:
-    """A source file id -> the source id of its staged record (`<issue key>/<file id>`)."""
-    return {source_id.rpartition("/")[2]: source_id for source_id in store.source_ids("attachment")}
-
-
-def carried_file(
-    store: StagingStore, key_of: Callable[[str], str]
-) -> Callable[[str], tuple[str, str] | None]:
-    """A source file id -> (its issue's target key, its target id), once it is in the target."""
-    index: dict[str, str] | None = None
-
-    def carried(file_id: str) -> tuple[str, str] | None:
-        nonlocal index
-        if index is None:
-            index = file_index(store)
-        source_id = index.get(file_id)
-        if source_id is None:
-            return None
-        for entity in FILE_ENTITIES:
-            row = store.ledger.get(entity, source_id)
-            if row is not None and row.status == "done" and row.target_id:
-                return key_of(source_id.rpartition("/")[0]), row.target_id
-        return None
-
-    return carried
-
-
-def tracker_references(
-    store: StagingStore,
-    config: Config,
-    logins: Callable[[str], str | None],
-    key_of: Callable[[str], str],
-) -> References:
-    """The references of tracker texts, rewritten with this run's maps."""
-    tracker, wiki = web_hosts(config)
-    return References(
-        logins={row.raw["login"] for row in store.iter_records("user")},
-        attachment=carried_file(store, key_of),
-        login=logins,
-        page=moved_slug(config.scope.wiki_roots, dict(config.mapping.wiki_roots)),
-        tracker=tracker,
-        wiki=wiki,
-    )
-
-
-def source_scan(
-    store: StagingStore, config: Config, logins: Callable[[str], str | None]
-) -> SourceScan:
-    """What verify looks for: the source's file ids that are not the target's own ids, its web
-    hosts, and the source logins a mention would not keep (mapped to another login)."""
-    targets = {
-        row.target_id for entity in FILE_ENTITIES for row in store.ledger.iter_rows(entity=entity)
-    }
-    files = set(file_index(store)) - targets
-    source_logins = {row.raw["login"] for row in store.iter_records("user")}
-    away = {login for login in source_logins if logins(login) not in (login,)}
-    hosts = tuple(hosts for hosts in web_hosts(config) if hosts is not None)
-    return SourceScan(files, hosts, away)
-
-
 @dataclass
 class TextPatches:
     """The two specs that write a text again once its files are in the target."""
@@ -119,10 +54,25 @@ class TextPatches:
     def specs(self) -> list[EntitySpec]:
         return [
             EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
-                       self.find_description, refresh=self.refresh_description),
+                       self.find_description, refresh=self.refresh_description,
+                       requires=lambda r: self._files(r, r.source_id, "description")),
             EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
-                       self.find_comment, refresh=self.refresh_comment),
+                       self.find_comment, refresh=self.refresh_comment,
+                       requires=lambda r: [Ref("comment", r.source_id),
+                                           *self._files(r, r.parent or "", "text")]),
         ]  # fmt: skip
+
+    def _files(self, record: StagedRecord, issue: str, name: str) -> list[Ref]:
+        """The rows of the files of `issue` the text `name` shows (an issue's own files or its
+        comments': whichever the ledger holds)."""
+        found = []
+        for file_id in dict.fromkeys(file_references(record.raw.get(name))):
+            source_id = f"{issue}/{file_id}"
+            for entity in ("comment_attachment", "attachment"):
+                if self.store.ledger.get(entity, source_id) is not None:
+                    found.append(Ref(entity, source_id))
+                    break
+        return found
 
     def description(self, record: StagedRecord) -> str:
         return self.text(record.raw.get("description")) or ""
