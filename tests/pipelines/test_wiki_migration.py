@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from haul.pipelines.config import load_config
+from haul.pipelines.references import References, WebHosts, moved_slug
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter, SlugMap
@@ -45,9 +46,14 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
 
     source, target = snapshots(info)
     assert sorted(target) == sorted(source)
-    rewriter = Rewriter(
-        SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"}
+    roots = tuple(info["wiki_roots"]["source"])
+    web = info["web"]
+    references = References(  # every mentioned login is the target's too: mentions stay
+        page=moved_slug(roots, mapping_for(info)),
+        tracker=WebHosts(web["source"]["tracker"], web["target"]["tracker"]),
+        wiki=WebHosts(web["source"]["wiki"], web["target"]["wiki"]),
     )
+    rewriter = Rewriter(SlugMap(roots, mapping_for(info)), {"TEST": "NEW"}, references)
     moved_root = next(iter(mapping_for(info)))
     for key, page in source.items():
         migrated = target[key]
