@@ -87,7 +87,12 @@ class TextPatches:
         return key
 
     async def refresh_description(self, record: StagedRecord, issue_key: str) -> None:
-        await self.send_description(record, issue_key)
+        """The description changed at the source: written again unless the target holds it
+        already (the issue's own refresh may have); a file it shows that is not in the target
+        is counted (the run's report), not failed again on every later run."""
+        if await self.find_description(record, issue_key, None) is None:
+            await self.client.update_issue(issue_key, {"description": self.description(record)})
+        self._count_waiting(record, record.raw.get("description"))
 
     async def find_description(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -110,8 +115,11 @@ class TextPatches:
         return comment_id
 
     async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
-        key = self.store.ledger.target_id("issue", record.parent or "")
-        await self.send_comment(record, key)
+        """As `refresh_description`, for a comment's text."""
+        key = _loaded(record, self.store.ledger.target_id("issue", record.parent or ""))
+        if await self.find_comment(record, key, None) is None:
+            await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
+        self._count_waiting(record, record.raw.get("text"))
 
     async def find_comment(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -124,6 +132,11 @@ class TextPatches:
                 same = (comment.get("text") or "") == self.comment_text(record)
                 return comment_id if same else None
         return None
+
+    def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
+        for file_id in sorted(set(self.references.waiting(text))):
+            what = f"file {file_id} shown in {record.entity} {record.source_id}"
+            self.references.left[f"{what}: not in the target, left pointing at the source"] += 1
 
     def _all_carried(self, record: StagedRecord, text: str | None) -> None:
         """Fail the row, naming them, when files it references are not in the target."""
