@@ -232,9 +232,11 @@ def moved_slug(roots: Collection[str], mapping: Mapping[str, str]) -> Callable[[
 def web_hosts(config: Config) -> tuple[WebHosts | None, WebHosts | None]:
     """(tracker, wiki) web hosts, source and target, where both are configured."""
     target = config.target
+    if target is None:
+        return None, None
     return (
-        WebHosts.of(config.source.tracker_web_url, target and target.tracker_web_url),
-        WebHosts.of(config.source.wiki_web_url, target and target.wiki_web_url),
+        WebHosts.of(config.source.tracker_web_url, target.tracker_web_url),
+        WebHosts.of(config.source.wiki_web_url, target.wiki_web_url),
     )
 
 
