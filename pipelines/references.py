@@ -102,17 +102,41 @@ class References:
     def __post_init__(self) -> None:
         host = re.escape(self.tracker.source) if self.tracker else r"(?!)"
         self._files = _files(host)
+        # (what, text) already counted: one text is rewritten for its send, its find, verify
+        self._counted: set[tuple[str, int]] = set()
 
     def rewrite(self, text: str | None) -> str | None:
         """The text with every reference it can rewrite pointing at the target."""
         if not text:
             return text
+        source, notes = text, list[str]()
         text = self._files.sub(self._file, text)
-        text = _MENTION.sub(self._mention, text)
+        text = _MENTION.sub(lambda match: self._mention(match, notes), text)
         for hosts, path in ((self.wiki, self.page), (self.tracker, _unchanged)):
             if hosts is not None and hosts.moves:
-                text = _on_host(hosts.source).sub(self._url(hosts, path), text)
+                text = _on_host(hosts.source).sub(self._url(hosts, path, notes), text)
+        self.count(notes, source)
         return text
+
+    def settled(self, text: str | None, where: str) -> str | None:
+        """`rewrite` for a text nothing writes again: a file it shows that is not in the
+        target is counted (`left`), naming `where`."""
+        self.count(
+            [
+                f"file {file_id} shown in {where}: not in the target"
+                for file_id in self.waiting(text)
+            ],
+            text or "",
+        )
+        return self.rewrite(text)
+
+    def count(self, notes: list[str], text: str) -> None:
+        """Count what could not be rewritten in `text`, once per text however often it is
+        rewritten."""
+        for what in notes:
+            if (what, hash(text)) not in self._counted:
+                self._counted.add((what, hash(text)))
+                self.left[what] += 1
 
     def waiting(self, text: str | None) -> list[str]:
         """The file ids a text references that are not in the target (yet)."""
@@ -133,18 +157,18 @@ class References:
             return f"{host}/ajax/v2/attachments/{target_id}"
         return f"{host}/{key}/attachments/{target_id}"
 
-    def _mention(self, match: re.Match[str]) -> str:
+    def _mention(self, match: re.Match[str], notes: list[str]) -> str:
         login = match.group("login")
         if login not in self.logins:
             return match.group(0)
         mapped = self.login(login)
         if mapped is None:
-            self.left[f"mention of {login}: no target user, written as plain text"] += 1
+            notes.append(f"mention of {login}: no target user, written as plain text")
             return login
         return match.group("form") + mapped
 
     def _url(
-        self, hosts: WebHosts, path: Callable[[str], str | None]
+        self, hosts: WebHosts, path: Callable[[str], str | None], notes: list[str]
     ) -> Callable[[re.Match[str]], str]:
         def swap(match: re.Match[str]) -> str:
             rest, tail = _split_tail(match.group("path"))
@@ -152,7 +176,7 @@ class References:
                 return hosts.target + match.group("path")
             moved = path(rest.strip("/"))
             if moved is None:
-                self.left[f"{match.group(0)}: not migrated, left pointing at the source"] += 1
+                notes.append(f"{match.group(0)}: not migrated, left pointing at the source")
                 return match.group(0)
             return f"{hosts.target}/{moved}{tail}" if moved else hosts.target + tail
 

@@ -273,6 +273,11 @@ class Transform:
         keys of remapped queues."""
         return self.queues.rewrite(self.references.rewrite(value))
 
+    def settled_text(self, value: str | None, where: str) -> str | None:
+        """`text` for a text nothing writes again (an entity's): a file it shows that is not
+        in the target is counted among what the run did not carry, naming `where`."""
+        return self.queues.rewrite(self.references.settled(value, where))
+
     def issue_body(self, issue: dict[str, Any]) -> dict[str, Any]:
         key = issue["key"]
         body: dict[str, Any] = {

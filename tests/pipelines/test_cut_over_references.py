@@ -84,8 +84,28 @@ def write(tmp_path: Path, info: dict[str, Any], queues: list[str], away: str) ->
     return write_sandbox_config(tmp_path, info, options)
 
 
+@pytest.fixture(scope="module")
+def small_sandbox() -> Iterator[Any]:
+    """The small org of the issue's "done when" (a thousand issues, three wiki trees)."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="small", seed=5) as running:
+        yield running
+
+
 def test_after_a_run_no_text_points_back_at_the_source(sandbox: Any, tmp_path: Path) -> None:
-    info = sandbox.info
+    cut_over(sandbox.info, tmp_path)
+
+
+@pytest.mark.slow  # the same on the small org; the tiny one above runs by default
+def test_after_a_run_of_the_small_org_no_text_points_back_at_the_source(
+    small_sandbox: Any, tmp_path: Path
+) -> None:
+    cut_over(small_sandbox.info, tmp_path)
+
+
+def cut_over(info: dict[str, Any], tmp_path: Path) -> None:
+    """Run, read every text of the target back, verify, plant a reference, verify again."""
     queues = source_queues(info)
     away = mentioned(info, queues)
     config = write(tmp_path, info, queues, away)

@@ -79,3 +79,24 @@ def test_scan_finds_each_reference_to_the_source() -> None:
 def test_one_host_for_both_orgs_is_no_source_reference() -> None:
     same = WebHosts("https://tracker.test", "https://tracker.test")
     assert SourceScan(hosts=(same,)).scan("https://tracker.test/TEST-1") == []
+
+
+def test_what_is_left_is_counted_once_per_text_however_often_it_is_rewritten() -> None:
+    """A text is rewritten for its send, its find and verify: each left reference counts once."""
+    references = refs()
+    for _ in range(3):
+        references.rewrite("@carol, see https://wiki.src.test/other/page")
+    references.rewrite("@carol again")
+    assert references.left == {
+        "mention of carol: no target user, written as plain text": 2,
+        "https://wiki.src.test/other/page: not migrated, left pointing at the source": 1,
+    }
+
+
+def test_a_text_nothing_writes_again_counts_the_files_not_in_the_target() -> None:
+    references = refs()
+    text = references.settled(
+        "![a](/ajax/v2/attachments/555) ![b](/ajax/v2/attachments/101)", "goal 7"
+    )
+    assert text == "![a](/ajax/v2/attachments/555) ![b](/ajax/v2/attachments/9001)"
+    assert references.left == {"file 555 shown in goal 7: not in the target": 1}

@@ -134,9 +134,7 @@ class TextPatches:
         return None
 
     def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
-        for file_id in sorted(set(self.references.waiting(text))):
-            what = f"file {file_id} shown in {record.entity} {record.source_id}"
-            self.references.left[f"{what}: not in the target, left pointing at the source"] += 1
+        self.references.settled(text, f"{record.entity} {record.source_id}")
 
     def _all_carried(self, record: StagedRecord, text: str | None) -> None:
         """Fail the row, naming them, when files it references are not in the target."""
