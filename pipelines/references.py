@@ -49,6 +49,18 @@ def file_references(text: str | None) -> list[str]:
     return [m.group("inline") or m.group("file") for m in ANY_FILE.finditer(text or "")]
 
 
+def without_file_ids(text: str | None) -> str:
+    """The text with the ids of the files it shows blanked: the same before and after its
+    files are in the target and its references rewritten (what finds a written text again)."""
+    return ANY_FILE.sub(_blank_id, text or "")
+
+
+def _blank_id(match: re.Match[str]) -> str:
+    which = "inline" if match.group("inline") else "file"
+    start, end = match.span(which)
+    return match.string[match.start() : start] + "*" + match.string[end : match.end()]
+
+
 @dataclass(frozen=True)
 class WebHosts:
     """A service's web address at the source and at the target (no trailing slash)."""

@@ -3,16 +3,16 @@
 A text is written once with what can be rewritten then (users, web hosts, the files already in
 the target: `pipelines.references`, with the tracker's maps from `pipelines.tracker.target`). Its own files cannot be in the target before it: an issue's files import into
 the issue, a comment's into the comment. So a text that references files has one more ledger
-row, loaded under its issue after the issue's comments and files (it `requires` the files of
-its issue it shows, and a comment's row its comment): `issue_references` (the description)
-and `comment_references` (a comment's text). Its send writes the whole text
+row, loaded under its issue after the issue's comments and files (a comment's row
+`requires` its comment): `issue_references` (the description) and `comment_references` (a
+comment's text). Its send writes the whole text
 again with every file now known, an edit that sets a value (sending it twice leaves the same
 text), and its find reads the target's text and compares: the ledger's exactly-once holds as
-for any record. A file of its issue that failed fails the row before its send ("... was not
-loaded"); a file of another issue that is not in the target (not migrated, or not yet) fails
-it after the text is written as far as it could be, naming the file. Either way `haul
-failures` and the report name it, and `haul load --retry-failed` writes the text again once
-the file is in.
+for any record. A file it shows that is not in the target (it failed, say over the target's
+size limit, or it is not migrated) leaves its reference as written, the rest of the text
+rewritten: it is counted among what the run did not carry, naming the file and the text
+(`haul status`, the report), and `haul verify` reports the reference to the source. A failed
+file does not fail the text as well: the file's own failure is the one to fix.
 """
 
 from __future__ import annotations
@@ -54,25 +54,11 @@ class TextPatches:
     def specs(self) -> list[EntitySpec]:
         return [
             EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
-                       self.find_description, refresh=self.refresh_description,
-                       requires=lambda r: self._files(r, r.source_id, "description")),
+                       self.find_description, refresh=self.refresh_description),
             EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
                        self.find_comment, refresh=self.refresh_comment,
-                       requires=lambda r: [Ref("comment", r.source_id),
-                                           *self._files(r, r.parent or "", "text")]),
+                       requires=lambda r: [Ref("comment", r.source_id)]),
         ]  # fmt: skip
-
-    def _files(self, record: StagedRecord, issue: str, name: str) -> list[Ref]:
-        """The rows of the files of `issue` the text `name` shows (an issue's own files or its
-        comments': whichever the ledger holds)."""
-        found = []
-        for file_id in dict.fromkeys(file_references(record.raw.get(name))):
-            source_id = f"{issue}/{file_id}"
-            for entity in ("comment_attachment", "attachment"):
-                if self.store.ledger.get(entity, source_id) is not None:
-                    found.append(Ref(entity, source_id))
-                    break
-        return found
 
     def description(self, record: StagedRecord) -> str:
         return self.text(record.raw.get("description")) or ""
@@ -81,18 +67,18 @@ class TextPatches:
         return self.text(record.raw.get("text")) or ""
 
     async def send_description(self, record: StagedRecord, issue_key: str | None) -> str:
+        """Write the description again, unless the target holds it as it should be already
+        (none of its files loaded, or the issue's own refresh wrote it): an edit moves the
+        issue's `updatedAt`, so none is made for nothing."""
         key = _loaded(record, issue_key)
-        await self.client.update_issue(key, {"description": self.description(record)})
-        self._all_carried(record, record.raw.get("description"))
+        if await self.find_description(record, key, None) is None:
+            await self.client.update_issue(key, {"description": self.description(record)})
+        self._count_waiting(record, record.raw.get("description"))
         return key
 
     async def refresh_description(self, record: StagedRecord, issue_key: str) -> None:
-        """The description changed at the source: written again unless the target holds it
-        already (the issue's own refresh may have); a file it shows that is not in the target
-        is counted (the run's report), not failed again on every later run."""
-        if await self.find_description(record, issue_key, None) is None:
-            await self.client.update_issue(issue_key, {"description": self.description(record)})
-        self._count_waiting(record, record.raw.get("description"))
+        """The description changed at the source: as `send_description`."""
+        await self.send_description(record, issue_key)
 
     async def find_description(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -109,17 +95,17 @@ class TextPatches:
         return row.target_id
 
     async def send_comment(self, record: StagedRecord, issue_key: str | None) -> str:
+        """As `send_description`, for a comment's text (an edit of a comment moves its
+        issue's `updatedAt` too)."""
         key, comment_id = _loaded(record, issue_key), self._comment_id(record)
-        await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
-        self._all_carried(record, record.raw.get("text"))
-        return comment_id
-
-    async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
-        """As `refresh_description`, for a comment's text."""
-        key = _loaded(record, self.store.ledger.target_id("issue", record.parent or ""))
         if await self.find_comment(record, key, None) is None:
             await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
         self._count_waiting(record, record.raw.get("text"))
+        return comment_id
+
+    async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
+        """The comment changed at the source: as `send_comment`."""
+        await self.send_comment(record, self.store.ledger.target_id("issue", record.parent or ""))
 
     async def find_comment(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -134,17 +120,8 @@ class TextPatches:
         return None
 
     def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
+        """Count each file the text shows that is not in the target (its reference left)."""
         self.references.settled(text, f"{record.entity} {record.source_id}")
-
-    def _all_carried(self, record: StagedRecord, text: str | None) -> None:
-        """Fail the row, naming them, when files it references are not in the target."""
-        waiting = self.references.waiting(text)
-        if waiting:
-            raise RecordFailure(
-                f"{record.entity} {record.source_id} references files that are not in the target"
-                f" ({', '.join(sorted(set(waiting)))}): those references still point at the"
-                " source; once the files are loaded, run haul load --retry-failed"
-            )
 
 
 def _loaded(record: StagedRecord, issue_key: str | None) -> str:
