@@ -126,12 +126,15 @@ def differences(
 def source_references(
     scan: SourceScan | None, row: LedgerRow, found: Mapping[str, Any] | None
 ) -> list[Difference]:
-    """One difference for each reference to the source in the texts read back."""
+    """One difference for each reference to the source in the texts read back (once per
+    record: a field derived from another, a comment's text with its file ids blanked, holds
+    the same reference)."""
     if scan is None or found is None:
         return []
+    first = {ref: name for name, ref in reversed(list(scan.scan_fields(found)))}
     return [
         Difference(row.entity, row.source_id, row.target_id or "", name, SOURCE_REFERENCE, ref)
-        for name, ref in scan.scan_fields(found)
+        for ref, name in first.items()
     ]
 
 
