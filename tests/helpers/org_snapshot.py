@@ -18,8 +18,9 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.transform import QueueMap
 
 SYMMETRIC_LINKS = {"relates"}
-# a file referenced in text (either markup form), and an org's web host (`sandbox.web`)
-FILE_IN_TEXT = re.compile(r"attachments/(\w+)")
+# a file referenced in text (either markup form; a link names the issue the file is in now,
+# which a move changes), and an org's web host (`sandbox.web`)
+FILE_IN_TEXT = re.compile(r"(?:/[A-Z][A-Z0-9_]*-\d+)?/attachments/(\w+)")
 WEB_HOST = re.compile(r"https://(tracker|wiki)-\d+\.sandbox\.test")
 
 
@@ -29,7 +30,8 @@ def _text(value: str | None, back: QueueMap, files: dict[str, tuple[str, int, st
     if value is None:
         return None
     value = FILE_IN_TEXT.sub(
-        lambda m: f"attachments/{files[m.group(1)]}" if m.group(1) in files else m.group(0), value
+        lambda m: f"/attachments/{files[m.group(1)]}" if m.group(1) in files else m.group(0),
+        value,
     )
     return back.rewrite(WEB_HOST.sub(lambda m: f"https://{m.group(1)}-web", value))
 
