@@ -42,6 +42,18 @@ def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
             yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
 
 
+def files_not_migrated(store: StagingStore) -> Iterator[tuple[str, str, list[str]]]:
+    """(entity, source id, file ids) of each staged text that shows files no staged record
+    holds (another issue's not in scope, a file deleted at the source): their references
+    will keep pointing at the source, so `haul check` names them before the load."""
+    staged = {source_id.rpartition("/")[2] for source_id in store.source_ids("attachment")}
+    for entity, name in (("issue", "description"), ("comment", "text")):
+        for record in store.iter_records(entity):
+            shown = dict.fromkeys(file_references(record.raw.get(name)))
+            if missing := [file_id for file_id in shown if file_id not in staged]:
+                yield entity, record.source_id, missing
+
+
 @dataclass
 class TextPatches:
     """The two specs that write a text again once its files are in the target."""
