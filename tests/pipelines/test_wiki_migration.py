@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from haul.pipelines.config import load_config
-from haul.pipelines.references import References, WebHosts, moved_slug
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
-from haul.pipelines.wiki.content import Rewriter, SlugMap
 from tests.helpers.haul_fixtures import environ, writes, written_since
 from tests.helpers.wiki_fixtures import (
     keys_rewritten,
     mapping_for,
+    rewriter_for,
     snapshots,
     wiki_client,
     write_wiki_config,
@@ -46,14 +45,7 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
 
     source, target = snapshots(info)
     assert sorted(target) == sorted(source)
-    roots = tuple(info["wiki_roots"]["source"])
-    web = info["web"]
-    references = References(  # every mentioned login is the target's too: mentions stay
-        page=moved_slug(roots, mapping_for(info)),
-        tracker=WebHosts(web["source"]["tracker"], web["target"]["tracker"]),
-        wiki=WebHosts(web["source"]["wiki"], web["target"]["wiki"]),
-    )
-    rewriter = Rewriter(SlugMap(roots, mapping_for(info)), {"TEST": "NEW"}, references)
+    rewriter = rewriter_for(info)
     moved_root = next(iter(mapping_for(info)))
     for key, page in source.items():
         migrated = target[key]
