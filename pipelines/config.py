@@ -71,6 +71,12 @@ class Endpoint(Section):
     tracker_url: str | None = Field(None, description="The tracker's API root, ending in /v3.")
     wiki_url: str | None = Field(None, description="The wiki's API root, ending in /v1.")
     forms_url: str | None = Field(None, description="The forms service's API root, ending in /v1.")
+    tracker_web_url: str | None = Field(
+        None, description="The tracker's web address (links in text: rewritten to the target's)."
+    )
+    wiki_web_url: str | None = Field(
+        None, description="The wiki's web address (links in text: rewritten to the target's)."
+    )
     token_env: str = Field(min_length=1, description="The environment variable holding the token.")
     org_id: str | None = Field(None, min_length=1, description="The org id (X-Org-ID).")
     cloud_org_id: str | None = Field(None, min_length=1, description="Or a cloud org id.")
@@ -93,6 +99,11 @@ class Endpoint(Section):
     @classmethod
     def _v1(cls, value: str | None) -> str | None:
         return None if value is None else http_url(value, "/v1")
+
+    @field_validator("tracker_web_url", "wiki_web_url")
+    @classmethod
+    def _web(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value)
 
     @model_validator(mode="after")
     def _one_org_one_service(self) -> Endpoint:
@@ -424,6 +435,16 @@ def _check_sides(config: Config) -> None:
                 problems.append(
                     (f"{where}.{url_key}", f"scope.{scope_key} moves {service} data: give the URL")
                 )
+    for web_key in ("tracker_web_url", "wiki_web_url"):
+        if (
+            getattr(config.source, web_key)
+            and config.target
+            and not getattr(config.target, web_key)
+        ):
+            problems.append(
+                (f"target.{web_key}", f"source.{web_key} is set: give the target's, which links"
+                 " in text to the source's web address are rewritten to")
+            )  # fmt: skip
     surveys = config.scope.surveys
     for index, rule in enumerate(config.backfill):
         service, url_key = BACKFILL_NEEDS[rule.into]

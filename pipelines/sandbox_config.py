@@ -79,6 +79,9 @@ def _endpoint(
     for service, key in SERVICE_URLS:
         if service in options.services and info.get(service):
             lines.append(f"{key} = {_toml_value(info[service])}")
+            web = (info.get("web") or {}).get(section, {}).get(service)
+            if web:  # the org's web host, which its texts link to
+                lines.append(f"{service}_web_url = {_toml_value(web)}")
     lines.append(f"org_id = {_toml_value(info['orgs'][section])}")
     lines.append(f"token_env = {_toml_value(token_env)}")
     lines += [f"{key} = {_toml_value(value)}" for key, value in options.endpoint_extra.items()]

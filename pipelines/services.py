@@ -33,6 +33,7 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
+from haul.pipelines.references import SourceScan
 from haul.pipelines.removals import Removal
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
@@ -97,6 +98,8 @@ class TargetParts:
     removals: Mapping[str, Removal] = field(default_factory=dict)
     # what `haul plan` says a loaded record changed at the source makes the load do
     preview: ChangePreview | None = None
+    # what `haul verify` looks for in the texts it reads back: references to the source
+    references: SourceScan | None = None
 
 
 class Client(Protocol):

@@ -24,6 +24,7 @@ import structlog
 
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.config import Config
+from haul.pipelines.references import SourceScan
 from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
@@ -34,6 +35,8 @@ from haul.state.store import StagedRecord, StagingStore
 log = structlog.get_logger(__name__)
 
 MISSING = "(missing in target)"
+# a text the target holds that still points at the source: the reference is the target side
+SOURCE_REFERENCE = "(no reference to the source)"
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,10 @@ class Difference:
 
     @property
     def kind(self) -> str:
-        """What differs: a missing `record`, an `extra record`, a grid `cell`, a `field`, or a
-        field the service explains (`known`)."""
+        """What differs: a missing `record`, an `extra record`, a grid `cell`, a `field`, a
+        `source reference` left in a text, or a field the service explains (`known`)."""
+        if self.source == SOURCE_REFERENCE:
+            return "source reference"
         if self.known:
             return self.known
         if self.field in ("record", "extra record"):
@@ -162,6 +167,21 @@ def _explained(
     ]
 
 
+def source_references(
+    scan: SourceScan | None, row: LedgerRow, found: Mapping[str, Any] | None
+) -> list[Difference]:
+    """One difference for each reference to the source in the texts read back (once per
+    record: a field derived from another, a comment's text with its file ids blanked, holds
+    the same reference)."""
+    if scan is None or found is None:
+        return []
+    first = {ref: name for name, ref in reversed(list(scan.scan_fields(found)))}
+    return [
+        Difference(row.entity, row.source_id, row.target_id or "", name, SOURCE_REFERENCE, ref)
+        for ref, name in first.items()
+    ]
+
+
 def _rows(store: StagingStore, entity: str, sample: int | None, rng: random.Random) -> list[Any]:
     rows = list(store.ledger.iter_rows(status="done", entity=entity))
     if sample is not None and len(rows) > sample:
@@ -218,6 +238,7 @@ async def verify(
                         found_here = differences(row, expected, found)
                         if isinstance(verifier, ExplainsDifferences) and found is not None:
                             found_here = _explained(verifier, row, expected, found, found_here)
+                        found_here += source_references(parts.references, row, found)
                         verdict.checked += 1
                         verdict.found += found is not None
                         verdict.differing += bool(found_here)

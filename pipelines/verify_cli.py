@@ -69,6 +69,8 @@ def print_result(result: VerifyResult, console: Console) -> None:
         )
     if len(result.differences) > SHOWN:
         console.print(f"... {len(result.differences) - SHOWN} more in the CSV", highlight=False)
+    left = result.by_kind().get("source reference", 0)  # the cut-over's own figure, 0 too
+    console.print(f"references to the source left in the target: {left}", highlight=False)
     if result.differences:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(result.by_kind().items()))
         console.print(f"differences by kind: {kinds}", markup=False, highlight=False)

@@ -25,6 +25,7 @@ from haul.sandbox.forms.seed import survey_ids_for
 from haul.sandbox.tracker.app import build_tracker_app
 from haul.sandbox.tracker.model import Limits
 from haul.sandbox.tracker.seed.generate import build_world
+from haul.sandbox.web import web_urls
 from haul.sandbox.wiki.app import build_wiki_app
 from haul.sandbox.wiki.seed import roots_for
 from haul.sandbox.world import World
@@ -137,6 +138,8 @@ def start_sandbox(
         "empty": world.org_by_role("empty").id,
     }
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
+    # the web hosts each org's texts link to (`sandbox.web`): a config's tracker_web_url, ...
+    info["web"] = {role: web_urls(world.org_by_role(role).id) for role in ("source", "target")}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
     info["wiki_roots"] = {"source": roots_for(size)}
     info["surveys"] = {"source": survey_ids_for(world)}

@@ -57,8 +57,9 @@ from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, 
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.preview import TrackerPreview
 from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
+from haul.pipelines.tracker.sync.texts import TextPatches
 from haul.pipelines.tracker.sync.undo import TrackerRemovals
-from haul.pipelines.tracker.target import TrackerTarget
+from haul.pipelines.tracker.target import TrackerTarget, mentions, source_scan
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
@@ -150,6 +151,7 @@ class TrackerService:
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
+            references=source_scan(store, config, mentions(transform, config)),
         )
 
     async def checks(
@@ -210,9 +212,10 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     deletions = DeletionSync(client, keys.key, transform.queues.queue) if mirror else None
     probe = TargetProbe(client)
     forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
+    patches = TextPatches(client, target.store, transform.references, transform.text)
     return TrackerLoad(
         client, target.store, transform, probe, prints, keys, statuses, limits.check, forms,
-        deletions, conflicts=target.config.sync.conflicts,
+        deletions, patches=patches, conflicts=target.config.sync.conflicts,
     )  # fmt: skip
 
 
@@ -255,7 +258,8 @@ def _not_carried(
         f"{name}: changed at the source, no update call changes it": n
         for name, n in sorted(load.not_updatable.items())
     }
-    return carried | fixed | planning.not_carried() | entities.not_carried()
+    left = {f"reference: {what}": n for what, n in sorted(transform.references.left.items())}
+    return carried | fixed | left | planning.not_carried() | entities.not_carried()
 
 
 def _changes(

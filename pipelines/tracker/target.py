@@ -13,7 +13,7 @@ staged issues need.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -22,6 +22,13 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.references import (
+    References,
+    SourceScan,
+    mention_login,
+    moved_slug,
+    web_hosts,
+)
 from haul.pipelines.specs import RecordWaiting
 from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
@@ -37,6 +44,7 @@ from haul.pipelines.tracker.transform import (
 from haul.state.store import StagingStore
 
 DICTIONARY_KINDS = ("status", "issuetype", "priority", "resolution", "linktype")
+FILE_ENTITIES = ("attachment", "comment_attachment")  # the ledger's rows of an issue's files
 
 
 class PreflightError(HaulError):
@@ -67,6 +75,9 @@ class TrackerTarget:
             await stage_target(client, store)
         transform = build_transform(store, config)
         keys = TargetKeys(store, transform.queues)
+        transform.references = tracker_references(
+            store, config, mentions(transform, config), keys.key
+        )
         myself = next((row.source_id for row in store.iter_records("target.myself")), None)
         return cls(client, store, config, transform, keys, target_uids(store), myself, read_only)
 
@@ -75,6 +86,12 @@ class TrackerTarget:
         read-only command writes nothing, so nothing stops it)."""
         if not self.read_only:
             preflight(self.store, self.transform, self.config)
+
+
+def mentions(transform: Transform, config: Config) -> Callable[[str], str | None]:
+    """A mentioned source login's target login (`references.mention_login`)."""
+    users = transform.users
+    return mention_login(users.explicit, users.target_logins, config.mapping.default_user)
 
 
 async def stage_target(client: TrackerClient, store: StagingStore) -> None:
@@ -193,3 +210,66 @@ class LinkWaits(RecordWaiting):
             f"waits for issue {other}, outside the migration's scope so far and not in the "
             "target: the run that migrates its queue makes the link"
         )
+
+
+# -- references in text (`pipelines.references`): files by the ledger, users by the mapping --
+
+
+def file_index(store: StagingStore) -> dict[str, str]:
+    """A source file id -> the source id of its staged record (`<issue key>/<file id>`)."""
+    return {source_id.rpartition("/")[2]: source_id for source_id in store.source_ids("attachment")}
+
+
+def carried_file(
+    store: StagingStore, key_of: Callable[[str], str]
+) -> Callable[[str], tuple[str, str] | None]:
+    """A source file id -> (its issue's target key, its target id), once it is in the target."""
+    index: dict[str, str] | None = None
+
+    def carried(file_id: str) -> tuple[str, str] | None:
+        nonlocal index
+        if index is None:
+            index = file_index(store)
+        source_id = index.get(file_id)
+        if source_id is None:
+            return None
+        for entity in FILE_ENTITIES:
+            row = store.ledger.get(entity, source_id)
+            if row is not None and row.status == "done" and row.target_id:
+                return key_of(source_id.rpartition("/")[0]), row.target_id
+        return None
+
+    return carried
+
+
+def tracker_references(
+    store: StagingStore,
+    config: Config,
+    logins: Callable[[str], str | None],
+    key_of: Callable[[str], str],
+) -> References:
+    """The references of tracker texts, rewritten with this run's maps."""
+    tracker, wiki = web_hosts(config)
+    return References(
+        logins={row.raw["login"] for row in store.iter_records("user")},
+        attachment=carried_file(store, key_of),
+        login=logins,
+        page=moved_slug(config.scope.wiki_roots, dict(config.mapping.wiki_roots)),
+        tracker=tracker,
+        wiki=wiki,
+    )
+
+
+def source_scan(
+    store: StagingStore, config: Config, logins: Callable[[str], str | None]
+) -> SourceScan:
+    """What verify looks for: the source's file ids that are not the target's own ids, its web
+    hosts, and the source logins a mention would not keep (mapped to another login)."""
+    targets = {
+        row.target_id for entity in FILE_ENTITIES for row in store.ledger.iter_rows(entity=entity)
+    }
+    files = set(file_index(store)) - targets
+    source_logins = {row.raw["login"] for row in store.iter_records("user")}
+    away = {login for login in source_logins if logins(login) not in (login,)}
+    hosts = tuple(hosts for hosts in web_hosts(config) if hosts is not None)
+    return SourceScan(files, hosts, away)

@@ -17,6 +17,7 @@ from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
+from haul.pipelines.references import References
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.issue_access import IssueAccess
 from haul.pipelines.tracker.issue_access import wanted as wanted_access
@@ -274,6 +275,19 @@ class Transform:
     dictionaries: DictionaryMap
     unique_prefix: str
     structure: StructureMap | None = None
+    # files, users and web hosts of the source named in text (`pipelines.references`)
+    references: References = field(default_factory=References)
+
+    def text(self, value: str | None) -> str | None:
+        """A text as the target holds it: its references to the source rewritten (a file
+        not in the target yet is left for `pipelines.tracker.sync.texts` to patch), and the
+        keys of remapped queues."""
+        return self.queues.rewrite(self.references.rewrite(value))
+
+    def settled_text(self, value: str | None, where: str) -> str | None:
+        """`text` for a text nothing writes again (an entity's): a file it shows that is not
+        in the target is counted among what the run did not carry, naming `where`."""
+        return self.queues.rewrite(self.references.settled(value, where))
 
     def issue_body(self, issue: dict[str, Any]) -> dict[str, Any]:
         key = issue["key"]
@@ -297,7 +311,7 @@ class Transform:
             body["resolvedAt"] = import_time(issue.get("resolvedAt") or issue["updatedAt"])
             body["resolvedBy"] = self.users.login(issue.get("resolvedBy") or issue.get("updatedBy"))
         if issue.get("description") is not None:
-            body["description"] = self.queues.rewrite(issue["description"])
+            body["description"] = self.text(issue["description"])
         if issue.get("tags"):
             body["tags"] = list(issue["tags"])
         if issue.get("assignee"):
@@ -353,7 +367,7 @@ class Transform:
 
     def comment_text(self, comment: dict[str, Any]) -> str:
         """The text a comment is written with (what the target's length limit applies to)."""
-        return self.queues.rewrite(comment.get("text") or "") or ""
+        return self.text(comment.get("text") or "") or ""
 
     def comment_body(self, comment: dict[str, Any]) -> dict[str, Any]:
         body = {
@@ -376,7 +390,7 @@ class Transform:
             "createdBy": self.users.login(worklog.get("createdBy")),
         }
         if worklog.get("comment"):
-            body["comment"] = self.queues.rewrite(worklog["comment"])
+            body["comment"] = self.text(worklog["comment"])
         return body
 
     def link_body(self, link: dict[str, Any]) -> dict[str, Any]:
@@ -394,7 +408,10 @@ class Transform:
         }
 
     def checklist_body(self, item: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"text": item["text"], "checked": bool(item.get("checked"))}
+        body: dict[str, Any] = {
+            "text": self.text(item["text"]),
+            "checked": bool(item.get("checked")),
+        }
         if item.get("assignee"):
             body["assignee"] = self.users.login(item["assignee"])
         if item.get("deadline"):

@@ -22,6 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.pipelines.config import Config
+from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.references import (
+    References,
+    SourceScan,
+    mention_login,
+    moved_slug,
+    web_hosts,
+)
+from haul.state.store import StagingStore
 
 # a markdown link target: [text](target "title") or [text](target)
 _LINK = re.compile(r"(\]\()([^)\s]+)")
@@ -61,15 +70,22 @@ class SlugMap:
 
 @dataclass(frozen=True)
 class Rewriter:
-    """Rewrites one page's links; `queues` maps source queue keys to target ones."""
+    """Rewrites one page's links; `queues` maps source queue keys to target ones, and
+    `references` the source's users and web addresses (`pipelines.references`)."""
 
     slugs: SlugMap
     queues: Mapping[str, str] = field(default_factory=dict)
+    references: References = field(default_factory=References)
 
     def rewrite(self, content: str, page_slug: str) -> str:
         """The content with links and tracker keys pointing at their new places."""
+        content = self.references.rewrite(content) or ""
         content = _LINK.sub(lambda m: m.group(1) + self.link(m.group(2), page_slug), content)
         return self.keys(content)
+
+    def cell(self, text: str) -> str:
+        """A grid's text cell: its references and tracker keys."""
+        return self.keys(self.references.rewrite(text) or "")
 
     def link(self, target: str, page_slug: str) -> str:
         """One link target: a migrated page or attachment -> its new absolute address."""
@@ -166,3 +182,22 @@ class _Missing(dict[str, str]):
 def with_provenance(text: str, line: str) -> str:
     """The text with its provenance line first, a blank line between."""
     return f"{line}\n\n{text}" if line else text
+
+
+def wiki_references(store: StagingStore, config: Config) -> tuple[References, SourceScan]:
+    """The references of wiki texts (users by the users file, else the same login when the
+    target has it, by the tracker's staged users; web hosts) and what verify looks for."""
+    explicit = read_users_csv(config.mapping.users_file) if config.mapping.users_file else {}
+    source = {row.raw["login"] for row in store.iter_records("user")} | set(explicit)
+    target = {row.raw["login"] for row in store.iter_records("target.user")}
+    if target:
+        login = mention_login(explicit, target, config.mapping.default_user)
+    else:  # no list of the target's users: a login keeps its name unless the file maps it
+        login = lambda name: explicit.get(name, name)  # noqa: E731 (a one-line default)
+    tracker, wiki = web_hosts(config)
+    slugs = SlugMap.of(config)
+    references = References(source, login=login, page=moved_slug(slugs.roots, slugs.mapping),
+                            tracker=tracker, wiki=wiki)  # fmt: skip
+    away = {name for name in source if login(name) != name}
+    hosts = tuple(hosts for hosts in (tracker, wiki) if hosts is not None)
+    return references, SourceScan(hosts=hosts, mapped_away=away)

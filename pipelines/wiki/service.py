@@ -20,13 +20,14 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
+from haul.pipelines.references import References
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
 from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
-from haul.pipelines.wiki.content import Rewriter, SlugMap
+from haul.pipelines.wiki.content import Rewriter, SlugMap, wiki_references
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
 from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.ownership import PageOwnership
@@ -102,7 +103,8 @@ class WikiService:
     ) -> TargetParts:
         # reads only, whatever the command: the target's holders come from the client
         slugs = SlugMap.of(config)
-        rewriter = Rewriter(slugs, dict(config.mapping.queues))
+        references, scan = wiki_references(store, config)
+        rewriter = Rewriter(slugs, dict(config.mapping.queues), references)
         access = await page_access(config, client, store)
         mirror = config.sync.deletions == "mirror"
         ownership = PageOwnership(f"haul:{config.source.org}")
@@ -126,9 +128,9 @@ class WikiService:
             return sync_changes(load.changes, deleted_counts(store), left)
 
         removals = WikiRemovals(client, store).removals()
-        return TargetParts(
-            specs, in_target, planner=planner, verifier=verifier, changes=changes, removals=removals
-        )
+        return TargetParts(specs, in_target, planner=planner, verifier=verifier, changes=changes,
+                           references=scan, removals=removals,
+                           not_carried=lambda: _references_left(references))  # fmt: skip
 
     async def checks(
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
@@ -158,6 +160,11 @@ async def _roots_exist(config: Config, client: WikiClient) -> list[Finding]:
                 "correct scope.wiki_roots")
         for slug in missing
     ]  # fmt: skip
+
+
+def _references_left(references: References) -> dict[str, int]:
+    """What the wiki's texts still say about the source ("reference: what" -> how many)."""
+    return {f"reference: {what}": n for what, n in sorted(references.left.items())}
 
 
 def _nothing(store: StagingStore) -> Iterator[Planned]:

@@ -238,7 +238,7 @@ class WikiLoad:
 
     def _cell(self, column: dict[str, Any], value: Any) -> Any:
         if isinstance(value, str) and column.get("type") in TEXT_CELLS:
-            return self.rewriter.keys(value)
+            return self.rewriter.cell(value)
         return value
 
     # -- pages ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import uuid
 from haul.sandbox.groups import groups_of
 from haul.sandbox.people import USER_LOGIN, User
 from haul.sandbox.tracker.model import Org
+from haul.sandbox.web import web_urls
 from haul.sandbox.wiki.access import Entry, Policy
 from haul.sandbox.wiki.model import (
     PART_MIN,
@@ -75,6 +76,7 @@ def build_wiki(world: World) -> WikiWorld:
     source = world.org_by_role("source")
     _seed(orgs[source.id], source, random.Random(f"wiki:{world.seed}"), world.size)
     _seed_restricted(orgs[source.id], source, random.Random(f"wiki-access:{world.seed}"))
+    _refer(orgs[source.id], source, random.Random(f"wiki-references:{world.seed}"))
     return WikiWorld(orgs)
 
 
@@ -139,6 +141,25 @@ def _seed_restricted(wiki: WikiOrg, org: Org, rng: random.Random) -> None:
             )  # fmt: skip
             _grid(wiki, page, users, keys, rng)
             _comments(wiki, page, users, keys, rng)
+
+
+def _refer(wiki: WikiOrg, org: Org, rng: random.Random) -> None:
+    """Some pages and comments mention people and link to pages of their tree and to issues by
+    their absolute web URLs, as people paste them (drawn last, from an RNG of its own: the
+    pages, ids and bytes are those of a seed without them)."""
+    web = web_urls(org.id)
+    logins = sorted(user.login for user in org.users.values())
+    keys = sorted(org.issues)[:200] or ["TEST-1"]
+    for page in sorted(wiki.pages.values(), key=lambda page: page.id):
+        root = next((r for r in wiki.roots if page.slug.startswith(r)), None)
+        if root is not None and rng.random() < 0.4:
+            page.content += (
+                f"\nAsk @{rng.choice(logins)} first. Start from {web['wiki']}/{root}; the work is"
+                f" in {web['tracker']}/{rng.choice(keys)}.\n"
+            )
+        for comment in page.comments:
+            if rng.random() < 0.2:
+                comment.body += f" cc staff:{rng.choice(logins)}"
 
 
 def _tree(root: str, count: int, rng: random.Random) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,22 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.transform import QueueMap
 
 SYMMETRIC_LINKS = {"relates"}
+# a file referenced in text (either markup form; a link names the issue the file is in now,
+# which a move changes), and an org's web host (`sandbox.web`)
+FILE_IN_TEXT = re.compile(r"(?:/[A-Z][A-Z0-9_]*-\d+)?/attachments/(\w+)")
+WEB_HOST = re.compile(r"https://(tracker|wiki)-\d+\.sandbox\.test")
+
+
+def _text(value: str | None, back: QueueMap, files: dict[str, tuple[str, int, str]]) -> str | None:
+    """A text as a person compares it: a file by its name and bytes, a web host by its
+    service, keys mapped back."""
+    if value is None:
+        return None
+    value = FILE_IN_TEXT.sub(
+        lambda m: f"/attachments/{files[m.group(1)]}" if m.group(1) in files else m.group(0),
+        value,
+    )
+    return back.rewrite(WEB_HOST.sub(lambda m: f"https://{m.group(1)}-web", value))
 
 
 def _instant(value: str | None) -> str | None:
@@ -68,11 +85,13 @@ async def _issue(
     remote = await client.list_remote_links(k)
     # Adding a checklist or a remote link is an ordinary edit (no import endpoint exists for
     # either), so it moves the target issue's updatedAt to the migration's time: those two
-    # fields cannot match.
-    edited = bool(checklist) or bool(remote)
+    # fields cannot match. So does writing a description or a comment again once the files it
+    # shows are in the target.
+    texts = [issue.get("description") or "", *(c.get("text") or "" for c in comments)]
+    edited = bool(checklist) or bool(remote) or any(FILE_IN_TEXT.search(text) for text in texts)
     return {
         "summary": issue.get("summary"),
-        "description": back.rewrite(issue.get("description")),
+        "description": _text(issue.get("description"), back, blobs),
         "createdAt": _instant(issue.get("createdAt")),
         "updatedAt": "moved by an edit" if edited else _instant(issue.get("updatedAt")),
         "createdBy": login(issue.get("createdBy")),
@@ -89,7 +108,7 @@ async def _issue(
             (
                 _instant(c["createdAt"]),
                 login(c.get("createdBy")),
-                back.rewrite(c.get("text")),
+                _text(c.get("text"), back, blobs),
                 tuple(sorted(blobs[str(a["id"])] for a in c.get("attachments") or [])),
             )
             for c in comments

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 
 from haul.connectors.wiki import WikiClient
+from haul.pipelines.references import References, WebHosts, moved_slug
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.wiki.content import Rewriter
+from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.sandbox.people import ADMIN_LOGIN
 from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues
 from tests.helpers.wiki_snapshot import wiki_snapshot
@@ -43,6 +44,19 @@ def snapshots(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             )
 
     return asyncio.run(read())
+
+
+def rewriter_for(info: dict[str, Any], services: tuple[str, ...] = ("tracker", "wiki")) -> Rewriter:
+    """The rewriting a migration of the sandbox's wiki applies (its roots mapped, TEST to NEW,
+    the web hosts of the services it moves; every mentioned login is the target's too)."""
+    roots = tuple(info["wiki_roots"]["source"])
+    web = info["web"]
+    hosts = {
+        name: WebHosts(web["source"][name], web["target"][name]) if name in services else None
+        for name in ("tracker", "wiki")
+    }
+    references = References(page=moved_slug(roots, mapping_for(info)), **hosts)
+    return Rewriter(SlugMap(roots, mapping_for(info)), {"TEST": "NEW"}, references)
 
 
 def keys_rewritten(grid: dict[str, Any], rewriter: Rewriter) -> dict[str, Any]:

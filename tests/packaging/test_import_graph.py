@@ -44,6 +44,7 @@ TRACKER_SHARED = {
     "issues.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
     "issues.export": "the person and checklist columns every tracker table writes the same way",
     "sync.statuses": "an issue's send carries its status through the target's workflow",
+    "sync.texts": "a text written again once the files it shows are in, with the issue's rows",
     "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
     "sync.fields": "the issue field table: what the import writes, what a sync's edit changes",
     "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",

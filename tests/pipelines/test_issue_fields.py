@@ -17,9 +17,11 @@ import httpx
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
 from haul.pipelines.config import load_config
+from haul.pipelines.references import without_file_ids
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
+from tests.helpers.org_snapshot import WEB_HOST
 
 # what an import cannot keep or a migration changes by design: ids, links to the org, the
 # count of edits, the time checklists were added at, and what is computed from other records
@@ -50,10 +52,18 @@ def readable(value: Any) -> Any:
 def issue_view(issue: dict[str, Any]) -> dict[str, Any]:
     """An issue's fields by key (a local field by its bare key), references readable."""
     return {
-        key.rpartition("--")[2]: readable(value)
+        key.rpartition("--")[2]: as_compared(key, value)
         for key, value in issue.items()
         if key not in NOT_COMPARED
     }
+
+
+def as_compared(key: str, value: Any) -> Any:
+    """A field as both orgs should show it: a description's files by their place (their ids
+    are each org's own) and its web links by service (each org has its own web host)."""
+    if key == "description" and isinstance(value, str):
+        return WEB_HOST.sub(lambda m: f"https://{m.group(1)}-web", without_file_ids(value))
+    return readable(value)
 
 
 def structure_view(client: Any, queues: list[str]) -> dict[str, Any]:

@@ -12,11 +12,11 @@ import pytest
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.verify import verify
-from haul.pipelines.wiki.content import Rewriter, SlugMap
 from tests.helpers.haul_fixtures import environ, writes, written_since
 from tests.helpers.wiki_fixtures import (
     keys_rewritten,
     mapping_for,
+    rewriter_for,
     snapshots,
     wiki_client,
     write_wiki_config,
@@ -45,9 +45,7 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
 
     source, target = snapshots(info)
     assert sorted(target) == sorted(source)
-    rewriter = Rewriter(
-        SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"}
-    )
+    rewriter = rewriter_for(info)
     moved_root = next(iter(mapping_for(info)))
     for key, page in source.items():
         migrated = target[key]

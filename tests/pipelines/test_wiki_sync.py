@@ -17,11 +17,17 @@ from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.status import gather_status
 from haul.pipelines.verify import verify
-from haul.pipelines.wiki.content import Rewriter, SlugMap
+from haul.pipelines.wiki.content import Rewriter
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, writes, written_since
 from tests.helpers.wiki_changes import change_everything, leaf_page, pages_of
-from tests.helpers.wiki_fixtures import keys_rewritten, mapping_for, snapshots, wiki_client
+from tests.helpers.wiki_fixtures import (
+    keys_rewritten,
+    mapping_for,
+    rewriter_for,
+    snapshots,
+    wiki_client,
+)
 
 MIRROR = '[sync]\ndeletions = "mirror"\n'
 
@@ -51,9 +57,7 @@ def differing(info: dict[str, Any]) -> list[str]:
     """The pages (root-relative keys) that differ between source and target, or are on one
     side only."""
     source, target = snapshots(info)
-    rewriter = Rewriter(
-        SlugMap(tuple(info["wiki_roots"]["source"]), mapping_for(info)), {"TEST": "NEW"}
-    )
+    rewriter = rewriter_for(info, ("wiki",))
     keys = sorted(set(source) | set(target))
     return [
         key

@@ -27,6 +27,7 @@ from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.checks.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.planning.remote_links import application_findings
+from haul.pipelines.tracker.sync.texts import files_not_migrated
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
 from haul.pipelines.tracker.transform import TransformError, user_refs
 from haul.state.store import StagingStore
@@ -65,7 +66,19 @@ async def tracker_checks(
     if store is None or target is None or not _issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
     found += limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
+    found += reference_findings(store)
     return found + _mapping(config, target) + await application_findings(client, store)
+
+
+def reference_findings(store: StagingStore) -> list[Finding]:
+    """A warning per staged text that shows files the migration does not carry, or one ok."""
+    found = [
+        Finding("warning", f"{entity} {source_id} shows files that are not migrated"
+                f" ({', '.join(files)}): their references will keep pointing at the source",
+                "migrate the issues they belong to, or edit the text at the source")
+        for entity, source_id, files in files_not_migrated(store)
+    ]  # fmt: skip
+    return found or [Finding("ok", "every file the staged texts show is migrated with them")]
 
 
 def _issues_staged(config: Config, store: StagingStore) -> bool:

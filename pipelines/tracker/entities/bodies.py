@@ -88,7 +88,8 @@ class EntityBodies:
                 {name: import_time(body[name]) for name in ("start", "end") if name in body}
             )
         if body.get("description"):
-            body["description"] = self.transform.queues.rewrite(body["description"])
+            where = f"the description of {record.entity} {record.source_id}"
+            body["description"] = self.transform.settled_text(body["description"], where)
         lead = self._person(fields.get("lead"), "lead")
         if lead:
             body["lead"] = lead
@@ -157,7 +158,8 @@ class EntityBodies:
         uid = str(author.get("id")) if isinstance(author, dict) else str(author)
         login = self.transform.users.source_logins.get(uid, uid)
         line = PROVENANCE.format(author=login, at=raw.get("createdAt"))
-        return f"{line}\n\n{self.transform.queues.rewrite(raw.get('text') or '')}"
+        where = f"{record.entity} {record.source_id}"
+        return f"{line}\n\n{self.transform.settled_text(raw.get('text') or '', where)}"
 
     def checklist(self, record: StagedRecord) -> list[dict[str, Any]]:
         """The checklist items as the target takes them (an assignee mapped strictly)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import HashSink
+from haul.pipelines.references import without_file_ids
 from haul.pipelines.specs import Fields, Fingerprint
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import Transform, ref_id
@@ -46,9 +47,10 @@ class TrackerFingerprints:
         return self.key_of(record.parent or "")
 
     def comment(self) -> Fingerprint:
-        """A comment: time, author, text."""
+        """A comment: time, author, text (found by its text with the ids of the files it
+        shows blanked: the same before and after the text is written again with them)."""
         return Fingerprint(
-            self._comment, self.issue_key, self._comments, ("text", "createdAt", "createdBy")
+            self._comment, self.issue_key, self._comments, ("shape", "createdAt", "createdBy")
         )
 
     def worklog(self) -> Fingerprint:
@@ -73,6 +75,7 @@ class TrackerFingerprints:
         body = self.transform.comment_body(record.raw)
         return {
             "text": body["text"],
+            "shape": without_file_ids(body["text"]),
             "createdAt": instant(body["createdAt"]),
             "createdBy": self.uid(body["createdBy"]),
         }
@@ -104,6 +107,7 @@ class TrackerFingerprints:
             {
                 "id": c["id"],
                 "text": c.get("text") or "",
+                "shape": without_file_ids(c.get("text")),
                 "createdAt": instant(c.get("createdAt")),
                 "createdBy": ref_id(c.get("createdBy")),
             }

@@ -100,6 +100,8 @@ ISSUES = Layer(
         Entity("comment_attachment", staged="attachment"),
         Entity("worklog"),
         Entity("attachment", files=True),
+        Entity("issue_references", staged="issue", optional=True),  # a description with files
+        Entity("comment_references", staged="comment", optional=True),  # a comment with files
         Entity("checklist"),
         Entity("attachment_replaced", optional=True),  # a file uploaded again under its name
         Entity("issue_access", staged="issue"),  # an issue whose source lists anyone on `access`

@@ -45,6 +45,13 @@ from haul.pipelines.tracker.sync.fields import (
 from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
 from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
+from haul.pipelines.tracker.sync.texts import (
+    COMMENT_TEXT,
+    ISSUE_TEXT,
+    TextPatches,
+    plan_comment_references,
+    plan_issue_references,
+)
 from haul.pipelines.tracker.target import LinkWaits
 from haul.pipelines.tracker.transform import Transform, milliseconds
 from haul.state.ledger import LedgerRow
@@ -138,6 +145,8 @@ PLANS = {
     "comment_attachment": plan_comment_attachments,
     "worklog": PLAN_WORKLOGS,
     "attachment": plan_attachments,
+    ISSUE_TEXT: plan_issue_references,  # once the issue's files are in: see `references`
+    COMMENT_TEXT: plan_comment_references,
     "checklist": PLAN_CHECKLISTS,
     REPLACED: plan_replacements,  # under the new file: after every attachment is planned
     "issue_status": plan_statuses,  # after the issue's own plan: it reads the issue's row
@@ -164,6 +173,8 @@ class TrackerLoad:
     forms: IssueForms
     deletions: DeletionSync | None = None  # [sync] deletions = "mirror"
     conflicts: ConflictRule = "keep-target"  # [sync] conflicts: a field changed on both sides
+    # texts that reference files, written again once the files are in the target
+    patches: TextPatches | None = None
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
     configured: dict[str, LedgerRow | None] = field(default_factory=dict)  # queue_config rows
@@ -190,6 +201,7 @@ class TrackerLoad:
                        attachment.find, claims_with=("comment_attachment",),
                        fingerprint=attachment),
             FileReplacement(self.client, self.store, self.keys.key, self.changes).spec(),
+            *(self.patches.specs() if self.patches else []),
             EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send_checklist,
                        self.find_checklist, refresh=self.refresh_checklist),
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,

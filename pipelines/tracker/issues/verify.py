@@ -21,6 +21,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issue_access import held
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.sync.fields import why_differs
+from haul.pipelines.tracker.sync.texts import COMMENT_TEXT, ISSUE_TEXT
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import (
     ESTIMATES,
@@ -56,7 +57,7 @@ class TrackerVerifier:
     _statuses: dict[str, str | None] = field(default_factory=dict)  # target key -> status key
 
     compares: ClassVar[frozenset[str]] = frozenset(
-        ("issue", "checklist", "issue_status", "issue_access")
+        ("issue", "checklist", "issue_status", "issue_access", ISSUE_TEXT, COMMENT_TEXT)
     )
 
     async def compare(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
@@ -65,6 +66,8 @@ class TrackerVerifier:
             return self._checklist(record), await self._target_checklist(record)
         if row.entity == "issue_status":
             return {"status": self._keys(record.raw)["status"]}, await self._target_status(record)
+        if row.entity in (ISSUE_TEXT, COMMENT_TEXT):
+            return await self._text(row, record)
         if row.entity == "issue_access":
             found = await self.client.find_issue(self.prints.key_of(record.source_id))
             have = None if found is None else {"access": held(found)}
@@ -192,6 +195,18 @@ class TrackerVerifier:
             "tags": sorted(found.get("tags") or []),
             "assignee": ref_id(found.get("assignee")),
         }
+
+    async def _text(self, row: LedgerRow, record: StagedRecord) -> tuple[Fields, Fields | None]:
+        """A text written again once its files were in: as the transform writes it now."""
+        if row.entity == ISSUE_TEXT:
+            expected = {"description": self.transform.text(record.raw.get("description"))}
+            found = await self.client.find_issue(self.prints.key_of(record.source_id))
+            return expected, None if found is None else {"description": found.get("description")}
+        expected = {"text": self.transform.comment_text(record.raw)}
+        async for comment in self.client.iter_comments(self.prints.issue_key(record), expand=""):
+            if str(comment["id"]) == row.target_id:
+                return expected, {"text": comment.get("text") or ""}
+        return expected, None
 
     def _checklist(self, record: StagedRecord) -> Fields:
         items = [self.transform.checklist_body(item) for item in record.raw["items"]]

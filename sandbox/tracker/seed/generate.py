@@ -32,6 +32,7 @@ from haul.sandbox.tracker.model import (
 )
 from haul.sandbox.tracker.seed import text
 from haul.sandbox.tracker.seed.records import SLOT, generate_records
+from haul.sandbox.tracker.seed.references import refer_in_descriptions
 from haul.sandbox.tracker.seed.seed_planning import seed_planning
 from haul.sandbox.tracker.seed.seed_structure import seed_structure
 from haul.sandbox.tracker.seed.seed_values import IssueValues
@@ -164,6 +165,7 @@ def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
     for link in _links(issues, people, rng):
         org.add_link(link)
     org.big_attachment_keys = frozenset(i.key for i in rng.sample(issues, min(big_count, count)))
+    refer_in_descriptions(org, issues)
     top = (count + 1) * SLOT
     org.counters = Counters(
         comment=top,

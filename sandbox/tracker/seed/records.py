@@ -25,6 +25,7 @@ from haul.sandbox.tracker.model import (
     Worklog,
 )
 from haul.sandbox.tracker.seed import histories, text
+from haul.sandbox.tracker.seed.references import refer_in_comments
 
 # ids of an issue's generated records lie in [(seq + 1) * SLOT, (seq + 2) * SLOT)
 SLOT = 64
@@ -58,6 +59,7 @@ def generate_records(org: Org, issue: Issue) -> IssueRecords:
     base = (issue.seq + 1) * SLOT
     comments = _comments(issue, people, base, rng)
     attachments = _attachments(org, issue, comments, people, base, rng)
+    refer_in_comments(org, issue, comments, attachments)
     return IssueRecords(
         comments=comments,
         worklogs=_worklogs(issue, people, base, rng),

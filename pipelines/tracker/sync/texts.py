@@ -1,0 +1,142 @@
+"""Texts written again once the files they show are in the target.
+
+A text is written once with what can be rewritten then (users, web hosts, the files already in
+the target: `pipelines.references`, with the tracker's maps from `pipelines.tracker.target`). Its own files cannot be in the target before it: an issue's files import into
+the issue, a comment's into the comment. So a text that references files has one more ledger
+row, loaded under its issue after the issue's comments and files (a comment's row
+`requires` its comment): `issue_references` (the description) and `comment_references` (a
+comment's text). Its send writes the whole text
+again with every file now known, an edit that sets a value (sending it twice leaves the same
+text), and its find reads the target's text and compares: the ledger's exactly-once holds as
+for any record. A file it shows that is not in the target (it failed, say over the target's
+size limit, or it is not migrated) leaves its reference as written, the rest of the text
+rewritten: it is counted among what the run did not carry, naming the file and the text
+(`haul status`, the report), and `haul verify` reports the reference to the source. A failed
+file does not fail the text as well: the file's own failure is the one to fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.references import References, file_references
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.state.store import StagedRecord, StagingStore
+
+ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
+
+
+def plan_issue_references(store: StagingStore) -> Iterator[Planned]:
+    """A description that references files: patched under its issue, after its files."""
+    for record in store.iter_records("issue"):
+        if file_references(record.raw.get("description")):
+            yield Planned(record, Ref("issue", record.source_id))
+
+
+def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
+    """A comment that references files: patched under its issue, after its files."""
+    for record in store.iter_records("comment"):
+        if file_references(record.raw.get("text")):
+            yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
+
+
+def files_not_migrated(store: StagingStore) -> Iterator[tuple[str, str, list[str]]]:
+    """(entity, source id, file ids) of each staged text that shows files no staged record
+    holds (another issue's not in scope, a file deleted at the source): their references
+    will keep pointing at the source, so `haul check` names them before the load."""
+    staged = {source_id.rpartition("/")[2] for source_id in store.source_ids("attachment")}
+    for entity, name in (("issue", "description"), ("comment", "text")):
+        for record in store.iter_records(entity):
+            shown = dict.fromkeys(file_references(record.raw.get(name)))
+            if missing := [file_id for file_id in shown if file_id not in staged]:
+                yield entity, record.source_id, missing
+
+
+@dataclass
+class TextPatches:
+    """The two specs that write a text again once its files are in the target."""
+
+    client: TrackerClient
+    store: StagingStore
+    references: References
+    text: Callable[[str | None], str | None]  # the transform's: references, then keys
+
+    def specs(self) -> list[EntitySpec]:
+        return [
+            EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
+                       self.find_description, refresh=self.refresh_description),
+            EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
+                       self.find_comment, refresh=self.refresh_comment,
+                       requires=lambda r: [Ref("comment", r.source_id)]),
+        ]  # fmt: skip
+
+    def description(self, record: StagedRecord) -> str:
+        return self.text(record.raw.get("description")) or ""
+
+    def comment_text(self, record: StagedRecord) -> str:
+        return self.text(record.raw.get("text")) or ""
+
+    async def send_description(self, record: StagedRecord, issue_key: str | None) -> str:
+        """Write the description again, unless the target holds it as it should be already
+        (none of its files loaded, or the issue's own refresh wrote it): an edit moves the
+        issue's `updatedAt`, so none is made for nothing."""
+        key = _loaded(record, issue_key)
+        if await self.find_description(record, key, None) is None:
+            await self.client.update_issue(key, {"description": self.description(record)})
+        self._count_waiting(record, record.raw.get("description"))
+        return key
+
+    async def refresh_description(self, record: StagedRecord, issue_key: str) -> None:
+        """The description changed at the source: as `send_description`."""
+        await self.send_description(record, issue_key)
+
+    async def find_description(
+        self, record: StagedRecord, issue_key: str | None, unclaimed: object
+    ) -> str | None:
+        found = await self.client.find_issue(issue_key) if issue_key else None
+        if found is None or (found.get("description") or "") != self.description(record):
+            return None
+        return issue_key
+
+    def _comment_id(self, record: StagedRecord) -> str:
+        row = self.store.ledger.get("comment", record.source_id)
+        if row is None or row.status != "done" or not row.target_id:
+            raise RecordFailure(f"comment {record.source_id} is not loaded")
+        return row.target_id
+
+    async def send_comment(self, record: StagedRecord, issue_key: str | None) -> str:
+        """As `send_description`, for a comment's text (an edit of a comment moves its
+        issue's `updatedAt` too)."""
+        key, comment_id = _loaded(record, issue_key), self._comment_id(record)
+        if await self.find_comment(record, key, None) is None:
+            await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
+        self._count_waiting(record, record.raw.get("text"))
+        return comment_id
+
+    async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
+        """The comment changed at the source: as `send_comment`."""
+        await self.send_comment(record, self.store.ledger.target_id("issue", record.parent or ""))
+
+    async def find_comment(
+        self, record: StagedRecord, issue_key: str | None, unclaimed: object
+    ) -> str | None:
+        comment_id = self._comment_id(record)
+        if issue_key is None:
+            return None
+        async for comment in self.client.iter_comments(issue_key, expand=""):
+            if str(comment["id"]) == comment_id:
+                same = (comment.get("text") or "") == self.comment_text(record)
+                return comment_id if same else None
+        return None
+
+    def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
+        """Count each file the text shows that is not in the target (its reference left)."""
+        self.references.settled(text, f"{record.entity} {record.source_id}")
+
+
+def _loaded(record: StagedRecord, issue_key: str | None) -> str:
+    if issue_key is None:
+        raise RecordFailure(f"the issue of {record.entity} {record.source_id} is not loaded")
+    return issue_key
