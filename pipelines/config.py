@@ -81,6 +81,14 @@ class Endpoint(Section):
         "auto", description='Writes per second: "auto" (adapts) or a number (a cap).'
     )
     max_rps: float | None = Field(None, gt=0, description='The ceiling of an "auto" budget.')
+    budget_share: int = Field(
+        1,
+        ge=1,
+        description="The number of processes that share this side's token with no shared "
+        "budget file: each keeps to 1/N of the rates (a number, max_rps, and the limit an "
+        '"auto" budget is told or learns). Use [tuning] shared_budget where a file can be '
+        "shared: the processes then use what another leaves.",
+    )
     section: str = Field("", exclude=True, description="Filled in: source or target.")
 
     @field_validator("tracker_url")
@@ -256,6 +264,14 @@ class Tuning(Section):
     request_timeout: Duration = Field(
         120.0, description="One request's total deadline, body included."
     )
+    shared_budget: Path | None = Field(
+        None,
+        description="A file through which processes that share a token share its rate budgets "
+        "(the parts of a sharded run): on one machine or a shared volume, every process naming "
+        "the same file keeps, together with the others, to one budget per token, service and "
+        'direction; an "auto" budget\'s learned limit is shared too. Processes with tokens of '
+        "their own keep budgets of their own in it. Relative to the config file's folder.",
+    )
 
 
 class Export(Section):
@@ -332,6 +348,13 @@ class Config(Section):
     sync: Sync = Sync()
     limits: Limits = Limits()
     _folder: Path = PrivateAttr(default_factory=Path.cwd)  # the config file's folder
+        for side in (self.source, self.target):
+            if side is not None and side.budget_share > 1:
+                raise ValueError(
+                    "tuning.shared_budget: give a shared budget file or budget_share, not both "
+                    "(the file shares the rate; budget_share splits it where no file can be shared)"
+                )
+        return self
 
     @property
     def folder(self) -> Path:
@@ -438,6 +461,7 @@ def _check_sides(config: Config) -> None:
                 (f"backfill[{index}]", f"a second rule for survey {rule.survey} into {rule.into}")
             )
         seen.add((rule.survey, rule.into))
+    problems.extend(_shared_two_ways(config))
     unknown_roots = sorted(set(config.mapping.wiki_roots) - set(config.scope.wiki_roots))
     if unknown_roots:
         problems.append(
@@ -451,6 +475,21 @@ def _check_sides(config: Config) -> None:
         raise ConfigError(*problems[0], more=problems[1:])
 
 
+def _shared_two_ways(config: Config) -> list[tuple[str, str]]:
+    """A shared budget file and a static split of the same budgets contradict each other."""
+    if config.tuning.shared_budget is None:
+        return []
+    return [
+        (
+            f"{side.section or name}.budget_share",
+            "give [tuning] shared_budget or budget_share, not both: the file shares the "
+            "token's rate, budget_share splits it where no file can be shared",
+        )
+        for name, side in (("source", config.source), ("target", config.target))
+        if side is not None and side.budget_share > 1
+    ]
+
+
 def _resolved(config: Config, base: Path) -> Config:
     """Paths starting with `~` in the user's home, relative paths joined to the config's
     folder; each side told its name."""
@@ -462,6 +501,10 @@ def _resolved(config: Config, base: Path) -> Config:
     if groups is not None and not groups.is_file():
         raise ConfigError("mapping.groups_file", f"{groups} does not exist")
     export = config.export
+    tuning = config.tuning
+    if tuning.shared_budget is not None:
+        shared = (base / tuning.shared_budget.expanduser()).resolve()
+        tuning = tuning.model_copy(update={"shared_budget": shared})
     if export is not None and export.out is not None:
         export = export.model_copy(update={"out": (base / export.out.expanduser()).resolve()})
     return config.model_copy(
@@ -474,6 +517,7 @@ def _resolved(config: Config, base: Path) -> Config:
                 update={"users_file": users, "groups_file": groups}
             ),
             "staging": Staging(path=(base / config.staging.path.expanduser()).resolve()),
+            "tuning": tuning,
             "export": export,
         }
     )
