@@ -348,13 +348,6 @@ class Config(Section):
     sync: Sync = Sync()
     limits: Limits = Limits()
     _folder: Path = PrivateAttr(default_factory=Path.cwd)  # the config file's folder
-        for side in (self.source, self.target):
-            if side is not None and side.budget_share > 1:
-                raise ValueError(
-                    "tuning.shared_budget: give a shared budget file or budget_share, not both "
-                    "(the file shares the rate; budget_share splits it where no file can be shared)"
-                )
-        return self
 
     @property
     def folder(self) -> Path:
