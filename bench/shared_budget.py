@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,7 @@ from results import record
 from haul.connectors.tracker import TrackerClient
 
 WORKERS = 16
+PART_ENV = "HAUL_BENCH_PART"
 START_AFTER = 4.0  # seconds from launching the parts to their common start: imports, connects
 
 
@@ -103,16 +105,20 @@ async def read_loop(job: dict[str, Any]) -> Part:
                 await tracker.myself()
                 answered += 1
 
+        def sent() -> int:
+            """Requests answered, and those refused (each 429 is retried: the only faults)."""
+            return answered + tracker.core.retries
+
         async def settled() -> tuple[int, int, float]:
             await asyncio.sleep(settle)
-            return answered, tracker.core.requests_sent, time.monotonic()
+            return answered, sent(), time.monotonic()
 
         mark = asyncio.create_task(settled())
         await asyncio.gather(*(worker() for _ in range(WORKERS)))
-        ended, sent = time.monotonic(), tracker.core.requests_sent
+        ended = time.monotonic()
         at_answered, at_sent, at = await mark
         return Part(
-            answered - at_answered, sent - at_sent, ended - at, answered, sent, ended - began
+            answered - at_answered, sent() - at_sent, ended - at, answered, sent(), ended - began
         )
 
 
@@ -123,8 +129,9 @@ def run_parts(
     job = {"info": info, "shared": shared, "start": time.time() + START_AFTER}
     job.update(seconds=args.seconds, settle=args.settle)
     processes = [
-        subprocess.Popen(
-            [sys.executable, __file__, "--worker", json.dumps({**job, "token": token})],
+        subprocess.Popen(  # the job in the environment: no token on a command line
+            [sys.executable, __file__, "--worker"],
+            env={**os.environ, PART_ENV: json.dumps({**job, "token": token})},
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -157,10 +164,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--settle", type=float, default=5.0)
     parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(asyncio.run(read_loop(json.loads(args.worker))).__dict__))
+    if args.worker:  # one part: its job in PART_ENV, its figures on the last line of stdout
+        print(json.dumps(asyncio.run(read_loop(json.loads(os.environ[PART_ENV]))).__dict__))
         return
     limit = args.limit
     faults = f"ratelimit:{limit:g}:reads:per=token"

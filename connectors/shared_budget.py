@@ -149,18 +149,19 @@ class BudgetFile:
         os.ftruncate(self._fd, len(data))
 
 
-_files: dict[Path, BudgetFile] = {}
+_files: dict[tuple[Path, int], BudgetFile] = {}
 _files_lock = threading.Lock()
 
 
 def budget_file(path: str | Path) -> BudgetFile:
     """This process's one BudgetFile for `path` (flock locks belong to an open file: two
-    opens in one process would not exclude each other on every file system)."""
-    resolved = Path(path).expanduser().resolve()
+    opens in one process would not exclude each other on every file system, and a forked
+    child shares its parent's open file, so it opens its own)."""
+    key = (Path(path).expanduser().resolve(), os.getpid())
     with _files_lock:
-        if resolved not in _files:
-            _files[resolved] = BudgetFile(resolved)
-        return _files[resolved]
+        if key not in _files:
+            _files[key] = BudgetFile(key[0])
+        return _files[key]
 
 
 class Figures:
@@ -290,6 +291,9 @@ class SharedBudget:
         for name, value in bucket.get("shared", {}).items():
             if name in self._fields:
                 setattr(self.local, name, value)
+        if self.local._next_slot > now + HORIZON + 1.0 / self.local.rate:
+            # further ahead than any slot is reserved: a wall clock set back; start from now
+            self.local._next_slot = now
         if isinstance(self.local, SharedAdaptiveBudget):
             others = [
                 row
