@@ -223,13 +223,13 @@ class HttpCore:
         return {"read": self._read_budget.history, "write": self._write_budget.history}
 
     def shared_budget_figures(self) -> dict[str, dict[str, Any]]:
-        """Each shared budget's figures for the run report (none when not shared): this
-        process's requests per second, the sum over its sharers, the limit."""
+        """Each shared budget's figures for the run report (none when not shared, or not
+        used): this process's requests per second, the sum over its sharers, the limit."""
         budgets = {"read": self._read_budget, "write": self._write_budget}
         return {
             direction: budget.figures()
             for direction, budget in budgets.items()
-            if isinstance(budget, SharedBudget)
+            if isinstance(budget, SharedBudget) and budget.requests
         }
 
     async def __aenter__(self) -> HttpCore:

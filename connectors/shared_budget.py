@@ -233,6 +233,11 @@ class SharedBudget:
     def history(self) -> list[tuple[float, float]]:
         return self.local.history
 
+    @property
+    def requests(self) -> int:
+        """The send slots this process took."""
+        return self._figures.requests
+
     async def acquire(self) -> float:
         """Wait for the next send slot of the shared budget; its time (the wall clock's)."""
         while True:

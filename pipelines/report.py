@@ -182,9 +182,11 @@ def shared_budget_phrases(shared: object) -> list[str]:
     for direction, figures in sorted(shared.items()):
         limit = figures.get("limit_rps")
         against = f"of a limit of {limit:g}/s" if limit else "(no limit met)"
+        sharers = figures["sharers"]
+        together = f"{sharers} processes {figures['shared_rps']:g}/s" if sharers > 1 else "alone"
         phrases.append(
             f"{direction}s on a shared budget: this process {figures['process_rps']:g}/s, "
-            f"{figures['sharers']} processes {figures['shared_rps']:g}/s {against}"
+            f"{together} {against}"
         )
     return phrases
 

@@ -27,6 +27,9 @@ def extract_config(directory: Path, info: dict[str, Any], queue: str, budget: Pa
 
 
 def test_two_extracts_share_one_token_budget(sandbox: Any, tmp_path: Path) -> None:
+    """Two extracts of one token name one file: one bucket for the tracker's reads holds
+    both processes' figures and no token; each summary and report gives this process's
+    rate, its sharers' and the limit; the write budgets, unused, are not reported."""
     info = sandbox.info
     budget = tmp_path / "budget.json"
     queues = info["queues"]["source"][:2]
@@ -52,3 +55,4 @@ def test_two_extracts_share_one_token_budget(sandbox: Any, tmp_path: Path) -> No
         assert shared["limit_rps"] == LIMIT
         assert 1 <= shared["sharers"] <= 2
         assert 0 < shared["process_rps"] <= shared["shared_rps"]
+        assert "writes on a shared budget" not in stdout
