@@ -189,3 +189,19 @@ def test_two_processes_sharing_a_token_see_few_429s(
     once; each alone on its own budget would send at the whole limit, and see half refused)."""
     sandbox.set_faults(f"ratelimit:{LIMIT}:reads:per=org")
     assert refused_share(sandbox, tmp_path, shared_file=True) < 0.10
+
+
+async def test_a_slot_clock_set_far_ahead_starts_again_from_now(tmp_path: Path) -> None:
+    """A slot further ahead than any is ever reserved (a wall clock set back since it was
+    written) is not waited for: the next slot is now."""
+    path = tmp_path / "b.json"
+    ahead = {"buckets": {KEY: {"shared": {"_next_slot": time.time() + 3600}}}}
+    path.write_text(json.dumps(ahead))
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    budget = SharedBudget(FixedBudget(10.0, clock=time.time), budget_file(path), KEY, sleep=sleep)
+    await budget.acquire()
+    assert waits == []
