@@ -4,7 +4,10 @@ share a token keep, together, to that token's budget.
 The file is JSON (made 0600), one **bucket** per token, service and direction, keyed by the
 service's URL, the org and a fingerprint of the token (a keyed 64-bit blake2b hash: it tells
 tokens apart and gives nothing of them away). A process with a token of its own so has a
-bucket of its own in the same file, and keeps its own budget.
+bucket of its own in the same file, and keeps its own budget. (The org is in the key as it is
+in an in-process budget, which is one HttpCore's: one service, one org.) The processes sharing
+a bucket should have the same rate settings, as the parts of one run have: each takes its
+slots from the shared clock at its own setting's pace.
 
 Each process keeps its own budget object (`budget.FixedBudget` or an `AdaptiveBudget`, on the
 wall clock, so that a time means the same in every process) and, for each send slot and each
@@ -66,6 +69,7 @@ SENT_OVER = 1.0  # seconds a process's sends per second are counted over
 ANSWERED_OVER = 4.0  # and its answers (the adaptive budget's MEASURED_OVER)
 STALE = 5.0  # seconds after which a silent process's figures leave the sums
 FORGET = 3600.0  # and after which it leaves the file
+CLOCK_SLACK = 1.0  # seconds a slot clock may be ahead past any reservation before it restarts
 # the budgets' fields every sharer reads and writes: the slot clock and the pause, and what an
 # adaptive budget learned of the service's limit
 FIXED_FIELDS = ("_next_slot",)
@@ -296,7 +300,7 @@ class SharedBudget:
         for name, value in bucket.get("shared", {}).items():
             if name in self._fields:
                 setattr(self.local, name, value)
-        if self.local._next_slot > now + HORIZON + 1.0 / self.local.rate:
+        if self.local._next_slot > now + HORIZON + 1.0 / self.local.rate + CLOCK_SLACK:
             # further ahead than any slot is reserved: a wall clock set back; start from now
             self.local._next_slot = now
         if isinstance(self.local, SharedAdaptiveBudget):
