@@ -61,6 +61,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/forms.py --size medium
 	-$(BIN)/python bench/plan.py
 	-$(BIN)/python bench/budget.py
+	-$(BIN)/python bench/shared_budget.py
 	$(BIN)/python bench/table.py
 
 clean:

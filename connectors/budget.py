@@ -82,15 +82,28 @@ class FixedBudget:
     rate: float
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    horizon: float | None = None  # reserve no slot further ahead (a shared budget: see there)
     _next_slot: float = 0.0
 
     async def acquire(self) -> None:
         """Wait for the next free send slot."""
-        now = self.clock()
+        while True:
+            now = self.clock()
+            at, reserved = self.reserve(now)
+            if reserved:
+                break
+            await self.sleep(at - now)
+        if at > now:
+            await self.sleep(at - now)
+
+    def reserve(self, now: float) -> tuple[float, bool]:
+        """The next free send slot from `now`: (its time, True) once taken, or (when to ask
+        again, False) while it is more than `horizon` ahead."""
         slot = max(now, self._next_slot)
+        if self.horizon is not None and slot - now > self.horizon:
+            return slot - self.horizon, False
         self._next_slot = slot + 1.0 / self.rate
-        if slot > now:
-            await self.sleep(slot - now)
+        return slot, True
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """A fixed budget learns nothing from replies."""
@@ -149,6 +162,7 @@ class AdaptiveBudget:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     history: list[tuple[float, float]] = field(default_factory=list)
+    share: int = 1  # processes splitting the token's budget: this one keeps to 1/share of it
     good: float | None = None  # the last good rate: None until a limit was first met
     _met_at: float = 0.0  # the rate that last met the limit, rising
     _beyond_since: float | None = None  # when the rate passed `good`, used, no 429 since
@@ -166,6 +180,7 @@ class AdaptiveBudget:
     _slots: deque[float] = field(default_factory=deque)  # the send slots handed out lately
 
     def __post_init__(self) -> None:
+        self.rate /= self.share
         if self.ceiling is not None:
             self.rate = min(self.rate, self.ceiling)
         self.history.append((self.clock(), self.rate))
@@ -177,19 +192,26 @@ class AdaptiveBudget:
         rate, seconds of queue would go on at it after a cut)."""
         while True:
             now = self.clock()
-            slot = max(now, self._next_slot, self._paused_until)
-            if slot <= now:
-                self._waited_since = None
+            at, reserved = self.reserve(now)
+            if reserved:
                 break
-            # the rate (not the caller's own pace) is the bound: it may grow
+            await self.sleep(at - now)
+        if at > now:
+            await self.sleep(at - now)
+
+    def reserve(self, now: float) -> tuple[float, bool]:
+        """The next send slot from `now`: (its time, True) once taken, or (when to ask
+        again, False) while the queue before it is more than HORIZON ahead."""
+        slot = max(now, self._next_slot, self._paused_until)
+        if slot <= now:
+            self._waited_since = None
+        else:  # the rate (not the caller's own pace) is the bound: it may grow
             self._waited_since = self._waited_since or now
-            if slot - now <= HORIZON:
-                break
-            await self.sleep(slot - now - HORIZON)
+            if slot - now > HORIZON:
+                return slot - HORIZON, False
         self._next_slot = slot + 1.0 / self.rate
         self._slots.append(slot)
-        if slot > now:
-            await self.sleep(slot - now)
+        return slot, True
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """Learn from one reply: a limit cuts the rate, a spent budget pauses, noise is
@@ -202,7 +224,8 @@ class AdaptiveBudget:
         )
         spent = remaining is not None and remaining <= 0
         if is_throttle(status):  # a 420 is a 429 in a sister API's words
-            self._judge(now, spent, stated_limit(headers))
+            stated = stated_limit(headers)
+            self._judge(now, spent, stated / self.share if stated else None)
         else:
             self._window.add(now, False)
             if now >= self._paused_until:  # those sent before a pause say nothing of it
@@ -262,8 +285,12 @@ class AdaptiveBudget:
         since = max(now - MEASURED_OVER, self._first_reply or now)
         paused = sum(max(0.0, min(end, now) - max(began, since)) for began, end in self._pauses)
         span = now - since - paused
-        measured = len(self._answered) / span if span > 0 else self.rate
+        measured = self._answered_rate(len(self._answered), span)
         return min(self.rate, max(measured, self.rate / 2))
+
+    def _answered_rate(self, answered: int, span: float) -> float:
+        """Replies other than 429 per second of sending (a shared budget adds its sharers')."""
+        return answered / span if span > 0 else self.rate
 
     def _used(self, now: float) -> float:
         """The slots of the last moments (those reserved ahead too) over what the rate
@@ -340,15 +367,21 @@ def budget_for(
     service: str,
     direction: str,
     ceiling: float | None = None,
+    share: int = 1,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> Budget:
-    """A fixed budget for a number, an adaptive one for "auto"."""
+    """A fixed budget for a number, an adaptive one for "auto"; with `share` N, this
+    process's 1/N of it (the static split of a token among N processes: the number, the
+    ceiling, and the limit an adaptive budget is told, each divided by N)."""
     if rate == "auto":
-        return AdaptiveBudget(service, direction, ceiling=ceiling, sleep=sleep, clock=clock)
+        ceiling = ceiling / share if ceiling is not None else None
+        return AdaptiveBudget(
+            service, direction, ceiling=ceiling, share=share, sleep=sleep, clock=clock
+        )
     if isinstance(rate, str) or rate <= 0:
         raise ValueError(f'a rate is a positive number or "auto", not {rate!r}')
-    return FixedBudget(float(rate), clock=clock, sleep=sleep)
+    return FixedBudget(float(rate) / share, clock=clock, sleep=sleep)
 
 
 def stated_limit(headers: Mapping[str, str]) -> float | None:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import certifi
@@ -31,7 +32,7 @@ import httpx
 import structlog
 from tenacity import RetryCallState
 
-from haul.connectors.budget import budget_for
+from haul.connectors.budget import Budget, budget_for
 from haul.connectors.decoding import decode_json, json_problem
 from haul.connectors.errors import (
     AmbiguousWriteError,
@@ -62,6 +63,7 @@ from haul.connectors.retrying import (
     waiting_aside,
 )
 from haul.connectors.server_clock import ServerClock
+from haul.connectors.shared_budget import SharedBudget, bucket_key, shared_budget_for
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
 log = structlog.get_logger("haul.connectors")
@@ -131,6 +133,8 @@ class HttpCore:
         read_rate: float | str = "auto",
         write_rate: float | str = "auto",
         max_rate: float | None = None,
+        budget_share: int = 1,
+        shared_budget: str | Path | None = None,
         max_connections: int = 32,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -152,11 +156,11 @@ class HttpCore:
         self._deadline = request_timeout
         self._sleep = sleep
         # budgets wait in real time: the injected `sleep` is the retries' (tests skip it)
-        self._read_budget = budget_for(
-            read_rate, service=service, direction="read", ceiling=max_rate
+        self._read_budget = self._budget(
+            read_rate, "read", max_rate, budget_share, shared_budget, token
         )
-        self._write_budget = budget_for(
-            write_rate, service=service, direction="write", ceiling=max_rate
+        self._write_budget = self._budget(
+            write_rate, "write", max_rate, budget_share, shared_budget, token
         )
         # Queue here, not in httpcore: its pool rescans every waiting request against every
         # connection on each state change, which costs more CPU than the requests themselves.
@@ -188,9 +192,45 @@ class HttpCore:
     def __repr__(self) -> str:
         return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
 
+    def _budget(
+        self,
+        rate: float | str,
+        direction: str,
+        ceiling: float | None,
+        share: int,
+        shared: str | Path | None,
+        token: str,
+    ) -> Budget | SharedBudget:
+        """This process's budget: its own, 1/`share` of the token's, or one shared with every
+        process naming the `shared` file (see shared_budget)."""
+        if shared is None:
+            return budget_for(
+                rate, service=self.service, direction=direction, ceiling=ceiling, share=share
+            )
+        key = bucket_key(
+            service=self.service,
+            direction=direction,
+            base_url=self.base_url,
+            org=self.org_id,
+            token=token,
+        )
+        return shared_budget_for(
+            shared, rate, key=key, service=self.service, direction=direction, ceiling=ceiling
+        )
+
     def rate_history(self) -> dict[str, list[tuple[float, float]]]:
-        """(monotonic time, requests per second) at each change of each budget."""
+        """(clock time, requests per second) at each change of each budget."""
         return {"read": self._read_budget.history, "write": self._write_budget.history}
+
+    def shared_budget_figures(self) -> dict[str, dict[str, Any]]:
+        """Each shared budget's figures for the run report (none when not shared, or not
+        used): this process's requests per second, the sum over its sharers, the limit."""
+        budgets = {"read": self._read_budget, "write": self._write_budget}
+        return {
+            direction: budget.figures()
+            for direction, budget in budgets.items()
+            if isinstance(budget, SharedBudget) and budget.requests
+        }
 
     async def __aenter__(self) -> HttpCore:
         return self

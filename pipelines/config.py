@@ -88,6 +88,14 @@ class Endpoint(Section):
         "auto", description='Writes per second: "auto" (adapts) or a number (a cap).'
     )
     max_rps: float | None = Field(None, gt=0, description='The ceiling of an "auto" budget.')
+    budget_share: int = Field(
+        1,
+        ge=1,
+        description="The number of processes that share this side's token with no shared "
+        "budget file: each keeps to 1/N of the rates (a number, max_rps, and the limit an "
+        '"auto" budget is told or learns). Use [tuning] shared_budget where a file can be '
+        "shared: the processes then use what another leaves.",
+    )
     section: str = Field("", exclude=True, description="Filled in: source or target.")
 
     @field_validator("tracker_url")
@@ -267,6 +275,14 @@ class Tuning(Section):
     outage_patience: Duration = Field(300.0, description='How long to wait out an outage ("5m").')
     request_timeout: Duration = Field(
         120.0, description="One request's total deadline, body included."
+    )
+    shared_budget: Path | None = Field(
+        None,
+        description="A file through which processes that share a token share its rate budgets "
+        "(the parts of a sharded run): on one machine or a shared volume, every process naming "
+        "the same file keeps, together with the others, to one budget per token, service and "
+        'direction; an "auto" budget\'s learned limit is shared too. Processes with tokens of '
+        "their own keep budgets of their own in it. Relative to the config file's folder.",
     )
 
 
@@ -461,6 +477,7 @@ def _check_sides(config: Config) -> None:
                 (f"backfill[{index}]", f"a second rule for survey {rule.survey} into {rule.into}")
             )
         seen.add((rule.survey, rule.into))
+    problems.extend(_shared_two_ways(config))
     unknown_roots = sorted(set(config.mapping.wiki_roots) - set(config.scope.wiki_roots))
     if unknown_roots:
         problems.append(
@@ -474,6 +491,21 @@ def _check_sides(config: Config) -> None:
         raise ConfigError(*problems[0], more=problems[1:])
 
 
+def _shared_two_ways(config: Config) -> list[tuple[str, str]]:
+    """A shared budget file and a static split of the same budgets contradict each other."""
+    if config.tuning.shared_budget is None:
+        return []
+    return [
+        (
+            f"{side.section or name}.budget_share",
+            "give [tuning] shared_budget or budget_share, not both: the file shares the "
+            "token's rate, budget_share splits it where no file can be shared",
+        )
+        for name, side in (("source", config.source), ("target", config.target))
+        if side is not None and side.budget_share > 1
+    ]
+
+
 def _resolved(config: Config, base: Path) -> Config:
     """Paths starting with `~` in the user's home, relative paths joined to the config's
     folder; each side told its name."""
@@ -485,6 +517,10 @@ def _resolved(config: Config, base: Path) -> Config:
     if groups is not None and not groups.is_file():
         raise ConfigError("mapping.groups_file", f"{groups} does not exist")
     export = config.export
+    tuning = config.tuning
+    if tuning.shared_budget is not None:
+        shared = (base / tuning.shared_budget.expanduser()).resolve()
+        tuning = tuning.model_copy(update={"shared_budget": shared})
     if export is not None and export.out is not None:
         export = export.model_copy(update={"out": (base / export.out.expanduser()).resolve()})
     model = config.model
@@ -504,6 +540,7 @@ def _resolved(config: Config, base: Path) -> Config:
                 update={"users_file": users, "groups_file": groups}
             ),
             "staging": Staging(path=(base / config.staging.path.expanduser()).resolve()),
+            "tuning": tuning,
             "export": export,
         }
     )

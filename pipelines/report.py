@@ -168,8 +168,27 @@ def service_lines(details: Mapping[str, object]) -> list[str]:
         parts = [f"{requests} requests", f"{retries} retries" if retries else "no retries"]
         if isinstance(waited, (int, float)) and waited >= 1:
             parts.append(f"{waited:.0f} s waiting on rate limits")
+        parts.extend(shared_budget_phrases(details.get(f"{name}_shared_budget")))
         lines.append(f"{name.replace('_', ' ')}: {', '.join(parts)}")
     return lines
+
+
+def shared_budget_phrases(shared: object) -> list[str]:
+    """`reads on a shared budget: this process 9.8/s, 4 processes 39.1/s of a limit of 40/s`
+    per direction whose budget the process shared with others through a file."""
+    if not isinstance(shared, Mapping):
+        return []
+    phrases = []
+    for direction, figures in sorted(shared.items()):
+        limit = figures.get("limit_rps")
+        against = f"of a limit of {limit:g}/s" if limit else "(no limit met)"
+        sharers = figures["sharers"]
+        together = f"{sharers} processes {figures['shared_rps']:g}/s" if sharers > 1 else "alone"
+        phrases.append(
+            f"{direction}s on a shared budget: this process {figures['process_rps']:g}/s, "
+            f"{together} {against}"
+        )
+    return phrases
 
 
 def summary_json(

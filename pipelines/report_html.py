@@ -18,7 +18,7 @@ from html import escape
 from itertools import pairwise
 from typing import Any
 
-from haul.pipelines.report import COUNTS_CAPTION
+from haul.pipelines.report import COUNTS_CAPTION, shared_budget_phrases
 
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
@@ -244,6 +244,7 @@ def _services(services: list[dict[str, Any]]) -> str:
         sides = "; ".join(
             f"{side}: {figures.get('requests', 0)} requests, {figures.get('retries', 0)} retries,"
             f" {figures.get('rate_limit_wait_s', 0)} s waited on rate limits"
+            + "".join(f", {p}" for p in shared_budget_phrases(figures.get("shared_budget")))
             for side, figures in service["sides"].items()
         )
         parts.append(f'<section class="service" id="service-{name}"><h3>{name}</h3>')

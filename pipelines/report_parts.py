@@ -17,7 +17,7 @@ from typing import Any
 from haul.state.store import StagingStore
 
 SIDES = ("source", "target")
-FIGURES = ("requests", "retries", "rate_limit_wait_s")
+FIGURES = ("requests", "retries", "rate_limit_wait_s", "shared_budget")
 DIRECTIONS = {"read": "reads", "write": "writes"}
 
 
@@ -81,7 +81,7 @@ def recent(store: StagingStore, limit: int = 10) -> list[dict[str, Any]]:
 
 def per_service(details: Mapping[str, Any], counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each service with something to show: its entities' counts and, per side, its
-    requests, retries and seconds waited on rate limiting."""
+    requests, retries, seconds waited on rate limiting, and its shared budgets' figures."""
     from haul.pipelines.registry import services
 
     by_entity = {row["entity"]: row for row in counts}

@@ -303,6 +303,8 @@ def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:
         figures[f"{service.name}_{side}_retries"] = core.retries
         figures[f"{service.name}_{side}_rate_limit_wait_s"] = round(core.rate_limit_wait, 1)
         figures[f"{service.name}_{side}_rate_history"] = _relative(core.rate_history())
+        if shared := core.shared_budget_figures():
+            figures[f"{service.name}_{side}_shared_budget"] = shared
     return figures
 
 

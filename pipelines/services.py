@@ -199,6 +199,8 @@ def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning)
         "read_rate": endpoint.read_rps,
         "write_rate": endpoint.write_rps,
         "max_rate": endpoint.max_rps,
+        "budget_share": endpoint.budget_share,
+        "shared_budget": tuning.shared_budget,
         "rate_limit_patience": tuning.rate_limit_patience,
         "outage_patience": tuning.outage_patience,
         "request_timeout": tuning.request_timeout,

@@ -23,10 +23,12 @@ pattern on the request path (no GLOB: every path):
                             yet takes far longer than any request should
 - ``no_key:RATE``           the first object of a JSON list reply comes without its ``key``
                             (a search index lagging behind its store)
-- ``ratelimit:RPS[:reads|:writes][:bare][:420]``
+- ``ratelimit:RPS[:reads|:writes][:bare][:420][:per=org|:per=token]``
                             a real limit: a token bucket of RPS requests per second (a fifth
-                            of a second of burst) for each service and each org, of its reads
-                            or its writes only when told; beyond it, 429 with ``Retry-After``
+                            of a second of burst) for each service and each org (``per=org``,
+                            the default) or each token (``per=token``: the Authorization
+                            header, whatever org it names), of its reads or its writes only
+                            when told; beyond it, 429 with ``Retry-After``
                             and ``RateLimit-Limit``, ``RateLimit-Remaining: 0``,
                             ``RateLimit-Reset`` (whole seconds until a request is let through
                             again) and ``RateLimit-Policy: RPS;w=1`` (the IETF draft's form),
@@ -90,6 +92,7 @@ class Fault:
     retry_after: int = 1
     rps: float = 0.0
     direction: str | None = None  # "reads" or "writes": the requests a ratelimit counts
+    per: str = "org"  # what a ratelimit's buckets are kept for: each "org" or each "token"
     headers: bool = True  # a ratelimit's 429 says RateLimit-*
     throttle: str = "429"  # what a ratelimit answers beyond its limit: "429" or "420"
     byte_ms: float = 100.0  # a dribble's pause between two bytes
@@ -148,14 +151,16 @@ def _ratelimit(args: str, glob: str | None) -> Fault:
     rps, *options = args.split(":")
     if float(rps) <= 0:
         raise ValueError("requests per second must be positive")
-    unknown = set(options) - {"reads", "writes", "bare", "420"}
+    unknown = set(options) - {"reads", "writes", "bare", "420", "per=org", "per=token"}
     directions = [option for option in options if option in ("reads", "writes")]
-    if unknown or len(directions) > 1 or len(set(options)) < len(options):
-        raise ValueError("expected ratelimit:RPS[:reads|:writes][:bare][:420]")
+    pers = [option.removeprefix("per=") for option in options if option.startswith("per=")]
+    if unknown or len(directions) > 1 or len(pers) > 1 or len(set(options)) < len(options):
+        raise ValueError("expected ratelimit:RPS[:reads|:writes][:bare][:420][:per=org|:per=token]")
     return Fault(
         "ratelimit",
         rps=float(rps),
         direction=directions[0] if directions else None,
+        per=pers[0] if pers else "org",
         headers="bare" not in options,
         throttle="420" if "420" in options else "429",
         glob=glob,
@@ -203,14 +208,17 @@ class FaultPlan:
             self.spec, self._faults = spec, faults
             self._buckets.clear()
 
-    def decide(self, path: str, org: str = "", *, method: str = "GET", host: str = "") -> Decision:
+    def decide(
+        self, path: str, org: str = "", *, method: str = "GET", host: str = "", token: str = ""
+    ) -> Decision:
         """What to do with one request to `host` (a service: each has its own port) for
-        `org`: the ratelimits count it in their buckets first, then the dice roll."""
+        `org` with `token`: the ratelimits count it in their buckets first, then the dice."""
         with self._lock:
             for index, fault in enumerate(self._faults):  # an item's place names its buckets
                 if fault.kind != "ratelimit" or not fault.counts(method, path):
                     continue
-                bucket = self._bucket((host, org, index), fault)
+                holder = f"token {token}" if fault.per == "token" else f"org {org}"
+                bucket = self._bucket((host, holder, index), fault)
                 if not bucket.take():
                     return _limited(fault, bucket.wait())
             faults = [fault for fault in self._faults if fault.applies_to(path)]
@@ -334,7 +342,11 @@ class FaultMiddleware:
             return
         self.stats.record(route_name(self.routes(), scope))
         decision = self.plan.decide(
-            scope["path"], _org_of(scope), method=scope["method"], host=_host_of(scope)
+            scope["path"],
+            _org_of(scope),
+            method=scope["method"],
+            host=_host_of(scope),
+            token=_token_of(scope),
         )
         if decision.delay_s:
             await asyncio.sleep(decision.delay_s)
@@ -364,6 +376,14 @@ def _org_of(scope: Scope) -> str:
     for name, value in scope.get("headers", []):
         if name.lower() in (b"x-org-id", b"x-cloud-org-id"):
             return str(value.decode("latin-1"))
+    return ""
+
+
+def _token_of(scope: Scope) -> str:
+    """The credentials a request carries (its Authorization header), for per-token limits."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"authorization":
+            return str(value.decode("latin-1")).strip()
     return ""
 
 

@@ -103,6 +103,9 @@ SERVICES: tuple[tuple[str, str, AppBuilder], ...] = (
 )
 
 
+MORE_ADMIN_TOKENS = 3  # admin_2 to admin_4: a token for each of four processes
+
+
 def start_sandbox(
     *,
     host: str = "127.0.0.1",
@@ -119,6 +122,7 @@ def start_sandbox(
     world = build_world(
         seed, size, admin_token=secrets.token_urlsafe(24), user_token=secrets.token_urlsafe(24)
     )
+    world.more_admin_tokens = tuple(secrets.token_urlsafe(24) for _ in range(MORE_ADMIN_TOKENS))
     plan = FaultPlan(combine_spec(latency_ms, faults), seed=seed)
     stats = RequestStats()
     bound = [
@@ -138,6 +142,8 @@ def start_sandbox(
         "empty": world.org_by_role("empty").id,
     }
     info["tokens"] = {"admin": world.admin_token, "user": world.user_token}
+    for number, token in enumerate(world.more_admin_tokens, start=2):
+        info["tokens"][f"admin_{number}"] = token
     # the web hosts each org's texts link to (`sandbox.web`): a config's tracker_web_url, ...
     info["web"] = {role: web_urls(world.org_by_role(role).id) for role in ("source", "target")}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}

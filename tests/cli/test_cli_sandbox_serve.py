@@ -21,7 +21,7 @@ def test_serve_prints_one_json_line_and_serves_until_terminated() -> None:
         assert info["tracker"].endswith("/v3")
         assert set(info["orgs"]) == {"source", "target", "empty"}
         assert info["orgs"]["source"] != info["orgs"]["target"]
-        assert set(info["tokens"]) == {"admin", "user"}
+        assert set(info["tokens"]) == {"admin", "user", "admin_2", "admin_3", "admin_4"}
 
         for org in ("source", "target"):
             for token in info["tokens"].values():

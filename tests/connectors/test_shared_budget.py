@@ -1,0 +1,207 @@
+"""Budgets shared by processes through one file (connectors/shared_budget.py): the processes'
+send slots together keep to the rate, a 429 one of them sees cuts the rate of all, a killed
+process holds nothing up, and a limit kept per org is met with few 429s by two processes
+sharing the token. Processes are real (spawned); nothing here is timed."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from haul.connectors.budget import AdaptiveBudget, FixedBudget, budget_for
+from haul.connectors.shared_budget import (
+    SharedAdaptiveBudget,
+    SharedBudget,
+    bucket_key,
+    budget_file,
+)
+from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.connectors.shared_budget_workers import KEY, hold_the_lock, read_myself, take_slots
+
+SPAWN = multiprocessing.get_context("spawn")
+JOIN = 120.0  # seconds a worker may take before the test calls it stuck
+SPENT = {"RateLimit-Remaining": "0", "RateLimit-Reset": "1", "RateLimit-Policy": "40;w=1"}
+
+
+def run_all(*processes: Any) -> None:
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(JOIN)
+        assert process.exitcode == 0, f"{process.name} stuck or failed ({process.exitcode})"
+
+
+def test_processes_sharing_a_file_never_exceed_the_rate(tmp_path: Path) -> None:
+    """Three processes of three tasks each take slots of one 40/s budget: every slot is at
+    least 1/40 s after the one before it, whoever took it, so no second holds more than 41;
+    each process got its turns."""
+    path, rate, count = str(tmp_path / "budget.json"), 40.0, 20
+    out = SPAWN.Queue()
+    workers = [
+        SPAWN.Process(target=take_slots, args=(path, rate, count, 3, out), name=f"taker {n}")
+        for n in range(3)
+    ]
+    run_all(*workers)
+    per_process = [out.get(timeout=JOIN) for _ in workers]
+    assert all(len(slots) >= count for slots in per_process)
+    slots = sorted(slot for process in per_process for slot in process)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(slots)]
+    assert min(gaps) >= 1 / rate - 1e-6
+    assert max(sum(1 for s in slots if start <= s < start + 1.0) for start in slots) <= rate + 1
+
+
+def test_a_process_killed_holding_the_lock_holds_nothing_up(tmp_path: Path) -> None:
+    """A process killed (SIGKILL) while it holds the file's lock: the lock goes with it, and
+    the next process takes its slot."""
+    path = str(tmp_path / "budget.json")
+    held = SPAWN.Event()
+    holder = SPAWN.Process(target=hold_the_lock, args=(path, held), name="holder")
+    holder.start()
+    try:
+        assert held.wait(JOIN), "the holder never took the lock"
+        fd = os.open(path, os.O_RDWR)
+        with pytest.raises(BlockingIOError):  # it is held
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+    finally:
+        os.kill(holder.pid or 0, signal.SIGKILL)
+        holder.join(JOIN)
+    out = SPAWN.Queue()
+    run_all(SPAWN.Process(target=take_slots, args=(path, 10.0, 1, 1, out), name="next"))
+    assert len(out.get(timeout=JOIN)) == 1
+
+
+def shared(path: Path, member: str, rate: float | str = "auto") -> SharedBudget:
+    """A shared budget as a process named `member` would have it (two in one test: two
+    processes, as far as the file can tell)."""
+    local: FixedBudget | SharedAdaptiveBudget
+    if rate == "auto":
+        local = SharedAdaptiveBudget("tracker", "read", clock=time.time)
+    else:
+        local = FixedBudget(float(rate), clock=time.time)
+    return SharedBudget(local, budget_file(path), KEY, member=member)
+
+
+async def test_a_limit_one_process_meets_cuts_the_rate_of_all(tmp_path: Path) -> None:
+    """A spent budget's 429 (RateLimit-Policy 40/s) at one process: the shared rate falls to
+    80% of 40 for the other too, and the other's 429 of the same overshoot, within the
+    cool-down, does not cut it again."""
+    one, other = shared(tmp_path / "b.json", "one"), shared(tmp_path / "b.json", "other")
+    await one.acquire()
+    await other.acquire()
+    one.on_reply(429, SPENT)
+    other.on_reply(429, SPENT)
+    await other.acquire()
+    assert isinstance(other.local, AdaptiveBudget)
+    assert (other.local.good, other.rate) == (40.0, pytest.approx(32.0))
+    assert one.figures()["limit_rps"] == 40.0
+
+
+async def test_the_report_figures_name_each_sharer(tmp_path: Path) -> None:
+    """figures(): this process's requests per second, the sharers that ran beside it, and
+    for a fixed budget its rate as the limit."""
+    one, other = shared(tmp_path / "b.json", "one", 50), shared(tmp_path / "b.json", "other", 50)
+    for _ in range(3):
+        await one.acquire()
+        await other.acquire()
+    figures = one.figures()
+    assert figures["sharers"] == 2
+    assert figures["limit_rps"] == 50.0
+    assert figures["shared_rps"] >= figures["process_rps"] > 0
+
+
+async def test_a_file_cut_short_keeps_what_it_holds(tmp_path: Path) -> None:
+    """The old tail a write cut short by a kill leaves after the new end is ignored; a file
+    that does not parse at all starts afresh, said in the log."""
+    path = tmp_path / "b.json"
+    state = {"buckets": {KEY: {"shared": {"_next_slot": 0.0, "rate": 7.0, "good": 9.0}}}}
+    path.write_text(json.dumps(state) + '"}},"leftover":{')
+    budget = shared(path, "one")
+    await budget.acquire()
+    assert budget.rate == 7.0
+    path.write_text('{"buckets": {"tr')
+    fresh = shared(tmp_path / "other.json", "two")
+    fresh.file = type(budget.file)(path)
+    with capture_logs() as logs:
+        await fresh.acquire()
+    assert [entry["event"] for entry in logs] == ["shared_budget_reset"]
+
+
+def test_a_token_has_a_bucket_of_its_own_and_the_file_never_holds_it() -> None:
+    """Processes with tokens of their own keep their own budgets: the bucket's key is a
+    fingerprint of the token, never the token."""
+    keys = {
+        bucket_key(service="tracker", direction="read", base_url="u", org="1", token=token)
+        for token in ("secret-one", "secret-two")
+    }
+    assert len(keys) == 2
+    assert not any("secret" in key for key in keys)
+
+
+def test_a_static_split_keeps_to_its_share() -> None:
+    """budget_share N (no file): a number, the ceiling and a stated limit each divided by N."""
+    assert budget_for(40, service="tracker", direction="read", share=4).rate == 10.0
+    auto = budget_for("auto", service="tracker", direction="read", ceiling=100, share=4)
+    assert isinstance(auto, AdaptiveBudget) and auto.rate == 25.0
+    auto.on_reply(429, SPENT)
+    assert auto.good == 10.0
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[RunningSandbox]:
+    with start_sandbox(size="tiny", seed=3) as running:
+        yield running
+
+
+LIMIT = 30  # reads per second the sandbox allows the org
+
+
+def refused_share(sandbox: RunningSandbox, tmp_path: Path, shared_file: bool) -> float:
+    """The share of 429s among the requests of two processes that read with one token."""
+    path = str(tmp_path / "budget.json") if shared_file else None
+    out = SPAWN.Queue()
+    readers = [
+        SPAWN.Process(target=read_myself, args=(sandbox.info, "admin", path, 90, out))
+        for _ in range(2)
+    ]
+    run_all(*readers)
+    figures = [out.get(timeout=JOIN) for _ in readers]
+    sent, refused = sum(f[0] for f in figures), sum(f[1] for f in figures)
+    return refused / sent
+
+
+def test_two_processes_sharing_a_token_see_few_429s(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    """Two processes of one token under a per-org limit of 30/s, "auto" budgets shared
+    through a file: under 10% of their requests refused (the first limit is found by both at
+    once; each alone on its own budget would send at the whole limit, and see half refused)."""
+    sandbox.set_faults(f"ratelimit:{LIMIT}:reads:per=org")
+    assert refused_share(sandbox, tmp_path, shared_file=True) < 0.10
+
+
+async def test_a_slot_clock_set_far_ahead_starts_again_from_now(tmp_path: Path) -> None:
+    """A slot further ahead than any is ever reserved (a wall clock set back since it was
+    written) is not waited for: the next slot is now."""
+    path = tmp_path / "b.json"
+    ahead = {"buckets": {KEY: {"shared": {"_next_slot": time.time() + 3600}}}}
+    path.write_text(json.dumps(ahead))
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    budget = SharedBudget(FixedBudget(10.0, clock=time.time), budget_file(path), KEY, sleep=sleep)
+    await budget.acquire()
+    assert waits == []
