@@ -20,6 +20,7 @@ from haul.sandbox.tracker.issues import routes_imports as imports
 from haul.sandbox.tracker.issues import routes_issues as issues
 from haul.sandbox.tracker.issues import routes_maillists as maillists
 from haul.sandbox.tracker.issues import routes_records as records
+from haul.sandbox.tracker.issues import routes_worklogs as worklogs
 from haul.sandbox.tracker.notifications import notifies
 from haul.sandbox.tracker.planning import routes_autoactions as autoactions
 from haul.sandbox.tracker.planning import routes_triggers as triggers
@@ -67,6 +68,7 @@ API = (
     ("POST", "/issues/{key}/comments", records.create_comment),
     ("POST", "/issues/{key}/worklogs/_import", imports.import_worklog),
     ("GET", "/issues/{key}/worklog", records.list_worklog),
+    ("POST", "/worklog/_search", worklogs.search_worklogs),
     ("GET", "/issues/{key}/changelog", records.list_changelog),
     ("POST", "/issues/{key}/links/_import", imports.import_link),
     ("GET", "/issues/{key}/links", records.list_links),
