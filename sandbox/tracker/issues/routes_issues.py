@@ -18,8 +18,8 @@ from haul.sandbox.tracker.issues.editing import (
     edit_issue,
 )
 from haul.sandbox.tracker.model import Issue
-from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.links import linked_queues_of
+from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
 from haul.sandbox.tracker.search.scroll import ScrollPage, scrolls_of
 from haul.sandbox.tracker.structure import render_structure

@@ -77,6 +77,3 @@ def _window(value: object) -> tuple[int | None, int | None]:
 def _cap(request: Request) -> int:
     fault = request.app.state.faults.served("worklog_cap")
     return min(CAP, int(fault.rps)) if fault is not None else CAP
-
-
-
