@@ -256,6 +256,18 @@ class Tuning(Section):
     request_timeout: Duration = Field(
         120.0, description="One request's total deadline, body included."
     )
+    bulk_reads: bool = Field(
+        True,
+        description="A first migration lists links only for the issues a query says have some, "
+        "and reads worklogs organisation-wide by creation window.",
+    )
+    link_audit_sample: int = Field(
+        200,
+        ge=0,
+        description="Issues per queue the links query did not return whose links are listed "
+        "anyway: one link among them turns the query off for that queue.",
+    )
+    link_audit_seed: int = Field(0, description="Seeds the choice of the audited issues.")
 
 
 class Export(Section):
