@@ -21,8 +21,8 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Details, Entity, SourceParts
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker.issues.drain import IssueDrain
-from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.export import TABLES
+from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.scroll import IssueScroll
 from haul.pipelines.tracker.issues.specs import PLANS
 from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
