@@ -4,11 +4,11 @@ Nothing on an issue says whether it has links, but the query language selects th
 ``"Have Links To Queue": <queues>`` ("issues with links of any type to issues of the given
 queues", the service's query-filter documentation). Per queue, on its first issue to drain,
 one scroll with that condition naming every queue the organisation lists returns the issues
-with links (`QueueSurvey.linked`), and a second the keys of all its issues.
+with links (`QueueSurvey.linked`), and a second, of the whole queue, draws the audit's sample.
 
 The condition cannot see a link to a queue the token may not read (nor, should its index lag,
 a fresh one), so it is audited: a sample of the queue's other issues (`sample` of them, drawn
-by a seeded RNG, the same for the same seed and queue) is listed too, and a single link found
+by a seeded RNG: the same for the same seed, queue and issues) is listed too, and a single link found
 there turns the shortcut off for the queue: each of its issues is listed, and the report
 warns. An issue the survey did not see (created or updated since it began, less `margin` for
 two machines' clocks) is always listed.
@@ -46,7 +46,6 @@ class QueueSurvey:
 
     began: datetime
     linked: set[str]
-    every: set[str]
     audited: dict[str, list[Record]]  # a sampled issue's links, handed to its drain once
     shortcut: bool  # False: a sampled issue had links the condition did not find
 
@@ -78,7 +77,7 @@ class LinkSurvey:
         audited = survey.audited.pop(key, None)
         if seen and audited is not None:
             return audited
-        if seen and survey.shortcut and key in survey.every and key not in survey.linked:
+        if seen and survey.shortcut and key not in survey.linked:
             self.skipped += 1
             return []
         return await self.client.list_links(key)
@@ -103,15 +102,13 @@ class LinkSurvey:
         began = self.clock()
         every_queue = ", ".join(await self._every_queue())
         linked = await self._keys(f'Queue: {queue} AND "Have Links To Queue": {every_queue}')
-        every = await self._keys(f"Queue: {queue}")
-        others = sorted(every - linked)
-        chosen = random.Random(f"{self.seed}:{queue}").sample(others, min(self.sample, len(others)))
+        chosen = await self._sample_others(queue, linked)
         audited = await self._list_sample(chosen)
         hidden = sorted(key for key, links in audited.items() if links)
         if hidden:
             self._warn(queue, hidden)
-        log.info("links_surveyed", queue=queue, linked=len(linked), issues=len(every))
-        return QueueSurvey(began, linked, every, audited, shortcut=not hidden)
+        log.info("links_surveyed", queue=queue, linked=len(linked), audited=len(audited))
+        return QueueSurvey(began, linked, audited, shortcut=not hidden)
 
     def _warn(self, queue: str, hidden: list[str]) -> None:
         self.warnings.append(
@@ -133,6 +130,25 @@ class LinkSurvey:
             self.requests += 1
             keys.update(str(issue["key"]) for issue in page)
         return keys
+
+    async def _sample_others(self, queue: str, linked: set[str]) -> list[str]:
+        """`sample` of the queue's issues the query did not return, drawn as the queue's
+        scroll passes (a reservoir: memory for the sample alone, whatever the queue's size)."""
+        rng = random.Random(f"{self.seed}:{queue}")
+        chosen: list[str] = []
+        seen = 0
+        query = f"Queue: {queue}"
+        async for page in self.client.scroll_issues(query=query, per_scroll=self.per_scroll):
+            self.requests += 1
+            for key in (str(issue["key"]) for issue in page):
+                if key in linked:
+                    continue
+                seen += 1
+                if len(chosen) < self.sample:
+                    chosen.append(key)
+                elif (slot := rng.randrange(seen)) < self.sample:
+                    chosen[slot] = key
+        return chosen
 
     async def _list_sample(self, keys: list[str]) -> dict[str, list[Record]]:
         audited: dict[str, list[Record]] = {}
