@@ -68,7 +68,7 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
             per_scroll=tuning.per_scroll,
             margin=margin,
         )
-        bulk = BulkWorklogs(client, margin=margin)
+        bulk = BulkWorklogs(client, queues=frozenset(config.scope.queues), margin=margin)
     drain = IssueDrain(
         client,
         store,

@@ -8,7 +8,8 @@ millisecond is not covered, and neither is an issue whose life (created .. last 
 overlaps it: such an issue is listed on its own. So is one updated since the search began
 (less `margin`, for the clocks of two machines): a worklog added, edited or removed touches
 its issue. Everything else the search covered exactly, so the drain takes an issue's records
-from here (`worklogs_of`) and asks nothing.
+from here (`worklogs_of`) and asks nothing. Only the records of the queues in scope are kept
+(a shard's extract holds its own), each handed over once.
 
 A later run (a sync) drains only the issues that changed and lists their worklogs per issue:
 the search would read the whole organisation for a few of them.
@@ -59,6 +60,7 @@ class BulkWorklogs:
     """The organisation's worklogs by issue, searched once per run on the first need."""
 
     client: TrackerClient
+    queues: frozenset[str] | None = None  # keep only these queues' records (None: every one)
     margin: timedelta = timedelta(minutes=10)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     requests: int = 0
@@ -125,8 +127,9 @@ class BulkWorklogs:
         by_issue: defaultdict[str, list[Record]] = defaultdict(list)
         for record in records:
             issue = record.get("issue")
-            if isinstance(issue, dict) and issue.get("key"):
-                by_issue[str(issue["key"])].append(record)
+            key = str(issue.get("key") or "") if isinstance(issue, dict) else ""
+            if key and (self.queues is None or key.rsplit("-", 1)[0] in self.queues):
+                by_issue[key].append(record)
         for key, found in by_issue.items():
             self._by_issue.setdefault(key, []).extend(found)
 
