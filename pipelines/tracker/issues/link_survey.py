@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import RecordError
+from haul.connectors.errors import RecordError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.tracker.timefmt import parse_time
@@ -100,9 +100,17 @@ class LinkSurvey:
 
     async def _run_survey(self, queue: str) -> QueueSurvey:
         began = self.clock()
-        every_queue = ", ".join(await self._every_queue())
-        linked = await self._keys(f'Queue: {queue} AND "Have Links To Queue": {every_queue}')
-        chosen = await self._sample_others(queue, linked)
+        try:
+            every_queue = ", ".join(await self._every_queue())
+            linked = await self._keys(f'Queue: {queue} AND "Have Links To Queue": {every_queue}')
+            chosen = await self._sample_others(queue, linked)
+        except (RecordError, ScrollExpiredError) as error:  # refused (too long, say): list all
+            self.warnings.append(
+                f"links by query off for queue {queue}: the search refused it ({error}); "
+                "every issue of the queue had its links listed"
+            )
+            log.warning("link_survey_refused", queue=queue, error=str(error))
+            return QueueSurvey(began, set(), {}, shortcut=False)
         audited = await self._list_sample(chosen)
         hidden = sorted(key for key, links in audited.items() if links)
         if hidden:
