@@ -88,3 +88,45 @@ def test_worklog_search_is_the_union_of_the_issue_listings(
     refused = admin.post("/worklog/_search", json={})
     assert refused.status_code == 400
     assert "exceeds" in refused.json()["errorMessages"][0]
+
+
+def test_have_links_to_queue_does_not_see_links_into_a_queue_the_caller_cannot_read(
+    fresh: RunningSandbox, admin: httpx.Client
+) -> None:
+    """With OPS unreadable to the plain user, the condition naming every queue misses the
+    issues whose links all go into OPS, though their own listings show those links."""
+    created = admin.post("/issues", json={"queue": "TEST", "summary": "linked into OPS only"})
+    assert created.status_code == 201, created.text
+    alone = created.json()["key"]
+    linked = admin.post(
+        f"/issues/{alone}/links", json={"relationship": "relates", "issue": "OPS-1"}
+    )
+    assert linked.status_code == 201, linked.text
+    everyone = next(
+        ref["id"]
+        for via in admin.get("/queues/OPS/permissions/users/heidi").json()["permissions"].values()
+        for ref in via.get("groups", [])
+    )
+    control = {
+        "Authorization": str(admin.headers["Authorization"]),
+        "X-Org-ID": admin.headers["X-Org-ID"],
+    }
+    base = fresh.info["tracker"].rsplit("/v3", 1)[0]
+    hidden = httpx.put(
+        f"{base}/_sandbox/queues/OPS/permissions/groups/{everyone}",
+        json={"permissions": ["CREATE"]},
+        headers=control,
+    )
+    assert hidden.status_code == 200, hidden.text
+    with client_for(fresh, "source", token="user") as plain:
+        issues = every_issue(plain)
+        assert issues and all(issue["queue"]["key"] != "OPS" for issue in issues)
+        links = {i["key"]: plain.get(f"/issues/{i['key']}/links").json() for i in issues}
+        seen = {
+            key
+            for key, listed in links.items()
+            if any(not link["object"]["key"].startswith("OPS-") for link in listed)
+        }
+        blind = {key for key, listed in links.items() if listed} - seen
+        assert alone in blind
+        assert found(plain, '"Have Links To Queue": DEV, OPS, TEST') == seen
