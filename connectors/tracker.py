@@ -15,7 +15,12 @@ from urllib.parse import quote
 
 import structlog
 
-from haul.connectors.errors import HaulHTTPError, NotFoundError
+from haul.connectors.errors import (
+    HaulHTTPError,
+    NotFoundError,
+    UnexpectedReply,
+    ValidationError,
+)
 from haul.connectors.http import Sink
 from haul.connectors.pagination import (
     PageNumberPaginator,
@@ -32,6 +37,7 @@ from haul.connectors.tracker_rules import QueueRuleCalls
 log = structlog.get_logger("haul.connectors")
 
 Record = dict[str, Any]
+WORKLOG_SEARCH_CAP = 10_000  # the most worklog records one search reply holds
 FileSource = IO[bytes] | Path
 
 
@@ -171,6 +177,28 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
     async def list_links(self, key: str) -> list[Record]:
         """An issue's links, each as seen from this issue (``direction``, ``object``)."""
         return await self._list(f"/issues/{_segment(key)}/links", "links")
+
+    async def search_worklogs(self, created_from: str, created_to: str) -> list[Record] | None:
+        """The organisation's worklog records created in a window (bounds inclusive, as
+        ``YYYY-MM-DDThh:mm:ss.sss``), oldest first; None when the window holds more than one
+        reply may (the service refuses beyond 10 000: narrow the window)."""
+        body = {"createdAt": {"from": created_from, "to": created_to}}
+        try:
+            reply = await self.core.post_json("/worklog/_search", json=body, write=False)
+        except ValidationError as error:
+            if "exceeds" in f"{error.server_message} {error.message}":
+                return None
+            raise
+        if not isinstance(reply, list):
+            raise UnexpectedReply(
+                f"tracker POST /worklog/_search: expected a list, got {str(reply)[:200]}",
+                service="tracker",
+                method="POST",
+                url="/worklog/_search",
+            )
+        if len(reply) >= WORKLOG_SEARCH_CAP:  # a service that cuts the reply short instead
+            return None
+        return [record for record in reply if isinstance(record, dict)]
 
     async def list_attachments(self, key: str) -> list[Record]:
         """An issue's attachments, those of its comments included."""

@@ -284,6 +284,18 @@ class Tuning(Section):
         'direction; an "auto" budget\'s learned limit is shared too. Processes with tokens of '
         "their own keep budgets of their own in it. Relative to the config file's folder.",
     )
+    bulk_reads: bool = Field(
+        True,
+        description="A first migration lists links only for the issues a query says have some, "
+        "and reads worklogs organisation-wide by creation window.",
+    )
+    link_audit_sample: int = Field(
+        200,
+        ge=0,
+        description="Issues per queue the links query did not return whose links are listed "
+        "anyway: one link among them turns the query off for that queue.",
+    )
+    link_audit_seed: int = Field(0, description="Seeds the choice of the audited issues.")
 
 
 class Export(Section):

@@ -102,6 +102,9 @@ def summary_lines(details: Mapping[str, object]) -> list[str]:
             for kind, n in sorted(kinds.items())
         )
         lines.append(f"changes in the target: {made}")
+    warnings = details.get("warnings")
+    if isinstance(warnings, list):
+        lines += [f"warning: {warning}" for warning in warnings]
     dropped = details.get("not_carried")
     if isinstance(dropped, dict) and dropped:
         lines.append("not carried: " + ", ".join(f"{why} ({n})" for why, n in dropped.items()))

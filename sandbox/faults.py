@@ -23,6 +23,11 @@ pattern on the request path (no GLOB: every path):
                             yet takes far longer than any request should
 - ``no_key:RATE``           the first object of a JSON list reply comes without its ``key``
                             (a search index lagging behind its store)
+- ``links_missed:RATE``      the search's ``"Have Links To Queue"`` misses this share of the
+                            issues it should match (a search index lagging behind its store);
+                            which ones is a pure function of the issue key, not a dice roll
+- ``worklog_cap:N``         ``POST /worklog/_search`` answers at most N records (the service's
+                            cap is 10 000), so a test can make a client split its windows
 - ``ratelimit:RPS[:reads|:writes][:bare][:420][:per=org|:per=token]``
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org (``per=org``,
@@ -78,7 +83,10 @@ _KINDS = (
     "dribble",
     "no_key",
     "ratelimit",
+    "links_missed",
+    "worklog_cap",
 )
+SERVED = ("links_missed", "worklog_cap")  # read by the routes themselves, never rolled
 CONTROL_PREFIX = "/_sandbox/"
 THROTTLES = ("429", "420")  # the statuses that ask a client to slow down
 
@@ -139,6 +147,8 @@ def _parse_item(item: str) -> Fault:
             return Fault(kind, rate=_rate(rate), latency_ms=float(hold), glob=glob)
         if kind == "ratelimit":
             return _ratelimit(args, glob)
+        if kind == "worklog_cap":
+            return Fault(kind, rps=float(int(args)), glob=glob)
         if kind == "dribble":
             rate, _, pause = args.partition(":")
             return Fault(kind, rate=_rate(rate), byte_ms=float(pause or 100), glob=glob)
@@ -230,7 +240,7 @@ class FaultPlan:
             hits = [
                 f
                 for f in faults
-                if f.kind not in ("latency", "ratelimit")
+                if f.kind not in ("latency", "ratelimit", *SERVED)
                 and (f.kind != "refuse" or not is_read(method, path))
                 and self._rng.random() < f.rate
             ]
@@ -241,6 +251,11 @@ class FaultPlan:
         return Decision(
             delay_ms / 1000, first.kind, first.retry_after, hold_s=hold_s, byte_ms=first.byte_ms
         )
+
+    def served(self, kind: str) -> Fault | None:
+        """The first item of a kind the routes read themselves (`SERVED`), or None."""
+        with self._lock:
+            return next((fault for fault in self._faults if fault.kind == kind), None)
 
     def _bucket(self, key: tuple[str, str, int], fault: Fault) -> TokenBucket:
         if key not in self._buckets:

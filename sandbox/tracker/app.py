@@ -66,6 +66,7 @@ API = (
     ("POST", "/issues/{key}/comments", records.create_comment),
     ("POST", "/issues/{key}/worklogs/_import", imports.import_worklog),
     ("GET", "/issues/{key}/worklog", records.list_worklog),
+    ("POST", "/worklog/_search", records.search_worklogs),
     ("GET", "/issues/{key}/changelog", records.list_changelog),
     ("POST", "/issues/{key}/links/_import", imports.import_link),
     ("GET", "/issues/{key}/links", records.list_links),

@@ -10,6 +10,9 @@ remote links, but a remote link points into one of the org's applications (its `
 the drain lists the source's applications once (`Applications`) and, when there are none,
 asks no issue for remote links. Should the org's applications not be readable, every issue
 is asked, as before: a listing too many costs a request, one too few loses links.
+
+A first migration reads less still: links only for the issues a query says have some
+(`link_survey`), worklogs from the organisation-wide search by window (`worklog_bulk`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
+from haul.pipelines.tracker.issues.link_survey import LinkSurvey
+from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.sync.files import REPLACED, replaced_files
 from haul.pipelines.tracker.sync.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
@@ -73,6 +78,8 @@ class IssueDrain:
     counts: dict[str, int] = field(default_factory=dict)
     changelog: bool = True  # [scope] changelog
     applications: Applications | None = None  # None: the client's, asked on the first issue
+    link_survey: LinkSurvey | None = None  # a first migration's links by query
+    bulk_worklogs: BulkWorklogs | None = None  # a first migration's worklogs by window
 
     def __post_init__(self) -> None:
         if self.applications is None:
@@ -86,9 +93,9 @@ class IssueDrain:
         needed = listings_needed(issue.raw, changelog=self.changelog, remote_links=remote_links)
         listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
             "comment": lambda: _collect(self.client.iter_comments(key)),
-            "worklog": lambda: _collect(self.client.iter_worklogs(key)),
+            "worklog": lambda: self._worklogs(issue.raw, key),
             "changelog": lambda: _collect(self.client.iter_changelog(key)),
-            "link": lambda: self.client.list_links(key),
+            "link": lambda: self._links(issue.raw, key),
             "attachment": lambda: self.client.list_attachments(key),
             "remote_link": lambda: self.client.list_remote_links(key),
         }
@@ -123,6 +130,18 @@ class IssueDrain:
         if self.changelog:  # else what an earlier extract staged stays as it was
             children["changelog"] = child_rows(key, results.get("changelog", []))
         return children
+
+    async def _links(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        if self.link_survey is not None:
+            return await self.link_survey.links_of({"key": key, **raw})
+        return await self.client.list_links(key)
+
+    async def _worklogs(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        if self.bulk_worklogs is not None:
+            found = await self.bulk_worklogs.worklogs_of({"key": key, **raw})
+            if found is not None:
+                return found
+        return await _collect(self.client.iter_worklogs(key))
 
     def _had_checklist(self, key: str) -> bool:
         return self.store.get_record("checklist", f"{key}/checklist") is not None

@@ -22,8 +22,10 @@ from haul.pipelines.services import Details, Entity, SourceParts
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker.issues.drain import IssueDrain
 from haul.pipelines.tracker.issues.export import TABLES
+from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.scroll import IssueScroll
 from haul.pipelines.tracker.issues.specs import PLANS
+from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.sync.deletions import find_vanished_issues
 from haul.pipelines.tracker.sync.moves import follow_moves
@@ -54,11 +56,26 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
         )
         for queue in config.scope.queues
     ]
+    margin = timedelta(minutes=tuning.lookback_minutes)
+    # a first migration reads links and worklogs in bulk; a later run drains few issues
+    first = tuning.bulk_reads and not store.count_records().get("issue")
+    survey = bulk = None
+    if first:
+        survey = LinkSurvey(
+            client,
+            sample=tuning.link_audit_sample,
+            seed=tuning.link_audit_seed,
+            per_scroll=tuning.per_scroll,
+            margin=margin,
+        )
+        bulk = BulkWorklogs(client, queues=frozenset(config.scope.queues), margin=margin)
     drain = IssueDrain(
         client,
         store,
         concurrent=tuning.concurrency > 1,
         changelog=stage_changelog(store, *config.stages_changelog),
+        link_survey=survey,
+        bulk_worklogs=bulk,
     )
 
     async def details(stats: ExtractStats) -> Details:
@@ -70,6 +87,8 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
             "issues_drained": stats.drained["issue"],
             "attachment_bytes": drain.attachment_bytes,
             "scroll_restarts": sum(scroll.restarts for scroll in scrolls),
+            **(survey.figures() if survey else {}),
+            **(bulk.figures() if bulk else {}),
         }
 
     return SourceParts(list(scrolls), [drain], details)

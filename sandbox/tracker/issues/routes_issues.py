@@ -18,6 +18,7 @@ from haul.sandbox.tracker.issues.editing import (
     edit_issue,
 )
 from haul.sandbox.tracker.model import Issue
+from haul.sandbox.tracker.search.links import linked_queues_of
 from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
 from haul.sandbox.tracker.search.scroll import ScrollPage, scrolls_of
@@ -50,6 +51,7 @@ async def search(request: Request) -> Response:
     if params.get("scrollId"):
         return _scroll_next(request, call, params["scrollId"])
     selection = parse_body(body)
+    selection.linked_queues = linked_queues_of(request, call)
     if params.get("scrollType") is not None:
         if selection.kind in ("queue", "keys"):
             raise ApiError(400, "Scroll is not supported for a queue or keys request")
@@ -66,6 +68,7 @@ async def count(request: Request) -> Response:
     """POST /issues/_count: a bare JSON number, never capped."""
     call = open_call(request)
     selection = parse_body(await json_body(request, default={}))
+    selection.linked_queues = linked_queues_of(request, call)
     return JSONResponse(len(_matching(call, selection)))
 
 

@@ -8,7 +8,10 @@ Body forms (only one of ``queue``, ``keys``, ``filter``, ``query``; none selects
 
 The query language is a subset: ``Queue``, ``Key``, ``Status``, ``Type``, ``Priority`` (one value
 or a comma list), ``Updated`` and ``Created`` with ``>=``, ``>``, ``<``, ``<=``, equality or
-``"a".."b"``, clauses joined by ``AND``, and an optional trailing ``"Sort By": <field> ASC|DESC``.
+``"a".."b"``, ``"Have Links To Queue": <queue keys>`` (issues with links of any type to issues of
+those queues, as the service's query-filter documentation says; the caller's search supplies
+which queues an issue's links reach, see `Selection.linked_queues`), clauses joined by ``AND``,
+and an optional trailing ``"Sort By": <field> ASC|DESC``.
 Anything else is a 400 saying what is not supported.  A bare date compares by whole days:
 ``Updated: <= "2024-01-01"`` includes all of that day.
 """
@@ -50,6 +53,8 @@ class Selection:
     kind: str  # "queue", "keys", "filter", "query" or "all"
     conditions: list[Condition] = field(default_factory=list)
     order: tuple[tuple[str, bool], ...] | None = None  # (field, descending), most significant first
+    # the queues an issue's links reach, as the caller may see them ("Have Links To Queue")
+    linked_queues: Callable[[Issue], set[str]] = field(default=lambda issue: set())
 
     def matches(self, issue: Issue) -> bool:
         return all(condition(issue) for condition in self.conditions)
@@ -182,10 +187,10 @@ def _parse_query(text: object, selection: Selection) -> None:
     if not text.strip():
         return
     for clause in re.split(r"\s+AND\s+", text.strip(), flags=re.IGNORECASE):
-        selection.conditions.append(_parse_clause(clause))
+        selection.conditions.append(_parse_clause(clause, selection))
 
 
-def _parse_clause(clause: str) -> Condition:
+def _parse_clause(clause: str, selection: Selection) -> Condition:
     match = _CLAUSE.match(clause)
     if not match:
         raise ApiError(400, f"Query part '{clause.strip()}' is not supported by the sandbox")
@@ -193,13 +198,20 @@ def _parse_clause(clause: str) -> Condition:
     lowered = name.lower()
     value = match.group(2)
     if lowered in _LIST_FIELDS:
-        items = [item.strip().strip('"') for item in value.split(",")]
-        if not all(items) or any(re.search(r"[\s()!]", item) for item in items):
-            raise ApiError(400, f"Query value '{value}' for {name} is not supported by the sandbox")
-        return _in(_LIST_FIELDS[lowered], items)
+        return _in(_LIST_FIELDS[lowered], _list_values(name, value))
     if lowered in _TIME_FIELDS:
         return _time_clause(_TIME_FIELDS[lowered], name, value)
+    if lowered == "have links to queue":
+        wanted = frozenset(_list_values(name, value))
+        return lambda issue: bool(selection.linked_queues(issue) & wanted)
     raise ApiError(400, f"Query field '{name}' is not supported by the sandbox")
+
+
+def _list_values(name: str, value: str) -> list[str]:
+    items = [item.strip().strip('"') for item in value.split(",")]
+    if not all(items) or any(re.search(r"[\s()!]", item) for item in items):
+        raise ApiError(400, f"Query value '{value}' for {name} is not supported by the sandbox")
+    return items
 
 
 def _time_clause(attribute: str, name: str, value: str) -> Condition:
