@@ -38,9 +38,9 @@ async def _people_change(source: TrackerClient, store: StagingStore) -> dict[str
     rest = [r.source_id for r in store.iter_records("issue") if r.source_id not in commented]
     keys |= dict(zip(("added", "worklog", "linked", "other_end"), sorted(rest), strict=False))
     assert len(keys) == len(CHANGED)
-    first = [c async for c in source.iter_comments(keys["edited"])][0]
+    first, *_ = await _listing(source, keys["edited"], "comment")
     await source.update_comment(keys["edited"], first["id"], {"text": "Edited overnight"})
-    last = [c async for c in source.iter_comments(keys["deleted"])][-1]
+    *_, last = await _listing(source, keys["deleted"], "comment")
     await source.delete_record(keys["deleted"], "comments", last["id"])
     call = source.core.request
     await call("POST", f"/issues/{keys['added']}/comments", json={"text": "Added overnight"})

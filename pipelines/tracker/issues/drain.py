@@ -275,7 +275,6 @@ def _checklist_rows(parent: str, items: list[dict[str, Any]], had: bool = False)
     ]
 
 
-
 def child_rows(
     parent: str,
     records: list[dict[str, Any]],

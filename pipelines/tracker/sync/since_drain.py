@@ -111,9 +111,9 @@ def comments_unchanged(issue: dict[str, Any], staged: list[dict[str, Any]]) -> b
     """Whether the staged comments are the issue's: as many as its counters say, and none
     updated since the newest staged one."""
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
-    if any(not isinstance(count, int) for count in counters):
+    if not all(isinstance(count, int) for count in counters):
         return False
-    if sum(counters) != len(staged):  # type: ignore[arg-type]  # ints, checked above
+    if sum(int(count) for count in counters) != len(staged):
         return False
     last = issue.get("lastCommentUpdatedAt")
     if not staged or not last:
