@@ -8,12 +8,13 @@ answer:
   comment's update (adding, editing and deleting a comment each move one of them). When the
   counters add up to the comments staged and the newest staged comment is no older than
   `lastCommentUpdatedAt`, the staged comments are the issue's: nothing is listed.
-- **changelog**: it only grows, so where it is staged it is listed from the last entry staged (the listing's `id`
-  parameter), not from the start, and the staged entries are kept before the new ones. It
-  resumes from the last entry no later than the issue's `updatedAt` at its last drain: entries
-  staged after that were read while the issue was changing and are read again.
-- the new entries also say what changed (the documented types: comments, worklogs, links,
-  attachments): where the changelog was resumed, the listings of what no new entry names are
+- **changelog**: it only grows, so where it is staged it is listed from the last entry staged
+  (the listing's `id` parameter), not from the start, and the staged entries are kept before
+  the new ones. It resumes from the last entry no later than the issue's `updatedAt` at its
+  last drain: entries staged after that were read while the issue was changing and are read
+  again.
+- the new entries also say what changed (the documented types: comments and their reactions,
+  worklogs, links and a linked issue's resolution, attachments): where the changelog was resumed, the listings of what no new entry names are
   left as staged. Remote links have no documented type: they are left as staged only when
   every new entry is of a documented type that concerns something else (a field edit that
   names no field of links, a transition, a comment, ...). Where the changelog is not staged,
@@ -38,12 +39,15 @@ LISTING_OF_TYPE = {
     "IssueCommentAdded": "comment",
     "IssueCommentUpdated": "comment",
     "IssueCommentRemoved": "comment",
+    "IssueCommentReactionAdded": "comment",  # a comment's reactions are part of its record
+    "IssueCommentReactionRemoved": "comment",
     "IssueWorklogAdded": "worklog",
     "IssueWorklogUpdated": "worklog",
     "IssueWorklogRemoved": "worklog",
     "IssueLinked": "link",
     "IssueLinkChanged": "link",
     "IssueUnlinked": "link",
+    "RelatedIssueResolutionChanged": "link",  # the other end's status, shown on the link
     "IssueAttachmentAdded": "attachment",
     "IssueAttachmentRemoved": "attachment",
 }
@@ -51,8 +55,8 @@ LISTING_OF_TYPE = {
 # attachments, reactions and votes: a remote link, which has no type of its own, is not among
 # them (an entry of any other type, or one naming a field of links, lists the remote links)
 SAYS_NO_REMOTE_LINK = frozenset(
-    {"IssueUpdated", "IssueWorkflow", "IssueCommentReactionAdded", "IssueCommentReactionRemoved",
-     "IssueVoteAdded", "IssueVoteRemoved", "RelatedIssueResolutionChanged"}
+    {"IssueUpdated", "IssueWorkflow", "IssueVoteAdded", "IssueVoteRemoved",
+     "RelatedIssueResolutionChanged"}
     | {kind for kind, listing in LISTING_OF_TYPE.items() if listing != "link"}
 )  # fmt: skip
 # what the changelog's new entries may leave unlisted when none of them names it (comments
