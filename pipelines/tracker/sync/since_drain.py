@@ -115,9 +115,8 @@ def comments_unchanged(issue: dict[str, Any], staged: list[dict[str, Any]]) -> b
     """Whether the staged comments are the issue's: as many as its counters say, and none
     updated since the newest staged one."""
     counters = [issue.get(name) for name in COMMENT_COUNTERS]
-    if not all(isinstance(count, int) for count in counters):
-        return False
-    if sum(int(count) for count in counters) != len(staged):
+    counted = [count for count in counters if isinstance(count, int)]
+    if len(counted) != len(counters) or sum(counted) != len(staged):
         return False
     last = issue.get("lastCommentUpdatedAt")
     if not staged or not last:
