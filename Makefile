@@ -55,6 +55,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/http_overhead.py
 	-$(BIN)/python bench/blobs.py
 	-$(BIN)/python bench/tracker.py
+	-$(BIN)/python bench/requests.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/export_memory.py
 	-$(BIN)/python bench/wiki.py --size medium

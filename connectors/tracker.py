@@ -169,10 +169,16 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         path = f"/issues/{_segment(key)}/worklog"
         return self._records(path, RelativeIdPaginator(), params={"perPage": per_page})
 
-    def iter_changelog(self, key: str, *, per_page: int = 100) -> AsyncIterator[Record]:
-        """Yield an issue's change history, oldest first."""
+    def iter_changelog(
+        self, key: str, *, per_page: int = 100, after: str | None = None
+    ) -> AsyncIterator[Record]:
+        """Yield an issue's change history, oldest first; only the entries after the entry id
+        `after` when given (the listing's own cursor: a later run resumes there)."""
         path = f"/issues/{_segment(key)}/changelog"
-        return self._records(path, RelativeIdPaginator(), params={"perPage": per_page})
+        params: dict[str, Any] = {"perPage": per_page}
+        if after is not None:
+            params["id"] = after
+        return self._records(path, RelativeIdPaginator(), params=params)
 
     async def list_links(self, key: str) -> list[Record]:
         """An issue's links, each as seen from this issue (``direction``, ``object``)."""

@@ -33,10 +33,13 @@ from haul.pipelines.streams import Row
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.sync.files import REPLACED, replaced_files
+from haul.pipelines.tracker.sync.since_drain import EarlierDrain, listings_to_skip
 from haul.pipelines.tracker.sync.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
+
+PER_PAGE = 100  # the client's page size for the paged listings (comments, worklogs, changelog)
 
 
 @dataclass
@@ -80,26 +83,37 @@ class IssueDrain:
     applications: Applications | None = None  # None: the client's, asked on the first issue
     link_survey: LinkSurvey | None = None  # a first migration's links by query
     bulk_worklogs: BulkWorklogs | None = None  # a first migration's worklogs by window
+    listing_requests: int = 0  # the requests of the listings asked, for the run's report
 
     def __post_init__(self) -> None:
         if self.applications is None:
             self.applications = Applications(self.client)
 
     async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
-        """Ask only for what the issue says it has (see `listings_needed`)."""
+        """Ask only for what the issue says it has (see `listings_needed`), and, where an
+        earlier drain staged it, only for what changed since (`sync.since_drain`)."""
         key = issue.source_id
         assert self.applications is not None  # set in __post_init__
         remote_links = await self.applications.any() is not False
         needed = listings_needed(issue.raw, changelog=self.changelog, remote_links=remote_links)
+        earlier = EarlierDrain.read(self.store, key)
+        resumed = await self._new_changes(key, earlier, issue.updated_at)
+        skipped = listings_to_skip(
+            issue.raw, earlier, updated_at=issue.updated_at, new_entries=resumed
+        )
         listings: dict[str, Callable[[], Awaitable[list[dict[str, Any]]]]] = {
-            "comment": lambda: _collect(self.client.iter_comments(key)),
+            "comment": lambda: self._collect(self.client.iter_comments(key)),
             "worklog": lambda: self._worklogs(issue.raw, key),
-            "changelog": lambda: _collect(self.client.iter_changelog(key)),
+            "changelog": lambda: self._collect(self.client.iter_changelog(key)),
             "link": lambda: self._links(issue.raw, key),
-            "attachment": lambda: self.client.list_attachments(key),
-            "remote_link": lambda: self.client.list_remote_links(key),
+            "attachment": lambda: self._listed(self.client.list_attachments(key)),
+            "remote_link": lambda: self._listed(self.client.list_remote_links(key)),
         }
-        asked = {entity: listings[entity] for entity in needed}
+        # what the issue calls for but did not change since the earlier drain stays as staged
+        kept = {entity for entity in needed if entity in skipped}
+        if resumed is not None and self.changelog:  # read already, from the earlier drain's
+            kept.add("changelog")
+        asked = {entity: listings[entity] for entity in needed if entity not in kept}
         embedded = embedded_attachments(issue.raw)
         # the embedded attachments' bytes come beside the listings; listed ones after them
         early = self.concurrent and embedded is not None
@@ -128,20 +142,52 @@ class IssueDrain:
         # a file uploaded again under its name, seen while the old one is still staged
         children[REPLACED] = replaced_files(self.store, key, children["attachment"])
         if self.changelog:  # else what an earlier extract staged stays as it was
-            children["changelog"] = child_rows(key, results.get("changelog", []))
+            entries = results.get("changelog", [])
+            if resumed is not None:
+                entries = earlier.settled_changelog(earlier.resume_after()) + resumed
+            children["changelog"] = child_rows(key, entries)
+        for entity in kept - {"changelog"}:
+            del children[entity]
+        if "attachment" in kept:
+            del children[REPLACED]
         return children
 
     async def _links(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
         if self.link_survey is not None:
             return await self.link_survey.links_of({"key": key, **raw})
-        return await self.client.list_links(key)
+        return await self._listed(self.client.list_links(key))
 
     async def _worklogs(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
         if self.bulk_worklogs is not None:
             found = await self.bulk_worklogs.worklogs_of({"key": key, **raw})
             if found is not None:
                 return found
-        return await _collect(self.client.iter_worklogs(key))
+        return await self._collect(self.client.iter_worklogs(key))
+
+    async def _new_changes(
+        self, key: str, earlier: EarlierDrain, updated_at: str | None
+    ) -> list[dict[str, Any]] | None:
+        """The changelog's entries since the earlier drain: where it is staged, listed from
+        the last entry staged; else, for an issue that changed, the newer part of the whole.
+        None when there is no earlier drain to compare with (every listing is asked)."""
+        if self.changelog:
+            after = earlier.resume_after()
+            if after is None:
+                return None
+            return await self._collect(self.client.iter_changelog(key, after=after))
+        if not earlier.moved(updated_at):
+            return None
+        return earlier.newer(await self._collect(self.client.iter_changelog(key)))
+
+    async def _collect(self, listing: Any) -> list[dict[str, Any]]:
+        """A paged listing's records; its requests counted (a page per `PER_PAGE`)."""
+        records = [item async for item in listing]
+        self.listing_requests += max(1, -(-len(records) // PER_PAGE))
+        return records
+
+    async def _listed(self, listing: Awaitable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        self.listing_requests += 1
+        return await listing
 
     def _had_checklist(self, key: str) -> bool:
         return self.store.get_record("checklist", f"{key}/checklist") is not None
@@ -246,10 +292,6 @@ def _checklist_rows(parent: str, items: list[dict[str, Any]], had: bool = False)
             "raw": {"items": items},
         }
     ]
-
-
-async def _collect(listing: Any) -> list[dict[str, Any]]:
-    return [item async for item in listing]
 
 
 def child_rows(

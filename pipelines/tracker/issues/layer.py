@@ -86,6 +86,12 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
             "issues_staged": stats.staged["issue"],
             "issues_drained": stats.drained["issue"],
             "attachment_bytes": drain.attachment_bytes,
+            # the run report's request figures: the drain's listings, and per issue drained
+            # (on a later run, per changed issue: issue 42 item 3)
+            "issue_drain_requests": drain.listing_requests,
+            "per_drained_issue_requests": round(
+                drain.listing_requests / max(1, stats.drained["issue"]), 2
+            ),
             "scroll_restarts": sum(scroll.restarts for scroll in scrolls),
             **(survey.figures() if survey else {}),
             **(bulk.figures() if bulk else {}),

@@ -130,7 +130,10 @@ def edit_comment(
     comment.text, comment.updated_at = text, max(now, comment.updated_at, issue.updated_at)
     comment.updated_by, comment.version = editor, comment.version + 1
     change = FieldChange("comment", "text", old, text)
-    return touch(org, issue, editor, now, "IssueCommentUpdated", change)
+    # `lastCommentUpdatedAt` is the newest comment's update (as seeded and imported): an
+    # edit moves it, so a client may skip the comments of an issue where it did not move
+    last = max(issue.last_comment_at or 0, comment.updated_at)
+    return touch(org, issue, editor, now, "IssueCommentUpdated", change, last_comment_at=last)
 
 
 def delete_comment(org: Org, issue: Issue, comment: Comment, editor: int, now: int) -> Issue:
