@@ -33,7 +33,12 @@ from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
-from haul.pipelines.tracker.sync.checklists import replay_checklist
+from haul.pipelines.tracker.sync.checklists import (
+    checklist_base,
+    replay_checklist,
+    settle_checklist,
+    source_items,
+)
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.fields import (
     ConflictRule,
@@ -455,28 +460,45 @@ class TrackerLoad:
     def _checklist(self, record: StagedRecord) -> list[dict[str, Any]]:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
 
-    async def send_checklist(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_checklist(self, record: StagedRecord, parent: str | None) -> Sent:
         """The items, after everything else of the issue. The API takes a checklist only as
         an ordinary edit (`_import` has no checklist field, nothing sets `updatedAt` later),
-        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`."""
+        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`.
+        Answers each item's target id as written (the base of a three-way sync)."""
         key, items = self._key(record, parent), self._checklist(record)
         if items:  # else emptied at the source before it was ever loaded: nothing to write
             await self.client.add_checklist_items(key, items)
             self.kept[CHECKLIST_MOVES_UPDATED] += 1
-        return f"{key}/checklist"
+        written = await checklist_base(self.client, key, self._checklist_items(record))
+        return Sent(f"{key}/checklist", written=written)
 
     async def find_checklist(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         if parent is None:
             return None
-        return await self.probe.checklist(parent, self._checklist(record))
+        found = await self.probe.checklist(parent, self._checklist(record))
+        if found is None:
+            return None
+        return Sent(
+            found, written=await checklist_base(self.client, parent, self._checklist_items(record))
+        )
 
-    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
-        """A checklist edited at the source: its items edited, added and removed in the
-        target (`sync.checklists`), the issue where it is now."""
-        if await replay_checklist(self.client, self._issue_key(record), self._checklist(record)):
-            self.changes[("checklist", "updated")] += 1
+    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> Fields:
+        """A checklist edited at the source: its items three ways (`sync.checklists`): edited,
+        added and removed in the target where only the source changed them, a person's edit
+        kept, an item edited on both sides a conflict; the issue where it is now."""
+        key, items = self._issue_key(record), self._checklist_items(record)
+        base = self.store.written.base("checklist", record.source_id)
+        if base is None:  # written before three-way sync: the target made the source's
+            if await replay_checklist(self.client, key, self._checklist(record)):
+                self.changes[("checklist", "updated")] += 1
+            return await checklist_base(self.client, key, items)
+        where = (key, record.source_id)
+        return await settle_checklist(self.client, where, items, base["items"], self._three_way)
+
+    def _checklist_items(self, record: StagedRecord) -> list[tuple[str, dict[str, Any]]]:
+        return source_items(record.raw["items"], self._checklist(record))
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.link_body(record.raw)
