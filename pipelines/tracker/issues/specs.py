@@ -17,6 +17,7 @@ from typing import Any
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
     Fields,
     Phase,
@@ -28,8 +29,13 @@ from haul.pipelines.specs import (
     staged_bytes,
 )
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
+from haul.pipelines.tracker.issue_access import (
+    AccessSettling,
+    held,
+    plan_issue_access,
+    settle_access,
+)
 from haul.pipelines.tracker.issue_access import failure as access_failure
-from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.probes import TargetProbe, Unclaimed
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
@@ -339,7 +345,7 @@ class TrackerLoad:
             self.changes[("issue", "transitioned")] += 1
         return done
 
-    async def send_access(self, record: StagedRecord, issue_key: str | None) -> str:
+    async def send_access(self, record: StagedRecord, issue_key: str | None) -> Sent:
         """Bring the target issue's access list to the source's (mapped, narrowed: see
         `issue_access`); fail, naming them, when holders were left out."""
         if issue_key is None:
@@ -348,11 +354,11 @@ class TrackerLoad:
         await self._set_access(issue_key, access.logins)
         if access.unmapped:
             raise RecordFailure(access_failure(record.source_id, access))
-        return issue_key
+        return Sent(issue_key, written={"access": self._uids(access.logins)})
 
     async def find_access(
         self, record: StagedRecord, issue_key: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         """The issue, once its access list is the source's; never one that leaves a holder out
         (its row stays failed, naming them)."""
         access = self.transform.access(record.raw)
@@ -361,16 +367,47 @@ class TrackerLoad:
         found = await self.client.find_issue(issue_key)
         if found is None or held(found) != self._uids(access.logins):
             return None
-        return issue_key
+        return Sent(issue_key, written={"access": held(found)})
 
-    async def refresh_access(self, record: StagedRecord, target_key: str) -> None:
-        """The list changed at the source: the target's follows, removals too (the issue's
-        own edit replaces it first; this reads it back, and edits only what is left)."""
-        access = self.transform.access(record.raw)
-        if await self._set_access(self.keys.key(record.source_id), access.logins):
+    async def refresh_access(self, record: StagedRecord, target_key: str) -> Fields:
+        """The list changed at the source: three ways (`issue_access.settle_access`): carried
+        when only the source changed it, kept when only the target did, the narrower of the
+        two when both did (a conflict, never wider)."""
+        access, key = self.transform.access(record.raw), self.keys.key(record.source_id)
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        base = self.store.written.base(ISSUE_ACCESS, record.source_id)
+        source, target = self._uids(access.logins), held(found)
+        settling = settle_access(
+            source, None if base is None else base["access"], target, self.conflicts
+        )
+        if settling.overwritten:
+            self.store.written.overwrote(ISSUE_ACCESS, record.source_id, "access", source, target)
+        if settling.write is not None:
+            logins = {self._uids((login,))[0]: login for login in access.logins}
+            await self.client.update_issue(key, {"access": [logins[u] for u in settling.write]})
             self.changes[(ISSUE_ACCESS, "updated")] += 1
         if access.unmapped:
             raise RecordFailure(access_failure(record.source_id, access))
+        return self._access_settled(settling)
+
+    def _access_settled(self, settling: AccessSettling) -> Fields:
+        """The base a refresh leaves; a conflict reported with both lists, by login."""
+        written: Fields = {"access": settling.base}
+        if settling.conflict is None:
+            return written
+        self.changes[(ISSUE_ACCESS, "conflict")] += 1
+        logins = {uid: login for login, uid in self.prints.uids.items()}
+        source, target = (
+            sorted(logins.get(u, f"uid {u}") for u in side) for side in settling.conflict
+        )
+        raise Conflicted(
+            f"access changed on both sides: source {source}, target {target}; the target keeps"
+            " only the holders both name (never wider): make both sides agree, then run haul"
+            " load again",
+            written,
+        )
 
     async def _set_access(self, key: str, logins: tuple[str, ...]) -> bool:
         """Replace the issue's access list unless it holds `logins` already; True if edited."""
