@@ -6,11 +6,13 @@ sockets."""
 
 from __future__ import annotations
 
+import asyncio
+import csv
 from pathlib import Path
 from typing import Any
 
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
+from haul.pipelines.runner import extract, run_all
 from haul.pipelines.tracker.sync.checklists import settle_items
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
@@ -166,3 +168,51 @@ async def test_source_wins_overwrites_a_checklist_item_and_records_it(
         "Item as the source says",
         "Item as the target says",
     )
+
+
+def _plan_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+async def test_plan_previews_checklist_items_three_ways_and_names_what_no_update_changes(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Before the run: the checklist's item edited at the source is an update, the one
+    edited only in the target is not listed, the one edited on both sides is a conflict; a
+    mail list following an issue at the source (no update call follows) is `not updatable`."""
+    info = sandbox.info
+    path = write_config(tmp_path, info, queues=source_queues(info))
+    config = load_config(path)
+    assert (await run_all(config, environ=environ(info))).complete
+    key = await _checklist_issue(info)
+    await _edit(info, "target", key, 0, "A person's item in the target")
+    await _edit(info, "source", key, 1, "Edited at the source")
+    await _edit(info, "target", key, 2, "Item as the target says")
+    await _edit(info, "source", key, 2, "Item as the source says")
+    async with client_for(info, "source") as source:
+        control = info["tracker"].rsplit("/v3", 1)[0]
+        await source.core.request(
+            "PUT",
+            f"{control}/_sandbox/issues/DEV-5/maillists",
+            json={"followingMaillists": ["late-list@example.com"]},
+        )
+    await extract(config, environ=environ(info))
+    listed = tmp_path / "changes.csv"
+
+    shown = await asyncio.to_thread(
+        run_haul, "plan", "--config", path, "--changes", listed, env=haul_env(environ(info))
+    )
+
+    assert shown.returncode == 0, shown.stderr
+    rows = _plan_rows(listed)
+    checklist = [(r["action"], r["detail"]) for r in rows if r["source_key"] == f"{key}/checklist"]
+    assert checklist[0] == ("update", "1 item edited")
+    assert checklist[1][0] == "conflict" and "item 3 text" in checklist[1][1]
+    (fixed,) = [r for r in rows if r["action"] == "not updatable"]
+    assert (fixed["entity"], fixed["source_key"], fixed["fields"]) == (
+        "issue",
+        "DEV-5",
+        "followingMaillists",
+    )
+    assert "late-list@example.com" in fixed["detail"]

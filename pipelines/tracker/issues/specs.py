@@ -323,9 +323,13 @@ class TrackerLoad:
 
     async def field_changes(self, record: StagedRecord, key: str) -> tuple[FieldChanges, Fields]:
         """What the next refresh of the issue would carry, keep and find in conflict, and the
-        target's values now (read only: `haul plan`'s preview)."""
-        _source, base, compared, target = await self._three_sides(record, key)
-        return diff_fields(compared, base, target), target
+        target's values now (read only: `haul plan`'s preview). A field no update call can
+        change that changed at the source is among those carried: the preview names it."""
+        source, base, compared, target = await self._three_sides(record, key)
+        changes = diff_fields(compared, base, target)
+        fixed = {name: source[name] for name in import_only(source)
+                 if base is not None and not same(base.get(name), source.get(name))}  # fmt: skip
+        return FieldChanges(changes.carried | fixed, changes.kept, changes.conflicts), target
 
     def _count_not_updatable(self, source: Fields, base: Fields | None) -> None:
         """Each field changed at the source that no update call can change, by name (what the
