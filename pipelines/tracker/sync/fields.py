@@ -112,4 +112,3 @@ def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: 
     if same(target, base.get(name)):
         return ""  # the target holds what haul wrote: the source's change is not carried
     return "changed in the target" if same(source, base.get(name)) else "changed on both sides"
-
