@@ -13,7 +13,8 @@ from typing import Any
 
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import extract, run_all
-from haul.pipelines.tracker.sync.checklists import settle_items
+from haul.pipelines.three_way_items import settle_items
+from haul.pipelines.tracker.sync.checklists import item_rule
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import (
@@ -26,9 +27,10 @@ from tests.helpers.haul_fixtures import (
 from tests.helpers.sync_changes import holding
 
 BASE = {
-    "s1": {"id": "t1", "text": "a", "checked": False},
-    "s2": {"id": "t2", "text": "b", "checked": False},
+    "s1": {"id": "t1", "fields": {"text": "a", "checked": False}},
+    "s2": {"id": "t2", "fields": {"text": "b", "checked": False}},
 }
+KEEP, WIN = item_rule("keep-target"), item_rule("source-wins")
 
 
 def _source(*items: tuple[str, str, bool]) -> list[tuple[str, dict[str, Any]]]:
@@ -42,48 +44,44 @@ def _target(*items: tuple[str, str, bool]) -> list[dict[str, Any]]:
 def test_an_item_edited_at_the_source_is_edited_and_one_edited_in_the_target_is_kept() -> None:
     source = _source(("s1", "a2", False), ("s2", "b", False))
     target = _target(("t1", "a", False), ("t2", "b (mine)", True), ("t3", "added by hand", False))
-    settling = settle_items(source, BASE, target, "keep-target")
+    settling = settle_items(source, BASE, target, KEEP)
     assert settling.edit == [("t1", {"text": "a2"})]
     assert not settling.add and not settling.remove and not settling.conflicts
     assert settling.kept == 1
-    assert settling.base["s2"] == BASE["s2"] and settling.base["s1"]["text"] == "a2"
+    assert settling.base["s2"] == BASE["s2"] and settling.base["s1"]["fields"]["text"] == "a2"
 
 
 def test_an_item_edited_on_both_sides_is_a_conflict_or_overwritten() -> None:
     source = _source(("s1", "ours", False), ("s2", "b", False))
     target = _target(("t1", "theirs", False), ("t2", "b", False))
-    kept = settle_items(source, BASE, target, "keep-target")
+    kept = settle_items(source, BASE, target, KEEP)
     assert kept.conflicts == {"item 1 text": ("ours", "theirs")} and not kept.edit
     assert kept.base["s1"] == BASE["s1"]  # stays a conflict until a person settles it
-    won = settle_items(source, BASE, target, "source-wins")
+    won = settle_items(source, BASE, target, WIN)
     assert won.edit == [("t1", {"text": "ours"})] and not won.conflicts
     assert won.overwritten == [("item 1 text", "ours", "theirs")]
 
 
 def test_removed_at_the_source_is_deleted_unless_a_person_edited_it() -> None:
-    gone = settle_items(
-        _source(("s2", "b", False)), BASE, _target(("t1", "a", False)), "keep-target"
-    )
+    gone = settle_items(_source(("s2", "b", False)), BASE, _target(("t1", "a", False)), KEEP)
     assert gone.remove == ["t1"]
     edited = _target(("t1", "a, edited", False), ("t2", "b", False))
-    settling = settle_items(_source(("s2", "b", False)), BASE, edited, "keep-target")
+    settling = settle_items(_source(("s2", "b", False)), BASE, edited, KEEP)
     assert not settling.remove and list(settling.conflicts) == ["item 'a' (removed at the source)"]
 
 
 def test_a_new_item_is_appended_unless_an_unclaimed_one_reads_the_same() -> None:
     source = _source(("s1", "a", False), ("s2", "b", False), ("s3", "c", False))
-    appended = settle_items(
-        source, BASE, _target(("t1", "a", False), ("t2", "b", False)), "keep-target"
-    )
+    appended = settle_items(source, BASE, _target(("t1", "a", False), ("t2", "b", False)), KEEP)
     assert appended.add == [("s3", {"text": "c", "checked": False})]
     lost_reply = _target(("t1", "a", False), ("t2", "b", False), ("t9", "c", False))
-    adopted = settle_items(source, BASE, lost_reply, "keep-target")
+    adopted = settle_items(source, BASE, lost_reply, KEEP)
     assert not adopted.writes and adopted.base["s3"]["id"] == "t9"
 
 
 def test_an_item_deleted_in_the_target_stays_deleted() -> None:
     source = _source(("s1", "a", False), ("s2", "b", False))
-    settling = settle_items(source, BASE, _target(("t2", "b", False)), "keep-target")
+    settling = settle_items(source, BASE, _target(("t2", "b", False)), KEEP)
     assert not settling.writes and settling.kept == 1 and settling.base["s1"] == BASE["s1"]
 
 

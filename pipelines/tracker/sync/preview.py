@@ -17,10 +17,11 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sync_preview import Change, updated
+from haul.pipelines.three_way_items import settle_items
 from haul.pipelines.tracker.sync.checklists import (
     ChecklistEdits,
     checklist_edits,
-    settle_items,
+    item_rule,
     source_items,
 )
 from haul.pipelines.tracker.sync.fields import FieldChanges, import_only
@@ -144,7 +145,7 @@ class TrackerPreview:
             edits = checklist_edits(listed, wanted)
         else:
             items = source_items(record.raw["items"], wanted)
-            settling = settle_items(items, base["items"], listed, "keep-target")
+            settling = settle_items(items, base["items"], listed, item_rule("keep-target"))
             edits = ChecklistEdits(
                 settling.edit, [body for _, body in settling.add], settling.remove
             )
