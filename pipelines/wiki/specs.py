@@ -25,6 +25,7 @@ from haul.connectors.errors import ConflictError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.downloads import HashSink
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
     Fields,
     Fingerprint,
@@ -36,7 +37,14 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
-from haul.pipelines.three_way import ConflictRule, ThreeWay, settled_values
+from haul.pipelines.three_way import (
+    ConflictRule,
+    FieldChanges,
+    ThreeWay,
+    conflict_message,
+    settled_values,
+)
+from haul.pipelines.three_way_items import count_settling
 from haul.pipelines.wiki.access import Access
 from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
@@ -386,23 +394,41 @@ class WikiLoad:
         grid = await self.client.create_grid(int(page), str(record.raw.get("title") or ""))
         return self._made("wiki_grid", str(grid["id"]))
 
-    async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> str:
+    async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> Sent:
         if grid is None:
             raise RecordFailure(f"grid {record.source_id} was not made")
         await self.grids.sync(record.raw, grid)
-        return grid
+        return Sent(grid, written=await self.grids.base(record.raw, grid))
 
     async def find_grid_rows(
         self, record: StagedRecord, grid: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         if grid is None or not await self.grids.matches(record.raw, grid):
             return None  # not (wholly) filled: the next send picks up where it is
-        return grid
+        return Sent(grid, written=await self.grids.base(record.raw, grid))
 
-    async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> None:
-        """A grid edited at the source (its revision moved): the target's brought in step."""
-        if await self.grids.sync(record.raw, target_id):
+    async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> Fields:
+        """A grid edited at the source (its revision moved): its title and columns follow the
+        source, its rows three ways (`grids`): a row a person edited in the target only, or
+        added there, is kept; one edited on both sides is a conflict (`[sync] conflicts`)."""
+        base = self.store.written.base("wiki_grid_rows", record.source_id)
+        if base is None:  # filled before three-way sync: the target made the source's
+            if await self.grids.sync(record.raw, target_id):
+                self.changes[("wiki_grid", "updated")] += 1
+            return await self.grids.base(record.raw, target_id)
+        settling, after, moved = await self.grids.settle(
+            record.raw, target_id, base["rows"], self.conflicts
+        )
+        if moved and not settling.writes:  # its title or columns only
             self.changes[("wiki_grid", "updated")] += 1
+        for name, ours, theirs in settling.overwritten:
+            self.store.written.overwrote("wiki_grid_rows", record.source_id, name, ours, theirs)
+        count_settling(self.three_way, "wiki_grid", settling)
+        written: Fields = {"rows": after}
+        if settling.conflicts:
+            changes = FieldChanges(conflicts=settling.conflicts)
+            raise Conflicted(conflict_message(changes), written)
+        return written
 
     # -- comments -------------------------------------------------------------------------
 
