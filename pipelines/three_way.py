@@ -109,6 +109,15 @@ def same(one: Any, other: Any) -> bool:
     return bool(_value({"v": one}, "v") == _value({"v": other}, "v"))
 
 
+def changed_where(source: Any, base: Any, target: Any) -> str:
+    """Why a target's value differs from the source's, given the base (what haul wrote):
+    "changed in the target", "changed on both sides", or "" (the target holds what haul
+    wrote: the source's change is not carried, a loss)."""
+    if same(target, base):
+        return ""
+    return "changed in the target" if same(source, base) else "changed on both sides"
+
+
 # writes the fields named (the source's values) to the target record
 FieldWriter = Callable[[list[str]], Awaitable[object]]
 

@@ -14,6 +14,7 @@ from typing import Any
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
@@ -82,6 +83,10 @@ async def test_a_page_edited_in_the_target_is_kept_and_one_edited_on_both_sides_
     assert "The source's paragraph." in why and "The target's paragraph." in why
     failures = run_haul("failures", "--config", path, env=env)
     assert "The target's paragraph." in failures.stdout, failures.stdout
+    checked = await verify(config, environ=environ(info))
+    kinds = {(d.source_id, d.field): d.kind for d in checked.differences}
+    assert kinds[(mine, "content")] == "changed in the target"
+    assert kinds[(both, "content")] == "changed on both sides"
     # another run leaves the person's body alone and still reports the conflict
     again = await run_all(config, environ=environ(info))
     assert again.problems == 1
