@@ -26,7 +26,10 @@ from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
 # in the order the plan's table shows them: what writes first, then what does not
-ACTIONS = ("create", "update", "transition", "move", "delete", "skip", "conflict", "blocked")
+ACTIONS = (
+    *("create", "update", "transition", "move", "delete", "skip", "conflict", "blocked"),
+    "not updatable",  # changed at the source, and no update call can change it: named, no write
+)
 WRITES = frozenset(("create", "update", "transition", "move", "delete"))
 CHANGES_HEADER = ("entity", "source_key", "target_key", "action", "fields", "detail")
 

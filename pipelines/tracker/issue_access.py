@@ -12,7 +12,12 @@ anyone, or ever did) then brings the target's list to the source's, removals too
 replaces the list), and fails naming the holders left out: `haul plan` marks it a conflict,
 `haul check` warns, `haul failures`, `haul status` and the report count and name it, and
 `haul verify` sees the holder missing. A later run does the same when the list changes at the
-source.
+source, three ways (`settle_access`): haul keeps the list it wrote (the base); a list changed
+only at the source is carried, one changed only in the target is kept, and one changed on
+both sides is a conflict that never widens access: the target gets the narrower of the two (the
+holders both lists name), whatever `[sync] conflicts` says, and the conflict is reported with
+both lists (under "source-wins" only when the source's list could not be written whole, and
+what it replaced is recorded).
 
 Plain dicts in, plain values out: no I/O here (`specs` does the writes).
 """
@@ -54,6 +59,39 @@ def wanted(
         else:
             logins.add(login)
     return IssueAccess(tuple(sorted(logins)), tuple(sorted(unmapped)))
+
+
+@dataclass(frozen=True)
+class AccessSettling:
+    """What a run writes of an access list (`write`: uids, None for nothing), the base it
+    leaves, whether the target's list is replaced by a conflict's settling (`overwritten`)
+    and whether the conflict is reported (`conflict`: (the source's, the target's) list)."""
+
+    write: list[str] | None
+    base: list[str]
+    overwritten: bool = False
+    conflict: tuple[list[str], list[str]] | None = None
+
+
+def settle_access(
+    source: list[str], base: list[str] | None, target: list[str], rule: str
+) -> AccessSettling:
+    """The source's access list (uids) against the base and the target's, three ways."""
+    if source == target:
+        return AccessSettling(None, source)
+    if base is None or target == base:
+        return AccessSettling(source, source)  # changed at the source only: carried
+    if source == base:
+        return AccessSettling(None, base)  # changed in the target only: kept
+    narrower = sorted(set(source) & set(target))
+    wins = rule == "source-wins"
+    reported = None if wins and narrower == source else (source, target)
+    return AccessSettling(
+        None if narrower == target else narrower,
+        source if wins else base,  # keep-target: stays a conflict until a person settles it
+        overwritten=wins and narrower != target,
+        conflict=reported,
+    )
 
 
 def held(issue: dict[str, Any]) -> list[str]:

@@ -6,6 +6,11 @@ differ, appends the rows it lacks (in batches) and removes rows beyond the sourc
 crash or a dropped reply it picks up where the target is, so nothing is written twice.
 Every write carries the revision the last one returned; a stale one (someone else wrote)
 reads the grid again and goes on from there.
+
+A later run settles the rows three ways (`settle`, `pipelines.three_way_items`): the base keeps
+each source row's target row id and cells as written; a row edited only at the source is
+edited, one edited (or added, or deleted) only in the target is the target's, one edited on
+both sides is a conflict (`[sync] conflicts`); the title and the columns follow the source.
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ import structlog
 
 from haul.connectors.errors import ConflictError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import RecordFailure
+from haul.pipelines.specs import Fields, RecordFailure
+from haul.pipelines.three_way import ConflictRule
+from haul.pipelines.three_way_items import (
+    Base,
+    ItemRule,
+    ItemSettling,
+    SourceItem,
+    appended_base,
+    paired_base,
+    settle_items,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +68,19 @@ def rows_of(grid: Mapping[str, Any]) -> list[Cells]:
     """Each row as column slug -> value (the wire shape is positional)."""
     slugs = [column["slug"] for column in columns_of(grid)]
     return [dict(zip(slugs, row.get("row") or [], strict=False)) for row in grid.get("rows") or []]
+
+
+def row_items(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each row as {"id": its row id, "cells": column slug -> value}."""
+    ids = [str(row.get("id")) for row in grid.get("rows") or []]
+    return [
+        {"id": row_id, "cells": cells} for row_id, cells in zip(ids, rows_of(grid), strict=True)
+    ]
+
+
+def row_rule(rule: ConflictRule) -> ItemRule:
+    """A grid's rows: compared by their cells."""
+    return ItemRule(lambda row: dict(row["cells"]), "row", rule, compared=dict)
 
 
 def new_column(column: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,7 +126,59 @@ class GridSync:
             f"grid {target_id} kept changing under us ({MAX_CONFLICTS} stale revisions)"
         )
 
-    async def _sync_once(self, source: Mapping[str, Any], target_id: str) -> bool:
+    def source_rows(self, source: Mapping[str, Any]) -> list[SourceItem]:
+        """The source's rows (by their source row id) as the target should hold them."""
+        ids = [str(row.get("id")) for row in source.get("rows") or []]
+        return list(zip(ids, self.wanted(source), strict=True))
+
+    async def base(self, source: Mapping[str, Any], target_id: str) -> Fields:
+        """The base of a grid the target holds as the source's rows (a first fill)."""
+        listed = row_items(await self.client.get_grid(target_id))
+        return {"rows": paired_base(self.source_rows(source), listed, row_rule("keep-target"))}
+
+    async def settle(
+        self, source: Mapping[str, Any], target_id: str, base: Base, rule: ConflictRule
+    ) -> tuple[ItemSettling, Base, bool]:
+        """The title and columns brought to the source's, then the rows three ways against
+        `base`; what was settled, the new base (appended rows' ids read back), and whether
+        the title or columns took a write."""
+        for _ in range(MAX_CONFLICTS):
+            try:
+                return await self._settle_once(source, target_id, base, row_rule(rule))
+            except ConflictError as exc:  # someone wrote meanwhile: read again, go on
+                log.info("grid_revision_stale", grid=target_id, error=str(exc))
+        raise RecordFailure(
+            f"grid {target_id} kept changing under us ({MAX_CONFLICTS} stale revisions)"
+        )
+
+    async def _settle_once(
+        self, source: Mapping[str, Any], target_id: str, base: Base, how: ItemRule
+    ) -> tuple[ItemSettling, Base, bool]:
+        target, revision, moved = await self._columns(source, target_id)
+        settling = settle_items(self.source_rows(source), base, row_items(target), how)
+        cells = [
+            {"row_id": row_id, "column_slug": slug, "value": value}
+            for row_id, changed in settling.edit
+            for slug, value in changed.items()
+        ]
+        if cells:
+            revision = await self.client.update_cells(target_id, revision, cells)
+        if settling.remove:
+            revision = await self.client.remove_rows(target_id, revision, settling.remove)
+        added = [cells for _, cells in settling.add]
+        for start in range(0, len(added), ROWS_PER_WRITE):
+            revision, _ = await self.client.add_rows(
+                target_id, revision, added[start : start + ROWS_PER_WRITE]
+            )
+        after = settling.base
+        if settling.add:
+            listed = row_items(await self.client.get_grid(target_id))
+            after = appended_base(after, settling.add, listed, how)
+        return settling, after, moved
+
+    async def _columns(self, source: Mapping[str, Any], target_id: str) -> tuple[Any, str, bool]:
+        """The target grid with the source's title and columns: it, its revision, and whether
+        that took a write."""
         target = await self.client.get_grid(target_id)
         revision = first = str(target["revision"])
         if (title := _retitled(source, target)) is not None:
@@ -108,9 +188,12 @@ class GridSync:
             revision = await self.client.remove_columns(target_id, revision, extra)
         if missing:
             revision = await self.client.add_columns(target_id, revision, missing)
-        if missing or extra:
+        if revision != first:
             target = await self.client.get_grid(target_id)
-            revision = str(target["revision"])
+        return target, str(target["revision"]), revision != first
+
+    async def _sync_once(self, source: Mapping[str, Any], target_id: str) -> bool:
+        target, revision, moved = await self._columns(source, target_id)
         wanted, present = self.wanted(source), rows_of(target)
         row_ids = [str(row["id"]) for row in target.get("rows") or []]
         fixes = [
@@ -127,7 +210,7 @@ class GridSync:
         for start in range(len(present), len(wanted), ROWS_PER_WRITE):
             batch = wanted[start : start + ROWS_PER_WRITE]
             revision, _ = await self.client.add_rows(target_id, revision, batch)
-        return revision != first  # every write moves the revision
+        return moved or revision != str(target["revision"])  # every write moves the revision
 
 
 def _retitled(source: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:

@@ -109,7 +109,9 @@ class WikiService:
         mirror = config.sync.deletions == "mirror"
         ownership = PageOwnership(f"haul:{config.source.org}")
         provenance = config.mapping.wiki_provenance
-        load = WikiLoad(client, store, rewriter, provenance, access, ownership, mirror)
+        load = WikiLoad(
+            client, store, rewriter, provenance, access, ownership, mirror, config.sync.conflicts
+        )
 
         async def in_target() -> dict[str, int]:
             pages = 0

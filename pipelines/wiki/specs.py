@@ -25,6 +25,7 @@ from haul.connectors.errors import ConflictError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.downloads import HashSink
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
     Fields,
     Fingerprint,
@@ -36,6 +37,14 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
+from haul.pipelines.three_way import (
+    ConflictRule,
+    FieldChanges,
+    ThreeWay,
+    conflict_message,
+    settled_values,
+)
+from haul.pipelines.three_way_items import count_settling
 from haul.pipelines.wiki.access import Access
 from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
@@ -109,10 +118,12 @@ class WikiLoad:
     access: PageAccess
     ownership: PageOwnership  # the line that marks the pages haul made
     mirror: bool = False  # [sync] deletions = "mirror"
+    conflicts: ConflictRule = "keep-target"  # [sync] conflicts: a page edited on both sides
     # (entity, what happened) -> how many: created, updated, moved, deleted (the run details)
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
+        self.three_way = ThreeWay(self.store.written, self.conflicts, self.changes)
         self.grids = GridSync(self.client, self._cell)
         self.deletions = WikiDeletions(self.client, self.store, self._page_target)
 
@@ -246,9 +257,15 @@ class WikiLoad:
     def page_title(self, record: StagedRecord) -> str:
         return str(record.raw.get("title") or record.source_id)
 
-    async def send_page(self, record: StagedRecord, parent: str | None) -> str:
+    def page_fields(self, record: StagedRecord) -> Fields:
+        """What a sync compares of a page three ways: its title and body as the target holds
+        them (the body with haul's line and the provenance line)."""
+        return {"title": self.page_title(record), "content": self.page_content(record)}
+
+    async def send_page(self, record: StagedRecord, parent: str | None) -> Sent:
         """Make the page with its policy; one that only its entries read, with no content
-        but haul's line. A slug taken by a page haul did not make is a conflict, named."""
+        but haul's line (its access row writes the body next: the base is the whole page).
+        A slug taken by a page haul did not make is a conflict, named."""
         access = self.access.wanted(record)
         slug = self.target_slug(record.source_id)
         try:
@@ -264,7 +281,7 @@ class WikiLoad:
             )
         except ConflictError as exc:  # the engine asks `find_page` whether it is ours
             raise await self._taken(record, slug, exc) from exc
-        return self._made("wiki_page", str(page["id"]))
+        return Sent(self._made("wiki_page", str(page["id"])), written=self.page_fields(record))
 
     async def _taken(self, record: StagedRecord, slug: str, exc: ConflictError) -> ConflictError:
         """The conflict of a page whose slug is taken, naming who holds it and the way out."""
@@ -275,23 +292,46 @@ class WikiLoad:
 
     async def find_page(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         """The target page at the record's slug, if haul made it for this record (its line):
         a page someone else made there is not this record."""
         page = await self.client.find_page(self.target_slug(record.source_id))
         if page is None or not self.ownership.ours(page, record.source_id):
             return None
-        return str(page["id"])
+        return Sent(str(page["id"]), written=self.page_fields(record))
 
-    async def refresh_page(self, record: StagedRecord, target_id: str) -> None:
+    async def refresh_page(self, record: StagedRecord, target_id: str) -> Fields:
         """A page changed at the source since it was loaded: moved to its new slug first (a
         page moved at the source, with what is under it), then its access (narrowed first),
-        then its content."""
+        then its title and body, three ways: one a person edited in the target only is kept,
+        one edited on both sides is a conflict (`[sync] conflicts`)."""
         slug = self.target_slug(record.source_id)
         if await move_in_target(self.client, int(target_id), slug):
             self.changes[("wiki_page", "moved")] += 1
-        await self._sync(record, int(target_id))
-        self.changes[("wiki_page", "updated")] += 1
+        compared = await self._page_compared(record, int(target_id))
+
+        async def write(names: list[str]) -> None:
+            source, target = compared
+            body = {name: source[name] if name in names else target[name] for name in source}
+            await self._sync(record, int(target_id), body)
+
+        return await self.three_way.settle(
+            "wiki_page", record.source_id, compared, write, always=True
+        )
+
+    async def _page_compared(self, record: StagedRecord, page_id: int) -> tuple[Fields, Fields]:
+        """The page's title and body: the source's (as the target should hold them) and the
+        target's now."""
+        reply = await self.client.get_access(page_id)
+        source = self.page_fields(record)
+        return source, {name: str(reply.get(name) or "") for name in source}
+
+    async def _settled_body(self, record: StagedRecord, page_id: int) -> Fields:
+        """The title and body the page should hold now, three ways against the page's base,
+        without counting or reporting (the page's own refresh does)."""
+        compared = await self._page_compared(record, page_id)
+        changes = self.three_way.compare("wiki_page", record.source_id, compared)
+        return settled_values(changes, compared[0], self.conflicts)
 
     # -- access -----------------------------------------------------------------------------
 
@@ -300,14 +340,17 @@ class WikiLoad:
         no one is left restricted to its owner and the migrating admin, and fails."""
         if page is None:
             raise RecordFailure(f"page {record.source_id} is not loaded")
-        access = await self._sync(record, int(page))
+        self._checked(record, await self._sync(record, int(page)))
+        return page
+
+    def _checked(self, record: StagedRecord, access: Access) -> None:
+        """A page whose holders do not all map fails, named (it is left narrower)."""
         if access.unmapped:
             raise RecordFailure(
                 f"page {record.source_id}: {', '.join(access.unmapped)} maps to no target holder"
                 " (mapping.users_file, mapping.groups_file): the page is restricted to its owner"
                 " and the migrating admin; map them, then haul load --retry-failed"
             )
-        return page
 
     async def find_access(
         self, record: StagedRecord, page: str | None, unclaimed: Unclaimed
@@ -321,12 +364,17 @@ class WikiLoad:
         return page if self.access.settled(reply, access, content=content, title=title) else None
 
     async def refresh_access(self, record: StagedRecord, target_id: str) -> None:
-        await self.send_access(record, target_id)
+        """The page's access brought in step, its body left as the page's refresh settled it
+        (a person's edit in the target is not written over here)."""
+        body = await self._settled_body(record, int(target_id))
+        self._checked(record, await self._sync(record, int(target_id), body))
 
-    async def _sync(self, record: StagedRecord, page_id: int) -> Access:
+    async def _sync(self, record: StagedRecord, page_id: int, body: Fields | None = None) -> Access:
+        """Bring the page to its access, then to `body` (title and content; the source's when
+        not given)."""
         access = self.access.wanted(record)
-        content, title = self.page_content(record), self.page_title(record)
-        await self.access.sync(page_id, access, content=content, title=title)
+        body = body or self.page_fields(record)
+        await self.access.sync(page_id, access, content=body["content"], title=body["title"])
         return access
 
     # -- attachments ----------------------------------------------------------------------
@@ -346,23 +394,41 @@ class WikiLoad:
         grid = await self.client.create_grid(int(page), str(record.raw.get("title") or ""))
         return self._made("wiki_grid", str(grid["id"]))
 
-    async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> str:
+    async def send_grid_rows(self, record: StagedRecord, grid: str | None) -> Sent:
         if grid is None:
             raise RecordFailure(f"grid {record.source_id} was not made")
         await self.grids.sync(record.raw, grid)
-        return grid
+        return Sent(grid, written=await self.grids.base(record.raw, grid))
 
     async def find_grid_rows(
         self, record: StagedRecord, grid: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         if grid is None or not await self.grids.matches(record.raw, grid):
             return None  # not (wholly) filled: the next send picks up where it is
-        return grid
+        return Sent(grid, written=await self.grids.base(record.raw, grid))
 
-    async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> None:
-        """A grid edited at the source (its revision moved): the target's brought in step."""
-        if await self.grids.sync(record.raw, target_id):
+    async def refresh_grid_rows(self, record: StagedRecord, target_id: str) -> Fields:
+        """A grid edited at the source (its revision moved): its title and columns follow the
+        source, its rows three ways (`grids`): a row a person edited in the target only, or
+        added there, is kept; one edited on both sides is a conflict (`[sync] conflicts`)."""
+        base = self.store.written.base("wiki_grid_rows", record.source_id)
+        if base is None:  # filled before three-way sync: the target made the source's
+            if await self.grids.sync(record.raw, target_id):
+                self.changes[("wiki_grid", "updated")] += 1
+            return await self.grids.base(record.raw, target_id)
+        settling, after, moved = await self.grids.settle(
+            record.raw, target_id, base["rows"], self.conflicts
+        )
+        if moved and not settling.writes:  # its title or columns only
             self.changes[("wiki_grid", "updated")] += 1
+        for name, ours, theirs in settling.overwritten:
+            self.store.written.overwrote("wiki_grid_rows", record.source_id, name, ours, theirs)
+        count_settling(self.three_way, "wiki_grid", settling)
+        written: Fields = {"rows": after}
+        if settling.conflicts:
+            changes = FieldChanges(conflicts=settling.conflicts)
+            raise Conflicted(conflict_message(changes), written)
+        return written
 
     # -- comments -------------------------------------------------------------------------
 

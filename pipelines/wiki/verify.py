@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
+from haul.pipelines.three_way import changed_where
 from haul.pipelines.verifying import Fields
 from haul.pipelines.wiki.access import current, readers
 from haul.pipelines.wiki.backfill import survey_grid
@@ -50,6 +51,16 @@ class WikiVerifier:
             return await compare(row, record)
         except NotFoundError:
             return {}, None
+
+    def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str:
+        """Why a page's title or body differs, when its base tells: a person's edit in the
+        target, or a conflict (`pipelines.three_way.changed_where`)."""
+        if row.entity != "wiki_page" or name not in ("title", "content"):
+            return ""
+        base = self.load.store.written.base(row.entity, row.source_id)
+        if base is None or name not in base:
+            return ""
+        return changed_where(expected, base[name], found)
 
     async def _wiki_page(
         self, row: LedgerRow, record: StagedRecord

@@ -17,6 +17,7 @@ from typing import Any
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import (
+    Conflicted,
     EntitySpec,
     Fields,
     Phase,
@@ -28,11 +29,21 @@ from haul.pipelines.specs import (
     staged_bytes,
 )
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
+from haul.pipelines.tracker.issue_access import (
+    AccessSettling,
+    held,
+    plan_issue_access,
+    settle_access,
+)
 from haul.pipelines.tracker.issue_access import failure as access_failure
-from haul.pipelines.tracker.issue_access import held, plan_issue_access
 from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints, Unclaimed
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
-from haul.pipelines.tracker.sync.checklists import replay_checklist
+from haul.pipelines.tracker.sync.checklists import (
+    checklist_base,
+    replay_checklist,
+    settle_checklist,
+    source_items,
+)
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deletion_plan, vanished_issues
 from haul.pipelines.tracker.sync.fields import (
     ConflictRule,
@@ -323,9 +334,13 @@ class TrackerLoad:
 
     async def field_changes(self, record: StagedRecord, key: str) -> tuple[FieldChanges, Fields]:
         """What the next refresh of the issue would carry, keep and find in conflict, and the
-        target's values now (read only: `haul plan`'s preview)."""
-        _source, base, compared, target = await self._three_sides(record, key)
-        return diff_fields(compared, base, target), target
+        target's values now (read only: `haul plan`'s preview). A field no update call can
+        change that changed at the source is among those carried: the preview names it."""
+        source, base, compared, target = await self._three_sides(record, key)
+        changes = diff_fields(compared, base, target)
+        fixed = {name: source[name] for name in import_only(source)
+                 if base is not None and not same(base.get(name), source.get(name))}  # fmt: skip
+        return FieldChanges(changes.carried | fixed, changes.kept, changes.conflicts), target
 
     def _count_not_updatable(self, source: Fields, base: Fields | None) -> None:
         """Each field changed at the source that no update call can change, by name (what the
@@ -345,7 +360,7 @@ class TrackerLoad:
             self.changes[("issue", "transitioned")] += 1
         return done
 
-    async def send_access(self, record: StagedRecord, issue_key: str | None) -> str:
+    async def send_access(self, record: StagedRecord, issue_key: str | None) -> Sent:
         """Bring the target issue's access list to the source's (mapped, narrowed: see
         `issue_access`); fail, naming them, when holders were left out."""
         if issue_key is None:
@@ -354,11 +369,11 @@ class TrackerLoad:
         await self._set_access(issue_key, access.logins)
         if access.unmapped:
             raise RecordFailure(access_failure(record.source_id, access))
-        return issue_key
+        return Sent(issue_key, written={"access": self._uids(access.logins)})
 
     async def find_access(
         self, record: StagedRecord, issue_key: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         """The issue, once its access list is the source's; never one that leaves a holder out
         (its row stays failed, naming them)."""
         access = self.transform.access(record.raw)
@@ -367,16 +382,47 @@ class TrackerLoad:
         found = await self.client.find_issue(issue_key)
         if found is None or held(found) != self._uids(access.logins):
             return None
-        return issue_key
+        return Sent(issue_key, written={"access": held(found)})
 
-    async def refresh_access(self, record: StagedRecord, target_key: str) -> None:
-        """The list changed at the source: the target's follows, removals too (the issue's
-        own edit replaces it first; this reads it back, and edits only what is left)."""
-        access = self.transform.access(record.raw)
-        if await self._set_access(self.keys.key(record.source_id), access.logins):
+    async def refresh_access(self, record: StagedRecord, target_key: str) -> Fields:
+        """The list changed at the source: three ways (`issue_access.settle_access`): carried
+        when only the source changed it, kept when only the target did, the narrower of the
+        two when both did (a conflict, never wider)."""
+        access, key = self.transform.access(record.raw), self.keys.key(record.source_id)
+        found = await self.client.find_issue(key)
+        if found is None:
+            raise RecordFailure(f"issue {key} is not in the target")
+        base = self.store.written.base(ISSUE_ACCESS, record.source_id)
+        source, target = self._uids(access.logins), held(found)
+        settling = settle_access(
+            source, None if base is None else base["access"], target, self.conflicts
+        )
+        if settling.overwritten:
+            self.store.written.overwrote(ISSUE_ACCESS, record.source_id, "access", source, target)
+        if settling.write is not None:
+            logins = {self._uids((login,))[0]: login for login in access.logins}
+            await self.client.update_issue(key, {"access": [logins[u] for u in settling.write]})
             self.changes[(ISSUE_ACCESS, "updated")] += 1
         if access.unmapped:
             raise RecordFailure(access_failure(record.source_id, access))
+        return self._access_settled(settling)
+
+    def _access_settled(self, settling: AccessSettling) -> Fields:
+        """The base a refresh leaves; a conflict reported with both lists, by login."""
+        written: Fields = {"access": settling.base}
+        if settling.conflict is None:
+            return written
+        self.changes[(ISSUE_ACCESS, "conflict")] += 1
+        logins = {uid: login for login, uid in self.prints.uids.items()}
+        source, target = (
+            sorted(logins.get(u, f"uid {u}") for u in side) for side in settling.conflict
+        )
+        raise Conflicted(
+            f"access changed on both sides: source {source}, target {target}; the target keeps"
+            " only the holders both name (never wider): make both sides agree, then run haul"
+            " load again",
+            written,
+        )
 
     async def _set_access(self, key: str, logins: tuple[str, ...]) -> bool:
         """Replace the issue's access list unless it holds `logins` already; True if edited."""
@@ -466,28 +512,45 @@ class TrackerLoad:
     def _checklist(self, record: StagedRecord) -> list[dict[str, Any]]:
         return [self.transform.checklist_body(item) for item in record.raw["items"]]
 
-    async def send_checklist(self, record: StagedRecord, parent: str | None) -> str:
+    async def send_checklist(self, record: StagedRecord, parent: str | None) -> Sent:
         """The items, after everything else of the issue. The API takes a checklist only as
         an ordinary edit (`_import` has no checklist field, nothing sets `updatedAt` later),
-        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`."""
+        so the issue's `updatedAt` becomes the load's time: counted under `not_carried`.
+        Answers each item's target id as written (the base of a three-way sync)."""
         key, items = self._key(record, parent), self._checklist(record)
         if items:  # else emptied at the source before it was ever loaded: nothing to write
             await self.client.add_checklist_items(key, items)
             self.kept[CHECKLIST_MOVES_UPDATED] += 1
-        return f"{key}/checklist"
+        written = await checklist_base(self.client, key, self._checklist_items(record))
+        return Sent(f"{key}/checklist", written=written)
 
     async def find_checklist(
         self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
-    ) -> str | None:
+    ) -> Sent | None:
         if parent is None:
             return None
-        return await self.probe.checklist(parent, self._checklist(record))
+        found = await self.probe.checklist(parent, self._checklist(record))
+        if found is None:
+            return None
+        return Sent(
+            found, written=await checklist_base(self.client, parent, self._checklist_items(record))
+        )
 
-    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> None:
-        """A checklist edited at the source: its items edited, added and removed in the
-        target (`sync.checklists`), the issue where it is now."""
-        if await replay_checklist(self.client, self._issue_key(record), self._checklist(record)):
-            self.changes[("checklist", "updated")] += 1
+    async def refresh_checklist(self, record: StagedRecord, target_id: str) -> Fields:
+        """A checklist edited at the source: its items three ways (`sync.checklists`): edited,
+        added and removed in the target where only the source changed them, a person's edit
+        kept, an item edited on both sides a conflict; the issue where it is now."""
+        key, items = self._issue_key(record), self._checklist_items(record)
+        base = self.store.written.base("checklist", record.source_id)
+        if base is None:  # written before three-way sync: the target made the source's
+            if await replay_checklist(self.client, key, self._checklist(record)):
+                self.changes[("checklist", "updated")] += 1
+            return await checklist_base(self.client, key, items)
+        where = (key, record.source_id)
+        return await settle_checklist(self.client, where, items, base["items"], self._three_way)
+
+    def _checklist_items(self, record: StagedRecord) -> list[tuple[str, dict[str, Any]]]:
+        return source_items(record.raw["items"], self._checklist(record))
 
     async def send_link(self, record: StagedRecord, parent: str | None) -> str:
         body = self.transform.link_body(record.raw)

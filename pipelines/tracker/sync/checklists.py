@@ -1,4 +1,4 @@
-"""A checklist edited at the source, replayed in the target item by item.
+"""A checklist edited at the source, replayed in the target item by item, three ways.
 
 A checklist has no identity of its own (it is the issue's items, in order), so an edit is
 carried by comparing the staged items with what the target lists now: items the source
@@ -7,6 +7,16 @@ differs is edited in place (PATCH, its id kept), items the source added are appe
 request (the API appends; it cannot insert). Every step is
 decided from the target's listing read just before, so a run killed half way and run again
 sends only what is still missing: nothing is written twice.
+
+Three ways, per item (`settle_items`): haul keeps, for each checklist it wrote, each source
+item's target id with its text and done flag as written (the base, `state.written`). An item
+edited only at the source is edited in the target; one edited (or deleted) only in the target
+is kept; one edited on both sides, or edited on one side and deleted on the other, is a
+conflict, settled by `[sync] conflicts` like an issue's field (`pipelines.three_way`). An item
+added at the source is appended (or, when the target already holds one that reads the same and
+is no other item's, taken as it: an append whose reply was lost); an item the source removed is
+deleted unless a person edited it in the target; an item added in the target is the target's,
+never deleted. A checklist written before three-way sync (no base) is replayed as above.
 """
 
 from __future__ import annotations
@@ -18,7 +28,18 @@ from typing import Any
 
 from haul.connectors.errors import AmbiguousWriteError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import RecordFailure
+from haul.pipelines.specs import Conflicted, Fields, RecordFailure
+from haul.pipelines.three_way import ConflictRule, FieldChanges, ThreeWay, conflict_message
+from haul.pipelines.three_way_items import (
+    Base,
+    ItemRule,
+    ItemSettling,
+    SourceItem,
+    appended_base,
+    count_settling,
+    paired_base,
+    settle_items,
+)
 
 Item = dict[str, Any]
 ATTEMPTS = 3  # lists read, each followed by the writes it still shows missing
@@ -102,3 +123,79 @@ async def _apply(client: TrackerClient, key: str, edits: ChecklistEdits) -> None
         await client.add_checklist_items(key, edits.add)
     for item_id in edits.remove:
         await client.delete_record(key, "checklistItems", item_id)
+
+
+# -- three ways, per item (`pipelines.three_way_items`) ----------------------------------
+
+ENTITY = "checklist"
+
+
+def source_items(staged: Sequence[Item], bodies: Sequence[Item]) -> list[SourceItem]:
+    """The staged items (`staged`, as the source lists them) with their target bodies."""
+    pairs = enumerate(zip(staged, bodies, strict=True))
+    return [(str(item.get("id") or f"#{n}"), body) for n, (item, body) in pairs]
+
+
+def item_fields(item: Item) -> Fields:
+    """What three ways compare of an item: its text and whether it is done."""
+    return {"text": item.get("text"), "checked": bool(item.get("checked"))}
+
+
+def item_rule(rule: ConflictRule) -> ItemRule:
+    """A checklist's items: compared by text and done flag."""
+    return ItemRule(item_fields, "item", rule)
+
+
+async def settle_checklist(
+    client: TrackerClient, where: tuple[str, str], source: list[SourceItem], base: Base,
+    three_way: ThreeWay,
+) -> Fields:  # fmt: skip
+    """Carry the source's items to the target issue `key` three ways; the new base. Every step
+    is decided from the listing read just before it, so a lost reply (or a run killed half way)
+    is settled by reading again. Raises `Conflicted` for the items the target keeps.
+    `where`: the target issue's key and the checklist's source id."""
+    key, uncertain = where[0], ""
+    for _ in range(ATTEMPTS):
+        listed = await client.list_checklist(key)
+        settling = settle_items(source, base, listed, item_rule(three_way.rule))
+        try:
+            await _write_items(client, key, settling)
+        except AmbiguousWriteError as exc:  # the next turn reads what it did
+            uncertain = str(exc)
+            continue
+        return await _settled(client, where, settling, three_way)
+    raise RecordFailure(f"the checklist of {key} stayed uncertain after lost replies: {uncertain}")
+
+
+async def _write_items(client: TrackerClient, key: str, settling: ItemSettling) -> None:
+    for item_id, fields in settling.edit:
+        await client.update_checklist_item(key, item_id, fields)
+    if settling.add:
+        await client.add_checklist_items(key, [fields for _, fields in settling.add])
+    for item_id in settling.remove:
+        await client.delete_record(key, "checklistItems", item_id)
+
+
+async def _settled(
+    client: TrackerClient, where: tuple[str, str], settling: ItemSettling, three_way: ThreeWay
+) -> Fields:
+    """Count what the run did, record what it overwrote, and the new base (the appended
+    items' target ids read back)."""
+    key, record_id = where
+    for name, ours, theirs in settling.overwritten:
+        three_way.written.overwrote(ENTITY, record_id, name, ours, theirs)
+    base = settling.base
+    if settling.add:
+        listed = await client.list_checklist(key)
+        base = appended_base(base, settling.add, listed, item_rule(three_way.rule))
+    count_settling(three_way, ENTITY, settling)
+    written = {"items": base}
+    if settling.conflicts:
+        raise Conflicted(conflict_message(FieldChanges(conflicts=settling.conflicts)), written)
+    return written
+
+
+async def checklist_base(client: TrackerClient, key: str, source: list[SourceItem]) -> Fields:
+    """The base of a checklist the target holds as the source's items."""
+    listed = await client.list_checklist(key)
+    return {"items": paired_base(source, listed, item_rule("keep-target"))}

@@ -17,18 +17,27 @@ queue-local, carried by an ordinary edit like the fields named `UPDATE`):
 Three ways, per field (`diff_fields`): haul keeps, for each issue it wrote, the fields as it wrote
 them (the base, `state.written`); a field changed only at the source is carried, one changed
 only in the target is kept, one changed on both sides is a conflict. Values are compared in
-one form for both sides (`issues.three_way` builds it): plain values, no I/O here.
+one form for both sides (`issues.three_way` builds it); the rule itself is every record's
+(`pipelines.three_way`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal
+from typing import Any
 
+from haul.pipelines.three_way import (
+    ConflictRule,
+    FieldChanges,
+    base_after,
+    conflict_message,
+    diff_fields,
+    same,
+)
+
+__all__ = ["ConflictRule", "FieldChanges", "base_after", "conflict_message", "diff_fields", "same"]
 CUSTOM = "field:"  # a custom field's compared name: "field:<its target key>"
-ConflictRule = Literal["keep-target", "source-wins"]
 
 
 class Carry(Enum):
@@ -92,77 +101,6 @@ def import_only(names: Mapping[str, Any]) -> list[str]:
     return sorted(name for name in names if carry_of(body_key(name)) is Carry.IMPORT_ONLY)
 
 
-@dataclass(frozen=True)
-class FieldChanges:
-    """One record's fields, three ways: what a run carries, keeps and finds in conflict.
-
-    `carried`: changed at the source only (or the record has no base), field -> the source's
-    value; `kept`: changed in the target only, field -> the target's value; `conflicts`: changed
-    on both sides to different values, field -> (the source's value, the target's value).
-    Fields both sides hold alike are in none of them."""
-
-    carried: dict[str, Any] = field(default_factory=dict)
-    kept: dict[str, Any] = field(default_factory=dict)
-    conflicts: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.carried or self.kept or self.conflicts)
-
-
-def diff_fields(
-    source: Mapping[str, Any], base: Mapping[str, Any] | None, target: Mapping[str, Any]
-) -> FieldChanges:
-    """Compare each field of the source, the base (what haul last wrote, None when it kept
-    none: then the source's value is carried, as before three-way sync) and the target.
-
-    An absent field, null, an empty string or list are the same empty value."""
-    changes = FieldChanges()
-    for name in sorted({*source, *(base or {}), *target}):
-        ours, theirs = _value(source, name), _value(target, name)
-        if ours == theirs:
-            continue
-        if base is None or theirs == _value(base, name):
-            changes.carried[name] = ours
-        elif ours == _value(base, name):
-            changes.kept[name] = theirs
-        else:
-            changes.conflicts[name] = (ours, theirs)
-    return changes
-
-
-def base_after(
-    source: Mapping[str, Any],
-    base: Mapping[str, Any] | None,
-    changes: FieldChanges,
-    rule: ConflictRule,
-) -> dict[str, Any]:
-    """What haul has written of the record once `changes` are applied under `rule`: the
-    source's fields, but a conflict the target kept keeps its old base (so it stays a
-    conflict until a person settles it)."""
-    after = dict(source)
-    if rule == "keep-target":
-        for name in changes.conflicts:
-            after[name] = _value(base or {}, name)
-    return after
-
-
-def conflict_message(changes: FieldChanges) -> str:
-    """The conflicts the target kept, each with both values, and how to settle them."""
-    named = "; ".join(
-        f"{name}: source {_shown(ours)}, target {_shown(theirs)}"
-        for name, (ours, theirs) in changes.conflicts.items()
-    )
-    return (
-        f"changed on both sides, the target keeps its value: {named} (make both sides agree,"
-        ' or set [sync] conflicts = "source-wins"; then run haul load again)'
-    )
-
-
-def same(one: Any, other: Any) -> bool:
-    """Whether two values of a field are alike (every empty value is the same)."""
-    return bool(_value({"v": one}, "v") == _value({"v": other}, "v"))
-
-
 def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: Any) -> str:
     """Why the target's `target` differs from the source's `source` for field `name`, given
     the base: "changed in the target", "changed on both sides", "not updatable" (a field no
@@ -174,12 +112,3 @@ def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: 
     if same(target, base.get(name)):
         return ""  # the target holds what haul wrote: the source's change is not carried
     return "changed in the target" if same(source, base.get(name)) else "changed on both sides"
-
-
-def _value(fields: Mapping[str, Any], name: str) -> Any:
-    value = fields.get(name)
-    return None if value in ("", [], {}) else value
-
-
-def _shown(value: Any) -> str:
-    return "(empty)" if value is None else repr(value)

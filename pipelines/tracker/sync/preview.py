@@ -2,10 +2,11 @@
 
 Asked with reads only (`pipelines.sync_preview`): an issue moved to another queue at the
 source is a move, its fields an update naming each field that differs and how, a conflict
-where a field changed on both sides; an edited checklist an update counting the items
-edited, added and removed; a walked status a transition; a mirrored deletion or a replaced
-file's old copy a delete. Which issue fields change comes from one hook,
-`TrackerPreview.pending_field_changes`.
+where a field changed on both sides, `not updatable` naming a field changed at the source that
+no update call can change; an edited checklist an update counting the items edited, added and
+removed, three ways (its items changed on both sides a conflict); a walked status a
+transition; a mirrored deletion or a replaced file's old copy a delete. Which issue fields
+change comes from one hook, `TrackerPreview.pending_field_changes`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sync_preview import Change, updated
-from haul.pipelines.tracker.sync.checklists import checklist_edits
-from haul.pipelines.tracker.sync.fields import FieldChanges
+from haul.pipelines.three_way_items import settle_items
+from haul.pipelines.tracker.sync.checklists import (
+    ChecklistEdits,
+    checklist_edits,
+    item_rule,
+    source_items,
+)
+from haul.pipelines.tracker.sync.fields import FieldChanges, import_only
 from haul.pipelines.tracker.sync.files import REPLACED, described
 from haul.pipelines.tracker.transform import Transform
 from haul.state.ledger import LedgerRow
@@ -35,10 +42,13 @@ REFRESHED = {"comment": ("text",), "worklog": ("duration", "comment")}
 @dataclass(frozen=True)
 class FieldPreview:
     """One issue's fields the next load changes: `update` field -> (the target's value, the
-    source's), `conflicts` field -> (the source's value, the target's)."""
+    source's), `conflicts` field -> (the source's value, the target's); `not_updatable`: the
+    fields changed at the source that no update call can change (`sync.fields.import_only`),
+    field -> (the target's value, the source's)."""
 
     update: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     conflicts: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    not_updatable: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,9 +92,12 @@ class TrackerPreview:
         ways (`sync.fields.diff_fields`: the source, what haul last wrote, the target now):
         a field changed only in the target is kept, so it is in neither."""
         changes, target = await self.field_changes(record, row.target_id or "")
+        fixed = set(import_only(changes.carried))
+        carried = {name: (target.get(name), value) for name, value in changes.carried.items()}
         return FieldPreview(
-            update={name: (target.get(name), value) for name, value in changes.carried.items()},
+            update={name: both for name, both in carried.items() if name not in fixed},
             conflicts=dict(changes.conflicts),
+            not_updatable={name: both for name, both in carried.items() if name in fixed},
         )
 
     async def _issue(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
@@ -94,13 +107,12 @@ class TrackerPreview:
         if not fields.update:  # the edit is sent all the same: the record changed
             changes = [updated(row, (), "changed at the source; no edited field differs")]
         if fields.conflicts:
-            detail = "; ".join(
-                f"{name}: source {ours!r}, target {theirs!r}"
-                for name, (ours, theirs) in fields.conflicts.items()
-            )
-            conflict = Change(row.entity, row.source_id, target, "conflict",
-                              tuple(fields.conflicts), detail, writes=0)  # fmt: skip
-            changes.append(conflict)
+            changes.append(_conflict(row, target, fields.conflicts))
+        if fields.not_updatable:
+            detail = f"no update call changes it: {_how(fields.not_updatable)}"
+            fixed = Change(row.entity, row.source_id, target, "not updatable",
+                           tuple(fields.not_updatable), detail, writes=0)  # fmt: skip
+            changes.append(fixed)
         return changes
 
     async def _access(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
@@ -122,15 +134,41 @@ class TrackerPreview:
         return [Change(row.entity, row.source_id, row.target_id or "", "move", ("queue",), detail)]
 
     async def _checklist(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
-        key = (row.target_id or "").removesuffix("/checklist")
+        """The items the next load edits, adds and removes, three ways against the base when
+        there is one (a person's edit in the target is kept, so it is not listed), and the
+        items changed on both sides as a conflict."""
+        key, target = (row.target_id or "").removesuffix("/checklist"), row.target_id or ""
         wanted = [self.transform.checklist_body(item) for item in record.raw["items"]]
-        edits = checklist_edits(await self.client.list_checklist(key), wanted)
+        listed = await self.client.list_checklist(key)
+        base = self.store.written.base("checklist", row.source_id)
+        if base is None:
+            edits = checklist_edits(listed, wanted)
+        else:
+            items = source_items(record.raw["items"], wanted)
+            settling = settle_items(items, base["items"], listed, item_rule("keep-target"))
+            edits = ChecklistEdits(
+                settling.edit, [body for _, body in settling.add], settling.remove
+            )
+            if settling.conflicts:
+                return [*self._items(row, edits), _conflict(row, target, settling.conflicts)]
+        return self._items(row, edits)
+
+    @staticmethod
+    def _items(row: LedgerRow, edits: ChecklistEdits) -> list[Change]:
         if edits.empty:
             return []
         writes = len(edits.edit) + bool(edits.add) + len(edits.remove)
-        target = row.target_id or ""
         detail = edits.described()
-        return [Change(row.entity, row.source_id, target, "update", ("items",), detail, writes)]
+        return [Change(row.entity, row.source_id, row.target_id or "", "update", ("items",),
+                       detail, writes)]  # fmt: skip
+
+
+def _conflict(row: LedgerRow, target: str, conflicts: dict[str, tuple[Any, Any]]) -> Change:
+    """Fields (or items) changed on both sides, with both values: no write."""
+    detail = "; ".join(
+        f"{name}: source {ours!r}, target {theirs!r}" for name, (ours, theirs) in conflicts.items()
+    )
+    return Change(row.entity, row.source_id, target, "conflict", tuple(conflicts), detail, writes=0)
 
 
 def _how(update: dict[str, tuple[Any, Any]]) -> str:
