@@ -171,12 +171,38 @@ def load_command(config_path: Path, retry_failed: bool, as_json: bool) -> None:
     _finish(_run_stage(load, config, retry_failed=retry_failed), config, as_json)
 
 
+MANIFEST_OPTION = click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A shard manifest (haul plan --shards N --manifest FILE): its config, every part.",
+)
+
+
 @main.command("run")
-@CONFIG_OPTION
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The haul TOML file (source, target, scope, mapping, staging).")  # fmt: skip
+@MANIFEST_OPTION
+@click.option("--part", help="With --manifest: the part to run (first, a shard's number, last).")
 @RETRY_OPTION
 @JSON_OPTION
-def run_command(config_path: Path, retry_failed: bool, as_json: bool) -> None:
-    """Extract, load, then check counts (exit 3 when records failed; see haul failures)."""
+def run_command(
+    config_path: Path | None,
+    manifest_path: Path | None,
+    part: str | None,
+    retry_failed: bool,
+    as_json: bool,
+) -> None:
+    """Extract, load, then check counts (exit 3 when records failed; see haul failures).
+    With --manifest and --part: one part of a sharded migration (see README, Sharded runs)."""
+    if manifest_path is not None:
+        if part is None or config_path is not None:
+            raise click.UsageError("--manifest runs one part: give --part, and no --config")
+        from haul.pipelines.shards.parts import run_part
+
+        raise Exit(run_part(manifest_path, part, console=console))
+    if config_path is None:
+        raise click.UsageError("give --config (or --manifest with --part)")
     config = open_config(config_path)
     _finish(_run_stage(run_all, config, retry_failed=retry_failed), config, as_json)
 
