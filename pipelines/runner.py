@@ -19,7 +19,13 @@ from structlog.contextvars import bound_contextvars
 
 from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.engine import LoadEngine, hold_back, plan_ledger, retry_failed_rows
+from haul.pipelines.engine import (
+    LoadEngine,
+    hold_back,
+    hold_back_unplanned,
+    plan_ledger,
+    retry_failed_rows,
+)
 from haul.pipelines.progress import Progress
 from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
@@ -81,6 +87,7 @@ class Portion:
     skip_streams: frozenset[str] = frozenset()
     held_from: Phase | None = None  # records of this phase and later are held
     held_reason: str = ""
+    hold_unplanned: bool = False  # and records that require one this store does not plan
 
 
 WHOLE = Portion()  # an ordinary run: everything
@@ -319,7 +326,10 @@ def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -
         return specs
     held = [spec.name for spec in specs if spec.phase >= portion.held_from]
     hold_back(store, held, portion.held_reason)
-    return [spec for spec in specs if spec.name not in held]
+    loaded = [spec for spec in specs if spec.name not in held]
+    if portion.hold_unplanned:
+        hold_back_unplanned(store, loaded, portion.held_reason)
+    return loaded
 
 
 def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:

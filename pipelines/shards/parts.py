@@ -7,8 +7,9 @@ and runs the ordinary runner over it, so it is exactly once and resumable like a
 
 - ``first`` stages the organisation (and the planning layer, whose records it holds for the
   last part) and loads the organisation objects: it lists no trees.
-- a shard stages and loads its trees and the links inside it; the planning layer's links and
-  the autoactions, triggers and macros wait (held) for the last part.
+- a shard stages and loads its trees and the links inside it; a link to a record it does not
+  plan (another shard's issue), the planning layer's links and the autoactions, triggers and
+  macros wait (held) for the last part: two shards running at once never both make a link.
 - ``last`` gathers every other part's store into its own (`haul.state.union`), wakes every
   waiting row (a link whose other end another shard loaded now finds it in the union's
   ledger) and loads: the links across shards, the planning layer, the autoactions last.
@@ -110,7 +111,7 @@ def portion(part: Part) -> Portion:
     if part.name == FIRST:
         return Portion(TREE_LISTINGS, Phase.TREES, HELD_FOR_LAST)
     if part.is_shard:
-        return Portion(frozenset(), Phase.PLANNING_LINKS, HELD_FOR_LAST)
+        return Portion(frozenset(), Phase.PLANNING_LINKS, HELD_FOR_LAST, hold_unplanned=True)
     return Portion()
 
 
