@@ -129,8 +129,9 @@ def require_ready(manifest: Manifest, part: Part) -> None:
     for name in part.needs:
         if finished(manifest, manifest.part(name)) is None:
             raise PartNotReady(
-                f"part {part.name} needs part {name}, which has not finished: run haul run "
-                f"--manifest {manifest.folder}/… --part {name} first"
+                f"part {part.name} needs part {name}, which has not finished: run "
+                f"haul run --manifest <this manifest> --part {name} to its end first "
+                "(haul status --manifest shows every part)"
             )
 
 

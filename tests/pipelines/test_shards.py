@@ -197,6 +197,9 @@ def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
         assert kill_part_after(manifest, "last", env, loaded=5)
         run_ok(manifest, "run", "--part", "last", env=env)
         run_ok(manifest, "verify", env=env)
+        assert "every part" in run_ok(manifest, "report", env=env)
+        status = json.loads(run_ok(manifest, "status", "--json", env=env))
+        assert [row["state"] for row in status["parts"]] == ["done"] * 4
         source = snapshot_source(info, queues)
         actual = snapshot_target(info, queues)
     actual.pop("structure")
