@@ -25,18 +25,20 @@ written deterministically (the same counts give the same bytes), paths relative 
 The parts, in the order they run:
 
 - ``first``: the organisation as configured (dictionary values, fields, queues with their
-  workflows, components, versions, boards, sprints) and the planning layer's entities
-  (projects, portfolios, goals): what every shard's issues are imported into. Its entities'
-  links to issues wait (ledger status ``waiting``) for the last part.
+  workflows, components, versions, boards, sprints): what every shard's issues are imported
+  into, made once (each shard then finds it in the target). It also stages the planning layer
+  (projects, portfolios, goals, saved filters, dashboards, autoactions, triggers, macros) and
+  holds it (ledger status ``waiting``) for the last part.
 - ``1`` .. ``N``: the shards, balanced by record count: each holds tracker queues (a large
   queue cut into creation-time windows, each a query: ``Created: >= "a" AND Created: < "b"``),
   wiki subtrees and surveys (with their back-fill rules). A shard finds the organisation
   objects the first part made, and loads its trees and the links inside it; a link whose other
-  end is in another shard waits.
-- ``last``: gathers every other part's store into its own (the union), makes what waited (links
-  across shards, the entities' links), then autoactions, triggers and macros (so importing
-  fired nothing) and saved filters and dashboards (their queries name issues of every shard).
-  `haul verify --manifest` compares the union.
+  end another shard loads waits, so that two shards running at once never both make it.
+- ``last``: gathers every other part's store into its own (the union), plans what waited again
+  over the union (a link between two shards loads from one side) and loads it: the links across
+  shards, the planning layer (its links and queries name issues of every shard), autoactions,
+  triggers and macros last (so importing fired nothing). `haul verify --manifest` and `haul
+  report --manifest` read the union.
 
 Each part has its own staging store (`store`: the template with ``{part}`` filled in, so
 each worker may have its own disk) and may read its token from its own variables
