@@ -361,7 +361,7 @@ def _config_or_union(config_path: Path | None, manifest_path: Path | None) -> Co
 @click.option("--shards", type=click.IntRange(min=1),
               help="Cut the migration into N shards by the source's counts; needs --manifest.")  # fmt: skip
 @MANIFEST_OPTION
-@click.option("--stores", "store_template", default="stores/{part}.db", show_default=True,
+@click.option("--stores", "store_template", default="stores/{part}/haul.db", show_default=True,
               help="With --shards: each part's store, relative to the manifest.")  # fmt: skip
 @click.option("--source-token-env", help="With --shards: each shard's source token variable, "
               "e.g. SRC_TOKEN_{part} (default: the config's).")  # fmt: skip

@@ -8,16 +8,16 @@ written deterministically (the same counts give the same bytes), paths relative 
       "haul_manifest": 1,
       "config": "haul.toml",                 the base config every part derives its own from
       "shards": 4,
-      "store_template": "stores/{part}.db",  how each part's store path was made
+      "store_template": "stores/{part}/haul.db",  how each part's store path was made
       "parts": [
-        {"part": "first", "needs": [], "store": "stores/first.db", "records": 0,
+        {"part": "first", "needs": [], "store": "stores/first/haul.db", "records": 0,
          "scope": null, "source_token_env": null, "target_token_env": null},
-        {"part": "1", "needs": ["first"], "store": "stores/1.db", "records": 5210,
+        {"part": "1", "needs": ["first"], "store": "stores/1/haul.db", "records": 5210,
          "scope": {"queues": ["DEV"], "query": "Created: < \\"2024-03-01T00:00:00.000+0000\\"",
                    "wiki_roots": [], "surveys": []},
          "source_token_env": "SRC_TOKEN_1", "target_token_env": null},
         ...
-        {"part": "last", "needs": ["first", "1", "2", "3", "4"], "store": "stores/last.db",
+        {"part": "last", "needs": ["first", "1", "2", "3", "4"], "store": "stores/last/haul.db",
          "records": 0, "scope": null, ...}
       ]
     }
@@ -57,7 +57,7 @@ from haul.connectors.errors import HaulError
 
 FORMAT = 1
 FIRST, LAST = "first", "last"
-DEFAULT_STORE_TEMPLATE = "stores/{part}.db"
+DEFAULT_STORE_TEMPLATE = "stores/{part}/haul.db"
 
 
 class ManifestError(HaulError):
@@ -219,7 +219,7 @@ def _check_parts(manifest: Manifest, path: Path) -> None:
 
 
 def store_for(template: str, part: str) -> str:
-    """The store path of `part` from the template (`stores/{part}.db`)."""
+    """The store path of `part` from the template (`stores/{part}/haul.db`)."""
     if "{part}" not in template:
         raise ManifestError(
             f"--stores {template!r}: put {{part}} in the template, so each part has its own store"

@@ -167,7 +167,7 @@ def done_rows(db: Path) -> int:
 def kill_part_after(manifest: Path, part: str, env: dict[str, str], loaded: int) -> bool:
     """Start `haul run --part`, SIGKILL it once its store holds `loaded` more done rows;
     True if it was killed before it ended."""
-    db = manifest.parent / "stores" / f"{part}.db"
+    db = manifest.parent / "stores" / part / "haul.db"
     threshold = done_rows(db) + loaded
     process = subprocess.Popen(
         [HAUL, "run", "--part", part, "--manifest", str(manifest)],
