@@ -228,3 +228,49 @@ def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
         if actual[key]["updatedBy"] == ADMIN:  # a remote link moved it (see load_moved)
             issue = {**issue, "updatedAt": actual[key]["updatedAt"], "updatedBy": ADMIN}
         assert actual[key] == issue, key
+
+
+def wiki_forms_target(info: dict[str, Any]) -> dict[str, Any]:
+    """The target's back-filled issues and its wiki subtree, normalised (no ids)."""
+    from tests.helpers.forms_backfill import client
+    from tests.helpers.wiki_snapshot import wiki_snapshot
+
+    async def read() -> dict[str, Any]:
+        async with (
+            client(info, "wiki", "target") as wiki,
+            client(info, "tracker", "target") as tracker,
+        ):
+            issues = []
+            async for issue in tracker.search_issues(query="Queue: NEW", per_page=100):
+                files = await tracker.list_attachments(issue["key"])
+                issues.append((issue["unique"], issue["summary"], issue["createdAt"], len(files)))
+            roots = {"team/runbooks": "team/runbooks"}
+            return {"wiki": await wiki_snapshot(wiki, roots), "issues": sorted(issues)}
+
+    return asyncio.run(read())
+
+
+def test_wiki_subtrees_and_surveys_shard_like_queues(tmp_path: Path) -> None:
+    """A wiki subtree and two surveys back-filled into the tracker and a wiki grid, as three
+    shards: each is a shard of its own, every part exits 0, verify over the manifest exits 0,
+    and the target equals a one-process run's of a twin sandbox."""
+    from haul.sandbox import server as sandbox_server
+    from tests.helpers.forms_backfill import write_config as write_backfill_config
+
+    with (
+        sandbox_server.start_sandbox(size="tiny", seed=13) as whole,
+        sandbox_server.start_sandbox(size="tiny", seed=13) as sharded,
+    ):
+        env = {**os.environ, TOKEN_ENV: whole.info["tokens"]["admin"]}
+        finish(write_backfill_config(tmp_path / "whole", whole.info), "run", env)
+        env = {**os.environ, TOKEN_ENV: sharded.info["tokens"]["admin"]}
+        config = write_backfill_config(tmp_path / "sharded", sharded.info)
+        manifest = tmp_path / "sharded" / "manifest.json"
+        plan(config, manifest, 3, env)
+        parts = json.loads(manifest.read_text())["parts"]
+        scopes = [part["scope"] for part in parts[1:-1]]
+        assert sorted(len(s["wiki_roots"]) + len(s["surveys"]) for s in scopes) == [1, 1, 1]
+        for part in parts:
+            run_ok(manifest, "run", "--part", part["part"], env=env)
+        run_ok(manifest, "verify", env=env)
+        assert wiki_forms_target(sharded.info) == wiki_forms_target(whole.info)
