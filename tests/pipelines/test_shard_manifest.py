@@ -20,6 +20,8 @@ from haul.pipelines.shards.units import Unit, balance, cut_large
 
 pytestmark = pytest.mark.fast
 
+S1, S2 = "1" * 24, "2" * 24  # survey ids
+
 
 def queue(name: str, records: int) -> Unit:
     async def split(pieces: int) -> list[Unit]:
@@ -87,3 +89,55 @@ def test_a_part_the_manifest_lacks_and_a_template_without_part_are_usage_errors(
     path.write_text('{"parts": []}')
     with pytest.raises(ManifestError, match="not a haul shard manifest"):
         read_manifest(path)
+
+
+def test_a_part_config_narrows_the_base_to_its_scope_store_and_tokens(tmp_path: Path) -> None:
+    """A shard's config: its queue under the base query AND its window, its wiki root and the
+    mapping of it alone, its survey's back-fill rule alone, no planning layer, its own store
+    and token variables; the first part keeps the queues and drops the trees' other services."""
+    from haul.pipelines.config import parse_config
+    from haul.pipelines.shards.manifest import Manifest, Part
+    from haul.pipelines.shards.parts import part_config
+
+    endpoint = {"tracker_url": "http://t/v3", "wiki_url": "http://w/v1",
+                "forms_url": "http://f/v1", "token_env": "TOKEN", "org_id": "1"}  # fmt: skip
+    base = parse_config(
+        {
+            "source": endpoint,
+            "target": endpoint,
+            "scope": {
+                "queues": ["A", "B"],
+                "query": "Type: bug",
+                "wiki_roots": ["docs", "ops"],
+                "surveys": [S1, S2],
+                "entities": "all",
+            },
+            "mapping": {"wiki_roots": {"docs": "d2", "ops": "o2"}},
+            "backfill": [
+                {"survey": s, "into": "tracker", "queue": "A", "summary": "{x}"} for s in (S1, S2)
+            ],
+            "staging": {"path": "haul.db"},
+        },
+        base_dir=tmp_path,
+    )
+    scope = PartScope(queues=("A",), query='Created: < "2024"', wiki_roots=("ops",),
+                      surveys=(S2,))  # fmt: skip
+    shard = Part("1", ("first",), "stores/1/haul.db", 5, scope, "SRC_1", "DST_1")
+    first = Part("first", (), "stores/first/haul.db")
+    manifest = Manifest("haul.toml", (first, shard), folder=tmp_path)
+    config = part_config(manifest, shard, base)
+    assert config.scope.queues == ("A",)
+    assert config.scope.query == 'Type: bug AND Created: < "2024"'
+    assert config.scope.wiki_roots == ("ops",)
+    assert dict(config.mapping.wiki_roots) == {"ops": "o2"}
+    assert [rule.survey for rule in config.backfill] == [S2]
+    assert config.scope.entity_types == ()
+    assert config.staging_path == tmp_path / "stores" / "1" / "haul.db"
+    assert (config.source.token_env, config.target and config.target.token_env) == (
+        "SRC_1",
+        "DST_1",
+    )
+    config = part_config(manifest, first, base)
+    assert config.scope.queues == ("A", "B")
+    assert (config.scope.wiki_roots, config.scope.surveys, config.backfill) == ((), (), ())
+    assert config.source.token_env == "TOKEN"
