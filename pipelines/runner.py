@@ -19,12 +19,19 @@ from structlog.contextvars import bound_contextvars
 
 from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
+from haul.pipelines.engine import (
+    LoadEngine,
+    hold_back,
+    hold_back_unplanned,
+    plan_ledger,
+    retry_failed_rows,
+)
 from haul.pipelines.progress import Progress
 from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
 from haul.pipelines.run_report import reporting
 from haul.pipelines.services import Service
+from haul.pipelines.specs import EntitySpec, Phase
 from haul.pipelines.streams import Extractor
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
@@ -71,6 +78,21 @@ class RunSummary:
         return all(row.loaded + row.waiting == row.to_load for row in loadable)
 
 
+@dataclass(frozen=True)
+class Portion:
+    """The share of a whole run one part of a sharded migration does (`pipelines.shards`):
+    the listings it skips (staged entities another part stages) and the load phases it
+    holds back: their records wait, named, for the part that loads them."""
+
+    skip_streams: frozenset[str] = frozenset()
+    held_from: Phase | None = None  # records of this phase and later are held
+    held_reason: str = ""
+    hold_unplanned: bool = False  # and records that require one this store does not plan
+
+
+WHOLE = Portion()  # an ordinary run: everything
+
+
 @dataclass
 class Stage:
     """What every stage is handed: the config, the store, progress and the stop flag."""
@@ -79,6 +101,7 @@ class Stage:
     store: StagingStore
     progress: Progress
     stop_requested: Callable[[], bool] = lambda: False
+    portion: Portion = WHOLE
 
 
 class Interrupted(HaulError):
@@ -190,12 +213,13 @@ async def run_all(
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
     stop_requested: Callable[[], bool] = lambda: False,
+    portion: Portion = WHOLE,
 ) -> RunSummary:
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run")
     async with open_clients(config, environ, config.source, target) as (sources, targets):
         with staged_run(config, "run") as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested)
+            stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             extracted = await _extract(stage, sources)
             _raise_if_stopped(stage)
             loaded = await _load(stage, targets, retry_failed)
@@ -215,10 +239,11 @@ def _raise_if_stopped(stage: Stage) -> None:
 
 async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSummary:
     parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
+    skip = stage.portion.skip_streams
     extractor = Extractor(
         stage.store,
-        [stream for part in parts for stream in part.streams],
-        [drain for part in parts for drain in part.drains],
+        [stream for part in parts for stream in part.streams if stream.entity not in skip],
+        [drain for part in parts for drain in part.drains if drain.parent not in skip],
         progress=stage.progress,
         concurrency=stage.config.tuning.concurrency,
         stop_requested=stage.stop_requested,
@@ -253,9 +278,10 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
         retry_failed_rows(store)
+    specs = _held_back([spec for part in parts for spec in part.specs], store, stage.portion)
     engine = LoadEngine(
         store,
-        [spec for part in parts for spec in part.specs],
+        specs,
         progress=stage.progress,
         concurrency=stage.config.tuning.concurrency,
         stop_requested=stage.stop_requested,
@@ -292,6 +318,18 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         unmapped_users=sorted({user for part in parts for user in part.unmapped_users()}),
         details=details,
     )
+
+
+def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -> list[EntitySpec]:
+    """The specs this portion loads; the pending records of those it holds back wait, named."""
+    if portion.held_from is None:
+        return specs
+    held = [spec.name for spec in specs if spec.phase >= portion.held_from]
+    hold_back(store, held, portion.held_reason)
+    loaded = [spec for spec in specs if spec.name not in held]
+    if portion.hold_unplanned:
+        hold_back_unplanned(store, loaded, portion.held_reason)
+    return loaded
 
 
 def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:

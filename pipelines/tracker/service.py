@@ -33,6 +33,7 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.tracker.backfill.answers import TrackerBackfill
@@ -51,6 +52,7 @@ from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
 from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
+from haul.pipelines.tracker.organisation.shard_units import tracker_units
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
@@ -153,6 +155,10 @@ class TrackerService:
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
             references=source_scan(store, config, mentions(transform, config)),
         )
+
+    async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
+        """A shard manifest's units: one per queue, cut into windows when large."""
+        return await tracker_units(config, client)
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str

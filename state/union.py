@@ -1,0 +1,66 @@
+"""The union of staging stores: a sharded migration's last part gathers every part's store.
+
+Each part of a manifest stages and loads its own share into its own store; the last part
+copies them all into its store, so that the load engine sees every record and every ledger
+row at once (a link staged in one shard finds its other end, loaded by another, in the
+union's ledger) and verify and the report read one store. Attachment bytes stay where their
+part staged them: the union holds their records and ledger rows, never the files.
+
+A row the union already holds is replaced by a part's, except a part's `waiting` row: that
+one waits for the union itself, which may have made it (or be making it) since. Waiting rows
+were planned by a part that saw only its share: `plan_waiting_again` has the union plan them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from haul.state.store import StagingStore
+
+# table -> its columns, copied whole (the ledger apart: see `_LEDGER`)
+_TABLES = {
+    "records": "entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at",
+    "drained": "entity, source_id, updated_at, drained_at",
+    "problems": "entity, source_id, parent, error, first_seen, last_seen",
+    "written": "entity, source_id, fields",
+}
+_LEDGER = (
+    "entity, source_id, parent, status, target_id, payload_hash, error, attempts, updated_at,"
+    " parent_entity, sort_key, staged_hash, found, undo, recovery_token"
+)
+
+
+def gather(union: StagingStore, part: Path, mark: str, value: dict[str, Any]) -> dict[str, int]:
+    """Copy the store at `part` into `union`, and set the checkpoint `mark` to `value`, in one
+    transaction (a gather killed half way left nothing); the rows copied per table."""
+    copied: dict[str, int] = {}
+    db = union.db
+    db.conn.execute("ATTACH DATABASE ? AS part", [str(part)])
+    try:
+        with union.transaction():
+            union.set_checkpoint(mark, value)
+            for table, columns in _TABLES.items():
+                copied[table] = db.conn.execute(
+                    f"INSERT OR REPLACE INTO main.{table} ({columns}) "
+                    f"SELECT {columns} FROM part.{table}"
+                ).rowcount
+            copied["ledger"] = db.conn.execute(
+                f"INSERT INTO main.ledger ({_LEDGER}) SELECT {_LEDGER} FROM part.ledger WHERE true "
+                "ON CONFLICT (entity, source_id) DO UPDATE SET "
+                + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LEDGER.split(","))
+                + " WHERE excluded.status != 'waiting'"
+            ).rowcount
+    finally:
+        db.conn.execute("DETACH DATABASE part")
+    return copied
+
+
+def plan_waiting_again(union: StagingStore, planned_mark: str) -> int:
+    """Forget every waiting row of `union` and the checkpoint (`planned_mark`) that says the
+    ledger is planned, in one transaction, so the next load plans them again from the whole
+    union; the rows forgotten. A waiting row was never sent: forgetting it loses nothing."""
+    with union.transaction():
+        forgotten = union.db.execute("DELETE FROM ledger WHERE status = 'waiting'").rowcount
+        union.db.execute("DELETE FROM checkpoints WHERE name = ?", [planned_mark])
+    return int(forgotten)

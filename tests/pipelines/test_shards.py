@@ -1,0 +1,276 @@
+"""Sharded runs: a migration cut by `haul plan --shards N` into first, N shards and last, each
+run as its own `haul run --manifest F --part P` process, ends as a one-process migration of a
+twin sandbox does, record for record (compared through the plain API)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.crash_runs import HAUL, finish
+from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot, org_structure
+
+MAPPING = {"TEST": "NEW"}
+ADMIN = "robot"  # the sandbox's migrating admin
+
+
+def snapshot_target(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
+    """The target's issues (keys mapped back) and, under "structure", its organisation
+    objects by name: one made twice shows twice."""
+
+    async def read() -> dict[str, Any]:
+        async with client_for(info, "target") as target:
+            back = {v: k for k, v in MAPPING.items()}
+            mapped = [MAPPING.get(q, q) for q in queues]
+            issues = await org_snapshot(target, mapped, rename=back)
+            return {**issues, "structure": await org_structure(target, mapped)}
+
+    return asyncio.run(read())
+
+
+def snapshot_source(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
+    async def read() -> dict[str, Any]:
+        async with client_for(info, "source") as source:
+            return await org_snapshot(source, queues)
+
+    return asyncio.run(read())
+
+
+def source_structure(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
+    async def read() -> dict[str, Any]:
+        async with client_for(info, "source") as source:
+            return await org_structure(source, queues)
+
+    return asyncio.run(read())
+
+
+def load_moved(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot with the `updatedAt` of every issue the load itself last edited (a remote
+    link takes no time of its own: the target records the load's moment) said as such: two
+    loads at two moments can only agree that it moved."""
+    moved = {}
+    for key, issue in snapshot.items():
+        if isinstance(issue, dict) and issue.get("updatedBy") == ADMIN:
+            issue = {**issue, "updatedAt": "moved by the load"}
+        moved[key] = issue
+    return moved
+
+
+def haul_manifest(
+    manifest: Path, *args: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HAUL, *args, "--manifest", str(manifest)], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+
+
+def run_ok(manifest: Path, *args: str, env: dict[str, str]) -> str:
+    done = haul_manifest(manifest, *args, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def one_process(tmp_path: Path, start: Any) -> dict[str, Any]:
+    with start(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        config = write_config(tmp_path / "whole", info, queues=queues, mapping=MAPPING)
+        finish(config, "run", {**os.environ, TOKEN_ENV: info["tokens"]["admin"]})
+        return load_moved(snapshot_target(info, queues))
+
+
+def plan(config: Path, manifest: Path, shards: int, env: dict[str, str]) -> None:
+    planned = subprocess.run(
+        [HAUL, "plan", "--config", str(config), "--shards", str(shards), "--manifest",
+         str(manifest)], env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+
+
+def test_the_plan_is_deterministic_and_parts_wait_for_what_they_need(tmp_path: Path) -> None:
+    """Planned twice from the same counts, the manifest is the same bytes (a large queue cut
+    into creation windows); a shard or the last part run before the first refuses with exit 1
+    naming the part to run, an unknown part is a usage error, and status shows none started."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        config = write_config(tmp_path, info, queues=source_queues(info), mapping=MAPPING)
+        manifest = tmp_path / "manifest.json"
+        plan(config, manifest, 4, env)
+        written = manifest.read_bytes()
+        plan(config, manifest, 4, env)
+        assert manifest.read_bytes() == written
+        shards = json.loads(written)["parts"][1:-1]
+        assert any(part["scope"]["query"] for part in shards)  # a window of the large queue
+        for part in ("1", "last"):
+            early = haul_manifest(manifest, "run", "--part", part, env=env)
+            assert early.returncode == 1, early.stderr
+            assert "needs part first" in early.stderr
+        unknown = haul_manifest(manifest, "run", "--part", "9", env=env)
+        assert unknown.returncode == 2
+        assert "no such part" in unknown.stderr
+        status = json.loads(run_ok(manifest, "status", "--json", env=env))
+    assert {row["state"] for row in status["parts"]} == {"not started"}
+
+
+@pytest.mark.slow  # two sandboxes, six parts and a whole run: over a minute
+def test_four_shards_equal_one_process(tmp_path: Path) -> None:
+    """plan --shards 4, then first, every shard, last: the target equals a one-process
+    migration's, verify over the manifest exits 0, and status names every part done."""
+    from haul.sandbox import server as sandbox_server
+
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "sharded").mkdir()
+    expected = one_process(tmp_path, sandbox_server.start_sandbox)
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        config = write_config(tmp_path / "sharded", info, queues=queues, mapping=MAPPING)
+        manifest = tmp_path / "sharded" / "manifest.json"
+        plan(config, manifest, 4, env)
+        parts = [part["part"] for part in json.loads(manifest.read_text())["parts"]]
+        assert parts[0] == "first" and parts[-1] == "last" and len(parts) == 6
+        for part in parts:
+            run_ok(manifest, "run", "--part", part, env=env)
+        actual = load_moved(snapshot_target(info, queues))
+        run_ok(manifest, "verify", env=env)
+        status = json.loads(run_ok(manifest, "status", "--json", env=env))
+    assert [row["state"] for row in status["parts"]] == ["done"] * 6
+    assert sorted(actual) == sorted(expected)
+    for key in expected:
+        assert actual[key] == expected[key], key
+
+
+def done_rows(db: Path) -> int:
+    """Records loaded so far in a part's store, read beside the running process."""
+    if not db.exists():
+        return 0
+    from haul.state.store import StagingStore
+
+    with StagingStore.open(db) as store:
+        return sum(states.get("done", 0) for states in store.ledger.counts().values())
+
+
+def kill_part_after(manifest: Path, part: str, env: dict[str, str], loaded: int) -> bool:
+    """Start `haul run --part`, SIGKILL it once its store holds `loaded` more done rows;
+    True if it was killed before it ended."""
+    db = manifest.parent / "stores" / part / "haul.db"
+    threshold = done_rows(db) + loaded
+    process = subprocess.Popen(
+        [HAUL, "run", "--part", part, "--manifest", str(manifest)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if done_rows(db) >= threshold:
+            process.send_signal(signal.SIGKILL)
+            process.communicate()
+            return True
+        time.sleep(0.005)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    return False
+
+
+def run_at_once(manifest: Path, parts: tuple[str, ...], env: dict[str, str]) -> None:
+    """Run `parts` as processes at the same time, each to exit 0."""
+    command = [HAUL, "run", "--manifest", str(manifest), "--part"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    running = [subprocess.Popen([*command, part], env=env, **pipes) for part in parts]
+    for process in running:
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, (stdout + stderr).decode()
+
+
+def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    """The first part, a shard and the last part SIGKILLed mid-load, then run again (the two
+    shards at once): the target equals the source (each record once, the links across the
+    shards made from one side), and verify over the manifest exits 0. The default run's
+    representative of the sharded migration."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        config = write_config(tmp_path, info, queues=queues, mapping=MAPPING)
+        manifest = tmp_path / "manifest.json"
+        plan(config, manifest, 2, env)
+        assert kill_part_after(manifest, "first", env, loaded=3)
+        run_ok(manifest, "run", "--part", "first", env=env)
+        assert kill_part_after(manifest, "1", env, loaded=40)
+        run_at_once(manifest, ("1", "2"), env)  # as an orchestrator's mapped tasks run
+        assert kill_part_after(manifest, "last", env, loaded=5)
+        run_ok(manifest, "run", "--part", "last", env=env)
+        run_ok(manifest, "verify", env=env)
+        assert "every part" in run_ok(manifest, "report", env=env)
+        status = json.loads(run_ok(manifest, "status", "--json", env=env))
+        assert [row["state"] for row in status["parts"]] == ["done"] * 4
+        source = snapshot_source(info, queues)
+        actual = snapshot_target(info, queues)
+        structure = source_structure(info, queues)
+    assert actual.pop("structure") == structure  # no organisation object made twice
+    assert sorted(actual) == sorted(source)
+    for key, issue in source.items():
+        if actual[key]["updatedBy"] == ADMIN:  # a remote link moved it (see load_moved)
+            issue = {**issue, "updatedAt": actual[key]["updatedAt"], "updatedBy": ADMIN}
+        assert actual[key] == issue, key
+
+
+def wiki_forms_target(info: dict[str, Any]) -> dict[str, Any]:
+    """The target's back-filled issues and its wiki subtree, normalised (no ids)."""
+    from tests.helpers.forms_backfill import client
+    from tests.helpers.wiki_snapshot import wiki_snapshot
+
+    async def read() -> dict[str, Any]:
+        async with (
+            client(info, "wiki", "target") as wiki,
+            client(info, "tracker", "target") as tracker,
+        ):
+            issues = []
+            async for issue in tracker.search_issues(query="Queue: NEW", per_page=100):
+                files = await tracker.list_attachments(issue["key"])
+                issues.append((issue["unique"], issue["summary"], issue["createdAt"], len(files)))
+            roots = {"team/runbooks": "team/runbooks"}
+            return {"wiki": await wiki_snapshot(wiki, roots), "issues": sorted(issues)}
+
+    return asyncio.run(read())
+
+
+def test_wiki_subtrees_and_surveys_shard_like_queues(tmp_path: Path) -> None:
+    """A wiki subtree and two surveys back-filled into the tracker and a wiki grid, as three
+    shards: each is a shard of its own, every part exits 0, verify over the manifest exits 0,
+    and the target equals a one-process run's of a twin sandbox."""
+    from haul.sandbox import server as sandbox_server
+    from tests.helpers.forms_backfill import write_config as write_backfill_config
+
+    with (
+        sandbox_server.start_sandbox(size="tiny", seed=13) as whole,
+        sandbox_server.start_sandbox(size="tiny", seed=13) as sharded,
+    ):
+        env = {**os.environ, TOKEN_ENV: whole.info["tokens"]["admin"]}
+        finish(write_backfill_config(tmp_path / "whole", whole.info), "run", env)
+        env = {**os.environ, TOKEN_ENV: sharded.info["tokens"]["admin"]}
+        config = write_backfill_config(tmp_path / "sharded", sharded.info)
+        manifest = tmp_path / "sharded" / "manifest.json"
+        plan(config, manifest, 3, env)
+        parts = json.loads(manifest.read_text())["parts"]
+        scopes = [part["scope"] for part in parts[1:-1]]
+        assert sorted(len(s["wiki_roots"]) + len(s["surveys"]) for s in scopes) == [1, 1, 1]
+        for part in parts:
+            run_ok(manifest, "run", "--part", part["part"], env=env)
+        run_ok(manifest, "verify", env=env)
+        assert wiki_forms_target(sharded.info) == wiki_forms_target(whole.info)
