@@ -7,7 +7,8 @@ the task's stdout and stderr already (the orchestrator's log of that task)::
 
     shard_names(manifest)          -> ["1", "2", ...]   what to map or partition over
     run_part_or_raise(manifest, p) -> None, or PartFailed(exit_status 1..4)
-    verify_parts(manifest)         -> the exit status of verify over the union (0 or 3, ...)
+    verify_parts(manifest)         -> the exit status of verify over the union (0, 3, ...)
+    verify_or_raise(manifest)      -> None, or PartFailed
 """
 
 from __future__ import annotations
@@ -31,16 +32,20 @@ EXIT_MEANINGS = {
 
 
 class PartFailed(Exception):
-    """A part of the manifest ended with a non-zero exit status: the task fails."""
+    """A part of the manifest, or verify over it, ended with a non-zero exit status: the task
+    fails, naming the command that would run it again by hand."""
 
-    def __init__(self, manifest_path: str | Path, part: str, exit_status: int) -> None:
-        self.part = part
+    def __init__(self, command: str, exit_status: int) -> None:
+        self.command = command
         self.exit_status = exit_status
         self.meaning = meaning(exit_status)
-        super().__init__(
-            f"haul part {part} of {manifest_path} exited {exit_status}: {self.meaning}; "
-            f"haul status --manifest {manifest_path} shows every part"
-        )
+        super().__init__(f"{command} exited {exit_status}: {self.meaning}")
+
+    @property
+    def retry_may_help(self) -> bool:
+        """Whether running the task again may end otherwise: after a stop (1) or rate
+        limiting (4) it resumes; a config error (2) or failed records (3) need a person."""
+        return self.exit_status in (1, 4)
 
 
 def meaning(exit_status: int) -> str:
@@ -59,7 +64,14 @@ def run_part_or_raise(manifest_path: str | Path, part: str) -> None:
     """Run one part (as `haul run --manifest FILE --part P`); PartFailed unless it exits 0."""
     exit_status = run_part(manifest_path, part)
     if exit_status:
-        raise PartFailed(manifest_path, part, exit_status)
+        raise PartFailed(f"haul run --manifest {manifest_path} --part {part}", exit_status)
+
+
+def verify_or_raise(manifest_path: str | Path) -> None:
+    """Verify over every part (as `haul verify --manifest FILE`); PartFailed unless it exits 0."""
+    exit_status = verify_parts(manifest_path)
+    if exit_status:
+        raise PartFailed(f"haul verify --manifest {manifest_path}", exit_status)
 
 
 def verify_parts(manifest_path: str | Path, console: Console | None = None) -> int:

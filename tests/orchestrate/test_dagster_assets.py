@@ -121,5 +121,4 @@ def test_a_shard_before_the_first_part_fails_naming_the_exit_status(tmp_path: Pa
     (failure,) = [event for event in run.all_events if event.is_step_failure]
     data = failure.step_failure_data
     assert data.user_failure_data.metadata["exit_status"].value == 1
-    assert "haul part 1 of " in data.error.message
-    assert "exited 1: stopped" in data.error.message
+    assert "--part 1 exited 1: stopped" in data.error.message
