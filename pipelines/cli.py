@@ -75,6 +75,14 @@ RETRY_OPTION = click.option(
 )
 
 
+MANIFEST_OPTION = click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A shard manifest (haul plan --shards N --manifest FILE): its config, every part.",
+)
+
+
 class Exit(Exception):
     """End the command with this exit status, having said all there is to say."""
 
@@ -171,14 +179,6 @@ def load_command(config_path: Path, retry_failed: bool, as_json: bool) -> None:
     _finish(_run_stage(load, config, retry_failed=retry_failed), config, as_json)
 
 
-MANIFEST_OPTION = click.option(
-    "--manifest",
-    "manifest_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A shard manifest (haul plan --shards N --manifest FILE): its config, every part.",
-)
-
-
 @main.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The haul TOML file (source, target, scope, mapping, staging).")  # fmt: skip
@@ -208,10 +208,25 @@ def run_command(
 
 
 @main.command("status")
-@CONFIG_OPTION
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The haul TOML file (source, target, scope, mapping, staging).")  # fmt: skip
+@MANIFEST_OPTION
 @JSON_OPTION
-def status_command(config_path: Path, as_json: bool) -> None:
-    """Show what is staged, loaded, failed and pending, per entity, and the last runs."""
+def status_command(config_path: Path | None, manifest_path: Path | None, as_json: bool) -> None:
+    """Show what is staged, loaded, failed and pending, per entity, and the last runs.
+    With --manifest: every part of a sharded migration."""
+    if manifest_path is not None:
+        from haul.pipelines.shards.manifest import read_manifest
+        from haul.pipelines.shards.status import manifest_status, print_status
+
+        statuses = manifest_status(read_manifest(manifest_path))
+        if as_json:
+            click.echo(json.dumps({"parts": [row.as_json() for row in statuses]}))
+        else:
+            print_status(statuses, console)
+        return
+    if config_path is None:
+        raise click.UsageError("give --config (or --manifest)")
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
@@ -282,17 +297,56 @@ def failures_command(
 
 
 @main.command("verify")
-@CONFIG_OPTION
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The haul TOML file (source, target, scope, mapping, staging).")  # fmt: skip
+@MANIFEST_OPTION
 @click.option("--sample", type=int, help="Check N random loaded records per entity.")
 @click.option("--entities", help="Comma-separated entities to check (default: all).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path))
 def verify_command(
-    config_path: Path, sample: int | None, entities: str | None, csv_path: Path | None
+    config_path: Path | None,
+    manifest_path: Path | None,
+    sample: int | None,
+    entities: str | None,
+    csv_path: Path | None,
 ) -> None:
-    """Read the target back and compare every loaded record field by field (exit 3 on any difference)."""
+    """Read the target back and compare every loaded record field by field (exit 3 on any
+    difference). With --manifest: over the union of every part (the last part's store)."""
     from haul.pipelines.verify_cli import run_verify
 
-    raise Exit(run_verify(open_config(config_path), sample, entities, csv_path, console))
+    raise Exit(run_verify(_config_or_union(config_path, manifest_path), sample, entities,
+                          csv_path, console))  # fmt: skip
+
+
+@main.command("report")
+@MANIFEST_OPTION
+def report_command(manifest_path: Path | None) -> None:
+    """One report over every part of a sharded migration: the union's counts per entity, and
+    where its report.json and report.html are."""
+    if manifest_path is None:
+        raise click.UsageError("give --manifest (a single store's report is beside it)")
+    config = _config_or_union(None, manifest_path)
+    with open_store(config.staging_path) as store:
+        counts = entity_counts(store, in_use(store, services()))
+        runs = store.recent_runs(1)
+    last: dict[str, object] = (runs[0].get("counts") or {}) if runs else {}
+    print_run(counts, last, [], console, "haul report: every part")
+    folder = config.staging_path.parent
+    click.echo(f"report: {folder / 'report.html'} ({folder / 'report.json'})")
+
+
+def _config_or_union(config_path: Path | None, manifest_path: Path | None) -> Config:
+    """The config given, or a manifest's union (its last part's config)."""
+    if (config_path is None) == (manifest_path is None):
+        raise click.UsageError("give one of --config or --manifest")
+    if config_path is not None:
+        return open_config(config_path)
+    from haul.pipelines.shards.manifest import read_manifest
+    from haul.pipelines.shards.status import union_config
+
+    config = union_config(read_manifest(Path(str(manifest_path))))
+    configure_logging(config.log_path, verbose=_verbose)
+    return config
 
 
 @main.command("plan")
@@ -304,12 +358,39 @@ def verify_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write every change the load would make as CSV, one per row.",
 )
-def plan_command(config_path: Path, conflicts_path: Path | None, changes_path: Path | None) -> None:
+@click.option("--shards", type=click.IntRange(min=1),
+              help="Cut the migration into N shards by the source's counts; needs --manifest.")  # fmt: skip
+@MANIFEST_OPTION
+@click.option("--stores", "store_template", default="stores/{part}.db", show_default=True,
+              help="With --shards: each part's store, relative to the manifest.")  # fmt: skip
+@click.option("--source-token-env", help="With --shards: each shard's source token variable, "
+              "e.g. SRC_TOKEN_{part} (default: the config's).")  # fmt: skip
+@click.option("--target-token-env", help="With --shards: each shard's target token variable.")
+def plan_command(
+    config_path: Path,
+    conflicts_path: Path | None,
+    changes_path: Path | None,
+    shards: int | None,
+    manifest_path: Path | None,
+    **shard_options: Any,
+) -> None:
     """After extract: what the load would create, update, transition, move, delete, skip and
-    find in conflict (writes nothing)."""
+    find in conflict (writes nothing). With --shards N --manifest FILE: write a shard
+    manifest from the source's counts instead (see README, Sharded runs)."""
     from haul.pipelines.plan import make_plan, print_plan, write_changes, write_conflicts
 
     config = open_config(config_path)
+    if (shards is None) != (manifest_path is None):
+        raise click.UsageError("--shards and --manifest go together")
+    if shards is not None and manifest_path is not None:
+        from haul.pipelines.shards.planning import plan_shards
+        from haul.pipelines.shards.status import print_manifest
+
+        manifest = asyncio.run(
+            plan_shards(config, config_path, manifest_path, shards, **shard_options)
+        )
+        print_manifest(manifest, console)
+        return
     plan = asyncio.run(make_plan(config, list_creates=changes_path is not None))
     print_plan(plan, config.require_target("plan"), console)
     if conflicts_path is not None:

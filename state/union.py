@@ -7,7 +7,8 @@ union's ledger) and verify and the report read one store. Attachment bytes stay 
 part staged them: the union holds their records and ledger rows, never the files.
 
 A row the union already holds is replaced by a part's, except a part's `waiting` row: that
-one waits for the union itself, which may have made it (or be making it) since.
+one waits for the union itself, which may have made it (or be making it) since. Waiting rows
+were planned by a part that saw only its share: `plan_waiting_again` has the union plan them.
 """
 
 from __future__ import annotations
@@ -53,3 +54,13 @@ def gather(union: StagingStore, part: Path, mark: str, value: dict[str, Any]) ->
     finally:
         db.conn.execute("DETACH DATABASE part")
     return copied
+
+
+def plan_waiting_again(union: StagingStore, planned_mark: str) -> int:
+    """Forget every waiting row of `union` and the checkpoint (`planned_mark`) that says the
+    ledger is planned, in one transaction, so the next load plans them again from the whole
+    union; the rows forgotten. A waiting row was never sent: forgetting it loses nothing."""
+    with union.transaction():
+        forgotten = union.db.execute("DELETE FROM ledger WHERE status = 'waiting'").rowcount
+        union.db.execute("DELETE FROM checkpoints WHERE name = ?", [planned_mark])
+    return int(forgotten)

@@ -19,6 +19,8 @@ from haul.pipelines.forms.checks import forms_checks
 from haul.pipelines.forms.deletions import DELETED
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.shards.manifest import PartScope
+from haul.pipelines.shards.units import Unit
 from haul.pipelines.streams import ExtractStats, Stream
 from haul.state.store import StagingStore
 
@@ -53,6 +55,18 @@ class FormsService:
         return FormsClient.connect(
             base_url=endpoint.forms_url or "", **core_options(endpoint, environ, tuning)
         )
+
+    async def shard_units(self, config: Config, client: FormsClient) -> list[Unit]:
+        """A shard manifest's units: one per survey in scope, weighed by its answers (the
+        survey listing's count)."""
+        wanted = config.scope.surveys
+        units = []
+        async for survey in client.iter_surveys():
+            survey_id = str(survey["id"])
+            if wanted == "all" or survey_id in wanted:
+                answers = int(survey.get("answers") or 0)
+                units.append(Unit(PartScope(surveys=(survey_id,)), answers))
+        return sorted(units, key=lambda unit: unit.scope.surveys)
 
     async def source(self, config: Config, client: FormsClient, store: StagingStore) -> SourceParts:
         scope = config.scope.surveys

@@ -36,6 +36,7 @@ from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import Progress
 from haul.pipelines.report import print_run
 from haul.pipelines.runner import (
+    PLANNED_AT,
     Interrupted,
     Portion,
     RunSummary,
@@ -46,8 +47,7 @@ from haul.pipelines.runner import (
 )
 from haul.pipelines.shards.manifest import FIRST, LAST, Manifest, Part, read_manifest
 from haul.pipelines.specs import Phase
-from haul.state.store import StagingStore
-from haul.state.union import gather
+from haul.state.union import gather, plan_waiting_again
 
 log = structlog.get_logger(__name__)
 
@@ -172,7 +172,9 @@ def _mark(config: Config, value: dict[str, Any] | None) -> None:
 
 def _gather_parts(manifest: Manifest, config: Config) -> None:
     """Copy each other part's store into the last part's, once per time that part ended,
-    then wake every waiting row: the union may hold what each waited for."""
+    then plan every waiting row again: each was planned by a part that saw only its share
+    (a link between two shards was planned on both sides; the union plans one), and the
+    union may hold what each waited for."""
     with open_store(config.staging_path) as union, recorded_run(union, "gather"):
         for part in manifest.parts:
             if part.name == LAST:
@@ -182,12 +184,7 @@ def _gather_parts(manifest: Manifest, config: Config) -> None:
                 continue
             copied = gather(union, manifest.store_path(part), GATHERED + part.name, ended)
             log.info("part_gathered", part=part.name, **copied)
-        _wake_all(union)
-
-
-def _wake_all(store: StagingStore) -> None:
-    for row in list(store.ledger.iter_rows(status="waiting")):
-        store.ledger.wake(row.entity, row.source_id)
+        log.info("waiting_planned_again", rows=plan_waiting_again(union, PLANNED_AT))
 
 
 def exit_status(summary: RunSummary) -> int:

@@ -33,6 +33,7 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.tracker.backfill.answers import TrackerBackfill
@@ -54,6 +55,7 @@ from haul.pipelines.tracker.organisation.configuration import queue_configuratio
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
+from haul.pipelines.tracker.shard_units import tracker_units
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.preview import TrackerPreview
@@ -152,6 +154,10 @@ class TrackerService:
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
         )
+
+    async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
+        """A shard manifest's units: one per queue, cut into windows when large."""
+        return await tracker_units(config, client)
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str

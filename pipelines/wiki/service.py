@@ -21,6 +21,8 @@ from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.shards.manifest import PartScope
+from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
@@ -78,6 +80,14 @@ class WikiService:
         return WikiClient.connect(
             base_url=endpoint.wiki_url or "", **core_options(endpoint, environ, tuning)
         )
+
+    async def shard_units(self, config: Config, client: WikiClient) -> list[Unit]:
+        """A shard manifest's units: one per subtree in scope, weighed by its pages."""
+        units = []
+        for root in config.scope.wiki_roots:
+            pages = [page async for page in client.iter_descendants(root)]
+            units.append(Unit(PartScope(wiki_roots=(root,)), len(pages)))
+        return units
 
     async def source(self, config: Config, client: WikiClient, store: StagingStore) -> SourceParts:
         concurrent = config.tuning.concurrency > 1
