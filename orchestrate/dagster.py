@@ -9,10 +9,10 @@ Dagster's partitions map one to one onto haul's shards::
     haul/last                  links across shards, autoactions; then the check:
         +- check verify        verify over the union of every part (passes on exit 0)
 
-Each asset runs its part in the worker's process, through the entry point of `haul run
---manifest FILE --part P` (exactly once and resumable like any run: materialising a partition
-again resumes it), and fails on a non-zero exit with the status and what it means in the
-failure's metadata. Tokens come from the worker's environment, as for `haul run`; a part whose
+Each asset runs its part as `haul run --manifest FILE --part P` in a child process of the
+worker's (`haul.orchestrate.parts`: haul's logging and signal handling stay out of Dagster's),
+exactly once and resumable like any run: materialising a partition again resumes it. An asset
+fails on a non-zero exit with the status and what it means in the failure's metadata. Tokens come from the worker's environment, as for `haul run`; a part whose
 manifest entry names its own token variables reads those. Rate budgets are haul's, not
 Dagster's: concurrency limits (pools) count slots, not requests.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from haul.orchestrate.parts import PartFailed, meaning, run_part_or_raise, verify_parts
+from haul.orchestrate.parts import PartFailed, meaning, run_haul, run_part_or_raise
 from haul.pipelines.shards.manifest import FIRST, LAST, read_manifest
 
 
@@ -72,7 +72,7 @@ def haul_definitions(manifest_path: str | Path, *, key_prefix: str = "haul") -> 
     @dg.asset_check(asset=last, name="verify")
     def verify() -> dg.AssetCheckResult:
         """haul verify over the union of every part: passes when the target matches."""
-        exit_status = verify_parts(path)
+        exit_status = run_haul("verify", "--manifest", str(path))
         return dg.AssetCheckResult(
             passed=exit_status == 0,
             metadata={"exit_status": exit_status, "meaning": meaning(exit_status)},

@@ -1,39 +1,45 @@
 """One part of a shard manifest as an orchestrator's task: run it, or fail saying why.
 
-An orchestrator reads a task's failure, not haul's exit status, so each call here turns a
-non-zero exit into `PartFailed`, which names the part, the status and what the status means
-(the same table as `haul --help`). The part's own summary and its `haul: ...` line have gone to
-the task's stdout and stderr already (the orchestrator's log of that task)::
+A task runs the command a person would run by hand (`haul run --manifest FILE --part P`,
+`haul verify --manifest FILE`) in a child process of the task's own. In its own process haul
+owns what a run needs to own: the logging setup (haul.log beside the part's store, never the
+orchestrator's handlers), the signal handlers that stop a part at a safe point, the memory.
+The child writes to the task's stdout and stderr, which the orchestrator keeps as the task's
+log; when the orchestrator stops the task, the child is asked to stop too (SIGTERM: haul
+finishes what is under way, commits, and the next run resumes).
+
+An orchestrator reads a task's failure, not an exit status, so a non-zero exit becomes
+`PartFailed`, naming the command, the status and what it means (as `haul --help` says)::
 
     shard_names(manifest)          -> ["1", "2", ...]   what to map or partition over
     run_part_or_raise(manifest, p) -> None, or PartFailed(exit_status 1..4)
-    verify_parts(manifest)         -> the exit status of verify over the union (0, 3, ...)
-    verify_or_raise(manifest)      -> None, or PartFailed
+    verify_or_raise(manifest)      -> None, or PartFailed (3: the target differs)
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
-from rich.console import Console
-
-from haul.pipelines.config import load_config
-from haul.pipelines.shards.manifest import LAST, read_manifest
-from haul.pipelines.shards.parts import finished, part_config, run_part
-from haul.pipelines.verify_cli import run_verify
+from haul.pipelines.shards.manifest import read_manifest
 
 EXIT_MEANINGS = {
     1: "stopped (a rejected token, a service that kept failing, a held store, a part it needs "
-    "has not finished, or a signal): fix the cause and run the part again; it resumes",
+    "has not finished, or a signal): fix the cause and run it again; it resumes",
     2: "usage or config error: fix the manifest or its config",
     3: "done, but records failed (haul failures) or verify found differences (verify.csv)",
-    4: "stopped by rate limiting: run the part again later; it resumes",
+    4: "stopped by rate limiting: run it again later; it resumes",
 }
+# the `haul` command of this interpreter: the orchestrator's worker has haul installed, not
+# necessarily its console script on PATH
+HAUL = (sys.executable, "-c", "from haul.pipelines.cli import main; main(prog_name='haul')")
+STOP_GRACE_S = 60.0  # how long a stopped part may take to commit what it has under way
 
 
 class PartFailed(Exception):
     """A part of the manifest, or verify over it, ended with a non-zero exit status: the task
-    fails, naming the command that would run it again by hand."""
+    fails, naming the command that runs it again by hand."""
 
     def __init__(self, command: str, exit_status: int) -> None:
         self.command = command
@@ -61,26 +67,41 @@ def shard_names(manifest_path: str | Path) -> list[str]:
 
 
 def run_part_or_raise(manifest_path: str | Path, part: str) -> None:
-    """Run one part (as `haul run --manifest FILE --part P`); PartFailed unless it exits 0."""
-    exit_status = run_part(manifest_path, part)
-    if exit_status:
-        raise PartFailed(f"haul run --manifest {manifest_path} --part {part}", exit_status)
+    """Run one part (`haul run --manifest FILE --part P`); PartFailed unless it exits 0."""
+    haul_or_raise("run", "--manifest", str(manifest_path), "--part", part)
 
 
 def verify_or_raise(manifest_path: str | Path) -> None:
-    """Verify over every part (as `haul verify --manifest FILE`); PartFailed unless it exits 0."""
-    exit_status = verify_parts(manifest_path)
+    """Verify over every part (`haul verify --manifest FILE`): PartFailed unless the target
+    matches the union of the parts' stores."""
+    haul_or_raise("verify", "--manifest", str(manifest_path))
+
+
+def haul_or_raise(*args: str) -> None:
+    """Run `haul ARGS`; PartFailed naming the command unless it exits 0."""
+    exit_status = run_haul(*args)
     if exit_status:
-        raise PartFailed(f"haul verify --manifest {manifest_path}", exit_status)
+        raise PartFailed("haul " + " ".join(args), exit_status)
 
 
-def verify_parts(manifest_path: str | Path, console: Console | None = None) -> int:
-    """Verify the target against the union of every part (the last part's store): 0 when it
-    matches, 3 with differences (each in verify.csv beside that store), 1 while the last part
-    has not finished (nothing to verify yet)."""
-    manifest = read_manifest(Path(manifest_path))
-    last = manifest.part(LAST)
-    if finished(manifest, last) is None:
-        return 1
-    config = part_config(manifest, last, load_config(manifest.config_path))
-    return run_verify(config, None, None, None, console or Console())
+def run_haul(*args: str) -> int:
+    """Run `haul ARGS` in a child process, with this process's environment (the tokens),
+    stdout and stderr; its exit status. If this process is stopped while the child runs
+    (the orchestrator ends the task), the child is stopped too, at a safe point."""
+    child = subprocess.Popen([*HAUL, *args])
+    try:
+        return child.wait()
+    finally:
+        if child.poll() is None:
+            stop_child(child)
+
+
+def stop_child(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (haul commits what is under way), then SIGKILL after STOP_GRACE_S: the ledger
+    makes a killed part safe to run again, only slower to resume."""
+    child.terminate()
+    try:
+        child.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

@@ -1,38 +1,41 @@
-"""A shard manifest over a sandbox's source org, for the orchestrators' tests.
-
-The config is the CLI tests' (tokens named, never written); the manifest cuts the org into
-one shard per source queue.
-"""
+"""A shard manifest over a sandbox's source org, for the orchestrators' tests: the CLI tests'
+config (tokens named, never written), cut by `haul plan --shards N --manifest FILE`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from haul.pipelines.shards.manifest import Manifest, Part, PartScope, store_for, write_manifest
-from tests.helpers.cli_fixtures import source_queues, write_config
+from tests.helpers.cli_fixtures import (
+    count_issues,
+    run_haul,
+    source_queues,
+    tokens_env,
+    write_config,
+)
 
-STORES = "stores/{part}.db"
+QUEUE_MAPPING = {"TEST": "NEW"}  # write_config's default mapping
 
 
-def write_shard_manifest(directory: Path, info: dict[str, Any]) -> Path:
-    """Write haul.toml and manifest.json in `directory`: first, a shard per queue, last."""
-    queues = source_queues(info)
-    config = write_config(directory, info, queues=queues)
-    shards = [
-        Part(str(n), ("first",), store_for(STORES, str(n)), scope=PartScope(queues=(queue,)))
-        for n, queue in enumerate(queues, start=1)
-    ]
-    everything = ("first", *(shard.name for shard in shards))
-    manifest = Manifest(
-        config=config.name,
-        parts=(
-            Part("first", (), store_for(STORES, "first")),
-            *shards,
-            Part("last", everything, store_for(STORES, "last")),
-        ),
-        store_template=STORES,
-    )
-    path = directory / "manifest.json"
-    write_manifest(manifest, path)
-    return path
+def plan_shards(directory: Path, info: dict[str, Any], shards: int) -> Path:
+    """Write haul.toml for every source queue and plan it into `shards` shards; the manifest."""
+    config = write_config(directory, info, queues=source_queues(info))
+    manifest = directory / "manifest.json"
+    planned = run_haul(
+        "plan", "--config", config, "--shards", str(shards), "--manifest", manifest,
+        env=tokens_env(info["tokens"]["admin"]),
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    return manifest
+
+
+def issue_counts(info: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per source queue, its issues in the source and in its target queue (the CLI tests'
+    config maps TEST to NEW)."""
+    return {
+        queue: (
+            count_issues(info, "source", queue),
+            count_issues(info, "target", QUEUE_MAPPING.get(queue, queue)),
+        )
+        for queue in source_queues(info)
+    }
