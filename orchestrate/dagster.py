@@ -72,10 +72,10 @@ def haul_definitions(manifest_path: str | Path, *, key_prefix: str = "haul") -> 
     @dg.asset_check(asset=last, name="verify")
     def verify() -> dg.AssetCheckResult:
         """haul verify over the union of every part: passes when the target matches."""
-        exit_status = run_haul("verify", "--manifest", str(path))
+        exit_status, said = run_haul("verify", "--manifest", str(path))
         return dg.AssetCheckResult(
             passed=exit_status == 0,
-            metadata={"exit_status": exit_status, "meaning": meaning(exit_status)},
+            metadata={"exit_status": exit_status, "meaning": meaning(exit_status), "haul": said},
         )
 
     return dg.Definitions(assets=[first, shards, last], asset_checks=[verify])
@@ -88,7 +88,12 @@ def run_one(manifest_path: Path, part: str) -> dg.MaterializeResult:  # type: ig
     except PartFailed as failed:
         raise dg.Failure(
             description=str(failed),
-            metadata={"part": part, "exit_status": failed.exit_status, "meaning": failed.meaning},
+            metadata={
+                "part": part,
+                "exit_status": failed.exit_status,
+                "meaning": failed.meaning,
+                "haul": failed.said,
+            },
         ) from failed
     manifest = read_manifest(manifest_path)
     entry = manifest.part(part)

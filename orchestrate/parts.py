@@ -41,11 +41,13 @@ class PartFailed(Exception):
     """A part of the manifest, or verify over it, ended with a non-zero exit status: the task
     fails, naming the command that runs it again by hand."""
 
-    def __init__(self, command: str, exit_status: int) -> None:
+    def __init__(self, command: str, exit_status: int, said: str = "") -> None:
         self.command = command
         self.exit_status = exit_status
         self.meaning = meaning(exit_status)
-        super().__init__(f"{command} exited {exit_status}: {self.meaning}")
+        self.said = said  # haul's last line on stderr: what went wrong, what to do
+        told = f"; {said}" if said else ""
+        super().__init__(f"{command} exited {exit_status}: {self.meaning}{told}")
 
     @property
     def retry_may_help(self) -> bool:
@@ -79,21 +81,28 @@ def verify_or_raise(manifest_path: str | Path) -> None:
 
 def haul_or_raise(*args: str) -> None:
     """Run `haul ARGS`; PartFailed naming the command unless it exits 0."""
-    exit_status = run_haul(*args)
+    exit_status, said = run_haul(*args)
     if exit_status:
-        raise PartFailed("haul " + " ".join(args), exit_status)
+        raise PartFailed("haul " + " ".join(args), exit_status, said)
 
 
-def run_haul(*args: str) -> int:
-    """Run `haul ARGS` in a child process, with this process's environment (the tokens),
-    stdout and stderr; its exit status. If this process is stopped while the child runs
-    (the orchestrator ends the task), the child is stopped too, at a safe point."""
-    child = subprocess.Popen([*HAUL, *args])
-    try:
-        return child.wait()
-    finally:
-        if child.poll() is None:
-            stop_child(child)
+def run_haul(*args: str) -> tuple[int, str]:
+    """Run `haul ARGS` in a child process, with this process's environment (the tokens) and
+    stdout; its exit status and its last `haul: ...` line (its stderr passes through). If
+    this process is stopped while the child runs (the orchestrator ends the task), the child
+    is stopped too, at a safe point."""
+    said = ""
+    with subprocess.Popen([*HAUL, *args], stderr=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stderr is not None
+            for line in child.stderr:
+                sys.stderr.write(line)
+                if line.startswith("haul: "):
+                    said = line.removeprefix("haul: ").strip()
+            return child.wait(), said
+        finally:
+            if child.poll() is None:
+                stop_child(child)
 
 
 def stop_child(child: subprocess.Popen[bytes]) -> None:

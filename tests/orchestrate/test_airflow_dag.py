@@ -38,6 +38,15 @@ run = module.shards_dag.test(run_conf={"manifest": sys.argv[2]})
 states = {f"{ti.task_id}[{ti.map_index}]": str(ti.state) for ti in run.get_task_instances()}
 print(json.dumps({"run": str(run.state), "tasks": states}))
 """
+# loads the DAG file and prints its tasks: downstream ids, mapped or not
+SHAPE = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("haul_shards", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+tasks = module.shards_dag.tasks
+print(json.dumps({t.task_id: [sorted(t.downstream_task_ids), t.is_mapped] for t in tasks}))
+"""
 
 
 def airflow_env(home: Path, tokens: dict[str, str]) -> dict[str, str]:
@@ -54,7 +63,29 @@ def airflow_env(home: Path, tokens: dict[str, str]) -> dict[str, str]:
     )
 
 
+def test_the_dag_maps_a_task_over_the_shards_between_first_and_last(tmp_path: Path) -> None:
+    """The recipe loads, and its tasks run first >> shard (mapped) >> last >> verify."""
+    env = airflow_env(tmp_path / "airflow", {})
+    parsed = subprocess.run(
+        [sys.executable, "-c", SHAPE, RECIPES / "haul_shards.py"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert parsed.returncode == 0, parsed.stderr[-4000:]
+    assert json.loads(parsed.stdout.strip().splitlines()[-1]) == {
+        "first": [["shard"], False],
+        "shard": [["last"], True],
+        "last": [["verify"], False],
+        "verify": [[], False],
+    }
+
+
+@pytest.mark.slow  # about 90 s: Airflow's database, then five tasks; the test above is the fast one
 def test_the_dag_runs_every_part_and_verify(tmp_path: Path) -> None:
+    """dag.test() runs first, each shard as a mapped task, last and verify, all successful,
+    and the target holds every source issue."""
     from haul.sandbox import server as sandbox_server
 
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:

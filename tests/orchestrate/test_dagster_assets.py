@@ -100,22 +100,43 @@ def test_the_target_holds_every_source_issue(materialised: Materialised) -> None
     assert all(source == target > 0 for source, target in counts.values()), counts
 
 
-def test_a_shard_before_the_first_part_fails_naming_the_exit_status(tmp_path: Path) -> None:
-    """haul refuses to start a shard whose first part has not finished (exit 1); the asset
-    fails, and the failure says the status and what to do."""
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A tiny org's manifest, planned; no part has run: the Definitions."""
     from haul.sandbox import server as sandbox_server
 
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
-        defs = haul_definitions(plan_shards(tmp_path, sandbox.info, SHARDS))
-        assets = list(defs.assets)
-        run = dg.materialize(
-            assets,
-            selection=[dg.AssetKey(["haul", "shards"])],
-            partition_key="1",
-            raise_on_error=False,
+        yield haul_definitions(
+            plan_shards(tmp_path_factory.mktemp("planned"), sandbox.info, SHARDS)
         )
+
+
+def test_a_shard_before_the_first_part_fails_naming_the_exit_status(planned: Any) -> None:
+    """haul refuses to start a shard whose first part has not finished (exit 1); the asset
+    fails, and the failure says the status and what it means."""
+    run = dg.materialize(
+        list(planned.assets),
+        selection=[dg.AssetKey(["haul", "shards"])],
+        partition_key="1",
+        raise_on_error=False,
+    )
     assert not run.success
     (failure,) = [event for event in run.all_events if event.is_step_failure]
     data = failure.step_failure_data
     assert data.user_failure_data.metadata["exit_status"].value == 1
     assert "--part 1 exited 1: stopped" in data.error.message
+    assert "part 1 needs part first" in data.error.message  # haul's own words, passed on
+
+
+def test_the_verify_check_fails_before_the_last_part_has_run(planned: Any) -> None:
+    """Verify over parts that have not run cannot pass: the check fails with the status."""
+    run = dg.materialize(
+        [*planned.assets, *planned.asset_checks],
+        selection=dg.AssetSelection.checks(*planned.asset_checks),
+        raise_on_error=False,
+    )
+    (check,) = run.get_asset_check_evaluations()
+    assert check.passed is False
+    assert check.metadata["exit_status"].value == 1
+    assert check.metadata["meaning"].value.startswith("stopped")
+    assert "the last part has not run" in check.metadata["haul"].value
