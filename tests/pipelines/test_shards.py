@@ -6,18 +6,35 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.crash_runs import HAUL, finish
 from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues, write_config
-from tests.pipelines.test_crash_resume import snapshot_target
+from tests.pipelines.test_crash_resume import snapshot_source, snapshot_target
 
 MAPPING = {"TEST": "NEW"}
+ADMIN = "robot"  # the sandbox's migrating admin
 
 
-def haul_manifest(manifest: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def load_moved(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot with the `updatedAt` of every issue the load itself last edited (a remote
+    link takes no time of its own: the target records the load's moment) said as such: two
+    loads at two moments can only agree that it moved."""
+    moved = {}
+    for key, issue in snapshot.items():
+        if isinstance(issue, dict) and issue.get("updatedBy") == ADMIN:
+            issue = {**issue, "updatedAt": "moved by the load"}
+        moved[key] = issue
+    return moved
+
+
+def haul_manifest(
+    manifest: Path, *args: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [HAUL, *args, "--manifest", str(manifest)], env=env, capture_output=True, text=True,
         timeout=300,
@@ -36,7 +53,7 @@ def one_process(tmp_path: Path, start: Any) -> dict[str, Any]:
         queues = source_queues(info)
         config = write_config(tmp_path / "whole", info, queues=queues, mapping=MAPPING)
         finish(config, "run", {**os.environ, TOKEN_ENV: info["tokens"]["admin"]})
-        return snapshot_target(info, queues)
+        return load_moved(snapshot_target(info, queues))
 
 
 def test_four_shards_equal_one_process(tmp_path: Path) -> None:
@@ -62,10 +79,78 @@ def test_four_shards_equal_one_process(tmp_path: Path) -> None:
         assert parts[0] == "first" and parts[-1] == "last" and len(parts) == 6
         for part in parts:
             run_ok(manifest, "run", "--part", part, env=env)
-        actual = snapshot_target(info, queues)
+        actual = load_moved(snapshot_target(info, queues))
         run_ok(manifest, "verify", env=env)
         status = json.loads(run_ok(manifest, "status", "--json", env=env))
     assert [row["state"] for row in status["parts"]] == ["done"] * 6
     assert sorted(actual) == sorted(expected)
     for key in expected:
         assert actual[key] == expected[key], key
+
+
+def done_rows(db: Path) -> int:
+    """Records loaded so far in a part's store, read beside the running process."""
+    if not db.exists():
+        return 0
+    from haul.state.store import StagingStore
+
+    with StagingStore.open(db) as store:
+        return sum(states.get("done", 0) for states in store.ledger.counts().values())
+
+
+def kill_part_after(manifest: Path, part: str, env: dict[str, str], loaded: int) -> bool:
+    """Start `haul run --part`, SIGKILL it once its store holds `loaded` more done rows;
+    True if it was killed before it ended."""
+    db = manifest.parent / "stores" / f"{part}.db"
+    threshold = done_rows(db) + loaded
+    process = subprocess.Popen(
+        [HAUL, "run", "--part", part, "--manifest", str(manifest)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if done_rows(db) >= threshold:
+            process.send_signal(signal.SIGKILL)
+            process.communicate()
+            return True
+        time.sleep(0.005)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    return False
+
+
+def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    """A shard run before the first part refuses (exit 1, naming it); a shard and the last
+    part SIGKILLed mid-load, then run again, leave the target equal to the source (each
+    record once), with verify over the manifest exiting 0."""
+    from haul.sandbox import server as sandbox_server
+
+    with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
+        info = sandbox.info
+        queues = source_queues(info)
+        env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        config = write_config(tmp_path, info, queues=queues, mapping=MAPPING)
+        manifest = tmp_path / "manifest.json"
+        planned = subprocess.run(
+            [HAUL, "plan", "--config", str(config), "--shards", "2", "--manifest", str(manifest)],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert planned.returncode == 0, planned.stdout + planned.stderr
+        early = haul_manifest(manifest, "run", "--part", "1", env=env)
+        assert early.returncode == 1
+        assert "needs part first" in early.stderr
+        run_ok(manifest, "run", "--part", "first", env=env)
+        assert kill_part_after(manifest, "1", env, loaded=40)
+        for part in ("1", "2"):
+            run_ok(manifest, "run", "--part", part, env=env)
+        assert kill_part_after(manifest, "last", env, loaded=5)
+        run_ok(manifest, "run", "--part", "last", env=env)
+        run_ok(manifest, "verify", env=env)
+        source = snapshot_source(info, queues)
+        actual = snapshot_target(info, queues)
+    actual.pop("structure")
+    assert sorted(actual) == sorted(source)
+    for key, issue in source.items():
+        if actual[key]["updatedBy"] == ADMIN:  # a remote link moved it (see load_moved)
+            issue = {**issue, "updatedAt": actual[key]["updatedAt"], "updatedBy": ADMIN}
+        assert actual[key] == issue, key
