@@ -105,7 +105,7 @@ def run_haul(*args: str) -> tuple[int, str]:
                 stop_child(child)
 
 
-def stop_child(child: subprocess.Popen[bytes]) -> None:
+def stop_child(child: subprocess.Popen[str]) -> None:
     """SIGTERM (haul commits what is under way), then SIGKILL after STOP_GRACE_S: the ledger
     makes a killed part safe to run again, only slower to resume."""
     child.terminate()
