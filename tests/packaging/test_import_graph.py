@@ -2,8 +2,8 @@
 
 Every module of connectors, state, pipelines and orchestrate is imported alone in a fresh
 interpreter (an import cycle or a missing import shows up there, not when a whole test session
-has already imported everything in a lucky order), and the graph of imports between them, read from the
-source (imports inside functions too), must have no cycle. Outside a service's own package,
+has already imported everything in a lucky order), and the graph of imports between them, read
+from the source (imports inside functions too), must have no cycle. Outside a service's own package,
 the shared pipeline modules import no service package: they reach services through
 `pipelines.registry`. Inside the tracker, the layer folders import each other only through
 what a layer names as shared (`TRACKER_SHARED`), and the layers form no circle.
