@@ -107,10 +107,12 @@ def run_haul(*args: str) -> tuple[int, str]:
 
 def stop_child(child: subprocess.Popen[str]) -> None:
     """SIGTERM (haul commits what is under way), then SIGKILL after STOP_GRACE_S: the ledger
-    makes a killed part safe to run again, only slower to resume."""
+    makes a killed part safe to run again, only slower to resume. What the child says while
+    it stops passes through."""
     child.terminate()
     try:
-        child.wait(timeout=STOP_GRACE_S)
+        _, said = child.communicate(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
         child.kill()
-        child.wait()
+        _, said = child.communicate()
+    sys.stderr.write(said or "")
