@@ -217,13 +217,13 @@ def status_command(config_path: Path | None, manifest_path: Path | None, as_json
     With --manifest: every part of a sharded migration."""
     if manifest_path is not None:
         from haul.pipelines.shards.manifest import read_manifest
-        from haul.pipelines.shards.status import manifest_status, print_status
+        from haul.pipelines.shards.status import manifest_status, print_parts
 
         statuses = manifest_status(read_manifest(manifest_path))
         if as_json:
             click.echo(json.dumps({"parts": [row.as_json() for row in statuses]}))
         else:
-            print_status(statuses, console)
+            print_parts(statuses, console)
         return
     if config_path is None:
         raise click.UsageError("give --config (or --manifest)")

@@ -615,6 +615,17 @@ class LoadEngine:
             self._fail_subtree(child, reason, seen)
 
 
+def hold_back(store: StagingStore, entities: Iterable[str], reason: str) -> int:
+    """Mark every pending row of `entities` waiting, for `reason` (a part of a sharded run
+    leaves them to the part that loads them); the rows held."""
+    held = 0
+    for entity in entities:
+        for row in list(store.ledger.iter_rows(status="pending", entity=entity)):
+            store.ledger.wait(row.entity, row.source_id, reason)
+            held += 1
+    return held
+
+
 def retry_failed_rows(store: StagingStore) -> int:
     """Put every failed row back to pending (`haul load --retry-failed`), and every waiting
     one (what it waits for may have come into the target another way); return how many."""

@@ -19,7 +19,7 @@ from structlog.contextvars import bound_contextvars
 
 from haul.connectors.errors import HaulError, StorageError
 from haul.pipelines.config import Config, Endpoint
-from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
+from haul.pipelines.engine import LoadEngine, hold_back, plan_ledger, retry_failed_rows
 from haul.pipelines.progress import Progress
 from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
@@ -318,9 +318,7 @@ def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -
     if portion.held_from is None:
         return specs
     held = [spec.name for spec in specs if spec.phase >= portion.held_from]
-    for entity in held:
-        for row in list(store.ledger.iter_rows(status="pending", entity=entity)):
-            store.ledger.wait(row.entity, row.source_id, portion.held_reason)
+    hold_back(store, held, portion.held_reason)
     return [spec for spec in specs if spec.name not in held]
 
 

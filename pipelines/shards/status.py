@@ -75,7 +75,7 @@ def manifest_status(manifest: Manifest) -> list[PartStatus]:
     return [part_status(manifest, part) for part in manifest.parts]
 
 
-def print_status(statuses: list[PartStatus], console: Console) -> None:
+def print_parts(statuses: list[PartStatus], console: Console) -> None:
     """One table row per part."""
     table = Table(title="haul status: shard manifest")
     for column in ("part", "scope", "state", "done", "failed", "waiting", "pending"):

@@ -47,6 +47,7 @@ from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.probes import TargetProbe
+from haul.pipelines.tracker.issues.shard_units import tracker_units
 from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
@@ -55,7 +56,6 @@ from haul.pipelines.tracker.organisation.configuration import queue_configuratio
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
-from haul.pipelines.tracker.shard_units import tracker_units
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.preview import TrackerPreview

@@ -4,6 +4,7 @@ twin sandbox does, record for record (compared through the plain API)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,11 +14,33 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.crash_runs import HAUL, finish
-from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues, write_config
-from tests.pipelines.test_crash_resume import snapshot_source, snapshot_target
+from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
+from tests.helpers.org_snapshot import org_snapshot, org_structure
 
 MAPPING = {"TEST": "NEW"}
 ADMIN = "robot"  # the sandbox's migrating admin
+
+
+def snapshot_target(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
+    """The target's issues (keys mapped back) and, under "structure", its organisation
+    objects by name: one made twice shows twice."""
+
+    async def read() -> dict[str, Any]:
+        async with client_for(info, "target") as target:
+            back = {v: k for k, v in MAPPING.items()}
+            mapped = [MAPPING.get(q, q) for q in queues]
+            issues = await org_snapshot(target, mapped, rename=back)
+            return {**issues, "structure": await org_structure(target, mapped)}
+
+    return asyncio.run(read())
+
+
+def snapshot_source(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
+    async def read() -> dict[str, Any]:
+        async with client_for(info, "source") as source:
+            return await org_snapshot(source, queues)
+
+    return asyncio.run(read())
 
 
 def load_moved(snapshot: dict[str, Any]) -> dict[str, Any]:

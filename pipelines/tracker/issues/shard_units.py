@@ -10,6 +10,7 @@ bound, whatever the queue's size.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from haul.connectors.tracker import TrackerClient
@@ -44,7 +45,9 @@ async def tracker_units(config: Config, client: TrackerClient) -> list[Unit]:
     return units
 
 
-def _splitter(client: TrackerClient, queue: str, config: Config):  # type: ignore[no-untyped-def]
+def _splitter(
+    client: TrackerClient, queue: str, config: Config
+) -> Callable[[int], Awaitable[list[Unit]]]:
     async def split(pieces: int) -> list[Unit]:
         total = await client.count_issues(query=_query(queue, config.scope.query))
         bounds: list[datetime | None] = [None]
