@@ -1,4 +1,7 @@
-"""A task stopped by its orchestrator stops its part at a safe point and leaves no haul process
+"""haul.orchestrate.parts, what every orchestrator's task calls.
+
+A part that cannot start fails the task with haul's exit status, its meaning and haul's own
+words, and says whether a retry may help. A task stopped by its orchestrator stops its part at a safe point and leaves no haul process
 behind: the part's child process gets SIGTERM, commits what was under way and says how to
 resume. The orchestrator's stop is played by SIGINT to the task's process (Dagster and Airflow
 turn their stop into an exception in the task the same way)."""
@@ -11,6 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from haul.orchestrate.parts import PartFailed, run_part_or_raise
 from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, haul_env, wait_for
 from tests.helpers.shard_manifests import plan_shards
 
@@ -20,6 +26,20 @@ import sys
 from haul.orchestrate.parts import run_part_or_raise
 run_part_or_raise(sys.argv[1], "first")
 """
+
+
+def test_a_missing_manifest_fails_as_a_config_error_no_retry_mends(tmp_path: Path) -> None:
+    """Exit 2: the failure names the command, the meaning and what haul said; retrying the
+    task would end the same."""
+    manifest = tmp_path / "nowhere.json"
+    with pytest.raises(PartFailed) as failed:
+        run_part_or_raise(manifest, "first")
+    assert failed.value.exit_status == 2
+    assert failed.value.retry_may_help is False
+    assert str(failed.value).startswith(
+        f"haul run --manifest {manifest} --part first exited 2: usage or config error"
+    )
+    assert f"cannot read {manifest}" in failed.value.said
 
 
 def haul_processes(manifest: Path) -> list[int]:
