@@ -1,10 +1,11 @@
 """haul.orchestrate.parts, what every orchestrator's task calls.
 
 A part that cannot start fails the task with haul's exit status, its meaning and haul's own
-words, and says whether a retry may help. A task stopped by its orchestrator stops its part at a safe point and leaves no haul process
-behind: the part's child process gets SIGTERM, commits what was under way and says how to
-resume. The orchestrator's stop is played by SIGINT to the task's process (Dagster and Airflow
-turn their stop into an exception in the task the same way)."""
+words, and says whether a retry may help. A task stopped by its orchestrator stops its part at
+a safe point and leaves no haul process behind: the part's child process gets SIGTERM, commits
+what was under way and says how to resume. The orchestrator's stop is played by SIGINT to the
+task's process (Dagster and Airflow turn their stop into an exception in the task the same
+way)."""
 
 from __future__ import annotations
 
