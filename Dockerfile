@@ -16,6 +16,8 @@ COPY connectors ./connectors
 COPY state ./state
 COPY pipelines ./pipelines
 COPY sandbox ./sandbox
+# haul.orchestrate; an image for Dagster workers installs '.[dagster]' instead of '.'
+COPY orchestrate ./orchestrate
 RUN pip install .
 
 # owned by haul before they become volumes, so a fresh named volume is writable too

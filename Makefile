@@ -34,7 +34,7 @@ browser:
 	  || echo 'chromium not installed: the report browser test will be skipped'
 
 TYPECHECK := build/typecheck
-PACKAGES := connectors state pipelines sandbox
+PACKAGES := connectors state pipelines sandbox orchestrate
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -7,7 +7,7 @@ Everything else about the distribution is in pyproject.toml.
 
 from setuptools import find_packages, setup
 
-FOLDERS = ("connectors", "state", "pipelines", "sandbox")
+FOLDERS = ("connectors", "state", "pipelines", "sandbox", "orchestrate")
 
 setup(
     packages=[f"haul.{name}" for name in find_packages(include=[f"{f}*" for f in FOLDERS])],

@@ -1,9 +1,9 @@
 """haul's modules import on their own and their import graph has no cycle.
 
-Every module of connectors, state and pipelines is imported alone in a fresh interpreter (an
-import cycle or a missing import shows up there, not when a whole test session has already
-imported everything in a lucky order), and the graph of imports between them, read from the
-source (imports inside functions too), must have no cycle. Outside a service's own package,
+Every module of connectors, state, pipelines and orchestrate is imported alone in a fresh
+interpreter (an import cycle or a missing import shows up there, not when a whole test session
+has already imported everything in a lucky order), and the graph of imports between them, read
+from the source (imports inside functions too), must have no cycle. Outside a service's own package,
 the shared pipeline modules import no service package: they reach services through
 `pipelines.registry`. Inside the tracker, the layer folders import each other only through
 what a layer names as shared (`TRACKER_SHARED`), and the layers form no circle.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("connectors", "state", "pipelines")
+PACKAGES = ("connectors", "state", "pipelines", "orchestrate")
 SERVICES = ("tracker", "wiki", "forms")
 # the modules allowed to name services: the list of them, the command line, the demo, the
 # sandbox's config writer and the config schema (its sections name each service's URL)
@@ -131,6 +131,21 @@ def test_the_import_graph_has_no_cycle() -> None:
     known = modules()
     graph = {name: imported(name, path, set(known)) for name, path in known.items()}
     assert cycles(graph) == []
+
+
+@pytest.mark.fast
+def test_only_the_orchestrators_modules_import_them() -> None:
+    """haul.orchestrate sits above pipelines (it imports them, nothing imports it): no haul
+    command loads an orchestrator's library."""
+    known = modules()
+    reaching_up = [
+        f"{name} -> {target}"
+        for name, path in known.items()
+        if not name.startswith("haul.orchestrate")
+        for target in imported(name, path, set(known))
+        if target.startswith("haul.orchestrate")
+    ]
+    assert reaching_up == []
 
 
 @pytest.mark.fast

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-GENERIC = ("connectors", "state", "pipelines", "sandbox")
+GENERIC = ("connectors", "state", "pipelines", "sandbox", "orchestrate")
 
 
 @pytest.mark.parametrize("name", GENERIC)
