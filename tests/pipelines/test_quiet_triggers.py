@@ -48,6 +48,10 @@ class Orgs:
     def active(self, org: str, queue: str) -> dict[str, bool]:
         return {t["name"]: t["active"] for t in self.call(org, "GET", f"/queues/{queue}/triggers")}
 
+    def autoactions(self, org: str, queue: str) -> dict[str, bool]:
+        listed = self.call(org, "GET", f"/queues/{queue}/autoactions")
+        return {a["name"]: a["active"] for a in listed}
+
     def fired(self, queue: str) -> int:
         return int(self.call("empty", "GET", f"/_sandbox/queues/{queue}/triggers/firings")["total"])
 
@@ -73,9 +77,12 @@ def orgs(tmp_path: Path) -> Iterator[Orgs]:
         yield orgs
 
 
-def _listening_queue(orgs: Orgs) -> str:
-    """A queue whose target triggers listen for new issues, one of them active."""
+def _listening_queue(orgs: Orgs, *, automated: bool = False) -> str:
+    """A queue whose target triggers listen for new issues, one of them active (and, when
+    `automated`, with the autoactions the seed puts on one queue)."""
     for queue in source_queues(orgs.info):
+        if automated and not orgs.autoactions("empty", queue):
+            continue
         triggers = orgs.call("empty", "GET", f"/queues/{queue}/triggers")
         if any(t["active"] and {"type": "Event.create"} in t["conditions"] for t in triggers):
             return queue
@@ -93,6 +100,7 @@ def test_a_later_runs_import_fires_no_trigger_and_leaves_them_on(orgs: Orgs) -> 
     assert orgs.call("empty", "GET", f"/issues/{key}")["summary"] == "Found after the migration"
     assert orgs.fired(queue) == 0
     assert orgs.active("empty", queue) == before == orgs.active("source", queue)
+    assert orgs.autoactions("empty", queue) == orgs.autoactions("source", queue)
 
 
 async def _switch_off_and_die(orgs: Orgs) -> None:
@@ -108,16 +116,19 @@ async def _switch_off_and_die(orgs: Orgs) -> None:
 def test_a_run_killed_with_the_triggers_off_leaves_them_to_the_next_run(orgs: Orgs) -> None:
     """Killed after switching the triggers off: they stay off, named in the store; the next
     run imports the issue without a firing and switches them on again."""
-    queue = _listening_queue(orgs)
-    before = orgs.active("empty", queue)
+    queue = _listening_queue(orgs, automated=True)
+    before, automatic = orgs.active("empty", queue), orgs.autoactions("empty", queue)
+    assert any(automatic.values())
     orgs.new_source_issue(queue, "Found after the migration")
     asyncio.run(extract(orgs.config, environ=environ(orgs.info)))
     asyncio.run(_switch_off_and_die(orgs))
     assert not any(orgs.active("empty", queue).values())
+    assert not any(orgs.autoactions("empty", queue).values())
     with open_store(orgs.config.staging_path) as store:
         assert (store.get_checkpoint(QUIET_RULES) or {}).get("rules")
     orgs.run()
     assert orgs.fired(queue) == 0
     assert orgs.active("empty", queue) == before
+    assert orgs.autoactions("empty", queue) == automatic
     with open_store(orgs.config.staging_path) as store:
         assert store.get_checkpoint(QUIET_RULES) == {"rules": []}
