@@ -290,7 +290,11 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     states = store.ledger.counts().values()
     stage.progress.expect("records loaded", sum(s.get("pending", 0) for s in states))
     with stage.progress.stage("load", LOAD_LEGEND):
-        stats = await engine.run()
+        async with AsyncExitStack() as held:
+            for part in parts:
+                if part.holding is not None:
+                    await held.enter_async_context(part.holding())
+            stats = await engine.run()
     details: dict[str, Any] = {
         "loaded": stats.done,
         "failed": stats.failed,

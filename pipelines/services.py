@@ -24,6 +24,7 @@ the export iterate services and name none; `pipelines.registry` lists them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -100,6 +101,9 @@ class TargetParts:
     preview: ChangePreview | None = None
     # what `haul verify` looks for in the texts it reads back: references to the source
     references: SourceScan | None = None
+    # what the service holds in the target while the load runs, given back once it is done
+    # (the tracker: its triggers and autoactions switched off, so importing fires none)
+    holding: Callable[[], AbstractAsyncContextManager[None]] | None = None
 
 
 class Client(Protocol):

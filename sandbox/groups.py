@@ -2,9 +2,14 @@
 its own, so a group id copied from one org instead of mapped by name is unknown in the other.
 
 Membership is a fixed table by login, not drawn at random, so a test can say who reads a page
-open to a group. The plain user (``people.USER_LOGIN``) belongs to ``everyone``,
+open to a group. The plain user (``people.USER_LOGIN``) belongs to ``All employees``,
 ``engineering`` and ``support``, and not to ``hr``, ``security``, ``finance`` or
-``everyone-else`` (every person but the plain user). The service account (the admin token's
+``everyone-else`` (every person but the plain user).
+
+The group of every person is named as the service names it (``ALL_STAFF``): the tracker's own
+help tells a queue's owner "to add all your organization's employees, select the group All
+employees" (yandex.com/support/connect-tracker/manager/queue-access.html); it is a group like
+the others here, with an id of each org's own, mapped by that name. The service account (the admin token's
 user) is in no group. Computed from what an :class:`Org` already holds (its id, role and
 users) and kept per org, so any service of the sandbox can ask for them.
 """
@@ -19,8 +24,9 @@ from haul.sandbox.people import User
 from haul.sandbox.tracker.model import Org
 
 PEOPLE = tuple(login for login, _, _ in people.PEOPLE if login != people.ADMIN_LOGIN)
+ALL_STAFF = "All employees"  # the group of every person, as the service names it
 MEMBERS: dict[str, tuple[str, ...]] = {
-    "everyone": PEOPLE,
+    ALL_STAFF: PEOPLE,
     "engineering": ("alice", "bob", "carol", "dave", "ivan", "yuki"),
     "support": ("alice", "frank", "grace", "niaj", "wendy"),
     "hr": ("heidi", "judy", "olga", "peggy"),

@@ -55,6 +55,7 @@ from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
+from haul.pipelines.tracker.planning.quiet_rules import QuietRules
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.preview import TrackerPreview
@@ -154,6 +155,7 @@ class TrackerService:
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
             references=source_scan(store, config, mentions(transform, config)),
+            holding=QuietRules(client, store, transform.queues).holding,
         )
 
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:

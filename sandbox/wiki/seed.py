@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from haul.sandbox.groups import groups_of
+from haul.sandbox.groups import ALL_STAFF, groups_of
 from haul.sandbox.people import USER_LOGIN, User
 from haul.sandbox.tracker.model import Org
 from haul.sandbox.web import web_urls
@@ -48,7 +48,7 @@ RESTRICTED = (
     ("team/handbook/hr", "heidi", "custom", (("group", "hr", "editor", "inherited"),)),
     ("team/handbook/hr/salaries", "judy", "inherited", ()),
     ("team/handbook/hr/reviews", "olga", "inherited", (("user", "peggy", "editor", "inherited"),)),
-    ("team/handbook/hr/holidays", "heidi", "custom", (("group", "everyone", "reader", "inherited"),)),
+    ("team/handbook/hr/holidays", "heidi", "custom", (("group", ALL_STAFF, "reader", "inherited"),)),
     ("team/handbook/engineering", "bob", "custom", (("group", "engineering", "reader", "inherited"),
                                                     ("user", "carol", "author", "inherited"))),
     ("team/handbook/engineering/oncall", "dave", "inherited", ()),

@@ -192,7 +192,7 @@ def test_verify_compares_access_and_flags_an_entity_opened_by_hand(migrated: Mig
     security = next(i for i, (_, s) in entities(info, "source").items() if s == SECURITY_GOAL)
     minutes = next(i for i, (_, s) in entities(info, "source").items() if s == MINUTES)
     with tracker(info, "target") as client:  # someone opens two entities by hand
-        grant = {"grant": {"READ": {"groups": [group_id(client, "everyone")]}}}
+        grant = {"grant": {"READ": {"groups": [group_id(client, "All employees")]}}}
         reply = client.patch(f"/entities/goal/{to[security]}/permissions", json=grant)
         assert reply.status_code == 200, reply.text
         opened = {"fields": {"teamAccess": False}}

@@ -221,8 +221,9 @@ def test_groups_have_the_same_names_and_members_but_their_own_ids_in_each_org(
         assert logins == [m["username"] for m in target[name]["members"]] == list(MEMBERS[name])
         assert source[name]["members_count"] == len(logins)
     mine = {name for name, group in source.items() if USER_LOGIN in MEMBERS[name]}
-    assert mine == {"everyone", "engineering", "support"}
-    assert USER_LOGIN not in MEMBERS["everyone-else"] and ADMIN_LOGIN not in MEMBERS["everyone"]
+    assert mine == {"All employees", "engineering", "support"}
+    assert USER_LOGIN not in MEMBERS["everyone-else"]
+    assert ADMIN_LOGIN not in MEMBERS["All employees"]
 
 
 def test_a_group_id_of_the_other_org_is_unknown(

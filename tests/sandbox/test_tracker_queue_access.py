@@ -47,8 +47,8 @@ def test_a_users_permissions_name_how_each_is_held(source: httpx.Client) -> None
     assert_like_recording("queues/user_permissions_get", reply.status_code, reply.json())
     assert reply.json()["user"]["display"] == "Alice Anderson"
     assert held(reply) == {
-        "READ": {"groups": ["everyone"]},
-        "CREATE": {"users": ["Alice Anderson"], "groups": ["everyone"]},
+        "READ": {"groups": ["All employees"]},
+        "CREATE": {"users": ["Alice Anderson"], "groups": ["All employees"]},
         "WRITE": {"users": ["Alice Anderson"], "groups": ["engineering", "support"]},
         "GRANT": {"users": ["Alice Anderson"]},
     }
@@ -127,11 +127,30 @@ def test_a_test_sets_one_holders_grants(
             headers={"Authorization": str(plain.headers["Authorization"])},
         )
 
-    assert held(narrowed) == {"CREATE": {"groups": ["everyone"]}}
+    assert held(narrowed) == {"CREATE": {"groups": ["All employees"]}}
     assert held(widened) == {
-        "CREATE": {"groups": ["everyone"]},
+        "CREATE": {"groups": ["All employees"]},
         "GRANT": {"users": ["Heidi Hall"]},
     }
     assert held(target.get("/queues/OPS/permissions/users/heidi")) == held(widened)
     assert bad.status_code == 400
     assert refused.status_code == 403
+
+
+def test_the_group_of_every_person_is_named_as_the_service_names_it(
+    source: httpx.Client, target: httpx.Client, plain: httpx.Client
+) -> None:
+    """The tracker's help names the group of all an organisation's employees "All employees":
+    `GET /groups` lists it so (name and display) in both orgs, under ids of each, and the
+    plain user reads a queue through it."""
+    found = {}
+    for org, client in (("source", source), ("target", target)):
+        groups = client.get("/groups").json()
+        everyone = [g for g in groups if g["name"] == "All employees"]
+        assert [g["display"] for g in everyone] == ["All employees"], org
+        assert "everyone" not in {g["name"] for g in groups}
+        found[org] = everyone[0]["id"]
+    assert found["source"] != found["target"]
+    assert held(plain.get("/queues/TEST/permissions/users/heidi"))["READ"] == {
+        "groups": ["All employees"]
+    }

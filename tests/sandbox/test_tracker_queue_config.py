@@ -119,7 +119,7 @@ def test_the_sdk_reads_and_updates_queue_permissions_in_the_live_shape(
         some = next(iter(client.issues.find(query="Queue: TEST", per_page=1))).key
         assert hits == [] and user.get(f"/issues/{some}").status_code == 403
         client.queues.update_permissions(
-            queue, data={"read": {"groups": {"add": [groups["everyone"]]}}}
+            queue, data={"read": {"groups": {"add": [groups["All employees"]]}}}
         )
         assert user.post("/issues/_search", json={"filter": {"queue": "TEST"}}).json()
     with plain(tiny, "source") as http:

@@ -21,7 +21,7 @@ body); a holder the org does not know is a 422 and nothing changes. READ is enfo
 plain user: an issue of a queue it may not read is not found and not searched
 (:func:`may_read`); the other codes are served, not enforced.
 
-Every queue of every organisation starts with one scheme: everyone reads and creates; the
+Every queue of every organisation starts with one scheme: All employees read and create; the
 groups engineering and support write; the queue's lead (alice) creates, writes and grants
 itself. The target organisation differs in two queues, so a migration has something to find:
 in DEV the group support may not write, and in TEST bob may grant. ``PUT /_sandbox/queues/
@@ -34,7 +34,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from haul.sandbox.groups import Group, groups_of
+from haul.sandbox.groups import ALL_STAFF, Group, groups_of
 from haul.sandbox.people import User
 from haul.sandbox.tracker.api.context import Call, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
@@ -43,7 +43,7 @@ from haul.sandbox.tracker.model import Org, Queue, QueueGrants
 from haul.sandbox.tracker.structure.routes_structure import queue_of_path
 
 CODES = ("READ", "CREATE", "WRITE", "GRANT")
-SCHEME = {"everyone": {"READ", "CREATE"}, "engineering": {"WRITE"}, "support": {"WRITE"}}
+SCHEME = {ALL_STAFF: {"READ", "CREATE"}, "engineering": {"WRITE"}, "support": {"WRITE"}}
 LEAD = {"CREATE", "WRITE", "GRANT"}
 # the target org's departures from the scheme: queue -> (kind, login or group name, codes)
 TARGET_CHANGES = {

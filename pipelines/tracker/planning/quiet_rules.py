@@ -1,0 +1,150 @@
+"""A queue's triggers and autoactions made by haul are switched off while a later run loads
+its issues, and switched back on after the load: importing fires none of them.
+
+The first run creates triggers and autoactions last (`Phase.AUTOACTIONS`), after every issue,
+so it fires nothing. A later run (a nightly sync) imports new issues, and carries changed ones,
+into queues where those are already active. So, before the load of a run with issues to load
+(pending, in flight, or loaded and changed at the source) in a queue that holds triggers or
+autoactions this store loaded, each of those the target has active is switched off; after
+the load's last phase, each is switched on again (unless the source switched it off
+meanwhile: then it stays off, as the source's). Macros fire on nobody's import: they are left
+alone.
+
+Resumable, and exactly once, with one checkpoint (`QUIET_RULES`), written apart from the
+ledger (only the engine writes that):
+
+1. read which of them are active in the target; add them to the checkpoint, and commit;
+2. switch each off (a PATCH of `active`, repeatable);
+3. load;
+4. switch each in the checkpoint on again; then empty the checkpoint, and commit.
+
+A run killed anywhere between 1 and 4 leaves the checkpoint naming every rule it may have
+switched off (one still on is named too: switching it on again changes nothing); the next run
+keeps those held with its own, and switches them all on after its load, even when it has no
+issue to load. A rule the target or the source no longer holds is dropped from the checkpoint
+and counted. A run that stops (an error, exit 1 or 4) switches them on too, on its way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from haul.connectors.errors import NotFoundError
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.tracker.transform import QueueMap
+from haul.state.store import StagingStore
+
+log = structlog.get_logger(__name__)
+
+QUIET_RULES = "quiet_rules"  # the checkpoint naming the rules switched off for a load
+HELD = ("trigger", "autoaction")  # the ledger entities that fire on an issue's import or edit
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One trigger or autoaction in the target: its ledger entity and source id, its target
+    queue and id."""
+
+    entity: str
+    source_id: str
+    queue: str
+    target_id: str
+
+    def as_json(self) -> list[str]:
+        return [self.entity, self.source_id, self.queue, self.target_id]
+
+
+@dataclass
+class QuietRules:
+    """Holds one target's haul-made triggers and autoactions off while a load runs."""
+
+    client: TrackerClient
+    store: StagingStore
+    queues: QueueMap
+
+    @asynccontextmanager
+    async def holding(self) -> AsyncIterator[None]:
+        held = self._held() | await self._active(self._loaded_in(self._loading_queues()))
+        if held:
+            self._record(held)
+            for rule in sorted(held, key=Rule.as_json):
+                await self._switch(rule, active=False)
+            log.info("rules_switched_off", rules=len(held))
+        try:
+            yield
+        finally:
+            await self._restore(held)
+
+    async def _restore(self, held: set[Rule]) -> None:
+        for rule in sorted(held, key=Rule.as_json):
+            if self._source_active(rule):
+                await self._switch(rule, active=True)
+        if held:
+            self._record(set())
+            log.info("rules_switched_on", rules=len(held))
+
+    def _held(self) -> set[Rule]:
+        """What an earlier run switched off and did not switch on again (it was killed)."""
+        kept = self.store.get_checkpoint(QUIET_RULES) or {}
+        return {Rule(*row) for row in kept.get("rules", [])}
+
+    def _record(self, rules: set[Rule]) -> None:
+        with self.store.transaction():
+            rows = sorted(rule.as_json() for rule in rules)
+            self.store.set_checkpoint(QUIET_RULES, {"rules": rows})
+
+    def _loading_queues(self) -> set[str]:
+        """The source queues this load imports issues into, or changes issues of."""
+        ledger = self.store.ledger
+        rows = [row for status in ("pending", "in_flight")
+                for row in ledger.iter_rows(status=status, entity="issue")]  # fmt: skip
+        rows += ledger.iter_changed("issue")
+        return {row.source_id.rsplit("-", 1)[0] for row in rows}
+
+    def _loaded_in(self, queues: set[str]) -> list[Rule]:
+        if not queues:
+            return []
+        return [
+            Rule(entity, row.source_id, self.queues.queue(queue), row.target_id)
+            for entity in HELD
+            for row in self.store.ledger.iter_rows(status="done", entity=entity)
+            if row.target_id and not row.undone
+            and (queue := row.source_id.split("/", 1)[0]) in queues
+        ]  # fmt: skip
+
+    async def _active(self, rules: Iterable[Rule]) -> set[Rule]:
+        return {rule for rule in rules if (await self._read(rule) or {}).get("active")}
+
+    def _source_active(self, rule: Rule) -> bool:
+        """Whether it goes back on: unless the source switched it off meanwhile (one deleted at
+        the source and kept in the target goes back as it was: on)."""
+        record = self.store.get_record(rule.entity, rule.source_id)
+        return record is None or bool(record.raw.get("active", True))
+
+    async def _read(self, rule: Rule) -> dict[str, Any] | None:
+        try:
+            if rule.entity == "trigger":
+                return await self.client.get_rule(rule.queue, "triggers", rule.target_id)
+            return await self.client.get_autoaction(rule.queue, rule.target_id)
+        except NotFoundError:
+            log.info("held_rule_gone", entity=rule.entity, source_id=rule.source_id)
+            return None
+
+    async def _switch(self, rule: Rule, *, active: bool) -> None:
+        """PATCH its `active` under its current version (repeatable: twice is once)."""
+        found = await self._read(rule)
+        if found is None or bool(found.get("active")) == active:
+            return
+        version = int(found.get("version") or 1)
+        if rule.entity == "trigger":
+            body = {"active": active}
+            await self.client.update_rule(rule.queue, "triggers", rule.target_id, body, version)
+        else:
+            await self.client.update_autoaction(
+                rule.queue, rule.target_id, version, {"active": active}
+            )
