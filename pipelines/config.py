@@ -289,11 +289,12 @@ class Tuning(Section):
         description="A first migration lists links only for the issues a query says have some, "
         "and reads worklogs organisation-wide by creation window.",
     )
-    link_audit_sample: int = Field(
-        200,
+    link_audit_sample: int | None = Field(
+        None,
         ge=0,
         description="Issues per queue the links query did not return whose links are listed "
-        "anyway: one link among them turns the query off for that queue.",
+        "anyway: one link among them turns the query off for that queue. Not set: 5% of the "
+        "queue's issues, at least 20, at most 200.",
     )
     link_audit_seed: int = Field(0, description="Seeds the choice of the audited issues.")
 

@@ -3,10 +3,12 @@ gives, while the issues the query and the audit leave out are not asked."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
@@ -54,3 +56,45 @@ async def test_a_refused_links_query_lists_every_issue_of_the_queue_with_a_warni
     figures = survey.figures()
     assert figures["link_shortcut_off"] == ["TEST"]
     assert "search refused it" in figures["warnings"][0]
+
+
+def one_queue_of(issues: int, listed: list[str]) -> httpx.MockTransport:
+    """A service with one queue of `issues` issues, none of them with links: the links query
+    returns none, and each link listing asked is noted in `listed`."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path.endswith("/queues"):
+            return httpx.Response(200, json=[{"key": "BIG"}])
+        if path.endswith("/_search"):
+            linked = "Have Links To Queue" in json.loads(request.content)["query"]
+            found = [] if linked else [{"key": f"BIG-{n}"} for n in range(1, issues + 1)]
+            return httpx.Response(200, json=found)
+        listed.append(path.split("/")[-2])
+        return httpx.Response(200, json=[])
+
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize(
+    ("issues", "sample", "audited"),
+    [(10, None, 10), (100, None, 20), (1000, None, 50), (10_000, None, 200), (1000, 3, 3)],
+)
+async def test_the_audit_lists_a_share_of_the_queue_with_a_floor_and_a_cap(
+    issues: int, sample: int | None, audited: int
+) -> None:
+    """By default the audit lists 5% of a queue's issues, at least 20 (or all the query
+    skipped, when fewer) and at most 200; a number in the setting wins."""
+    listed: list[str] = []
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3", token="t", org_id="1",
+        transport=one_queue_of(issues, listed),
+    )  # fmt: skip
+    survey = LinkSurvey(client, sample=sample)
+    old = "2020-01-01T00:00:00.000+0000"
+    async with client:
+        links = await survey.links_of({"key": "BIG-1", "queue": {"key": "BIG"}, "updatedAt": old})
+    assert links == []
+    assert len(listed) == len(set(listed)) == audited
+    assert survey.figures()["link_audit_listed"] == audited
+    assert survey.figures()["link_shortcut_off"] == []

@@ -7,10 +7,17 @@ one scroll with that condition naming every queue the organisation lists returns
 with links (`QueueSurvey.linked`), and a second, of the whole queue, draws the audit's sample.
 
 The condition cannot see a link to a queue the token may not read (nor, should its index lag,
-a fresh one), so it is audited: a sample of the queue's other issues (`sample` of them, drawn
-by a seeded RNG: the same for the same seed, queue and issues) is listed too, and a single link found
-there turns the shortcut off for the queue: each of its issues is listed, and the report
-warns. An issue the survey did not see (created or updated since it began, less `margin` for
+a fresh one), so it is audited: a sample of the queue's other issues (drawn by a seeded RNG: the
+same for the same seed, queue and issues) is listed too, and a single link found there turns
+the shortcut off for the queue: each of its issues is listed, and the report warns.
+
+How many (`audit_size`): `sample` when the setting names a number, else 5% of the queue's
+issues, at least 20 and at most 200 (never more than the issues the query did not return).
+What the sample must catch is a share of hidden links, and a sample of n finds one with
+probability 1 - (1 - share)^n whatever the queue's size: 20 finds a share of 14% 19 times in
+20, 200 a share of 1.5%. The floor keeps a small queue's audit able to see a queue-wide
+blind spot; the share grows it with the queue, since a larger queue holds more to lose;
+the cap bounds what a large queue pays (200 listings against thousands). An issue the survey did not see (created or updated since it began, less `margin` for
 two machines' clocks) is always listed.
 
 Remote links have no such condition (the documentation's list of filter parameters has none),
@@ -21,6 +28,7 @@ changed issues and lists their links as before: a survey would read the whole qu
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +46,17 @@ log = structlog.get_logger(__name__)
 
 Record = dict[str, Any]
 AUDIT_AT_ONCE = 8  # sampled listings in flight while the queue's drains wait
+AUDIT_SHARE = 0.05  # of the queue's issues, when `[tuning] link_audit_sample` is not set
+AUDIT_FLOOR = 20
+AUDIT_CAP = 200
+
+
+def audit_size(queue_issues: int, fixed: int | None = None) -> int:
+    """How many of a queue's issues the audit lists (see the module docstring): `fixed`
+    when the setting names it, else a share of the queue with a floor and a cap."""
+    if fixed is not None:
+        return fixed
+    return min(AUDIT_CAP, max(AUDIT_FLOOR, math.ceil(AUDIT_SHARE * queue_issues)))
 
 
 @dataclass
@@ -55,13 +74,14 @@ class LinkSurvey:
     """The links shortcut of a run, queue by queue (see the module docstring)."""
 
     client: TrackerClient
-    sample: int = 200  # [tuning] link_audit_sample
+    sample: int | None = None  # [tuning] link_audit_sample (None: `audit_size`'s share)
     seed: int = 0  # [tuning] link_audit_seed
     per_scroll: int = 1000
     margin: timedelta = timedelta(minutes=10)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     requests: int = 0  # the survey's own: scroll pages and sampled listings
     skipped: int = 0  # link listings not asked
+    audited_listings: int = 0  # the sampled issues listed
     warnings: list[str] = field(default_factory=list)
     _queues: list[str] | None = None
     _surveys: dict[str, QueueSurvey] = field(default_factory=dict)
@@ -87,6 +107,7 @@ class LinkSurvey:
         return {
             "link_survey_requests": self.requests,
             "link_listings_skipped": self.skipped,
+            "link_audit_listed": self.audited_listings,
             "link_shortcut_off": off,
             "warnings": list(self.warnings),
         }
@@ -140,23 +161,28 @@ class LinkSurvey:
         return keys
 
     async def _sample_others(self, queue: str, linked: set[str]) -> list[str]:
-        """`sample` of the queue's issues the query did not return, drawn as the queue's
-        scroll passes (a reservoir: memory for the sample alone, whatever the queue's size)."""
+        """`audit_size` of the queue's issues the query did not return, drawn as the queue's
+        scroll passes (a reservoir as large as the most the audit may list: memory for the
+        sample alone, whatever the queue's size), then cut to the size the queue's count
+        calls for (a random part of a uniform sample is uniform)."""
         rng = random.Random(f"{self.seed}:{queue}")
+        room = AUDIT_CAP if self.sample is None else self.sample
         chosen: list[str] = []
-        seen = 0
+        seen = issues = 0
         query = f"Queue: {queue}"
         async for page in self.client.scroll_issues(query=query, per_scroll=self.per_scroll):
             self.requests += 1
+            issues += len(page)
             for key in (str(issue["key"]) for issue in page):
                 if key in linked:
                     continue
                 seen += 1
-                if len(chosen) < self.sample:
+                if len(chosen) < room:
                     chosen.append(key)
-                elif (slot := rng.randrange(seen)) < self.sample:
+                elif (slot := rng.randrange(seen)) < room:
                     chosen[slot] = key
-        return chosen
+        wanted = audit_size(issues, self.sample)
+        return chosen if len(chosen) <= wanted else rng.sample(chosen, wanted)
 
     async def _list_sample(self, keys: list[str]) -> dict[str, list[Record]]:
         audited: dict[str, list[Record]] = {}
@@ -167,6 +193,7 @@ class LinkSurvey:
                 (key, links) for key, links in zip(batch, replies, strict=True) if links is not None
             )
             self.requests += len(batch)
+            self.audited_listings += len(batch)
         return audited
 
     async def _listed(self, key: str) -> list[Record] | None:
