@@ -3,8 +3,9 @@
 Each part of a manifest stages and loads its own share into its own store; the last part
 copies them all into its store, so that the load engine sees every record and every ledger
 row at once (a link staged in one shard finds its other end, loaded by another, in the
-union's ledger) and verify and the report read one store. Attachment bytes stay where their
-part staged them: the union holds their records and ledger rows, never the files.
+union's ledger) and verify and the report read one store. Attachment bytes join the union's
+blob folder too (`gather_blobs`: hard links where the filesystem allows, else copies), so an
+export, a retried load or `haul check` of the union finds every file its records name.
 
 A row the union already holds is replaced by a part's, except a part's `waiting` row: that
 one waits for the union itself, which may have made it (or be making it) since. Waiting rows
@@ -16,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from haul.state.blobs import BlobStore, blob_root
 from haul.state.store import StagingStore
 
 # table -> its columns, copied whole (the ledger apart: see `_LEDGER`)
@@ -54,6 +56,26 @@ def gather(union: StagingStore, part: Path, mark: str, value: dict[str, Any]) ->
     finally:
         db.conn.execute("DETACH DATABASE part")
     return copied
+
+
+def gather_blobs(union: StagingStore, part: Path) -> dict[str, int]:
+    """Make every blob the store at `part` names one of `union`'s; how many per outcome
+    ("held", "linked", "copied", "missing": see `BlobStore.adopt`). Run before `gather`: its
+    checkpoint then says the files are there too (a gather killed between the two links
+    them again, finding those it already made)."""
+    outcomes: dict[str, int] = {}
+    part_blobs = BlobStore(blob_root(part))
+    for sha256 in _named_blobs(part):
+        how = union.blobs.adopt(part_blobs, sha256)
+        outcomes[how] = outcomes.get(how, 0) + 1
+    return outcomes
+
+
+def _named_blobs(part: Path) -> list[str]:
+    """The sha256 of every blob a record of the store at `part` names."""
+    with StagingStore.open_readonly(part) as store:
+        rows = store.db.execute("SELECT DISTINCT blob FROM records WHERE blob IS NOT NULL")
+        return sorted(row[0] for row in rows.fetchall())
 
 
 def plan_waiting_again(union: StagingStore, planned_mark: str) -> int:

@@ -197,6 +197,23 @@ def run_at_once(manifest: Path, parts: tuple[str, ...], env: dict[str, str]) -> 
         assert process.returncode == 0, (stdout + stderr).decode()
 
 
+def assert_export_has_every_file(manifest: Path, env: dict[str, str]) -> None:
+    """`haul export --manifest` lists every attachment of every shard, and the bytes each
+    names are in the union's blob folder, whole (the shards downloaded them)."""
+    import csv
+
+    from haul.state import BlobStore
+
+    out = manifest.parent / "exports"
+    run_ok(manifest, "export", "--entities", "attachments", "--out", str(out), env=env)
+    (folder,) = [path for path in out.iterdir() if path.is_dir() and not path.is_symlink()]
+    with (folder / "attachments.csv").open(newline="") as exported:
+        named = [row["sha256"] for row in csv.DictReader(exported)]
+    assert named and all(named)
+    blobs = BlobStore(manifest.parent / "stores" / "last" / "haul.db.blobs")
+    assert [sha256 for sha256 in named if not blobs.intact(sha256)] == []
+
+
 def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     """The first part, a shard and the last part SIGKILLed mid-load, then run again (the two
     shards at once): the target equals the source (each record once, the links across the
@@ -219,6 +236,7 @@ def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
         run_ok(manifest, "run", "--part", "last", env=env)
         run_ok(manifest, "verify", env=env)
         assert "every part" in run_ok(manifest, "report", env=env)
+        assert_export_has_every_file(manifest, env)
         status = json.loads(run_ok(manifest, "status", "--json", env=env))
         assert [row["state"] for row in status["parts"]] == ["done"] * 4
         source = snapshot_source(info, queues)
