@@ -7,6 +7,13 @@ union's ledger) and verify and the report read one store. Attachment bytes join 
 blob folder too (`gather_blobs`: hard links where the filesystem allows, else copies), so an
 export, a retried load or `haul check` of the union finds every file its records name.
 
+A part run again may have dropped records it held (deleted at the source; with `[sync]
+deletions = "mirror"` deleted in the target too, and its ledger row forgotten): the union drops
+them as well, else verify over the union looks for what the part deleted on purpose. What each
+part held when it was last gathered is kept beside the union (`<store>.gathered`, its keys
+only), so only what came from that part is dropped, never a row the union made itself, nor
+one another part still held when it was gathered.
+
 A row the union already holds is replaced by a part's, except a part's `waiting` row: that
 one waits for the union itself, which may have made it (or be making it) since. Waiting rows
 were planned by a part that saw only its share: `plan_waiting_again` has the union plan them.
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from haul.state.blobs import BlobStore, blob_root
+from haul.state.private import create_private_file
 from haul.state.store import StagingStore
 
 # table -> its columns, copied whole (the ledger apart: see `_LEDGER`)
@@ -33,15 +41,33 @@ _LEDGER = (
 )
 
 
-def gather(union: StagingStore, part: Path, mark: str, value: dict[str, Any]) -> dict[str, int]:
-    """Copy the store at `part` into `union`, and set the checkpoint `mark` to `value`, in one
-    transaction (a gather killed half way left nothing); the rows copied per table."""
+# the tables whose rows a part run again may drop, keyed (entity, source_id) in both
+_DROPPABLE = ("records", "ledger")
+
+
+def gather(
+    union: StagingStore, part: Path, mark: str, value: dict[str, Any], *, name: str
+) -> dict[str, int]:
+    """Copy the store at `part` (the part `name`) into `union`, and set the checkpoint `mark`
+    to `value`, in one transaction (a gather killed half way left nothing); the rows copied
+    per table, and per table the rows dropped ("records_dropped"): those the part held when
+    it was last gathered and holds no longer."""
     copied: dict[str, int] = {}
     db = union.db
+    held = union.path.with_name(union.path.name + ".gathered")
+    create_private_file(held)
     db.conn.execute("ATTACH DATABASE ? AS part", [str(part)])
+    db.conn.execute("ATTACH DATABASE ? AS held", [str(held)])
     try:
+        db.conn.execute(
+            "CREATE TABLE IF NOT EXISTS held.keys (part TEXT NOT NULL, tbl TEXT NOT NULL,"
+            " entity TEXT NOT NULL, source_id TEXT NOT NULL,"
+            " PRIMARY KEY (part, tbl, entity, source_id)) WITHOUT ROWID"
+        )
         with union.transaction():
             union.set_checkpoint(mark, value)
+            for table in _DROPPABLE:
+                copied[f"{table}_dropped"] = _drop_dropped(db.conn, table, name)
             for table, columns in _TABLES.items():
                 copied[table] = db.conn.execute(
                     f"INSERT OR REPLACE INTO main.{table} ({columns}) "
@@ -53,9 +79,39 @@ def gather(union: StagingStore, part: Path, mark: str, value: dict[str, Any]) ->
                 + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LEDGER.split(","))
                 + " WHERE excluded.status != 'waiting'"
             ).rowcount
+            for table in _DROPPABLE:
+                _remember_held(db.conn, table, name)
     finally:
         db.conn.execute("DETACH DATABASE part")
+        db.conn.execute("DETACH DATABASE held")
     return copied
+
+
+def _drop_dropped(conn: Any, table: str, name: str) -> int:
+    """Delete from the union's `table` the rows part `name` held when last gathered, holds no
+    longer, and no other part held when it was gathered; how many."""
+    return int(
+        conn.execute(
+            f"DELETE FROM main.{table} WHERE (entity, source_id) IN ("
+            "SELECT h.entity, h.source_id FROM held.keys AS h WHERE h.part = ? AND h.tbl = ?"
+            f" AND NOT EXISTS (SELECT 1 FROM part.{table} AS now"
+            "  WHERE now.entity = h.entity AND now.source_id = h.source_id)"
+            " AND NOT EXISTS (SELECT 1 FROM held.keys AS other WHERE other.tbl = h.tbl"
+            "  AND other.entity = h.entity AND other.source_id = h.source_id"
+            "  AND other.part != h.part))",
+            [name, table],
+        ).rowcount
+    )
+
+
+def _remember_held(conn: Any, table: str, name: str) -> None:
+    """Keep the keys of part `name`'s `table` as gathered now (for its next gather)."""
+    conn.execute("DELETE FROM held.keys WHERE part = ? AND tbl = ?", [name, table])
+    conn.execute(
+        "INSERT INTO held.keys (part, tbl, entity, source_id)"
+        f" SELECT ?, ?, entity, source_id FROM part.{table}",
+        [name, table],
+    )
 
 
 def gather_blobs(union: StagingStore, part: Path) -> dict[str, int]:

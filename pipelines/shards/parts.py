@@ -185,7 +185,9 @@ def _gather_parts(manifest: Manifest, config: Config) -> None:
             if ended is None or union.get_checkpoint(GATHERED + part.name) == ended:
                 continue
             files = gather_blobs(union, manifest.store_path(part))
-            copied = gather(union, manifest.store_path(part), GATHERED + part.name, ended)
+            copied = gather(
+                union, manifest.store_path(part), GATHERED + part.name, ended, name=part.name
+            )
             log.info("part_gathered", part=part.name, **copied, files=files)
         log.info("waiting_planned_again", rows=plan_waiting_again(union, PLANNED_AT))
 

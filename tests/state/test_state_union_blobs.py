@@ -32,7 +32,7 @@ def stage_files(path: Path, files: dict[str, bytes]) -> dict[str, str]:
 def gathered(union_path: Path, part: Path) -> dict[str, int]:
     with StagingStore.open(union_path) as union:
         outcomes = gather_blobs(union, part)
-        gather(union, part, "shards.gathered.1", {"exit": 0})
+        gather(union, part, f"shards.gathered.{part.parent.name}", {}, name=part.parent.name)
     return outcomes
 
 
