@@ -425,9 +425,13 @@ def check_command(config_path: Path) -> None:
               help="With --format parquet: the large tables as Hive-style monthly folders.")  # fmt: skip
 @click.option("--healthcheck-url", help="GET this URL after a good export (10 s timeout).")
 @click.option("--describe", is_flag=True, help="Print every table's typed columns; export nothing.")
-def export_command(config_path: Path | None, describe: bool, **options: Any) -> None:
+@MANIFEST_OPTION
+def export_command(
+    config_path: Path | None, describe: bool, manifest_path: Path | None, **options: Any
+) -> None:
     """Write the staged records as CSV, Parquet or XLSX files (one per entity) into a new
-    dated folder under --out, with manifest.json and a `latest` pointer."""
+    dated folder under --out, with manifest.json and a `latest` pointer. With --manifest:
+    the union of every part of a sharded migration (the last part's store)."""
     from haul.pipelines.export import command
     from haul.pipelines.export.describe import describe_markdown
     from haul.pipelines.export.errors import ExportOptionError
@@ -435,9 +439,9 @@ def export_command(config_path: Path | None, describe: bool, **options: Any) -> 
     if describe:
         click.echo(describe_markdown(), nl=False)
         return
-    if config_path is None:
+    if config_path is None and manifest_path is None:
         raise ExportOptionError("--config: give the haul TOML file to export from")
-    config = open_config(config_path)
+    config = _config_or_union(config_path, manifest_path)
     request = command.ExportRequest.from_options(config, **options)
     with LiveProgress() as progress:
         result = command.run_export(config, request, progress=progress)

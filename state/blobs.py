@@ -13,10 +13,12 @@ by `intact`, asked before a staged blob is used again: by a drain before it skip
 download, by the load before it sends the bytes.
 """
 
+import errno
 import hashlib
 import itertools
 import os
 import re
+import shutil
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
@@ -26,6 +28,11 @@ from haul.state.private import make_private_folder
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEMP_PREFIX = ".incoming-"
 _TEMP_NUMBERS = itertools.count()
+
+
+def blob_root(database: Path) -> Path:
+    """The blob folder beside the staging database at `database`."""
+    return database.with_name(database.name + ".blobs")
 
 
 class BlobStore:
@@ -89,9 +96,50 @@ class BlobStore:
         except FileNotFoundError:
             return False
 
+    def adopt(self, other: "BlobStore", sha256: str) -> str:
+        """Make `other`'s blob `sha256` one of this store's: "held" if it already was,
+        "linked" (a hard link: no bytes copied), "copied" where the two folders cannot share
+        a file (another filesystem, or one without hard links), "missing" if `other` lacks it.
+
+        The link or copy is made under a temp name and renamed into place, as a download is:
+        a blob path holds the whole bytes or nothing, even after a SIGKILL.
+        """
+        if self.exists(sha256):
+            return "held"
+        source = other.path(sha256)
+        if not source.is_file():
+            return "missing"
+        temp, fd = self.new_temp()  # a name no other writer holds; a link needs it absent
+        os.close(fd)
+        temp.unlink()
+        try:
+            how = _link_or_copy(source, temp)
+            final = self.path(sha256)
+            make_private_folder(final.parent)
+            os.replace(temp, final)
+        finally:
+            temp.unlink(missing_ok=True)
+        return how
+
     def discard(self, sha256: str) -> None:
         """Delete the blob, if it is stored."""
         self.path(sha256).unlink(missing_ok=True)
+
+
+def _link_or_copy(source: Path, to: Path) -> str:
+    """Hard-link `source` as `to`, else copy it there (0600); "linked" or "copied"."""
+    try:
+        os.link(source, to)
+        return "linked"
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES):
+            raise
+    with source.open("rb") as bytes_in, open(os.open(to, _NEW_FILE, 0o600), "wb") as bytes_out:
+        shutil.copyfileobj(bytes_in, bytes_out)
+    return "copied"
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 
 class BlobWriter:

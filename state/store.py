@@ -24,7 +24,7 @@ from typing import Any, Self
 import sqlite_utils
 import structlog
 
-from haul.state.blobs import BlobStore
+from haul.state.blobs import BlobStore, blob_root
 from haul.state.clock import Clock, utc_now
 from haul.state.errors import store_errors
 from haul.state.hashing import canonical_json, parse_json, text_hash
@@ -78,7 +78,7 @@ class StagingStore:
     def __init__(self, path: Path, db: sqlite_utils.Database, clock: Clock) -> None:
         self.path = path
         self.db = db
-        self.blobs = BlobStore(path.with_name(path.name + ".blobs"))
+        self.blobs = BlobStore(blob_root(path))
         self.ledger = Ledger(db, clock)
         self.problems = Problems(db, clock)
         self.written = Written(db, clock)  # three-way sync's bases: the engine writes them

@@ -48,7 +48,7 @@ from haul.pipelines.runner import (
 )
 from haul.pipelines.shards.manifest import FIRST, LAST, Manifest, Part, read_manifest
 from haul.pipelines.specs import Phase
-from haul.state.union import gather, plan_waiting_again
+from haul.state.union import gather, gather_blobs, plan_waiting_again
 
 log = structlog.get_logger(__name__)
 
@@ -173,10 +173,10 @@ def _mark(config: Config, value: dict[str, Any] | None) -> None:
 
 
 def _gather_parts(manifest: Manifest, config: Config) -> None:
-    """Copy each other part's store into the last part's, once per time that part ended,
-    then plan every waiting row again: each was planned by a part that saw only its share
-    (a link between two shards was planned on both sides; the union plans one), and the
-    union may hold what each waited for."""
+    """Copy each other part's store (its records and ledger, its files linked or copied)
+    into the last part's, once per time that part ended, then plan every waiting row again:
+    each was planned by a part that saw only its share (a link between two shards was
+    planned on both sides; the union plans one), and the union may hold what each waited for."""
     with open_store(config.staging_path) as union, recorded_run(union, "gather"):
         for part in manifest.parts:
             if part.name == LAST:
@@ -184,8 +184,11 @@ def _gather_parts(manifest: Manifest, config: Config) -> None:
             ended = finished(manifest, part)
             if ended is None or union.get_checkpoint(GATHERED + part.name) == ended:
                 continue
-            copied = gather(union, manifest.store_path(part), GATHERED + part.name, ended)
-            log.info("part_gathered", part=part.name, **copied)
+            files = gather_blobs(union, manifest.store_path(part))
+            copied = gather(
+                union, manifest.store_path(part), GATHERED + part.name, ended, name=part.name
+            )
+            log.info("part_gathered", part=part.name, **copied, files=files)
         log.info("waiting_planned_again", rows=plan_waiting_again(union, PLANNED_AT))
 
 

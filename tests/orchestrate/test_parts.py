@@ -76,7 +76,7 @@ def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> 
         )
         try:
             # the part's store exists once its haul process catches signals
-            store = tmp_path / "stores" / "first.db"
+            store = tmp_path / "stores" / "first" / "haul.db"
             wait_for(store.exists, timeout=60, what="the first part's store")
             assert [pid for pid in haul_processes(manifest) if pid != task.pid]
             os.kill(task.pid, signal.SIGINT)
