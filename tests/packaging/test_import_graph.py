@@ -47,6 +47,7 @@ TRACKER_SHARED = {
     "sync.texts": "a text written again once the files it shows are in, with the issue's rows",
     "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
     "sync.fields": "the issue field table: what the import writes, what a sync's edit changes",
+    "sync.since_drain": "what an earlier drain staged: the listings a later drain may skip",
     "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",
     "sync.checklists": "a checklist edited at the source, replayed by the checklist's refresh",
     "sync.files": "a file replaced at the source, found by the drain, loaded under the new file",

@@ -62,6 +62,9 @@ class TrackerRemovals:
             "checklist": deleted_by(self._clear_checklist),
             "remote_link": deleted_by(self._remote_link),
             "issue_status": WITH_PARENT,
+            # a text written again with the target's file ids: an edit of its issue or comment
+            "issue_references": WITH_PARENT,
+            "comment_references": WITH_PARENT,
             "issue_access": WITH_PARENT,
             "component": deleted_by(
                 lambda row: self.client.delete_component(_id(row)), self._named_by_issues

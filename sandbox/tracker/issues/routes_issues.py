@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -18,7 +20,6 @@ from haul.sandbox.tracker.issues.editing import (
     edit_issue,
 )
 from haul.sandbox.tracker.model import Issue
-from haul.sandbox.tracker.search.links import linked_queues_of
 from haul.sandbox.tracker.search.paging import int_param, page_of
 from haul.sandbox.tracker.search.query import Selection, parse_body, sort_issues
 from haul.sandbox.tracker.search.scroll import ScrollPage, scrolls_of
@@ -218,3 +219,41 @@ async def delete_checklist(request: Request) -> Response:
     item = request.path_params.get("item_id")
     updated = delete_checklist_items(call.org, issue, item, call.user.uid, now_ms())
     return JSONResponse(_issue_body(call, updated, {"records"}))
+
+
+# -- what the "Have Links To Queue" condition sees of an issue's links ---------------------
+#
+# What the ``"Have Links To Queue"`` condition sees of an issue's links.
+#
+# The condition matches an issue with a link of any type to an issue of one of the named queues
+# (the service's query-filter documentation). A link whose other end sits in a queue the caller
+# may not read is not seen by the search: the issue is found only through its other links,
+# which is why a client that trusts the condition must audit it. The ``links_missed`` fault
+# makes the search miss a share of the issues it should find (see `sandbox.faults`).
+
+
+def linked_queues_of(request: Request, call: Call) -> Callable[[Issue], set[str]]:
+    """Per issue, the queues its links reach that the caller may read (none for a missed one)."""
+    fault = request.app.state.faults.served("links_missed")
+    missed = fault.rate if fault is not None else 0.0
+
+    def readable(queue: str) -> bool:
+        return call.admin or may_read(call.org, queue, call.user)
+
+    def linked_queues(issue: Issue) -> set[str]:
+        if missed and _share(issue.key) < missed:
+            return set()
+        queues = set()
+        for link in call.org.links_of(issue.key):
+            other = call.org.issues.get(link.target if link.source == issue.key else link.source)
+            if other is not None and readable(other.queue):
+                queues.add(other.queue)
+        return queues
+
+    return linked_queues
+
+
+def _share(key: str) -> float:
+    """A stable number in [0, 1) for an issue key: the same issues are missed every time."""
+    digest = hashlib.sha256(f"links_missed:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
