@@ -54,7 +54,8 @@ def test_a_run_writes_both_reports(sandbox: Any, tmp_path: Path) -> None:
 
 def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_path: Path) -> None:
     """A run that loaded everything, then a verify that finds a worklog deleted in the target
-    (a loss; a person's edit there would be the target's own, no difference that fails):
+    (a loss: the worklog missing, and its issue's time spent short of the source's; a person's
+    edit there would be the target's own, no difference that fails):
     report.json, report.html and `haul status` all say the run is not ok, and why."""
     from tests.helpers.trust_fixtures import loaded_rows, target_call
 
@@ -69,12 +70,12 @@ def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_pat
     assert verified.returncode == 3, verified.stdout + verified.stderr
     folder = staging_db(tmp_path).parent
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    said = "done, but verify found 1 difference(s)"
+    said = "done, but verify found 2 difference(s)"
     assert report["headline"] == {"text": said, "ok": False}
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert f'<h1 id="headline">haul run: <span class="bad">{said}</span></h1>' in page
-    assert "verify after the last run: 1 difference(s)" in status.stdout
-    assert "next: haul verify found 1 difference(s)" in status.stdout
+    assert "verify after the last run: 2 difference(s)" in status.stdout
+    assert "next: haul verify found 2 difference(s)" in status.stdout
 
 
 def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> None:
