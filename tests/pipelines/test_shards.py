@@ -18,8 +18,8 @@ import pytest
 from tests.helpers.crash_runs import HAUL, finish
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot, org_structure
+from tests.helpers.shard_runs import MAPPING, haul_manifest, plan, run_ok
 
-MAPPING = {"TEST": "NEW"}
 ADMIN = "robot"  # the sandbox's migrating admin
 
 
@@ -65,21 +65,6 @@ def load_moved(snapshot: dict[str, Any]) -> dict[str, Any]:
     return moved
 
 
-def haul_manifest(
-    manifest: Path, *args: str, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HAUL, *args, "--manifest", str(manifest)], env=env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-
-
-def run_ok(manifest: Path, *args: str, env: dict[str, str]) -> str:
-    done = haul_manifest(manifest, *args, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 def one_process(tmp_path: Path, start: Any, size: str = "tiny") -> dict[str, Any]:
     with start(size=size, seed=11) as sandbox:
         info = sandbox.info
@@ -87,14 +72,6 @@ def one_process(tmp_path: Path, start: Any, size: str = "tiny") -> dict[str, Any
         config = write_config(tmp_path / "whole", info, queues=queues, mapping=MAPPING)
         finish(config, "run", {**os.environ, TOKEN_ENV: info["tokens"]["admin"]})
         return load_moved(snapshot_target(info, queues))
-
-
-def plan(config: Path, manifest: Path, shards: int, env: dict[str, str]) -> None:
-    planned = subprocess.run(
-        [HAUL, "plan", "--config", str(config), "--shards", str(shards), "--manifest",
-         str(manifest)], env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert planned.returncode == 0, planned.stdout + planned.stderr
 
 
 def test_the_plan_is_deterministic_and_parts_wait_for_what_they_need(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
+from tests.helpers.shard_runs import MAPPING, haul_manifest, plan, run_ok
 from tests.helpers.sync_changes import MIRROR, holding
-from tests.pipelines.test_shards import MAPPING, haul_manifest, plan, run_ok
 
 
 def delete_a_comment(info: dict[str, object]) -> str:
