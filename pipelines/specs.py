@@ -40,7 +40,9 @@ A `Fingerprint` gives the staged record's fields as the load writes them (`expec
 target container it lives in (`where`: an issue's key, a page's id), that container's records
 as the same fields with their target `id` (`listing`), the fields that identify a record
 (`identity`: find matches on them), and optionally fields verify reads only for the one record
-it compares (`detail`: the sha256 of the bytes, downloaded).
+it compares (`detail`: the sha256 of the bytes, downloaded) and fields made from another only
+to find the record by (`derived`: a comment's text with its file ids blanked), which verify
+does not compare: the field they come from is compared, and one change is one difference.
 
 Specs load in phases (`Phase`), in DESIGN's order: the organisation objects the trees point
 to, the trees, what needs both its ends (a link), the planning layer, the autoactions last; a
@@ -235,6 +237,11 @@ class Fingerprint:
     listing: Listing
     identity: tuple[str, ...]
     detail: Callable[[str, Fields], Awaitable[Fields]] | None = None
+    derived: tuple[str, ...] = ()
+
+    def compared(self, fields: Fields) -> Fields:
+        """The fields verify compares: all but the `derived` ones."""
+        return {name: value for name, value in fields.items() if name not in self.derived}
 
     async def find(
         self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]

@@ -171,8 +171,7 @@ def source_references(
     scan: SourceScan | None, row: LedgerRow, found: Mapping[str, Any] | None
 ) -> list[Difference]:
     """One difference for each reference to the source in the texts read back (once per
-    record: a field derived from another, a comment's text with its file ids blanked, holds
-    the same reference)."""
+    record, though two of its fields hold it)."""
     if scan is None or found is None:
         return []
     first = {ref: name for name, ref in reversed(list(scan.scan_fields(found)))}
@@ -382,7 +381,8 @@ async def _by_fingerprint(
     found = await fingerprint.read_back(
         record, parent, row.target_id or "", listings.of(fingerprint)
     )
-    return fingerprint.expected(record), found
+    expected = fingerprint.compared(fingerprint.expected(record))
+    return expected, None if found is None else fingerprint.compared(found)
 
 
 def write_csv(path: Path, found: Sequence[Difference]) -> None:

@@ -50,7 +50,11 @@ class TrackerFingerprints:
         """A comment: time, author, text (found by its text with the ids of the files it
         shows blanked: the same before and after the text is written again with them)."""
         return Fingerprint(
-            self._comment, self.issue_key, self._comments, ("shape", "createdAt", "createdBy")
+            self._comment,
+            self.issue_key,
+            self._comments,
+            ("shape", "createdAt", "createdBy"),
+            derived=("shape",),  # verify compares the text itself
         )
 
     def worklog(self) -> Fingerprint:
