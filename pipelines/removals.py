@@ -9,7 +9,9 @@ A service gives one `Removal` per ledger entity it loads (`TargetParts.removals`
     by_hand       -> no deletion exists for it (an issue, a dashboard, a queue): what a person
                      can do instead, said beside each record kept
     with_parent   -> it lives in the record its row loads under (an issue's status, a page's
-                     access, a grid's rows): gone when that one is, kept when it is kept
+                     access, a grid's rows): gone when that one is, kept when it is kept;
+                     `lives_in(row)` names that record when it is not the row's parent (a
+                     comment's text written again loads under its issue, lives in the comment)
     in_use(row)   -> why the record stays although it could be deleted (a component that
                      issues which stay still name), or None, optional
 
@@ -40,6 +42,7 @@ class Removal:
     delete: Callable[[LedgerRow], Awaitable[Removed]] | None = None
     by_hand: str = ""
     with_parent: bool = False
+    lives_in: Callable[[LedgerRow], tuple[str, str]] | None = None  # (entity, source id)
     in_use: Callable[[LedgerRow], str | None] | None = None
 
 
@@ -56,3 +59,9 @@ def deleted_by(
 
 
 WITH_PARENT = Removal(with_parent=True)
+
+
+def with_record(lives_in: Callable[[LedgerRow], tuple[str, str]]) -> Removal:
+    """A removal for what goes, or stays, with the record `lives_in(row)` names (entity,
+    source id) rather than with the row's parent."""
+    return Removal(with_parent=True, lives_in=lives_in)

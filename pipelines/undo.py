@@ -86,6 +86,7 @@ class UndoResult:
     gone: Counter[str] = field(default_factory=Counter)  # entity -> found gone (404)
     with_parent: Counter[str] = field(default_factory=Counter)  # entity -> went with its parent
     kept_with_parent: list[LedgerRow] = field(default_factory=list)  # their parent stays
+    kept_with: Counter[tuple[str, str]] = field(default_factory=Counter)  # (entity, parent's)
     recovery_tokens: dict[str, str] = field(default_factory=dict)  # "entity id" -> token
     failed: list[tuple[LedgerRow, str]] = field(default_factory=list)
     stopped: bool = False  # a signal asked it to stop: what is left goes on the next run
@@ -179,12 +180,23 @@ class Undoer:
             if not gone:
                 break
         self.result.kept_with_parent = waiting
+        for row in waiting:
+            home = self._lives_in(row)
+            self.result.kept_with[(row.entity, home[0] if home else "parent")] += 1
 
     def _parent_undone(self, row: LedgerRow) -> bool:
-        if not row.parent_entity:
+        home = self._lives_in(row)
+        if home is None:
             return False
-        parent = self.store.ledger.get(row.parent_entity, row.parent or "")
+        parent = self.store.ledger.get(*home)
         return parent is not None and parent.undone
+
+    def _lives_in(self, row: LedgerRow) -> tuple[str, str] | None:
+        """The record the row goes or stays with: its removal's `lives_in`, else its parent."""
+        lives_in = self.removals[row.entity].lives_in
+        if lives_in is not None:
+            return lives_in(row)
+        return (row.parent_entity, row.parent or "") if row.parent_entity else None
 
 
 async def undo(

@@ -4,7 +4,6 @@ kept with what a person can do instead, the pages' recovery tokens, the exit sta
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Callable
 from itertools import groupby
 
@@ -95,11 +94,8 @@ def print_result(result: UndoResult, console: Console) -> None:
         if counts:
             shown = ", ".join(f"{entity} {n}" for entity, n in sorted(counts.items()))
             _say(console, f"{label}: {shown}")
-    kept = Counter((row.entity, row.parent_entity) for row in result.kept_with_parent)
-    for (entity, parent), n in sorted(
-        kept.items(), key=lambda item: (item[0][0], item[0][1] or "")
-    ):
-        _say(console, f"kept with their {parent or 'parent'}, which stays: {entity} {n}")
+    for (entity, parent), n in sorted(result.kept_with.items()):
+        _say(console, f"kept with their {parent}, which stays: {entity} {n}")
     for row, why in result.failed:
         _say(console, f"not undone: {row.entity} {row.source_id} (target {row.target_id}): {why}")
     if result.failed:

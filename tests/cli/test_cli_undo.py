@@ -130,6 +130,12 @@ def test_undo_after_a_full_run_leaves_the_target_as_it_was(
     undone = undone_rows(config)
     assert {(d["entity"], d["source_id"]) for d in missing} == undone
     assert {"comment", "wiki_page", "goal", "filter", "checklist"} <= {e for e, _ in undone}
+    # a text written again is an edit: gone with its comment, kept with its issue (kept)
+    edited = {source_id for entity, source_id in undone if entity == "comment_references"}
+    assert edited and edited <= {source_id for entity, source_id in undone if entity == "comment"}
+    assert not any(entity == "issue_references" for entity, _ in undone)
+    assert f"went with their parent: comment_references {len(edited)}," in done.stdout
+    assert "kept with their issue, which stays: issue_references" in done.stdout
 
     sent = deletes(sandbox)
     again = migrated.haul("undo", "--yes")

@@ -98,3 +98,31 @@ async def test_the_audit_lists_a_share_of_the_queue_with_a_floor_and_a_cap(
     assert len(listed) == len(set(listed)) == audited
     assert survey.figures()["link_audit_listed"] == audited
     assert survey.figures()["link_shortcut_off"] == []
+
+
+async def test_an_issue_the_links_query_lists_without_its_key_turns_the_shortcut_off() -> None:
+    """The links query lists an issue without its key: it cannot be told linked or not, so
+    no issue of the queue is skipped (the one asked gets its links) and the warning names it."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/queues"):
+            return httpx.Response(200, json=[{"key": "TEST"}])
+        if request.url.path.endswith("/_search"):
+            return httpx.Response(200, json=[{"id": "abc", "updatedAt": "2020-01-01"}])
+        return httpx.Response(200, json=[{"id": 1, "type": {"id": "relates"}}])
+
+    client = TrackerClient.connect(
+        base_url="http://tracker.invalid/v3",
+        token="t",
+        org_id="1",
+        transport=httpx.MockTransport(handler),
+    )
+    issue = {"key": "TEST-1", "queue": {"key": "TEST"}, "updatedAt": "2020-01-01T00:00:00.000+0000"}
+    survey = LinkSurvey(client)
+    async with client:
+        links = await survey.links_of(issue)
+    assert links == [{"id": 1, "type": {"id": "relates"}}]
+    assert survey.skipped == 0
+    figures = survey.figures()
+    assert figures["link_shortcut_off"] == ["TEST"]
+    assert "TEST:id=abc without its key" in figures["warnings"][0]

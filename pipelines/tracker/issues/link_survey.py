@@ -20,6 +20,10 @@ blind spot; the share grows it with the queue, since a larger queue holds more t
 the cap bounds what a large queue pays (200 listings against thousands). An issue the survey did not see (created or updated since it began, less `margin` for
 two machines' clocks) is always listed.
 
+An issue the survey's search lists without its key cannot be told linked or not (the scroll
+names it as a problem, `scroll.KEYLESS`): the survey has not seen the whole queue, so the
+shortcut is off for it and each of its issues is listed, with a warning.
+
 Remote links have no such condition (the documentation's list of filter parameters has none),
 so they stay listed per issue (see `drain.Applications`). A later run (a sync) drains only
 changed issues and lists their links as before: a survey would read the whole queue for few.
@@ -40,6 +44,7 @@ import structlog
 from haul.connectors.errors import RecordError, ScrollExpiredError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
+from haul.pipelines.tracker.issues.scroll import keyless_name
 from haul.pipelines.tracker.timefmt import parse_time
 
 log = structlog.get_logger(__name__)
@@ -123,8 +128,17 @@ class LinkSurvey:
         began = self.clock()
         try:
             every_queue = ", ".join(await self._every_queue())
-            linked = await self._keys(f'Queue: {queue} AND "Have Links To Queue": {every_queue}')
+            linked = await self._keys(
+                queue, f'Queue: {queue} AND "Have Links To Queue": {every_queue}'
+            )
             chosen = await self._sample_others(queue, linked)
+        except KeylessIssueError as error:  # an issue it cannot name might have links
+            self.warnings.append(
+                f"links by query off for queue {queue}: the search listed issue {error.name} "
+                "without its key; every issue of the queue had its links listed"
+            )
+            log.warning("link_survey_keyless", queue=queue, issue=error.name)
+            return QueueSurvey(began, set(), {}, shortcut=False)
         except (RecordError, ScrollExpiredError) as error:  # refused (too long, say): list all
             self.warnings.append(
                 f"links by query off for queue {queue}: the search refused it ({error}); "
@@ -153,11 +167,11 @@ class LinkSurvey:
             self.requests += 1
         return self._queues
 
-    async def _keys(self, query: str) -> set[str]:
+    async def _keys(self, queue: str, query: str) -> set[str]:
         keys: set[str] = set()
         async for page in self.client.scroll_issues(query=query, per_scroll=self.per_scroll):
             self.requests += 1
-            keys.update(str(issue["key"]) for issue in page)
+            keys.update(_key(queue, issue) for issue in page)
         return keys
 
     async def _sample_others(self, queue: str, linked: set[str]) -> list[str]:
@@ -173,7 +187,7 @@ class LinkSurvey:
         async for page in self.client.scroll_issues(query=query, per_scroll=self.per_scroll):
             self.requests += 1
             issues += len(page)
-            for key in (str(issue["key"]) for issue in page):
+            for key in (_key(queue, issue) for issue in page):
                 if key in linked:
                     continue
                 seen += 1
@@ -204,6 +218,20 @@ class LinkSurvey:
         except RecordError as error:
             log.info("link_sample_unlisted", issue=key, error=str(error))
             return None
+
+
+class KeylessIssueError(Exception):
+    """The survey's search listed an issue without its key (see the module docstring)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _key(queue: str, issue: Record) -> str:
+    if not issue.get("key"):
+        raise KeylessIssueError(keyless_name(queue, issue))
+    return str(issue["key"])
 
 
 def _queue_of(issue: Record) -> str:

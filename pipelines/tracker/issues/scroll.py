@@ -177,7 +177,7 @@ class IssueScroll:
         for issue in issues:
             moment = _moment(issue)
             if not issue.get("key"):
-                problems.append(("issue", _keyless_name(self.queue, issue), KEYLESS))
+                problems.append(("issue", keyless_name(self.queue, issue), KEYLESS))
                 self._hold(moment, saved)
                 continue
             key = str(issue["key"])
@@ -186,7 +186,7 @@ class IssueScroll:
                  "raw": issue}
             )  # fmt: skip
             if issue.get("id") is not None:
-                settled.append(("issue", _keyless_name(self.queue, issue)))
+                settled.append(("issue", keyless_name(self.queue, issue)))
             if moment is None:
                 log.warning("unreadable_time", issue=key, updated_at=issue.get("updatedAt"))
                 continue
@@ -231,7 +231,8 @@ KEYLESS = "the tracker listed an issue without a key"
 NOWHERE = datetime.min.replace(tzinfo=UTC)  # a keyless issue of unknown time: hold the watermark
 
 
-def _keyless_name(queue: str, issue: dict[str, Any]) -> str:
+def keyless_name(queue: str, issue: dict[str, Any]) -> str:
+    """How an issue listed without its key is named: its queue and its id."""
     return f"{queue}:id={issue.get('id', '?')}"
 
 

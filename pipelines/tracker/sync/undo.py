@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.removals import WITH_PARENT, Removal, deleted_by
+from haul.pipelines.removals import WITH_PARENT, Removal, deleted_by, with_record
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.ledger import LedgerRow
@@ -62,9 +62,10 @@ class TrackerRemovals:
             "checklist": deleted_by(self._clear_checklist),
             "remote_link": deleted_by(self._remote_link),
             "issue_status": WITH_PARENT,
-            # a text written again with the target's file ids: an edit of its issue or comment
+            # a text written again with the target's file ids: an edit of its issue (its row's
+            # parent) or of its comment (the row loads under the issue, has the comment's id)
             "issue_references": WITH_PARENT,
-            "comment_references": WITH_PARENT,
+            "comment_references": with_record(lambda row: ("comment", row.source_id)),
             "issue_access": WITH_PARENT,
             "component": deleted_by(
                 lambda row: self.client.delete_component(_id(row)), self._named_by_issues
