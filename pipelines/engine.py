@@ -431,7 +431,8 @@ class LoadEngine:
         with self.store.transaction():
             if written is not None:
                 self.store.written.keep(row.entity, row.source_id, written)
-            self.ledger.refreshed(row.entity, row.source_id, record.content_hash)
+            # what the plan hashed (`Planned.content_hash`), as `done` keeps it
+            self.ledger.refreshed(row.entity, row.source_id, row.staged_hash or record.content_hash)
         problems.clear(kept, row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
@@ -642,13 +643,29 @@ def hold_back_unplanned(store: StagingStore, specs: Iterable[EntitySpec], reason
     return held
 
 
-def retry_failed_rows(store: StagingStore) -> int:
+def retry_failed_rows(store: StagingStore, specs: Sequence[EntitySpec] = ()) -> int:
     """Put every failed row back to pending (`haul load --retry-failed`), and every waiting
-    one (what it waits for may have come into the target another way); return how many."""
-    waiting = list(store.ledger.iter_rows(status="waiting"))
-    for row in waiting:
-        store.ledger.wake(row.entity, row.source_id)
-    return store.ledger.retry_failed() + len(waiting)
+    one (what it waits for may have come into the target another way); return how many.
+    A loaded record of `specs` that `shows` a failed one is marked changed: its refresh,
+    after the retried record in the load's order, writes it again with that record known."""
+    failed = {Ref(row.entity, row.source_id) for row in store.ledger.iter_rows(status="failed")}
+    with store.transaction():
+        _resend_what_shows(store, specs, failed)
+        waiting = list(store.ledger.iter_rows(status="waiting"))
+        for row in waiting:
+            store.ledger.wake(row.entity, row.source_id)
+        return store.ledger.retry_failed() + len(waiting)
+
+
+def _resend_what_shows(store: StagingStore, specs: Sequence[EntitySpec], failed: set[Ref]) -> None:
+    for spec in specs:
+        if spec.shows is None or spec.refresh is None or not failed:
+            continue
+        done = [row.source_id for row in store.ledger.iter_rows(entity=spec.name, status="done")]
+        for source_id in done:
+            record = store.get_record(spec.staged, source_id)
+            if record is not None and failed.intersection(spec.shows(record)):
+                store.ledger.resend(spec.name, source_id)
 
 
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
@@ -722,7 +739,7 @@ def _ledger_row(entity: str, item: Planned) -> dict[str, object]:
         "parent_entity": item.parent.entity if item.parent else None,
         "parent": item.parent.source_id if item.parent else None,
         "sort_key": item.sort_key,
-        "payload_hash": item.record.content_hash,
+        "payload_hash": item.content_hash or item.record.content_hash,
     }
 
 

@@ -277,7 +277,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     plan_if_staged_since(store, stage.config)
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
-        retry_failed_rows(store)
+        retry_failed_rows(store, [spec for part in parts for spec in part.specs])
     specs = _held_back([spec for part in parts for spec in part.specs], store, stage.portion)
     engine = LoadEngine(
         store,

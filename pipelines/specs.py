@@ -140,11 +140,14 @@ async def staged_bytes(store: StagingStore, record: StagedRecord, *, drained: st
 
 @dataclass(frozen=True)
 class Planned:
-    """One ledger row to plan: the record, the node it loads under, its order among siblings."""
+    """One ledger row to plan: the record, the node it loads under, its order among siblings;
+    `content_hash` when the row carries less than the whole record (a text patch: its text),
+    so a change elsewhere in the record does not bring the row up to date as well."""
 
     record: StagedRecord
     parent: Ref | None = None
     sort_key: str = ""
+    content_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,9 @@ class EntitySpec:
     # waiting for just those. Else (an issue needs the organisation objects it points to,
     # unnamed) the phase waits for every tree before it
     needs_named: bool = False
+    # the records a loaded record's text shows (a description's files): when one of them is
+    # loaded again by `--retry-failed`, the record is brought up to date after it (`refresh`)
+    shows: Callable[[StagedRecord], Iterable[Ref]] | None = None
 
     @property
     def has_requirements(self) -> bool:

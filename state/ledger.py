@@ -228,6 +228,11 @@ class Ledger:
             [payload_hash, payload_hash],
         )
 
+    def resend(self, entity: str, source_id: str) -> None:
+        """Mark a done row changed, so the next load brings it up to date (refreshes it): what
+        it was written with is now in the target (a file it shows, loaded by a retry)."""
+        self._move(entity, source_id, "resend", ("done",), f"payload_hash = '{_RESEND}'")
+
     def retarget(self, entity: str, source_id: str, target_id: str) -> None:
         """A done row's record lives under another id in the target now (it was moved there)."""
         self._move(entity, source_id, "retarget", ("done",), "target_id = ?", [target_id])

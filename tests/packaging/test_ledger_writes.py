@@ -34,10 +34,11 @@ TRANSITIONS = {
     "wake",
 }
 # what changes a row's identity or takes it back, not its load: a record moved at the source
-# (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried (the
-# engine's `retry_failed_rows`)
+# (renamed rows), moved in the target (retarget), deleted (forgotten), a failed row retried and
+# the loaded texts that show it written again after it (resend; both the engine's
+# `retry_failed_rows`)
 UPKEEP = {"retarget", "rename", "rename_under", "forget", "forget_children", "forget_under",
-          "retry_failed"}  # fmt: skip
+          "retry_failed", "resend"}  # fmt: skip
 READS = {"children", "parent_entities", "is_claimed", "any_found", "iter_changed", "get",
          "target_id", "iter_rows", "counts"}  # fmt: skip
 # the modules besides the engine allowed an upkeep write, by file name (they may move between

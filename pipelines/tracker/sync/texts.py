@@ -12,7 +12,10 @@ for any record. A file it shows that is not in the target (it failed, say over t
 size limit, or it is not migrated) leaves its reference as written, the rest of the text
 rewritten: it is counted among what the run did not carry, naming the file and the text
 (`haul status`, the report), and `haul verify` reports the reference to the source. A failed
-file does not fail the text as well: the file's own failure is the one to fix.
+file does not fail the text as well: the file's own failure is the one to fix, and once
+`haul load --retry-failed` loads it, the texts that show it are written again after it (the
+rows' `shows`: the engine marks them changed, their refresh writes them). A row is hashed on
+its text alone, so a change elsewhere in its issue or comment does not write it again.
 """
 
 from __future__ import annotations
@@ -23,23 +26,30 @@ from dataclasses import dataclass
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.references import References, file_references
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.state.hashing import content_hash
 from haul.state.store import StagedRecord, StagingStore
 
 ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
 
 
 def plan_issue_references(store: StagingStore) -> Iterator[Planned]:
-    """A description that references files: patched under its issue, after its files."""
+    """A description that references files: patched under its issue, after its files. The
+    row carries the description alone: another field edited at the source is the issue's
+    refresh to carry, and a description edited in the target is kept (three-way sync)."""
     for record in store.iter_records("issue"):
-        if file_references(record.raw.get("description")):
-            yield Planned(record, Ref("issue", record.source_id))
+        text = record.raw.get("description")
+        if file_references(text):
+            yield Planned(record, Ref("issue", record.source_id), content_hash=content_hash(text))
 
 
 def plan_comment_references(store: StagingStore) -> Iterator[Planned]:
-    """A comment that references files: patched under its issue, after its files."""
+    """A comment that references files: patched under its issue, after its files (the row
+    carries the comment's text alone, as a description's)."""
     for record in store.iter_records("comment"):
-        if file_references(record.raw.get("text")):
-            yield Planned(record, Ref("issue", record.parent or ""), str(record.raw["createdAt"]))
+        text = record.raw.get("text")
+        if file_references(text):
+            parent, order = Ref("issue", record.parent or ""), str(record.raw["createdAt"])
+            yield Planned(record, parent, order, content_hash=content_hash(text))
 
 
 def files_not_migrated(store: StagingStore) -> Iterator[tuple[str, str, list[str]]]:
@@ -66,11 +76,25 @@ class TextPatches:
     def specs(self) -> list[EntitySpec]:
         return [
             EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
-                       self.find_description, refresh=self.refresh_description),
+                       self.find_description, refresh=self.refresh_description,
+                       shows=lambda r: self.files_shown(r.raw.get("description"))),
             EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
                        self.find_comment, refresh=self.refresh_comment,
-                       requires=lambda r: [Ref("comment", r.source_id)]),
+                       requires=lambda r: [Ref("comment", r.source_id)],
+                       shows=lambda r: self.files_shown(r.raw.get("text"))),
         ]  # fmt: skip
+
+    def files_shown(self, text: str | None) -> list[Ref]:
+        """The staged files a text shows: one that failed and loads on a retry has the text
+        written again after it (`haul load --retry-failed`)."""
+        shown = set(file_references(text))
+        if not shown:
+            return []
+        return [
+            Ref("attachment", source_id)
+            for source_id in self.store.source_ids("attachment")
+            if source_id.rpartition("/")[2] in shown
+        ]
 
     def description(self, record: StagedRecord) -> str:
         return self.text(record.raw.get("description")) or ""
