@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from haul.pipelines.references import without_file_ids
 from haul.pipelines.specs import Conflicted, Fields
 from haul.state.written import Written
 
@@ -57,7 +58,7 @@ def diff_fields(
         ours, theirs = _value(source, name), _value(target, name)
         if ours == theirs:
             continue
-        if base is None or theirs == _value(base, name):
+        if base is None or _kept_since(_value(base, name), theirs):
             changes.carried[name] = ours
         elif ours == _value(base, name):
             changes.kept[name] = theirs
@@ -113,7 +114,7 @@ def changed_where(source: Any, base: Any, target: Any) -> str:
     """Why a target's value differs from the source's, given the base (what haul wrote):
     "changed in the target", "changed on both sides", or "" (the target holds what haul
     wrote: the source's change is not carried, a loss)."""
-    if same(target, base):
+    if _kept_since(_value({"v": base}, "v"), _value({"v": target}, "v")):
         return ""
     return "changed in the target" if same(source, base) else "changed on both sides"
 
@@ -173,6 +174,17 @@ class ThreeWay:
         if changes.conflicts:
             what = "overwritten" if self.rule == "source-wins" else "conflict"
             self.changes[(entity, what)] += 1
+
+
+def _kept_since(base: Any, target: Any) -> bool:
+    """Whether the target still holds what haul wrote: the same value, or the same text but
+    for its file ids (haul writes a text that shows files again once they are in the target,
+    with their target ids: that is haul's own write, not a person's edit)."""
+    if base == target:
+        return True
+    if isinstance(base, str) and isinstance(target, str):
+        return without_file_ids(base) == without_file_ids(target)
+    return False
 
 
 def _value(fields: Mapping[str, Any], name: str) -> Any:

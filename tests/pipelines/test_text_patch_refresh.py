@@ -40,3 +40,37 @@ async def test_a_description_edited_in_the_target_is_kept_when_another_field_cha
         issue = await target.get_issue(target_key)
     assert issue["summary"] == "Renamed at the source"
     assert issue["description"] == edited
+
+
+async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A description that shows files, edited at the source and by a person in the target:
+    a conflict (reported, exit 3 under keep-target), and neither the issue's refresh nor the
+    patch of its file references writes the source's text over the person's. A description
+    patched by haul alone is no edit of the target's: changed only at the source, it is
+    carried with no conflict."""
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    assert (await run_all(config, environ=environ(info))).complete
+    with StagingStore.open(config.staging_path) as store:
+        rows = list(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
+    (both, only_source) = rows[0], rows[1]
+    assert both.target_id is not None and only_source.target_id is not None
+    async with client_for(info, "source") as source:
+        for row in (both, only_source):
+            was = (await source.get_issue(row.source_id))["description"]
+            await source.update_issue(row.source_id, {"description": f"{was}\n\nSource words"})
+    async with client_for(info, "target") as target:
+        written = (await target.get_issue(both.target_id))["description"]
+        edited = f"{written}\n\nTarget words"
+        await target.update_issue(both.target_id, {"description": edited})
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.failed == 0 and second.problems == 1  # the conflict, named with both values
+    async with client_for(info, "target") as target:
+        kept = (await target.get_issue(both.target_id))["description"]
+        carried = (await target.get_issue(only_source.target_id))["description"]
+    assert kept == edited
+    assert carried.endswith("Source words") and "/attachments/" in carried

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.references import References, file_references
+from haul.pipelines.references import References, file_references, without_file_ids
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.state.hashing import content_hash
 from haul.state.store import StagedRecord, StagingStore
@@ -113,7 +114,13 @@ class TextPatches:
         return key
 
     async def refresh_description(self, record: StagedRecord, issue_key: str) -> None:
-        """The description changed at the source: as `send_description`."""
+        """The description changed at the source: as `send_description`, unless a person
+        edited it in the target since haul wrote it (the issue's three-way refresh keeps that
+        edit and reports a conflict: this write must not undo it)."""
+        found = await self.client.find_issue(issue_key)
+        base = self.store.written.base("issue", record.source_id)
+        if found is not None and _edited_since(base, "description", found.get("description")):
+            return
         await self.send_description(record, issue_key)
 
     async def find_description(
@@ -140,8 +147,17 @@ class TextPatches:
         return comment_id
 
     async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
-        """The comment changed at the source: as `send_comment`."""
-        await self.send_comment(record, self.store.ledger.target_id("issue", record.parent or ""))
+        """The comment changed at the source: as `send_comment`, unless a person edited it
+        in the target since haul wrote it (as `refresh_description`)."""
+        issue_key = self.store.ledger.target_id("issue", record.parent or "")
+        base = self.store.written.base("comment", record.source_id)
+        if issue_key is not None and base is not None:
+            async for comment in self.client.iter_comments(issue_key, expand=""):
+                if str(comment["id"]) == self._comment_id(record):
+                    if _edited_since(base, "text", comment.get("text")):
+                        return
+                    break
+        await self.send_comment(record, issue_key)
 
     async def find_comment(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -158,6 +174,14 @@ class TextPatches:
     def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
         """Count each file the text shows that is not in the target (its reference left)."""
         self.references.settled(text, f"{record.entity} {record.source_id}")
+
+
+def _edited_since(base: dict[str, Any] | None, name: str, found: str | None) -> bool:
+    """Whether the target's text differs from what haul last wrote of it, file ids aside
+    (haul's own second write changes only those); no base: haul cannot tell, so no."""
+    if base is None or not isinstance(base.get(name), str):
+        return False
+    return without_file_ids(base[name]) != without_file_ids(found or "")
 
 
 def _loaded(record: StagedRecord, issue_key: str | None) -> str:
