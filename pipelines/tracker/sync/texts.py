@@ -162,9 +162,10 @@ class TextPatches:
     async def find_comment(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
     ) -> str | None:
-        comment_id = self._comment_id(record)
-        if issue_key is None:
-            return None
+        row = self.store.ledger.get("comment", record.source_id)
+        if issue_key is None or row is None or row.status != "done" or not row.target_id:
+            return None  # its comment is not in the target yet (a plan, a lost store): to make
+        comment_id = row.target_id
         async for comment in self.client.iter_comments(issue_key, expand=""):
             if str(comment["id"]) == comment_id:
                 same = (comment.get("text") or "") == self.comment_text(record)
