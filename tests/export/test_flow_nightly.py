@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow.dataset as ds
+import pytest
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.export.layout import sha256_of
@@ -53,6 +54,7 @@ def duck_tables(path: Path) -> dict[str, list[tuple]]:
         return {name: db.execute(f'SELECT * FROM "{name}"').fetchall() for name in names}
 
 
+@pytest.mark.slow  # two whole exports of the small org (make test-all runs it)
 def test_the_same_store_exports_the_same_bytes(staged: Staged) -> None:
     """CSV, Parquet and XLSX files are byte-identical from one export to the next; the
     manifests differ only in when they were made and in haul.duckdb's bytes (DuckDB writes

@@ -245,6 +245,7 @@ def _import_alone(name: str) -> tuple[str, int, str]:
     return name, done.returncode, last
 
 
+@pytest.mark.slow  # a minute: every module in its own interpreter (make test-all runs it)
 @pytest.mark.timeout(600)
 def test_every_module_imports_on_its_own() -> None:
     """Each module, first thing in a fresh interpreter, imports without error."""

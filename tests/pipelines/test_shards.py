@@ -247,6 +247,7 @@ def wiki_forms_target(info: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(read())
 
 
+@pytest.mark.slow  # a twin sandbox and three shards; the kill test is the default run's
 def test_wiki_subtrees_and_surveys_shard_like_queues(tmp_path: Path) -> None:
     """A wiki subtree and two surveys back-filled into the tracker and a wiki grid, as three
     shards: each is a shard of its own, every part exits 0, verify over the manifest exits 0,

@@ -8,6 +8,8 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
 from tests.helpers.shard_runs import MAPPING, haul_manifest, plan, run_ok
 from tests.helpers.sync_changes import MIRROR, holding
@@ -27,6 +29,7 @@ def delete_a_comment(info: dict[str, object]) -> str:
     return asyncio.run(delete())
 
 
+@pytest.mark.slow  # every part run twice; the kill test in test_shards.py is the default run's
 def test_a_source_deletion_mirrored_by_a_shard_leaves_verify_clean(tmp_path: Path) -> None:
     from haul.sandbox import server as sandbox_server
 
