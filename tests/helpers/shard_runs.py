@@ -7,8 +7,6 @@ from pathlib import Path
 
 from tests.helpers.crash_runs import HAUL
 
-MAPPING = {"TEST": "NEW"}
-
 
 def haul_manifest(
     manifest: Path, *args: str, env: dict[str, str]

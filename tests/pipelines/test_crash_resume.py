@@ -23,10 +23,9 @@ import pytest
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, haul, kill_when
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
-from tests.helpers.org_snapshot import org_snapshot, org_structure
+from tests.helpers.twin_snapshots import MAPPING, snapshot_source, snapshot_target
 
 KILLS_PER_STAGE = 5
-MAPPING = {"TEST": "NEW"}
 # replies lost after the write was applied (bench/budget.py runs the same with random 429s)
 DROPPED_IMPORTS = (
     "drop_after:0.05@*/_import,drop_after:0.3@*/components,drop_after:0.3@*/versions,"
@@ -88,28 +87,6 @@ def expected_total(info: dict[str, Any], queues: list[str], db: Path, stage: str
             return sum([await source.count_issues(query=f"Queue: {q}") for q in queues])
 
     return asyncio.run(count())
-
-
-def snapshot_target(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
-    """The target's issues (keys mapped back) and, under "structure", its organisation
-    objects by name: a component or sprint made twice shows twice."""
-
-    async def read() -> dict[str, Any]:
-        async with client_for(info, "target") as target:
-            back = {v: k for k, v in MAPPING.items()}
-            mapped = [MAPPING.get(q, q) for q in queues]
-            issues = await org_snapshot(target, mapped, rename=back)
-            return {**issues, "structure": await org_structure(target, mapped)}
-
-    return asyncio.run(read())
-
-
-def snapshot_source(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
-    async def read() -> dict[str, Any]:
-        async with client_for(info, "source") as source:
-            return await org_snapshot(source, queues)
-
-    return asyncio.run(read())
 
 
 def baseline(tmp_path: Path, start: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, Any]]:

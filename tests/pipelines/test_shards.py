@@ -17,32 +17,11 @@ import pytest
 
 from tests.helpers.crash_runs import HAUL, finish
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
-from tests.helpers.org_snapshot import org_snapshot, org_structure
-from tests.helpers.shard_runs import MAPPING, haul_manifest, plan, run_ok
+from tests.helpers.org_snapshot import org_structure
+from tests.helpers.shard_runs import haul_manifest, plan, run_ok
+from tests.helpers.twin_snapshots import MAPPING, snapshot_source, snapshot_target
 
 ADMIN = "robot"  # the sandbox's migrating admin
-
-
-def snapshot_target(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
-    """The target's issues (keys mapped back) and, under "structure", its organisation
-    objects by name: one made twice shows twice."""
-
-    async def read() -> dict[str, Any]:
-        async with client_for(info, "target") as target:
-            back = {v: k for k, v in MAPPING.items()}
-            mapped = [MAPPING.get(q, q) for q in queues]
-            issues = await org_snapshot(target, mapped, rename=back)
-            return {**issues, "structure": await org_structure(target, mapped)}
-
-    return asyncio.run(read())
-
-
-def snapshot_source(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:
-    async def read() -> dict[str, Any]:
-        async with client_for(info, "source") as source:
-            return await org_snapshot(source, queues)
-
-    return asyncio.run(read())
 
 
 def source_structure(info: dict[str, Any], queues: list[str]) -> dict[str, Any]:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
-from tests.helpers.shard_runs import MAPPING, haul_manifest, plan, run_ok
+from tests.helpers.shard_runs import haul_manifest, plan, run_ok
 from tests.helpers.sync_changes import MIRROR, holding
+from tests.helpers.twin_snapshots import MAPPING
 
 
 def delete_a_comment(info: dict[str, object]) -> str:
