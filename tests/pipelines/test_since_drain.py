@@ -75,9 +75,22 @@ def test_only_an_issue_whose_updated_at_moved_has_listings_spared_by_its_changel
     same = listings_to_skip(issue(1, T1), earlier, updated_at=T1, new_entries=[])
     assert same == {"comment"}
     moved = listings_to_skip(
-        issue(1, T1), earlier, updated_at=T2, new_entries=[{"type": "IssueCommentUpdated"}]
-    )
+        issue(1, T1), earlier, updated_at=T2,
+        new_entries=[{"type": "IssueCommentUpdated", "updatedAt": T2}],
+    )  # fmt: skip
     assert moved == {"worklog", "link", "attachment", "remote_link"}  # the comments are listed
+
+
+def test_a_move_of_updated_at_no_new_entry_is_at_spares_only_the_comments() -> None:
+    """A change the service logs no entry for (a remote link, a checklist item) moves the
+    issue past its changelog: every listing is asked again, but comments the counters vouch
+    for."""
+    earlier = EarlierDrain(drained_at=T1, comments=[comment(1, T1)], changelog=[])
+    edit = {"type": "IssueUpdated", "updatedAt": T2}
+    assert listings_to_skip(issue(1, T1), earlier, updated_at=T3, new_entries=[edit]) == {"comment"}
+    assert listings_to_skip(issue(1, T1), earlier, updated_at=T3, new_entries=[]) == {"comment"}
+    explained = listings_to_skip(issue(1, T1), earlier, updated_at=T2, new_entries=[edit])
+    assert explained == {"comment", "worklog", "link", "attachment", "remote_link"}
 
 
 async def test_a_drained_issue_resumes_its_changelog_and_lists_nothing_it_does_not_name(

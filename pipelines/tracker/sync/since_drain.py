@@ -20,6 +20,9 @@ answer:
   names no field of links, a transition, a comment, ...). Where the changelog is not staged,
   an issue that changed has it read all the same (a page, mostly, against the two or three
   listings it may spare), and its entries newer than the earlier drain are the new ones.
+- the new entries must account for the issue's `updatedAt`: where none is at it (a change the
+  service logs no entry for, such as a remote link's on a service that has no type for it),
+  only the comments' check spares a listing.
 
 An issue never drained, or one whose `updatedAt` did not move (drained again because an
 earlier drain came back with a problem, or the changelog is wanted again), keeps every listing
@@ -140,6 +143,26 @@ def named_by(entries: list[dict[str, Any]]) -> set[str] | None:
     return named
 
 
+def explains(entries: list[dict[str, Any]], updated_at: str | None) -> bool:
+    """Whether the new entries account for the issue's move to `updated_at`: one of them is
+    at it. A change the service leaves no entry for (a remote link or a checklist item, on a
+    service that logs neither) moves `updatedAt` past every entry: then nothing is spared."""
+    if not updated_at:
+        return False
+    try:
+        moved_to = parse_time(updated_at)
+    except ValueError:
+        return False
+    return any(_at(entry.get("updatedAt"), moved_to) for entry in entries)
+
+
+def _at(value: Any, moment: Any) -> bool:
+    try:
+        return bool(value) and parse_time(str(value)) >= moment
+    except ValueError:
+        return False
+
+
 def _names_links(entry: dict[str, Any]) -> bool:
     """Whether an entry changes a field about links (a remote link might be told so)."""
     fields = entry.get("fields") or []
@@ -160,7 +183,7 @@ def listings_to_skip(
     skip = {"comment"} if comments_unchanged(issue, earlier.comments) else set()
     if not earlier.moved(updated_at) or new_entries is None:
         return skip
-    named = named_by(new_entries)
+    named = named_by(new_entries) if explains(new_entries, updated_at) else None
     if named is None:
         return skip
     if "comment" in named:

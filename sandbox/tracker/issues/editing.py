@@ -14,6 +14,7 @@ from typing import Any
 from haul.sandbox.timefmt import parse_instant
 from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.errors import ApiError, invalid
+from haul.sandbox.tracker.issues.changes import touch
 from haul.sandbox.tracker.issues.import_fields import STRUCTURE_FIELDS, issue_refs
 from haul.sandbox.tracker.issues.importing import echoed, runtime_hex_id
 from haul.sandbox.tracker.model import (
@@ -143,7 +144,8 @@ def _dictionary_key(checks: Checks, name: str, dictionary: Dictionary, value: ob
 
 
 def add_comment(org: Org, issue: Issue, body: dict, author: int, now: int) -> Comment:
-    """A new comment at ``now``; the issue's updatedAt moves to it."""
+    """A new comment at ``now``; the issue's updatedAt moves to it, with an entry in its
+    changelog."""
     checks = Checks(org, body)
     text = checks.text("text", required=True)
     checks.done()
@@ -159,15 +161,12 @@ def add_comment(org: Org, issue: Issue, body: dict, author: int, now: int) -> Co
         updated_at=max(now, issue.updated_at),
     )
     records.comments.append(comment)
-    org.put_issue(
-        replace(
-            issue,
-            updated_at=comment.created_at,
-            updated_by=author,
-            comment_count=issue.comment_count + 1,
-            last_comment_at=comment.created_at,
-        )
-    )
+    # in the issue's history as IssueCommentAdded, like an edit or a removal of a comment
+    touch(
+        org, issue, author, comment.created_at, "IssueCommentAdded",
+        FieldChange("comment", "text", None, comment.text),
+        comment_count=issue.comment_count + 1, last_comment_at=comment.created_at,
+    )  # fmt: skip
     return comment
 
 
