@@ -55,12 +55,13 @@ bench: $(STAMP)
 	-$(BIN)/python bench/http_overhead.py
 	-$(BIN)/python bench/blobs.py
 	-$(BIN)/python bench/tracker.py
-	-$(BIN)/python bench/requests.py
+	-$(BIN)/python bench/request_counts.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/export_memory.py
 	-$(BIN)/python bench/wiki.py --size medium
 	-$(BIN)/python bench/forms.py --size medium
 	-$(BIN)/python bench/plan.py
+	-$(BIN)/python bench/status.py
 	-$(BIN)/python bench/budget.py
 	-$(BIN)/python bench/shared_budget.py
 	$(BIN)/python bench/table.py

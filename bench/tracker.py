@@ -253,7 +253,7 @@ def main() -> None:
         if slow.rate:
             record(f"tracker {fast.name} / one request at a time", fast.rate / slow.rate,
                    targets[fast.name], note=orgs)  # fmt: skip
-    # the requests per issue are bench/requests.py's figures (counted without latency)
+    # the requests per issue are bench/request_counts.py's figures (counted without latency)
     if extras:  # same org, same run, same records (changelog included): the extraction's time
         full, sdk_phase = extras
         print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,20 @@ def test_starting_the_cli_leaves_pandas_and_numpy_unloaded(tmp_path: Path) -> No
     )
     assert reply.returncode == 0, reply.stderr
     assert reply.stdout.splitlines() == ["[]", "2020-01-01T00:00:00"]
+
+
+def test_no_bench_script_hides_an_installed_module() -> None:
+    """A bench runs with bench/ first on sys.path: a script named like a module the
+    environment installs (bench/requests.py did) is what `import requests` then finds, and
+    the official SDK the tracker bench compares against broke on it."""
+    root = Path(__file__).parents[2]
+    bench = root / "bench"
+    # the checkout's own folders install as haul.*: a bench never imports them bare
+    ours = {bench.resolve(), root.resolve()}
+    elsewhere = [entry for entry in sys.path if Path(entry or ".").resolve() not in ours]
+    hidden = []
+    for script in sorted(bench.glob("*.py")):
+        finder = importlib.machinery.PathFinder.find_spec(script.stem, elsewhere)
+        if finder is not None or script.stem in sys.builtin_module_names:
+            hidden.append(script.name)
+    assert hidden == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from haul.pipelines.registry import services
 from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
+from tests.helpers.big_store import build_store
 from tests.helpers.trust_fixtures import (
     load_under_way,
     migrated,
@@ -62,29 +62,14 @@ def test_a_sigkilled_load_shows_as_interrupted(sandbox: Any, tmp_path: Path) -> 
 
 
 @pytest.mark.slow  # a 100 000-issue store; the other status tests stay in make test
-def test_status_answers_in_under_a_second_on_100k_issues(tmp_path: Path) -> None:
-    """Measured in-process: gather_status on a store of 100 000 issues and 300 000 comments."""
+def test_status_counts_a_100k_issue_store(tmp_path: Path) -> None:
+    """gather_status on a store of 100 000 issues and 300 000 comments counts them all (how
+    long it takes is bench/status.py's figure, not a test's)."""
+    build_store(tmp_path / "big.db", 100_000)
     with StagingStore.open(tmp_path / "big.db") as store:
-        now = "2024-01-01T00:00:00Z"
-        rows = [("issue", f"Q-{n}", "Q", now, f"h{n}", None, "{}", now) for n in range(100_000)] + [
-            ("comment", f"Q-{n // 3}/{n}", f"Q-{n // 3}", now, f"c{n}", None, "{}", now)
-            for n in range(300_000)
-        ]
-        with store.transaction():
-            store.db.conn.executemany(
-                "INSERT INTO records (entity, source_id, parent, updated_at, content_hash, blob, raw, staged_at) VALUES (?,?,?,?,?,?,?,?)",
-                rows,
-            )
-        store.ledger.plan(
-            {"entity": e, "source_id": s, "payload_hash": h} for e, s, _, _, h, *_ in rows
-        )
-        started = time.perf_counter()
         status = gather_status(store, services())
-        took = time.perf_counter() - started
-    print(f"gather_status on 100000 issues + 300000 comments: {took:.3f} s")
     lines = {line.entity: line for line in status.lines}
     assert lines["issue"].staged == 100_000 and lines["comment"].pending == 300_000
-    assert took < 1.0
 
 
 def test_failures_csv_lists_every_failure_and_status_says_so(sandbox: Any, tmp_path: Path) -> None:

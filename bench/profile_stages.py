@@ -5,7 +5,7 @@ budgets "auto"), and runs each stage under pyinstrument; the text profiles land 
 (default: a temporary folder, printed).
 Times are wall time as the profiler sees it; its header says the CPU time too.
 
-    .venv/bin/python bench/profile.py [--size small] [--latency-ms 20] [--out DIR]
+    .venv/bin/python bench/profile_stages.py [--size small] [--latency-ms 20] [--out DIR]
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ under a limit the sandbox enforces:
       requests, less the issue searches, per changed issue; the searches (scrolls, counts,
       dictionaries) are printed beside it. The load that would follow writes what changed;
       it is the target's figure, not the source's reads, and is left out.
+    The plain store is then loaded and verified (`haul load`, `haul verify`), and the links,
+    remote links and worklogs of every issue are counted through the plain API at the source
+    and in the target: the shortcuts must not leave one fewer in the target.
 (b) `limit`: the small org's migration (`haul run`) against `ratelimit:40` (40 requests per
     second per org per service, 429 with Retry-After) with the default config, beside the
     same migration by a sequential client: the same requests one at a time
@@ -20,7 +23,7 @@ under a limit the sandbox enforces:
 
 Each figure is recorded for `make bench`'s table (bench/results.py).
 
-    .venv/bin/python bench/requests.py [--size small] [--part requests|limit ...]
+    .venv/bin/python bench/request_counts.py [--size small] [--part requests|limit ...]
 """
 
 from __future__ import annotations
@@ -86,6 +89,42 @@ def staged_issues(config: Path) -> list[dict[str, Any]]:
         return [record.raw for record in store.iter_records("issue")]
 
 
+async def plain_counts(info: dict[str, Any], org: str) -> Counter[str]:
+    """The links, remote links and worklogs of every issue of `org`, through the plain API
+    (one listing of each per issue, a few issues at a time)."""
+    totals: Counter[str] = Counter()
+    async with TrackerClient.connect(
+        base_url=info["tracker"], token=info["tokens"]["admin"], org_id=info["orgs"][org]
+    ) as client:
+
+        async def count(key: str) -> None:
+            links = await client.list_links(key)
+            remote_links = await client.list_remote_links(key)
+            worklogs = [w async for w in client.iter_worklogs(key)]
+            # added after the awaits: `totals[k] += await ...` reads totals[k] before awaiting
+            totals.update(links=len(links), remote_links=len(remote_links), worklogs=len(worklogs))
+
+        queues = [str(queue["key"]) async for queue in client.iter_queues()]
+        for queue in queues:
+            async for page in client.scroll_issues(filter={"queue": queue}, per_scroll=1000):
+                keys = [str(issue["key"]) for issue in page]
+                for start in range(0, len(keys), 16):
+                    await asyncio.gather(*(count(key) for key in keys[start : start + 16]))
+                totals["issues"] += len(keys)
+    return totals
+
+
+def report_carried(size: str, carried: dict[str, Counter[str]]) -> None:
+    """Fewer in the target than at the source, per kind (the target must lose none)."""
+    for kind in ("links", "remote links", "worklogs"):
+        field = kind.replace(" ", "_")
+        source, target = carried["source"][field], carried["target"][field]
+        print(f"{kind} through the plain API: source {source}, target {target}")
+        record(f"tracker migration: {kind} fewer in the target than at the source",
+               max(0, source - target), "<= 0", unit="",
+               note=f"{size} org: source {source}, target {target}")  # fmt: skip
+
+
 async def people_change(info: dict[str, Any], issues: list[dict[str, Any]]) -> int:
     """1% of the issues changed through the plain API, one kind of change after another;
     returns how many issues changed."""
@@ -125,12 +164,16 @@ def requests_part(size: str) -> None:
             first = {name: counted("extract", config, info) for name, config in
                      (("plain", plain), ("full", full))}  # fmt: skip
             issues = staged_issues(plain)
+            haul_command("load", plain, info)
+            haul_command("verify", plain, info)
+            carried = {org: asyncio.run(plain_counts(info, org)) for org in ("source", "target")}
             changed = asyncio.run(people_change(info, issues))
             nightly = {name: counted("extract", config, info) for name, config in
                        (("plain", plain), ("full", full))}  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report_requests(size, len(issues), first, changed, nightly)
+    report_carried(size, carried)
 
 
 def report_requests(size: str, issues: int, first: dict[str, Counter[str]], changed: int,
