@@ -143,9 +143,10 @@ def test_a_second_load_while_one_runs_is_refused_naming_the_holder(migrated: Mig
     "another haul run holds the store", the holder's pid and command; the first then ends
     normally. (Both loads find nothing left to do: the store is already migrated.)"""
     config, env = migrated.config, migrated.env
-    # Each request waits 1 s: the first load holds the store for several seconds while its
-    # requests crawl; the second needs two requests before it asks for the store.
-    migrated.sandbox.set_faults("latency:1000")
+    # Each request waits 2 s (1 s left too thin a margin on a loaded machine): the first load
+    # holds the store for many seconds while its requests crawl; the second needs two
+    # requests before it asks for the store.
+    migrated.sandbox.set_faults("latency:2000")
     first = start_haul("load", "--config", config, env=env)
     try:
         wait_for(

@@ -82,7 +82,7 @@ def load_under_way(sandbox: Any, directory: Path) -> tuple[Path, dict[str, str],
     config = write_config(directory, info, queues=source_queues(info))
     env = tokens_env(info["tokens"]["admin"])
     assert run_haul("extract", "--config", config, env=env).returncode == 0
-    sandbox.set_faults("latency:50@*/_import")
+    sandbox.set_faults("latency:300@*/_import")  # held long enough for a status beside it
     load = start_haul("load", "--config", config, env=env)
 
     def loading() -> bool:
