@@ -71,6 +71,9 @@ class Status:
     # entity -> records still at the source but out of the scope now (left in the target)
     out_of_scope: dict[str, int] = field(default_factory=dict)
     waiting: list[Waiting] = field(default_factory=list)  # the first waiting records, named
+    # entity -> (loaded records haul undo took out of the target, those whose DELETE an
+    # interrupted undo may not have sent): still counted as loaded, reported missing by verify
+    undone: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def waiting_total(self) -> int:
@@ -92,6 +95,9 @@ class Status:
             )
         if failed:
             return f"{failed} records failed: run haul failures"
+        if any(in_flight for _, in_flight in self.undone.values()):
+            sent = sum(in_flight for _, in_flight in self.undone.values())
+            return f"{sent} deletions of an interrupted undo may not be sent: run haul undo again"
         if last is not None and last["outcome"] == "interrupted":
             return f"the last run was interrupted: run haul {last['command']} to resume"
         if not any(line.staged for line in self.lines):
@@ -159,6 +165,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         verify=verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), last_end),
         out_of_scope=out_of_scope(store, deletion_kinds(services)),
         waiting=waiting_records(store, SHOWN),
+        undone=_undone(store),
     )
     for service in services:
         for entity in loadable(service):
@@ -253,6 +260,18 @@ def deletion_kinds(services: Sequence[Service]) -> list[tuple[str, str]]:
     ]
 
 
+def _undone(store: StagingStore) -> dict[str, tuple[int, int]]:
+    """entity -> (rows haul undo took back, rows it began to take back)."""
+    counts = store.ledger.undo_counts()
+    return {
+        entity: (
+            sum(outcomes.values()) - outcomes.get("in_flight", 0),
+            outcomes.get("in_flight", 0),
+        )
+        for entity, outcomes in counts.items()
+    }
+
+
 def _not_carried(runs: list[dict[str, Any]]) -> dict[str, int]:
     """What the newest load (or run) left out of records it loaded."""
     for run in runs:
@@ -308,6 +327,13 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
         )
     for waiting in waiting_lines(status.waiting, status.waiting_total):
         say(console, waiting)
+    for entity, (undone, in_flight) in status.undone.items():
+        unsure = f", {in_flight} more begun by an interrupted undo" if in_flight else ""
+        say(
+            console,
+            f"undone: {entity}: {undone} loaded, then taken out of the target by haul undo"
+            f"{unsure} (counted as loaded above; haul verify reports them missing)",
+        )
     for run in status.runs:
         say(
             console,

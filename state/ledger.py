@@ -364,6 +364,17 @@ class Ledger:
             result.setdefault(row["entity"], {})[row["status"]] = row["n"]
         return result
 
+    def undo_counts(self) -> dict[str, dict[str, int]]:
+        """entity -> undo outcome (one of UNDONE, or ``in_flight``) -> number of done rows
+        `haul undo` took back or began to (entities with none are absent)."""
+        result: dict[str, dict[str, int]] = {}
+        for row in self._db.query(
+            "SELECT entity, undo, count(*) AS n FROM ledger WHERE status = 'done'"
+            " AND undo IS NOT NULL GROUP BY entity, undo"
+        ):
+            result.setdefault(row["entity"], {})[row["undo"]] = row["n"]
+        return result
+
     # A record whose identity changed (renamed at the source, deleted in the target) takes its
     # rows along. These keep updated_at: it dates a row's last load move (report throughput).
 

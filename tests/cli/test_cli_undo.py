@@ -133,6 +133,9 @@ def test_undo_after_a_full_run_leaves_the_target_as_it_was(
     # a text written again is an edit: gone with its comment, kept with its issue (kept)
     edited = {source_id for entity, source_id in undone if entity == "comment_references"}
     assert edited and edited <= {source_id for entity, source_id in undone if entity == "comment"}
+    status = migrated.haul("status")
+    comments = sum(entity == "comment" for entity, _ in undone)
+    assert f"undone: comment: {comments} loaded, then taken out of the target" in status.stdout
     assert not any(entity == "issue_references" for entity, _ in undone)
     assert f"went with their parent: comment_references {len(edited)}," in done.stdout
     assert "kept with their issue, which stays: issue_references" in done.stdout

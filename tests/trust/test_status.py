@@ -180,3 +180,30 @@ def test_status_after_an_extract_counts_each_link_once(sandbox: Any, tmp_path: P
     assert done.returncode == 0, done.stderr
     assert "link staged twice: " in done.stdout
     assert "link skipped" not in done.stdout
+
+
+def test_status_counts_what_undo_took_back_and_sends_an_interrupted_undo_on(
+    tmp_path: Path,
+) -> None:
+    """Comments loaded, two taken back by haul undo and one begun by an undo that was killed:
+    status names both (still loaded in the table), and the next action is to run undo again;
+    once the last deletion is recorded, only the count is left."""
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        for n in (1, 2, 3, 4):
+            store.ledger.plan([{"entity": "comment", "source_id": f"Q-1/{n}", "payload_hash": "h"}])
+            store.ledger.done("comment", f"Q-1/{n}", f"t-{n}")
+        store.ledger.undo_begin("comment", "Q-1/1")
+        store.ledger.undone("comment", "Q-1/1", "deleted")
+        store.ledger.undo_begin("comment", "Q-1/2")
+        store.ledger.undone("comment", "Q-1/2", "gone")
+        store.ledger.undo_begin("comment", "Q-1/3")
+        killed = gather_status(store, services())
+        store.ledger.undone("comment", "Q-1/3", "deleted")
+        settled = gather_status(store, services())
+
+    assert killed.undone == {"comment": (2, 1)}
+    assert killed.next_action().startswith("1 deletions of an interrupted undo may not be sent")
+    assert settled.undone == {"comment": (3, 0)}
+    assert "undo" not in settled.next_action()
+    lines = {line.entity: line for line in settled.lines}
+    assert lines["comment"].loaded == 4
