@@ -250,7 +250,7 @@ class CrashRuns:
 def crash_figures(runs: int) -> tuple[CrashRuns, CrashRuns, bool]:
     """The crash test's times without and with the 429s, alternating; and whether every run
     passed (the target equal to its source)."""
-    import test_crash_resume as crash
+    from tests.pipelines import test_crash_resume as crash  # the repository root is on sys.path
 
     clean, noisy = CrashRuns(), CrashRuns()
     passed = True
