@@ -40,7 +40,7 @@ TRANSITIONS = {
 UPKEEP = {"retarget", "rename", "rename_under", "forget", "forget_children", "forget_under",
           "retry_failed", "resend"}  # fmt: skip
 READS = {"children", "parent_entities", "is_claimed", "any_found", "iter_changed", "get",
-         "target_id", "iter_rows", "counts"}  # fmt: skip
+         "target_id", "iter_rows", "counts", "undo_counts"}  # fmt: skip
 # the modules besides the engine allowed an upkeep write, by file name (they may move between
 # folders), and why: none. The sync's moves and deletions say what they renamed, relocated
 # and forgot (`Renamed`, `relocate`, `Forgotten`); --retry-failed is `retry_failed_rows`
