@@ -45,6 +45,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
@@ -75,6 +76,31 @@ HORIZON = 0.25  # seconds ahead send slots are reserved, at most
 SENT_OVER = 0.2  # seconds those moments are, at least (else the time of 5 slots at the rate)
 
 
+class Slotted(Protocol):
+    """A budget that hands out send slots: `reserve` one from a time of its `clock`."""
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def sleep(self) -> Callable[[float], Awaitable[None]]: ...
+
+    def reserve(self, now: float) -> tuple[float, bool]: ...
+
+
+async def take_slot(budget: Slotted) -> None:
+    """Reserve the budget's next send slot (asking again while it is further ahead than the
+    budget reserves), then wait until it comes."""
+    while True:
+        now = budget.clock()
+        at, reserved = budget.reserve(now)
+        if reserved:
+            break
+        await budget.sleep(at - now)
+    if at > now:
+        await budget.sleep(at - now)
+
+
 @dataclass
 class FixedBudget:
     """At most `rate` sends per second: a hard cap, as a number in the config gives."""
@@ -87,14 +113,7 @@ class FixedBudget:
 
     async def acquire(self) -> None:
         """Wait for the next free send slot."""
-        while True:
-            now = self.clock()
-            at, reserved = self.reserve(now)
-            if reserved:
-                break
-            await self.sleep(at - now)
-        if at > now:
-            await self.sleep(at - now)
+        await take_slot(self)
 
     def reserve(self, now: float) -> tuple[float, bool]:
         """The next free send slot from `now`: (its time, True) once taken, or (when to ask
@@ -190,14 +209,7 @@ class AdaptiveBudget:
         reserved at most HORIZON ahead: a caller further back waits until the queue before it
         is that near, so a change of rate paces the queue within HORIZON (reserved at the old
         rate, seconds of queue would go on at it after a cut)."""
-        while True:
-            now = self.clock()
-            at, reserved = self.reserve(now)
-            if reserved:
-                break
-            await self.sleep(at - now)
-        if at > now:
-            await self.sleep(at - now)
+        await take_slot(self)
 
     def reserve(self, now: float) -> tuple[float, bool]:
         """The next send slot from `now`: (its time, True) once taken, or (when to ask

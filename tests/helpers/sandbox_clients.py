@@ -6,6 +6,7 @@ it, so a reply shape or a paging rule is checked as a caller of the live service
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
@@ -21,6 +22,18 @@ def client_for(sandbox: RunningSandbox, org: str, token: str = "admin") -> httpx
         "X-Org-ID": info["orgs"][org],
     }
     return httpx.Client(base_url=info["tracker"], headers=headers, timeout=30)
+
+
+def tracker_call(info: dict[str, Any], org: str, method: str, path: str, **kwargs: Any) -> Any:
+    """One admin request to the sandbox's tracker in ``org`` (a ``/_sandbox`` path goes to its
+    control routes); asserts success and returns the JSON reply (None when empty)."""
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
+    base = info["tracker"]
+    if path.startswith("/_sandbox"):
+        base = base.rsplit("/v3", 1)[0]
+    reply = httpx.request(method, base + path, headers=headers, **kwargs)
+    assert reply.status_code < 300, reply.text
+    return reply.json() if reply.content else None
 
 
 def forms_for(sandbox: RunningSandbox, org: str = "source", token: str = "admin") -> httpx.Client:

@@ -104,20 +104,29 @@ async def _checklist_issue(info: dict[str, Any]) -> str:
         return (await holding(source, "DEV", "checklistItems", 3))[0]
 
 
+async def _migrated_then_edited_both_sides(
+    info: dict[str, Any], tmp_path: Path
+) -> tuple[Path, str]:
+    """A full run, then a checklist's item 1 edited in the target, 2 at the source, 3 on both
+    sides; the config's path and the issue's key."""
+    path = write_config(tmp_path, info, queues=source_queues(info))
+    assert (await run_all(load_config(path), environ=environ(info))).complete
+    key = await _checklist_issue(info)
+    await _edit(info, "target", key, 0, "A person's item in the target")
+    await _edit(info, "source", key, 1, "Edited at the source")
+    await _edit(info, "target", key, 2, "Item as the target says")
+    await _edit(info, "source", key, 2, "Item as the source says")
+    return path, key
+
+
 async def test_checklist_items_follow_the_three_way_rule_end_to_end(
     sandbox: Any, tmp_path: Path
 ) -> None:
     """Item 1 edited in the target, item 2 at the source, item 3 on both sides, one added
     by hand in the target: 1 and the added one kept, 2 carried, 3 a conflict (exit 3)."""
     info = sandbox.info
-    path = write_config(tmp_path, info, queues=source_queues(info))
+    path, key = await _migrated_then_edited_both_sides(info, tmp_path)
     config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
-    key = await _checklist_issue(info)
-    await _edit(info, "target", key, 0, "A person's item in the target")
-    await _edit(info, "source", key, 1, "Edited at the source")
-    await _edit(info, "target", key, 2, "Item as the target says")
-    await _edit(info, "source", key, 2, "Item as the source says")
     async with client_for(info, "target") as target:
         await target.add_checklist_items(key, [{"text": "Added by hand"}])
 
@@ -180,14 +189,7 @@ async def test_plan_previews_checklist_items_three_ways_and_names_what_no_update
     edited only in the target is not listed, the one edited on both sides is a conflict; a
     mail list following an issue at the source (no update call follows) is `not updatable`."""
     info = sandbox.info
-    path = write_config(tmp_path, info, queues=source_queues(info))
-    config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
-    key = await _checklist_issue(info)
-    await _edit(info, "target", key, 0, "A person's item in the target")
-    await _edit(info, "source", key, 1, "Edited at the source")
-    await _edit(info, "target", key, 2, "Item as the target says")
-    await _edit(info, "source", key, 2, "Item as the source says")
+    path, key = await _migrated_then_edited_both_sides(info, tmp_path)
     async with client_for(info, "source") as source:
         control = info["tracker"].rsplit("/v3", 1)[0]
         await source.core.request(
@@ -195,7 +197,7 @@ async def test_plan_previews_checklist_items_three_ways_and_names_what_no_update
             f"{control}/_sandbox/issues/DEV-5/maillists",
             json={"followingMaillists": ["late-list@example.com"]},
         )
-    await extract(config, environ=environ(info))
+    await extract(load_config(path), environ=environ(info))
     listed = tmp_path / "changes.csv"
 
     shown = await asyncio.to_thread(

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
@@ -26,6 +25,7 @@ from haul.pipelines.runner import extract, run_all
 from haul.pipelines.verify import verify
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
+from tests.helpers.sandbox_clients import tracker_call
 
 
 @dataclass
@@ -37,16 +37,7 @@ class Moved:
     planned: Any  # `haul plan`'s completed process, before the load
 
     def raw(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {
-            "Authorization": f"OAuth {self.info['tokens']['admin']}",
-            "X-Org-ID": self.info["orgs"][org],
-        }
-        base = self.info["tracker"]
-        if path.startswith("/_sandbox"):
-            base = base.rsplit("/v3", 1)[0]
-        reply = httpx.request(method, base + path, headers=headers, **kwargs)
-        assert reply.status_code < 300, reply.text
-        return reply.json() if reply.content else None
+        return tracker_call(self.info, org, method, path, **kwargs)
 
     def sdk(self, org: str) -> Any:
         host = self.info["tracker"].rsplit("/v3", 1)[0]

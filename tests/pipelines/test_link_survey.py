@@ -30,29 +30,37 @@ async def test_survey_gives_each_issue_its_links_and_skips_only_the_unlinked(san
     assert survey.figures()["link_shortcut_off"] == [] and survey.warnings == []
 
 
-async def test_a_refused_links_query_lists_every_issue_of_the_queue_with_a_warning() -> None:
-    """A service that refuses the query (one naming too many queues, say) costs the shortcut,
-    never a link: the issue is listed and the report says why."""
+LINK = {"id": 1, "type": {"id": "relates"}}
+
+
+async def links_of_test_1(search: httpx.Response) -> tuple[list[dict[str, Any]], LinkSurvey]:
+    """TEST-1's links through a survey, on a service of one queue, TEST, whose links query
+    answers `search` and whose every link listing answers LINK; and the survey."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/queues"):
             return httpx.Response(200, json=[{"key": "TEST"}])
         if request.url.path.endswith("/_search"):
-            refusal = {"errors": {}, "errorMessages": ["Query is too long"], "statusCode": 400}
-            return httpx.Response(400, json=refusal)
-        return httpx.Response(200, json=[{"id": 1, "type": {"id": "relates"}}])
+            return search
+        return httpx.Response(200, json=[LINK])
 
     client = TrackerClient.connect(
-        base_url="http://tracker.invalid/v3",
-        token="t",
-        org_id="1",
+        base_url="http://tracker.invalid/v3", token="t", org_id="1",
         transport=httpx.MockTransport(handler),
-    )
+    )  # fmt: skip
     issue = {"key": "TEST-1", "queue": {"key": "TEST"}, "updatedAt": "2020-01-01T00:00:00.000+0000"}
     survey = LinkSurvey(client)
     async with client:
-        links = await survey.links_of(issue)
-    assert links == [{"id": 1, "type": {"id": "relates"}}]
+        return await survey.links_of(issue), survey
+
+
+async def test_a_refused_links_query_lists_every_issue_of_the_queue_with_a_warning() -> None:
+    """A service that refuses the query (one naming too many queues, say) costs the shortcut,
+    never a link: the issue is listed and the report says why."""
+
+    refusal = {"errors": {}, "errorMessages": ["Query is too long"], "statusCode": 400}
+    links, survey = await links_of_test_1(httpx.Response(400, json=refusal))
+    assert links == [LINK]
     figures = survey.figures()
     assert figures["link_shortcut_off"] == ["TEST"]
     assert "search refused it" in figures["warnings"][0]
@@ -104,24 +112,9 @@ async def test_an_issue_the_links_query_lists_without_its_key_turns_the_shortcut
     """The links query lists an issue without its key: it cannot be told linked or not, so
     no issue of the queue is skipped (the one asked gets its links) and the warning names it."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/queues"):
-            return httpx.Response(200, json=[{"key": "TEST"}])
-        if request.url.path.endswith("/_search"):
-            return httpx.Response(200, json=[{"id": "abc", "updatedAt": "2020-01-01"}])
-        return httpx.Response(200, json=[{"id": 1, "type": {"id": "relates"}}])
-
-    client = TrackerClient.connect(
-        base_url="http://tracker.invalid/v3",
-        token="t",
-        org_id="1",
-        transport=httpx.MockTransport(handler),
-    )
-    issue = {"key": "TEST-1", "queue": {"key": "TEST"}, "updatedAt": "2020-01-01T00:00:00.000+0000"}
-    survey = LinkSurvey(client)
-    async with client:
-        links = await survey.links_of(issue)
-    assert links == [{"id": 1, "type": {"id": "relates"}}]
+    keyless = [{"id": "abc", "updatedAt": "2020-01-01"}]
+    links, survey = await links_of_test_1(httpx.Response(200, json=keyless))
+    assert links == [LINK]
     assert survey.skipped == 0
     figures = survey.figures()
     assert figures["link_shortcut_off"] == ["TEST"]

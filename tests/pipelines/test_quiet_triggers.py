@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.runner import extract, open_clients, open_store, run_all
 from haul.pipelines.tracker.planning.quiet_rules import QUIET_RULES
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
+from tests.helpers.sandbox_clients import tracker_call
 
 
 @dataclass
@@ -30,16 +30,7 @@ class Orgs:
     config: Config
 
     def call(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {
-            "Authorization": f"OAuth {self.info['tokens']['admin']}",
-            "X-Org-ID": self.info["orgs"][org],
-        }
-        base = self.info["tracker"]
-        if path.startswith("/_sandbox"):
-            base = base.rsplit("/v3", 1)[0]
-        reply = httpx.request(method, base + path, headers=headers, **kwargs)
-        assert reply.status_code < 300, reply.text
-        return reply.json() if reply.content else None
+        return tracker_call(self.info, org, method, path, **kwargs)
 
     def new_source_issue(self, queue: str, summary: str) -> str:
         made = self.call("source", "POST", "/issues", json={"queue": queue, "summary": summary})
