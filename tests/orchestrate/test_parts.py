@@ -61,8 +61,9 @@ def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> 
     task's stderr) and no process of the part is left."""
     from haul.sandbox import server as sandbox_server
 
-    # every request slowed down: the first part is still under way when the task is stopped
-    with sandbox_server.start_sandbox(size="tiny", seed=5, latency_ms=300) as sandbox:
+    # every request slowed down (a second: at 300 ms a loaded machine let the part end first):
+    # the first part is still under way when the task is stopped
+    with sandbox_server.start_sandbox(size="tiny", seed=5, latency_ms=1000) as sandbox:
         info = sandbox.info
         manifest = plan_shards(tmp_path, info, 2)
         token = info["tokens"]["admin"]
