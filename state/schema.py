@@ -203,6 +203,19 @@ STEPS: tuple[Step, ...] = (
             )""",
         ),
     ),
+    Step(
+        "the target each service of the store loaded",
+        (
+            # one row per service, recorded at the store's first write to it (state/targets.py)
+            """CREATE TABLE targets (
+                service TEXT PRIMARY KEY,
+                url TEXT NOT NULL,
+                org_key TEXT NOT NULL,
+                org TEXT NOT NULL,
+                recorded_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )
 
 

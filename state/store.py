@@ -34,6 +34,7 @@ from haul.state.problems import Problems
 from haul.state.reads import PAGE_SIZE, fetch_one, iter_keyset
 from haul.state.runs import RunHandle, latest_run, recent_runs, recorded_run
 from haul.state.schema import check_readable, migrate
+from haul.state.targets import Targets
 from haul.state.transactions import atomic, joined
 from haul.state.written import Written
 
@@ -82,6 +83,7 @@ class StagingStore:
         self.ledger = Ledger(db, clock)
         self.problems = Problems(db, clock)
         self.written = Written(db, clock)  # three-way sync's bases: the engine writes them
+        self.targets = Targets(db, clock)  # the org each service loaded: writers claim it
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
 
