@@ -135,6 +135,17 @@ class Endpoint(Section):
     def org(self) -> str:
         return self.org_id or self.cloud_org_id or ""
 
+    @property
+    def org_key(self) -> str:
+        """The setting that names the org: org_id or cloud_org_id."""
+        return "org_id" if self.org_id else "cloud_org_id"
+
+    @property
+    def service_urls(self) -> dict[str, str]:
+        """Service name -> its API root, for each service this side configures."""
+        urls = {"tracker": self.tracker_url, "wiki": self.wiki_url, "forms": self.forms_url}
+        return {service: url for service, url in urls.items() if url}
+
 
 EntityType = Literal["project", "portfolio", "goal"]
 ENTITY_TYPES: tuple[EntityType, ...] = ("project", "portfolio", "goal")

@@ -36,6 +36,7 @@ from haul.pipelines.streams import Extractor
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
+from haul.state.targets import Mismatch, Target
 
 log = structlog.get_logger(__name__)
 
@@ -123,6 +124,37 @@ def open_store(path: Path) -> Iterator[StagingStore]:
         raise StorageError(str(exc)) from exc
 
 
+class TargetChangedError(HaulError):
+    """The config names another target than the store loaded: nothing was sent (exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, path: Path, differ: Mapping[str, Mismatch]) -> None:
+        said = "; ".join(
+            f"{service}: the store loaded {recorded}, the config names {wanted}"
+            for service, (recorded, wanted) in sorted(differ.items())
+        )
+        super().__init__(
+            f"config error: [target] is not the org the staging store {path} loaded ({said}); "
+            "nothing was sent: set [target] back to what the store loaded, or point [staging] "
+            "path at a new store for the other org"
+        )
+
+
+def claim_target(config: Config, target: Endpoint, *, record: bool = True) -> None:
+    """Before a command writes to `target`: the store records it at its first write, and
+    refuses another org with TargetChangedError (its ledger's target ids mean nothing there).
+    `record` False (a dry run) only refuses."""
+    wanted = {
+        service: Target(url, target.org_key, target.org)
+        for service, url in target.service_urls.items()
+    }
+    with open_store(config.staging_path) as store:
+        differ = store.targets.claim(wanted, record=record)
+    if differ:
+        raise TargetChangedError(config.staging_path, differ)
+
+
 @contextmanager
 def staged_run(config: Config, command: str) -> Iterator[tuple[StagingStore, RunHandle]]:
     """The store opened, the run recorded, and its reports written however it ends."""
@@ -196,6 +228,7 @@ async def load(
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
+        claim_target(config, target)
         with staged_run(config, "load") as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _load(stage, targets, retry_failed)
@@ -218,6 +251,7 @@ async def run_all(
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run")
     async with open_clients(config, environ, config.source, target) as (sources, targets):
+        claim_target(config, target)
         with staged_run(config, "run") as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             extracted = await _extract(stage, sources)

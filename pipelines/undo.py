@@ -27,7 +27,7 @@ from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
 from haul.pipelines.config import Config
 from haul.pipelines.engine import begin_undo, record_undone
 from haul.pipelines.removals import Removal
-from haul.pipelines.runner import open_clients, open_store, recorded_run
+from haul.pipelines.runner import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.specs import RecordFailure
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
@@ -212,6 +212,7 @@ async def undo(
     deleted)."""
     target = config.require_target("undo")
     async with open_clients(config, environ, target) as (targets,):
+        claim_target(config, target, record=not dry_run)  # a 404 is "gone" only in its org
         with open_store(config.staging_path) as store, recorded_run(store, "undo"):
             removals: dict[str, Removal] = {}
             for service, client in targets:
