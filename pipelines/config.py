@@ -411,6 +411,21 @@ class Config(Section):
             )
         return wanted, f"[scope] changelog = {str(wanted).lower()}"
 
+    def routing_settings(self) -> dict[str, Any]:
+        """The settings that decide where records go, by key path: each side's service URLs
+        and org, the scope, the mappings of queues and wiki roots, the back-fill rules. A
+        shard manifest pins them (`pipelines.shards.manifest`)."""
+        settings: dict[str, Any] = {}
+        for name, side in (("source", self.source), ("target", self.target)):
+            for key in ("tracker_url", "wiki_url", "forms_url", "org_id", "cloud_org_id"):
+                settings[f"{name}.{key}"] = None if side is None else getattr(side, key)
+        for key, value in self.scope.model_dump(mode="json").items():
+            settings[f"scope.{key}"] = value
+        settings["mapping.queues"] = dict(self.mapping.queues)
+        settings["mapping.wiki_roots"] = dict(self.mapping.wiki_roots)
+        settings["backfill"] = [rule.model_dump(mode="json") for rule in self.backfill]
+        return settings
+
     def require_target(self, command: str) -> Endpoint:
         """The target, for a command that writes to one; a config error when it is absent."""
         if self.target is None:

@@ -9,6 +9,9 @@ written deterministically (the same counts give the same bytes), paths relative 
       "config": "haul.toml",                 the base config every part derives its own from
       "shards": 4,
       "store_template": "stores/{part}/haul.db",  how each part's store path was made
+      "pinned": {"scope.queues": "9c1e...", "target.org_id": "d4a0...", ...},
+                                             the digest of each setting that decides where
+                                             records go, as planned (`pin`)
       "parts": [
         {"part": "first", "needs": [], "store": "stores/first/haul.db", "records": 0,
          "scope": null, "source_token_env": null, "target_token_env": null},
@@ -40,20 +43,29 @@ The parts, in the order they run:
   triggers and macros last (so importing fired nothing). `haul verify --manifest` and `haul
   report --manifest` read the union.
 
-Each part has its own staging store (`store`: the template with ``{part}`` filled in, so
-each worker may have its own disk) and may read its token from its own variables
-(`source_token_env`, `target_token_env`; null: the base config's). A part's `scope` narrows
-the base config's `[scope]` (its query joins the base query with AND).
+Each part has its own staging store (`store`: the template with ``{part}`` filled in, inside
+the manifest's folder, so each worker may mount its own disk there) and may read its token
+from its own variables (`source_token_env`, `target_token_env`; null: the base config's). A
+part's `scope` narrows the base config's `[scope]` (its query joins the base query with AND).
+
+The manifest pins the base config: a part refuses to run (exit 2, naming the settings) when a
+setting that decides where records go (the targets' URLs and orgs, the scope, the mappings of
+queues and wiki roots, the back-fill rules) differs from what the plan was made with, so that
+one migration is never split across two orgs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os.path
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from haul.connectors.errors import HaulError
+from haul.pipelines.config import Config
 
 FORMAT = 1
 FIRST, LAST = "first", "last"
@@ -142,6 +154,7 @@ class Manifest:
     parts: tuple[Part, ...]
     store_template: str = DEFAULT_STORE_TEMPLATE
     folder: Path = field(default=Path("."), compare=False)
+    pinned: Mapping[str, str] = field(default_factory=dict)  # setting -> digest; {}: none
 
     @property
     def shards(self) -> tuple[Part, ...]:
@@ -168,6 +181,7 @@ class Manifest:
             "config": self.config,
             "shards": len(self.shards),
             "store_template": self.store_template,
+            "pinned": dict(sorted(self.pinned.items())),
             "parts": [part.as_json() for part in self.parts],
         }
 
@@ -201,6 +215,7 @@ def read_manifest(path: Path) -> Manifest:
             parts=parts,
             store_template=str(data.get("store_template") or DEFAULT_STORE_TEMPLATE),
             folder=path.parent.resolve(),
+            pinned={str(key): str(digest) for key, digest in (data.get("pinned") or {}).items()},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ManifestError(f"--manifest: {path} lacks or mistypes {exc}") from exc
@@ -225,3 +240,49 @@ def store_for(template: str, part: str) -> str:
             f"--stores {template!r}: put {{part}} in the template, so each part has its own store"
         )
     return template.replace("{part}", part)
+
+
+def check_stores(manifest: Manifest) -> None:
+    """Each part's store inside the manifest's folder and a file of its own; else a
+    ManifestError naming the part (a template that escapes or folds parts together)."""
+    template = manifest.store_template
+    owners: dict[Path, str] = {}
+    for part in manifest.parts:
+        written = os.path.normpath(manifest.folder / Path(part.store).expanduser())
+        if not Path(written).is_relative_to(manifest.folder):
+            raise ManifestError(
+                f"--stores {template!r}: part {part.name}'s store {written} is outside the "
+                f"manifest's folder {manifest.folder}: give a template that stays inside it "
+                f"(e.g. {DEFAULT_STORE_TEMPLATE}; mount another disk inside it if need be)"
+            )
+        path = manifest.store_path(part)
+        if path in owners:
+            raise ManifestError(
+                f"--stores {template!r}: parts {owners[path]} and {part.name} would share the "
+                f"store {path}: give a template whose {{part}} names a file of its own (e.g. "
+                f"{DEFAULT_STORE_TEMPLATE})"
+            )
+        owners[path] = part.name
+
+
+def pin(config: Config) -> dict[str, str]:
+    """The digest of each setting that decides where records go (`Config.routing_settings`)."""
+    return {key: _digest(value) for key, value in config.routing_settings().items()}
+
+
+def check_pinned(manifest: Manifest, config: Config) -> None:
+    """A ManifestError naming each pinned setting `config` has changed since the plan (a
+    manifest written before settings were pinned pins none)."""
+    now = pin(config)
+    changed = [key for key, digest in sorted(manifest.pinned.items()) if now.get(key) != digest]
+    if changed:
+        raise ManifestError(
+            f"{manifest.config_path} changed since the manifest was planned: "
+            f"{', '.join(changed)} (settings that decide where records go); nothing was run: "
+            "set them back, or plan a new manifest (haul plan --shards N) with new stores"
+        )
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -46,7 +46,14 @@ from haul.pipelines.runner import (
     recorded_run,
     run_all,
 )
-from haul.pipelines.shards.manifest import FIRST, LAST, Manifest, Part, read_manifest
+from haul.pipelines.shards.manifest import (
+    FIRST,
+    LAST,
+    Manifest,
+    Part,
+    check_pinned,
+    read_manifest,
+)
 from haul.pipelines.specs import Phase
 from haul.state.union import gather, gather_blobs, plan_waiting_again
 
@@ -146,8 +153,10 @@ async def run_part_async(
     """Run one part of `manifest` to its end (the summary of its run); raises what a run
     raises, and PartNotReady before any work when a part it needs has not finished."""
     part = manifest.part(name)
+    base = load_config(manifest.config_path)
+    check_pinned(manifest, base)  # one migration never split across two orgs
     require_ready(manifest, part)
-    config = part_config(manifest, part, load_config(manifest.config_path))
+    config = part_config(manifest, part, base)
     _mark(config, None)
     if part.name == LAST:
         _gather_parts(manifest, config)

@@ -23,6 +23,8 @@ from haul.pipelines.shards.manifest import (
     Manifest,
     ManifestError,
     Part,
+    check_stores,
+    pin,
     store_for,
     write_manifest,
 )
@@ -51,8 +53,10 @@ def manifest_of(
     store_template: str = DEFAULT_STORE_TEMPLATE,
     source_token_env: str | None = None,
     target_token_env: str | None = None,
+    pinned: Mapping[str, str] | None = None,
 ) -> Manifest:
-    """The manifest for `units` dealt into `shards` shards, between the first and last parts."""
+    """The manifest for `units` dealt into `shards` shards, between the first and last parts;
+    `pinned`: the digests of the config's settings that decide where records go (`pin`)."""
     if shards < 1:
         raise ManifestError("--shards: give at least 1")
     dealt = balance(units, shards)
@@ -77,7 +81,9 @@ def manifest_of(
     last = Part(LAST, (FIRST, *names), store_for(store_template, LAST))
     folder = manifest_path.resolve().parent
     config = os.path.relpath(config_path.resolve(), folder)
-    return Manifest(config, (first, *middle, last), store_template, folder)
+    manifest = Manifest(config, (first, *middle, last), store_template, folder, pinned or {})
+    check_stores(manifest)
+    return manifest
 
 
 async def plan_shards(
@@ -101,6 +107,7 @@ async def plan_shards(
         store_template=store_template,
         source_token_env=source_token_env,
         target_token_env=target_token_env,
+        pinned=pin(config),
     )
     write_manifest(manifest, manifest_path)
     return manifest
