@@ -125,7 +125,7 @@ def open_store(path: Path) -> Iterator[StagingStore]:
 
 
 class TargetChangedError(HaulError):
-    """The config names another target than the store loaded: nothing was sent (exit 2)."""
+    """The config names another target than the store loaded: nothing was written (exit 2)."""
 
     exit_code = 2
 
@@ -135,9 +135,9 @@ class TargetChangedError(HaulError):
             for service, (recorded, wanted) in sorted(differ.items())
         )
         super().__init__(
-            f"config error: [target] is not the org the staging store {path} loaded ({said}); "
-            "nothing was sent: set [target] back to what the store loaded, or point [staging] "
-            "path at a new store for the other org"
+            f"config error: [target] is not the target the staging store {path} loaded "
+            f"({said}); nothing was written: set [target] back to what the store loaded, or "
+            "point [staging] path at a new store for the other one"
         )
 
 
