@@ -231,6 +231,7 @@ def _check_parts(manifest: Manifest, path: Path) -> None:
         unknown = set(part.needs) - set(names)
         if unknown:
             raise ManifestError(f"--manifest: part {part.name} needs unknown {sorted(unknown)}")
+    check_stores(manifest)
 
 
 def store_for(template: str, part: str) -> str:
@@ -252,15 +253,15 @@ def check_stores(manifest: Manifest) -> None:
         if not Path(written).is_relative_to(manifest.folder):
             raise ManifestError(
                 f"--stores {template!r}: part {part.name}'s store {written} is outside the "
-                f"manifest's folder {manifest.folder}: give a template that stays inside it "
-                f"(e.g. {DEFAULT_STORE_TEMPLATE}; mount another disk inside it if need be)"
+                f"manifest's folder {manifest.folder}: plan with a template that stays inside "
+                f"it (e.g. {DEFAULT_STORE_TEMPLATE}; mount another disk inside it if need be)"
             )
         path = manifest.store_path(part)
         if path in owners:
             raise ManifestError(
                 f"--stores {template!r}: parts {owners[path]} and {part.name} would share the "
-                f"store {path}: give a template whose {{part}} names a file of its own (e.g. "
-                f"{DEFAULT_STORE_TEMPLATE})"
+                f"store {path}: plan with a template whose {{part}} names a file of its own "
+                f"(e.g. {DEFAULT_STORE_TEMPLATE})"
             )
         owners[path] = part.name
 

@@ -113,6 +113,17 @@ def test_a_store_template_that_escapes_or_shares_is_refused(
     assert not (tmp_path / "manifest.json").exists()
 
 
+@pytest.mark.fast
+def test_a_manifest_edited_so_that_parts_share_a_store_is_refused(tmp_path: Path) -> None:
+    """A manifest written by hand (or by an older haul) is checked when read, so no part runs
+    on another part's store."""
+    planned(tmp_path)
+    path = tmp_path / "manifest.json"
+    path.write_text(path.read_text().replace("stores/2/haul.db", "stores/1/haul.db"))
+    with pytest.raises(ManifestError, match="parts 1 and 2 would share the store"):
+        read_manifest(path)
+
+
 def test_haul_run_of_a_part_after_the_target_changed_exits_2(tmp_path: Path) -> None:
     """The command line: exit 2, the setting named on stderr's last line, no traceback."""
     from tests.helpers.cli_fixtures import run_haul
