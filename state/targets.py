@@ -1,5 +1,6 @@
-"""The target a store loaded: each service's API root and org, recorded at the store's first
-write to it, so that no command sends this store's records, or its undo, to another org.
+"""The target a store loaded: each service's API root and org, recorded by the first command
+that writes to it (before its first write), so that no command sends this store's records, or
+its undo, to another org.
 
 A store's ledger holds target ids that mean something in one org only: loaded again into
 another, its `done` rows would be skipped there; undone in another, every DELETE would find
