@@ -423,7 +423,10 @@ class Config(Section):
             settings[f"scope.{key}"] = value
         settings["mapping.queues"] = dict(self.mapping.queues)
         settings["mapping.wiki_roots"] = dict(self.mapping.wiki_roots)
-        settings["backfill"] = [rule.model_dump(mode="json") for rule in self.backfill]
+        # without defaults: a setting a later haul adds leaves a rule's value as it was
+        settings["backfill"] = [
+            rule.model_dump(mode="json", exclude_defaults=True) for rule in self.backfill
+        ]
         return settings
 
     def require_target(self, command: str) -> Endpoint:
