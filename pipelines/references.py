@@ -150,6 +150,23 @@ class References:
                 self._counted.add((what, hash(text)))
                 self.left[what] += 1
 
+    def written_as(self, written: object, now: object) -> bool:
+        """Whether `now` is the text haul wrote as `written` (a base), once haul wrote it again
+        with its files' target ids (`sync.texts`): the same text, each file id the same or
+        the source file's target id. A file id changed otherwise is a change of the text."""
+        if written == now:
+            return True
+        if not isinstance(written, str) or not isinstance(now, str):
+            return False
+        if without_file_ids(written) != without_file_ids(now):
+            return False
+        pairs = zip(file_references(written), file_references(now), strict=True)
+        return all(old == new or self._patched_to(old) == new for old, new in pairs)
+
+    def _patched_to(self, file_id: str) -> str | None:
+        found = self.attachment(file_id)
+        return None if found is None else found[1]
+
     def waiting(self, text: str | None) -> list[str]:
         """The file ids a text references that are not in the target (yet)."""
         return [m.group("inline") or m.group("file") for m in self._unresolved(text or "")]

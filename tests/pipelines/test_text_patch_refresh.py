@@ -6,11 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.tracker.sync.texts import ISSUE_TEXT
+from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
-from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
+from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.haul_fixtures import (
+    TOKEN_ENV,
+    client_for,
+    environ,
+    source_queues,
+    write_config,
+)
 
 
 async def test_a_description_edited_in_the_target_is_kept_when_another_field_changes(
@@ -74,3 +84,45 @@ async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
         carried = (await target.get_issue(only_source.target_id))["description"]
     assert kept == edited
     assert carried.endswith("Source words") and "/attachments/" in carried
+
+
+@pytest.mark.parametrize("rule", ["keep-target", "source-wins"])
+async def test_a_description_with_files_edited_only_in_the_target_is_kept_and_the_run_exits_0(
+    sandbox: Any, tmp_path: Path, rule: str
+) -> None:
+    """The base of a description that shows files is what haul wrote once it patched the
+    file references: a person's edit in the target, with only the tags changed at the source,
+    is "changed in the target" (kept, no conflict, exit 0), under either conflict rule."""
+    info = sandbox.info
+    path = write_config(
+        tmp_path, info, queues=source_queues(info), extra=f'[sync]\nconflicts = "{rule}"\n'
+    )
+    config = load_config(path)
+    assert (await run_all(config, environ=environ(info))).complete
+    with StagingStore.open(config.staging_path) as store:
+        row = next(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
+    assert row.target_id is not None
+    async with client_for(info, "target") as target:
+        written = (await target.get_issue(row.target_id))["description"]
+        edited = f"A person's words in the target\n\n{written}"
+        await target.update_issue(row.target_id, {"description": edited})
+    async with client_for(info, "source") as source:
+        await source.update_issue(row.source_id, {"tags": ["retagged-at-the-source"]})
+
+    env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+    done = run_haul("run", "--config", path, env=env)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    async with client_for(info, "target") as target:
+        issue = await target.get_issue(row.target_id)
+    assert issue["description"] == edited
+    assert issue["tags"] == ["retagged-at-the-source"]
+    checked = await verify(config, environ=environ(info))
+    assert checked.ok
+    known = {(d.entity, d.field, d.known) for d in checked.differences}
+    assert known == {
+        ("issue", "description", "changed in the target"),
+        (ISSUE_TEXT, "description", "changed in the target"),
+    }
+    with StagingStore.open(config.staging_path) as store:
+        assert list(store.written.iter_overwritten()) == []
