@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from haul.pipelines.config import Config
+from haul.pipelines.markup import outside_code, sub_outside_code
 
 # a relative reference starts a link target, a quoted value or a word
 _STARTS = r"(?:(?<=[\s(<\"'=\[])|^)"
@@ -45,14 +46,15 @@ _MENTION = re.compile(rf"(?<![\w@.:/])(?P<form>@|staff:)(?P<login>{_LOGIN})")
 
 
 def file_references(text: str | None) -> list[str]:
-    """The file ids a text references, in either form, relative or on any host."""
-    return [m.group("inline") or m.group("file") for m in ANY_FILE.finditer(text or "")]
+    """The file ids a text references, in either form, relative or on any host (not in code:
+    `pipelines.markup`)."""
+    return [m.group("inline") or m.group("file") for m in outside_code(ANY_FILE, text or "")]
 
 
 def without_file_ids(text: str | None) -> str:
     """The text with the ids of the files it shows blanked: the same before and after its
     files are in the target and its references rewritten (what finds a written text again)."""
-    return ANY_FILE.sub(_blank_id, text or "")
+    return sub_outside_code(ANY_FILE, _blank_id, text or "")
 
 
 def _blank_id(match: re.Match[str]) -> str:
@@ -118,15 +120,16 @@ class References:
         self._counted: set[tuple[str, int]] = set()
 
     def rewrite(self, text: str | None) -> str | None:
-        """The text with every reference it can rewrite pointing at the target."""
+        """The text with every reference it can rewrite pointing at the target; what is
+        code is written as it is (`pipelines.markup`)."""
         if not text:
             return text
         source, notes = text, list[str]()
-        text = self._files.sub(self._file, text)
-        text = _MENTION.sub(lambda match: self._mention(match, notes), text)
+        text = sub_outside_code(self._files, self._file, text)
+        text = sub_outside_code(_MENTION, lambda match: self._mention(match, notes), text)
         for hosts, path in ((self.wiki, self.page), (self.tracker, _unchanged)):
             if hosts is not None and hosts.moves:
-                text = _on_host(hosts.source).sub(self._url(hosts, path, notes), text)
+                text = sub_outside_code(_on_host(hosts.source), self._url(hosts, path, notes), text)
         self.count(notes, source)
         return text
 
@@ -172,7 +175,7 @@ class References:
         return [m.group("inline") or m.group("file") for m in self._unresolved(text or "")]
 
     def _unresolved(self, text: str) -> Iterator[re.Match[str]]:
-        for match in self._files.finditer(text):
+        for match in outside_code(self._files, text):
             if self.attachment(match.group("inline") or match.group("file")) is None:
                 yield match
 
@@ -234,17 +237,18 @@ class SourceScan:
     mapped_away: Collection[str] = ()
 
     def scan(self, text: str) -> list[str]:
-        """Each reference to the source in `text`, as written."""
+        """Each reference to the source in `text`, as written; none in code (haul writes code
+        as it is: `pipelines.markup`)."""
         found = [
             m.group(0)
-            for m in ANY_FILE.finditer(text)
+            for m in outside_code(ANY_FILE, text)
             if (m.group("inline") or m.group("file")) in self.files
         ]
         for hosts in self.hosts:
             if hosts.moves:
-                found += [m.group(0) for m in _on_host(hosts.source).finditer(text)]
+                found += [m.group(0) for m in outside_code(_on_host(hosts.source), text)]
         found += [
-            m.group(0) for m in _MENTION.finditer(text) if m.group("login") in self.mapped_away
+            m.group(0) for m in outside_code(_MENTION, text) if m.group("login") in self.mapped_away
         ]
         return found
 

@@ -149,13 +149,17 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
             for a in client.get(f"/issues/{issue['key']}/attachments").json()
         }
 
+    issue, page, code = write_code(info, queues, away)
+
     run(config, info, cli=cli)
 
     source_hosts = tuple(info["web"]["source"].values())
+    code_left_as_written(info, issue, page, code)
     target_queues = ["NEW" if q == "TEST" else q for q in queues]
     inline = 0
     with tracker(info, "target") as client:
         for key, text, files in tracker_texts(client, target_queues):
+            text = text.replace(code, "")
             assert not any(host in text for host in source_hosts), (key, text)
             assert away not in MENTION.findall(text), (key, text)
             for a, b in FILE_REF.findall(text):
@@ -167,6 +171,7 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
     assert inline > 0
     with wiki(info, "target") as client:
         for text in wiki_texts(client, list(info["wiki_roots"]["source"])):
+            text = text.replace(code, "")
             assert not any(host in text for host in source_hosts), text
             assert info["web"]["target"]["wiki"] in text or "sandbox.test" not in text
 
@@ -174,6 +179,39 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
 
     plant(info, target_queues)
     assert verified(config, info, cli=cli) == (3, 1)
+
+
+def write_code(info: dict[str, Any], queues: list[str], away: str) -> tuple[str, int, str]:
+    """Code in a source description and a source page, holding a mention of the login mapped
+    away and URLs on the source's hosts in every code form: (issue key, page id, the code)."""
+    tracker_host, wiki_host = info["web"]["source"]["tracker"], info["web"]["source"]["wiki"]
+    code = (
+        f"```sh\ngit log --author=@{away} # {tracker_host}/TEST-1\n```\n\n"
+        f"`curl {wiki_host}/team -u @{away}` %%{tracker_host}/TEST-2 staff:{away}%%"
+        f' ""@{away}""'
+    )
+    with tracker(info, "source") as client:
+        (issue,) = client.post("/issues/_search", json={"queue": queues[0]}).json()[:1]
+        text = f"{issue.get('description') or ''}\n\n{code}"
+        assert client.patch(f"/issues/{issue['key']}", json={"description": text}).is_success
+    with wiki(info, "source") as client:
+        root = info["wiki_roots"]["source"][0]
+        page = client.get("/pages", params={"slug": root, "fields": "content"}).json()
+        text = f"{page.get('content') or ''}\n\n{code}"
+        assert client.post(f"/pages/{page['id']}", json={"content": text}).is_success
+    return issue["key"], page["id"], code
+
+
+def code_left_as_written(info: dict[str, Any], key: str, page_id: int, code: str) -> None:
+    """The code is in the target as the source wrote it: no mention, URL or key rewritten."""
+    target_key = f"NEW-{key.partition('-')[2]}" if key.startswith("TEST-") else key
+    with tracker(info, "target") as client:
+        assert code in client.get(f"/issues/{target_key}").json()["description"]
+    with wiki(info, "target") as client:
+        root = info["wiki_roots"]["source"][0]
+        page = client.get("/pages", params={"slug": root, "fields": "content"}).json()
+        assert code in page["content"]
+    assert page_id  # the source page that holds it
 
 
 def plant(info: dict[str, Any], queues: list[str]) -> None:
