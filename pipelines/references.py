@@ -14,7 +14,9 @@ in the target yet); a user the mapped login (`login`: None when the user has no 
 and no default: plain text, which pings no one); a URL on a source web host the same URL on
 the target's host, its page slug moved (`page`). `scan` is verify's side: what a text the
 target holds still says about the source (a source file id, a source web host, a login
-mapped away).
+mapped away). What is code (`pipelines.markup`) is neither rewritten nor scanned.
+`written_as` tells a text haul wrote from the same text written again with its files'
+target ids (a three-way sync's base, `pipelines.three_way`).
 """
 
 from __future__ import annotations

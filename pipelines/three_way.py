@@ -7,10 +7,13 @@ changed on both sides is a conflict, settled by `[sync] conflicts`: "keep-target
 leaves the target's value and reports both values (`Conflicted`: status, report, `haul
 failures`, exit 3); "source-wins" overwrites it and records what it overwrote. A record is an
 issue's fields, a comment's text, a checklist item, a wiki page's title and body: each service
-builds the compared form of its records, the rule here knows none of them.
+builds the compared form of its records, the rule here knows none of them. A text haul wrote
+and then wrote again with its files' target ids is unchanged at the source when the source
+reads as that second write (`written_as`, the service's): only a person's edit in the target
+is then "changed in the target", never a conflict.
 
-    diff_fields(source, base, target) -> FieldChanges   plain values, no I/O
-    base_after(source, base, changes, rule)             the base a run leaves
+    diff_fields(source, base, target, written_as) -> FieldChanges   plain values, no I/O
+    base_after(source, base, changes, rule)                         the base a run leaves
     ThreeWay.settle(entity, id, (source, target), write) -> the new base, or raises Conflicted
 """
 
