@@ -14,7 +14,9 @@ in the target yet); a user the mapped login (`login`: None when the user has no 
 and no default: plain text, which pings no one); a URL on a source web host the same URL on
 the target's host, its page slug moved (`page`). `scan` is verify's side: what a text the
 target holds still says about the source (a source file id, a source web host, a login
-mapped away).
+mapped away). What is code (`pipelines.markup`) is neither rewritten nor scanned.
+`written_as` tells a text haul wrote from the same text written again with its files'
+target ids (a three-way sync's base, `pipelines.three_way`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from haul.pipelines.config import Config
+from haul.pipelines.markup import outside_code, sub_outside_code
 
 # a relative reference starts a link target, a quoted value or a word
 _STARTS = r"(?:(?<=[\s(<\"'=\[])|^)"
@@ -45,14 +48,15 @@ _MENTION = re.compile(rf"(?<![\w@.:/])(?P<form>@|staff:)(?P<login>{_LOGIN})")
 
 
 def file_references(text: str | None) -> list[str]:
-    """The file ids a text references, in either form, relative or on any host."""
-    return [m.group("inline") or m.group("file") for m in ANY_FILE.finditer(text or "")]
+    """The file ids a text references, in either form, relative or on any host (not in code:
+    `pipelines.markup`)."""
+    return [m.group("inline") or m.group("file") for m in outside_code(ANY_FILE, text or "")]
 
 
 def without_file_ids(text: str | None) -> str:
     """The text with the ids of the files it shows blanked: the same before and after its
     files are in the target and its references rewritten (what finds a written text again)."""
-    return ANY_FILE.sub(_blank_id, text or "")
+    return sub_outside_code(ANY_FILE, _blank_id, text or "")
 
 
 def _blank_id(match: re.Match[str]) -> str:
@@ -118,15 +122,16 @@ class References:
         self._counted: set[tuple[str, int]] = set()
 
     def rewrite(self, text: str | None) -> str | None:
-        """The text with every reference it can rewrite pointing at the target."""
+        """The text with every reference it can rewrite pointing at the target; what is
+        code is written as it is (`pipelines.markup`)."""
         if not text:
             return text
         source, notes = text, list[str]()
-        text = self._files.sub(self._file, text)
-        text = _MENTION.sub(lambda match: self._mention(match, notes), text)
+        text = sub_outside_code(self._files, self._file, text)
+        text = sub_outside_code(_MENTION, lambda match: self._mention(match, notes), text)
         for hosts, path in ((self.wiki, self.page), (self.tracker, _unchanged)):
             if hosts is not None and hosts.moves:
-                text = _on_host(hosts.source).sub(self._url(hosts, path, notes), text)
+                text = sub_outside_code(_on_host(hosts.source), self._url(hosts, path, notes), text)
         self.count(notes, source)
         return text
 
@@ -150,12 +155,29 @@ class References:
                 self._counted.add((what, hash(text)))
                 self.left[what] += 1
 
+    def written_as(self, written: object, now: object) -> bool:
+        """Whether `now` is the text haul wrote as `written` (a base), once haul wrote it again
+        with its files' target ids (`sync.texts`): the same text, each file id the same or
+        the source file's target id. A file id changed otherwise is a change of the text."""
+        if written == now:
+            return True
+        if not isinstance(written, str) or not isinstance(now, str):
+            return False
+        if without_file_ids(written) != without_file_ids(now):
+            return False
+        pairs = zip(file_references(written), file_references(now), strict=True)
+        return all(old == new or self._patched_to(old) == new for old, new in pairs)
+
+    def _patched_to(self, file_id: str) -> str | None:
+        found = self.attachment(file_id)
+        return None if found is None else found[1]
+
     def waiting(self, text: str | None) -> list[str]:
         """The file ids a text references that are not in the target (yet)."""
         return [m.group("inline") or m.group("file") for m in self._unresolved(text or "")]
 
     def _unresolved(self, text: str) -> Iterator[re.Match[str]]:
-        for match in self._files.finditer(text):
+        for match in outside_code(self._files, text):
             if self.attachment(match.group("inline") or match.group("file")) is None:
                 yield match
 
@@ -217,17 +239,18 @@ class SourceScan:
     mapped_away: Collection[str] = ()
 
     def scan(self, text: str) -> list[str]:
-        """Each reference to the source in `text`, as written."""
+        """Each reference to the source in `text`, as written; none in code (haul writes code
+        as it is: `pipelines.markup`)."""
         found = [
             m.group(0)
-            for m in ANY_FILE.finditer(text)
+            for m in outside_code(ANY_FILE, text)
             if (m.group("inline") or m.group("file")) in self.files
         ]
         for hosts in self.hosts:
             if hosts.moves:
-                found += [m.group(0) for m in _on_host(hosts.source).finditer(text)]
+                found += [m.group(0) for m in outside_code(_on_host(hosts.source), text)]
         found += [
-            m.group(0) for m in _MENTION.finditer(text) if m.group("login") in self.mapped_away
+            m.group(0) for m in outside_code(_MENTION, text) if m.group("login") in self.mapped_away
         ]
         return found
 

@@ -7,10 +7,13 @@ changed on both sides is a conflict, settled by `[sync] conflicts`: "keep-target
 leaves the target's value and reports both values (`Conflicted`: status, report, `haul
 failures`, exit 3); "source-wins" overwrites it and records what it overwrote. A record is an
 issue's fields, a comment's text, a checklist item, a wiki page's title and body: each service
-builds the compared form of its records, the rule here knows none of them.
+builds the compared form of its records, the rule here knows none of them. A text haul wrote
+and then wrote again with its files' target ids is unchanged at the source when the source
+reads as that second write (`written_as`, the service's): only a person's edit in the target
+is then "changed in the target", never a conflict.
 
-    diff_fields(source, base, target) -> FieldChanges   plain values, no I/O
-    base_after(source, base, changes, rule)             the base a run leaves
+    diff_fields(source, base, target, written_as) -> FieldChanges   plain values, no I/O
+    base_after(source, base, changes, rule)                         the base a run leaves
     ThreeWay.settle(entity, id, (source, target), write) -> the new base, or raises Conflicted
 """
 
@@ -46,11 +49,24 @@ class FieldChanges:
         return bool(self.carried or self.kept or self.conflicts)
 
 
+# whether a value is the one haul wrote as the base's (a text: once it patched its file ids)
+WrittenAs = Callable[[Any, Any], bool]
+
+
+def _equal(written: Any, now: Any) -> bool:
+    return bool(written == now)
+
+
 def diff_fields(
-    source: Mapping[str, Any], base: Mapping[str, Any] | None, target: Mapping[str, Any]
+    source: Mapping[str, Any],
+    base: Mapping[str, Any] | None,
+    target: Mapping[str, Any],
+    written_as: WrittenAs = _equal,
 ) -> FieldChanges:
     """Compare each field of the source, the base (what haul last wrote, None when it kept
     none: then the source's value is carried, as before three-way sync) and the target.
+    The source's value is unchanged when `written_as(base's, source's)`: a text whose file
+    references haul patched after writing it (`References.written_as`) is compared as patched.
 
     An absent field, null, an empty string or list are the same empty value."""
     changes = FieldChanges()
@@ -60,7 +76,7 @@ def diff_fields(
             continue
         if base is None or _kept_since(_value(base, name), theirs):
             changes.carried[name] = ours
-        elif ours == _value(base, name):
+        elif written_as(_value(base, name), ours):
             changes.kept[name] = theirs
         else:
             changes.conflicts[name] = (ours, theirs)
@@ -110,13 +126,14 @@ def same(one: Any, other: Any) -> bool:
     return bool(_value({"v": one}, "v") == _value({"v": other}, "v"))
 
 
-def changed_where(source: Any, base: Any, target: Any) -> str:
+def changed_where(source: Any, base: Any, target: Any, written_as: WrittenAs = _equal) -> str:
     """Why a target's value differs from the source's, given the base (what haul wrote):
     "changed in the target", "changed on both sides", or "" (the target holds what haul
     wrote: the source's change is not carried, a loss)."""
     if _kept_since(_value({"v": base}, "v"), _value({"v": target}, "v")):
         return ""
-    return "changed in the target" if same(source, base) else "changed on both sides"
+    unchanged = same(source, base) or written_as(base, source)
+    return "changed in the target" if unchanged else "changed on both sides"
 
 
 # writes the fields named (the source's values) to the target record
@@ -132,11 +149,12 @@ class ThreeWay:
     written: Written
     rule: ConflictRule
     changes: Counter[tuple[str, str]]
+    written_as: WrittenAs = _equal  # the service's texts, their file ids patched (`diff_fields`)
 
     def compare(self, entity: str, source_id: str, compared: tuple[Fields, Fields]) -> FieldChanges:
         """The record's fields three ways: `compared` (source, target) against its base."""
         source, target = compared
-        return diff_fields(source, self.written.base(entity, source_id), target)
+        return diff_fields(source, self.written.base(entity, source_id), target, self.written_as)
 
     async def settle(
         self,
@@ -152,7 +170,7 @@ class ThreeWay:
         Raises `Conflicted` for the conflicts the target keeps."""
         source, target = compared
         base = self.written.base(entity, source_id)
-        changes = diff_fields(source, base, target)
+        changes = diff_fields(source, base, target, self.written_as)
         names = list(changes.carried)
         if self.rule == "source-wins":
             for name, (ours, theirs) in changes.conflicts.items():

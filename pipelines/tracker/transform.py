@@ -17,6 +17,7 @@ from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
+from haul.pipelines.markup import sub_outside_code
 from haul.pipelines.references import References
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.issue_access import IssueAccess
@@ -80,10 +81,12 @@ class QueueMap:
         return f"{self.queue(queue)}-{number}"
 
     def rewrite(self, text: str | None) -> str | None:
-        """Rewrite references to keys of remapped queues inside free text."""
+        """Rewrite references to keys of remapped queues inside free text (not in code:
+        `pipelines.markup`)."""
         if not text or not self.mapping:
             return text
-        return KEY_PATTERN.sub(
+        return sub_outside_code(
+            KEY_PATTERN,
             lambda m: (
                 f"{self.queue(m.group(1))}-{m.group(2)}"
                 if m.group(1) in self.mapping

@@ -23,6 +23,7 @@ from typing import Any
 
 from haul.pipelines.config import Config
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.markup import sub_outside_code
 from haul.pipelines.references import (
     References,
     SourceScan,
@@ -78,9 +79,12 @@ class Rewriter:
     references: References = field(default_factory=References)
 
     def rewrite(self, content: str, page_slug: str) -> str:
-        """The content with links and tracker keys pointing at their new places."""
+        """The content with links and tracker keys pointing at their new places (code left
+        as written: `pipelines.markup`)."""
         content = self.references.rewrite(content) or ""
-        content = _LINK.sub(lambda m: m.group(1) + self.link(m.group(2), page_slug), content)
+        content = sub_outside_code(
+            _LINK, lambda m: m.group(1) + self.link(m.group(2), page_slug), content
+        )
         return self.keys(content)
 
     def cell(self, text: str) -> str:
@@ -113,7 +117,7 @@ class Rewriter:
             queue = self.queues.get(match.group(1))
             return f"{queue}-{match.group(2)}" if queue else match.group(0)
 
-        return _KEY.sub(swap, text)
+        return sub_outside_code(_KEY, swap, text)
 
 
 def _split(target: str) -> tuple[str, str]:

@@ -1,7 +1,8 @@
 """Cut-over, end to end over real sockets: after `haul run`, nothing in the target's texts
 points back at the source (its files, its web hosts, the logins the users mapping maps
 away), the inline images show the target's files, and `haul verify` finds a reference to the
-source planted by hand afterwards."""
+source planted by hand afterwards. Code (fenced, inline, %%...%%, ""..."") is the exception:
+it is written as the source holds it, and verify counts nothing in it."""
 
 from __future__ import annotations
 
@@ -149,13 +150,17 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
             for a in client.get(f"/issues/{issue['key']}/attachments").json()
         }
 
+    issue, code = write_code(info, queues, away)
+
     run(config, info, cli=cli)
 
     source_hosts = tuple(info["web"]["source"].values())
+    code_left_as_written(info, issue, code)
     target_queues = ["NEW" if q == "TEST" else q for q in queues]
     inline = 0
     with tracker(info, "target") as client:
         for key, text, files in tracker_texts(client, target_queues):
+            text = text.replace(code, "")
             assert not any(host in text for host in source_hosts), (key, text)
             assert away not in MENTION.findall(text), (key, text)
             for a, b in FILE_REF.findall(text):
@@ -167,6 +172,7 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
     assert inline > 0
     with wiki(info, "target") as client:
         for text in wiki_texts(client, list(info["wiki_roots"]["source"])):
+            text = text.replace(code, "")
             assert not any(host in text for host in source_hosts), text
             assert info["web"]["target"]["wiki"] in text or "sandbox.test" not in text
 
@@ -174,6 +180,38 @@ def cut_over(info: dict[str, Any], tmp_path: Path, *, cli: bool) -> None:
 
     plant(info, target_queues)
     assert verified(config, info, cli=cli) == (3, 1)
+
+
+def write_code(info: dict[str, Any], queues: list[str], away: str) -> tuple[str, str]:
+    """Code in a source description and a root page, holding mentions of the login mapped
+    away, a key and URLs on the source's hosts, in every code form: (issue key, the code)."""
+    tracker_host, wiki_host = info["web"]["source"]["tracker"], info["web"]["source"]["wiki"]
+    code = (
+        f"```sh\ngit log --author=@{away} # {tracker_host}/TEST-1\n```\n\n"
+        f"`curl {wiki_host}/team -u @{away}` %%{tracker_host}/TEST-2 staff:{away}%%"
+        f' ""@{away}""'
+    )
+    with tracker(info, "source") as client:
+        (issue,) = client.post("/issues/_search", json={"queue": queues[0]}).json()[:1]
+        text = f"{issue.get('description') or ''}\n\n{code}"
+        assert client.patch(f"/issues/{issue['key']}", json={"description": text}).is_success
+    with wiki(info, "source") as client:
+        root = info["wiki_roots"]["source"][0]
+        page = client.get("/pages", params={"slug": root, "fields": "content"}).json()
+        text = f"{page.get('content') or ''}\n\n{code}"
+        assert client.post(f"/pages/{page['id']}", json={"content": text}).is_success
+    return issue["key"], code
+
+
+def code_left_as_written(info: dict[str, Any], key: str, code: str) -> None:
+    """The code is in the target as the source wrote it: no mention, URL or key rewritten."""
+    target_key = f"NEW-{key.partition('-')[2]}" if key.startswith("TEST-") else key
+    with tracker(info, "target") as client:
+        assert code in client.get(f"/issues/{target_key}").json()["description"]
+    with wiki(info, "target") as client:
+        root = info["wiki_roots"]["source"][0]
+        page = client.get("/pages", params={"slug": root, "fields": "content"}).json()
+        assert code in page["content"]
 
 
 def plant(info: dict[str, Any], queues: list[str]) -> None:

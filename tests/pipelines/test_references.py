@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from haul.pipelines.references import References, SourceScan, WebHosts, file_references, moved_slug
+from haul.pipelines.three_way import diff_fields
 
 pytestmark = pytest.mark.fast
 
@@ -100,3 +101,29 @@ def test_a_text_nothing_writes_again_counts_the_files_not_in_the_target() -> Non
     )
     assert text == "![a](/ajax/v2/attachments/555) ![b](/ajax/v2/attachments/9001)"
     assert references.left == {"file 555 shown in goal 7: not in the target": 1}
+
+
+def test_a_text_haul_patched_with_its_files_target_ids_is_the_text_it_wrote() -> None:
+    """The base of a text written before its files were in the target holds the source's file
+    ids; haul's patch writes the target's: the same text. Another file id, or another word,
+    is a change."""
+    written = "See ![shot.png](/ajax/v2/attachments/101?inline=true) and [x](/NEW-3/attachments/7)"
+    patched = "See ![shot.png](/ajax/v2/attachments/9001?inline=true) and [x](/NEW-3/attachments/7)"
+    references = refs()
+    assert references.written_as(written, patched)
+    assert not references.written_as(written, patched.replace("9001", "9002"))
+    assert not references.written_as(written, patched.replace("See", "Look at"))
+    assert not references.written_as(written, None)
+
+
+def test_the_base_as_patched_decides_a_three_way_comparison() -> None:
+    """A description edited only in the target, its base written before its files were in:
+    kept (no conflict); the source's own edit of the text is still a conflict."""
+    written = {"description": "![a](/ajax/v2/attachments/101)", "tags": ["old"]}
+    ours = {"description": "![a](/ajax/v2/attachments/9001)", "tags": ["new"]}
+    theirs = {"description": "A person's words ![a](/ajax/v2/attachments/9001)", "tags": ["old"]}
+    changes = diff_fields(ours, written, theirs, refs().written_as)
+    assert changes.carried == {"tags": ["new"]} and not changes.conflicts
+    assert changes.kept == {"description": theirs["description"]}
+    edited = {"description": "Edited at the source ![a](/ajax/v2/attachments/9001)"}
+    assert diff_fields(edited, written, theirs, refs().written_as).conflicts

@@ -6,40 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from haul.pipelines.config import load_config
 from haul.pipelines.runner import run_all
 from haul.pipelines.tracker.sync.texts import ISSUE_TEXT
+from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
-
-
-async def test_a_description_edited_in_the_target_is_kept_when_another_field_changes(
-    sandbox: Any, tmp_path: Path
-) -> None:
-    """The row that patched the description's file references carries the description
-    alone: a summary edited at the source does not write the description back over the
-    target's edit (the issue's own three-way refresh is what decides about it)."""
-    info = sandbox.info
-    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
-    assert (await run_all(config, environ=environ(info))).complete
-    with StagingStore.open(config.staging_path) as store:
-        row = next(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
-        source_key, target_key = row.source_id, row.target_id
-    assert target_key is not None
-    async with client_for(info, "target") as target:
-        written = (await target.get_issue(target_key))["description"]
-        edited = f"{written}\n\nEdited in the target"
-        await target.update_issue(target_key, {"description": edited})
-    async with client_for(info, "source") as source:
-        await source.update_issue(source_key, {"summary": "Renamed at the source"})
-
-    second = await run_all(config, environ=environ(info))
-
-    assert second.complete, second.counts
-    async with client_for(info, "target") as target:
-        issue = await target.get_issue(target_key)
-    assert issue["summary"] == "Renamed at the source"
-    assert issue["description"] == edited
 
 
 async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
@@ -74,3 +48,49 @@ async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
         carried = (await target.get_issue(only_source.target_id))["description"]
     assert kept == edited
     assert carried.endswith("Source words") and "/attachments/" in carried
+
+
+# the same path under either rule: source-wins (where a false conflict overwrote the person's
+# text) runs by default, keep-target (where it was reported on every run, exit 3) in the slow run
+@pytest.mark.parametrize(
+    "rule", [pytest.param("keep-target", marks=pytest.mark.slow), "source-wins"]
+)
+async def test_a_description_with_files_edited_only_in_the_target_is_kept_with_no_conflict(
+    sandbox: Any, tmp_path: Path, rule: str
+) -> None:
+    """The base of a description that shows files is what haul wrote once it patched the
+    file references: a person's edit in the target, with only the summary and tags changed
+    at the source, is "changed in the target": kept, no conflict (the run's exit would be 0),
+    under either conflict rule. Neither the issue's refresh nor the patch row (it carries
+    the description alone) writes the description back over the person's edit."""
+    info = sandbox.info
+    extra = f'[sync]\nconflicts = "{rule}"\n'
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
+    assert (await run_all(config, environ=environ(info))).complete
+    with StagingStore.open(config.staging_path) as store:
+        row = next(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
+    assert row.target_id is not None
+    async with client_for(info, "target") as target:
+        written = (await target.get_issue(row.target_id))["description"]
+        edited = f"A person's words in the target\n\n{written}"
+        await target.update_issue(row.target_id, {"description": edited})
+    async with client_for(info, "source") as source:
+        changed = {"summary": "Renamed at the source", "tags": ["retagged-at-the-source"]}
+        await source.update_issue(row.source_id, changed)
+
+    second = await run_all(config, environ=environ(info))
+
+    assert second.complete and second.failed == 0 and second.problems == 0, second.counts
+    async with client_for(info, "target") as target:
+        issue = await target.get_issue(row.target_id)
+    assert issue["description"] == edited
+    assert {name: issue[name] for name in changed} == changed
+    checked = await verify(config, environ=environ(info), entities=("issue", ISSUE_TEXT))
+    assert checked.ok
+    known = {(d.entity, d.field, d.known) for d in checked.differences}
+    assert known == {
+        ("issue", "description", "changed in the target"),
+        (ISSUE_TEXT, "description", "changed in the target"),
+    }
+    with StagingStore.open(config.staging_path) as store:
+        assert list(store.written.iter_overwritten()) == []

@@ -337,7 +337,7 @@ class TrackerLoad:
         target's values now (read only: `haul plan`'s preview). A field no update call can
         change that changed at the source is among those carried: the preview names it."""
         source, base, compared, target = await self._three_sides(record, key)
-        changes = diff_fields(compared, base, target)
+        changes = diff_fields(compared, base, target, self.transform.references.written_as)
         fixed = {name: source[name] for name in import_only(source)
                  if base is not None and not same(base.get(name), source.get(name))}  # fmt: skip
         return FieldChanges(changes.carried | fixed, changes.kept, changes.conflicts), target
@@ -351,7 +351,8 @@ class TrackerLoad:
 
     @property
     def _three_way(self) -> ThreeWay:
-        return ThreeWay(self.store.written, self.conflicts, self.changes)
+        written_as = self.transform.references.written_as  # a text patched with its files
+        return ThreeWay(self.store.written, self.conflicts, self.changes, written_as)
 
     async def send_status(self, record: StagedRecord, parent: str | None) -> str:
         steps = self.statuses.steps

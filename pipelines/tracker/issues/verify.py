@@ -43,6 +43,8 @@ KEYED = {  # field -> its dictionary: compared by key, as people name them
     "priority": "priority",
     "resolution": "resolution",
 }
+# a text written again with its files: its base is its issue's or comment's
+_TEXT_OF = {ISSUE_TEXT: "issue", COMMENT_TEXT: "comment"}
 
 
 @dataclass
@@ -76,12 +78,14 @@ class TrackerVerifier:
         return expected, await self._target_issue(row, expected)
 
     def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str:
-        """Why an issue's field or a comment's text differs, when its base tells: a person's
-        edit in the target, a conflict, or a field no update call changes
-        (`sync.fields.why_differs`)."""
-        if row.entity not in ("issue", "comment"):
+        """Why an issue's field or a comment's text (or either written again with its files)
+        differs, when its base tells: a person's edit in the target, a conflict, or a field
+        no update call changes (`sync.fields.why_differs`)."""
+        entity = _TEXT_OF.get(row.entity, row.entity)
+        if entity not in ("issue", "comment"):
             return ""
-        return why_differs(name, expected, self.bases(row.entity, row.source_id), found)
+        base = self.bases(entity, row.source_id)
+        return why_differs(name, expected, base, found, self.transform.references.written_as)
 
     def issue_fields(self, record: StagedRecord) -> Fields:
         """The staged issue's fields as the load writes them, in the form verify compares."""

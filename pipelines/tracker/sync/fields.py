@@ -30,6 +30,7 @@ from typing import Any
 from haul.pipelines.three_way import (
     ConflictRule,
     FieldChanges,
+    WrittenAs,
     base_after,
     conflict_message,
     diff_fields,
@@ -101,14 +102,23 @@ def import_only(names: Mapping[str, Any]) -> list[str]:
     return sorted(name for name in names if carry_of(body_key(name)) is Carry.IMPORT_ONLY)
 
 
-def why_differs(name: str, source: Any, base: Mapping[str, Any] | None, target: Any) -> str:
+def why_differs(
+    name: str,
+    source: Any,
+    base: Mapping[str, Any] | None,
+    target: Any,
+    written_as: WrittenAs = same,
+) -> str:
     """Why the target's `target` differs from the source's `source` for field `name`, given
     the base: "changed in the target", "changed on both sides", "not updatable" (a field no
-    update call changes), or "" when the base does not tell (no base: a loss)."""
+    update call changes), or "" when the base does not tell (no base: a loss). `written_as`:
+    whether the source's value is the base's (a text: once haul patched its file ids)."""
     if carry_of(body_key(name)) is Carry.IMPORT_ONLY:
         return "not updatable"
     if base is None or name not in base or not updatable(name):
         return ""
-    if same(target, base.get(name)):
+    written = base.get(name)
+    if same(target, written):
         return ""  # the target holds what haul wrote: the source's change is not carried
-    return "changed in the target" if same(source, base.get(name)) else "changed on both sides"
+    unchanged = same(source, written) or written_as(written, source)
+    return "changed in the target" if unchanged else "changed on both sides"
