@@ -17,6 +17,8 @@ import pytest
 
 from haul.pipelines.config import ConfigError, load_config
 from haul.pipelines.config_model import Model
+from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.export.errors import ExportOptionError
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
 from haul.pipelines.tracker.flow.tables import defined
@@ -198,6 +200,26 @@ def test_model_info_records_the_as_of_instant_and_every_setting(exported: Path) 
     assert info["start_types"] == '["inProgress"]' and info["daily_since"] is None
     assert datetime.fromisoformat(info["as_of"]).tzinfo is not None
     assert set(info) >= {"as_of", "export_day", "work_days", "finish_types", "holidays_file"}
+
+
+def test_model_statuses_and_types_the_staged_data_lacks_stop_the_export(exported: Path) -> None:
+    """A typo in [model] (a status key or type no staged status has) exits 2 naming each,
+    with the closest staged value, and writes nothing: not an export whose cycle times are
+    silently empty. A default type the org lacks is never questioned."""
+    directory = exported.parents[2]  # the staged sandbox's folder: its config and store
+    text = (directory / "haul.toml").read_text(encoding="utf-8")
+    typo = '[model]\nstart_statuses = ["inProgres"]\nfinish_types = ["donne", "done"]\n'
+    (directory / "typo.toml").write_text(text.replace("[model]\n", typo), encoding="utf-8")
+    config = load_config(directory / "typo.toml")
+    out = directory / "typo-out"
+    with pytest.raises(ExportOptionError) as caught:
+        run_export(config, ExportRequest.from_options(config, out=out))
+    message = str(caught.value)
+    assert caught.value.exit_code == 2
+    assert "[model] start_statuses: 'inProgres'" in message
+    assert "did you mean 'inProgress'?" in message
+    assert "[model] finish_types: 'donne'" in message and "did you mean 'done'?" in message
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_business_seconds_in_the_export_match_an_independent_count(exported: Path) -> None:
