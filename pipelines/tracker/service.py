@@ -50,6 +50,7 @@ from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.board_scope import left_out as boards_left_out
 from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
@@ -151,6 +152,7 @@ class TrackerService:
                 | configuration.not_carried()
                 | organisation.kept
             ),
+            left_out=lambda: boards_left_out(store),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),

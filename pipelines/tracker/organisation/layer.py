@@ -17,6 +17,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.board_scope import board_findings
 from haul.pipelines.tracker.organisation.configured import plan_configs, plan_workflows
 from haul.pipelines.tracker.organisation.export import TABLES
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
@@ -65,5 +66,6 @@ ORGANISATION = Layer(
     tables=TABLES,
     plans=organisation_plans,
     source=organisation_source,
+    checks=board_findings,
     checks_across=queue_permission_findings,
 )

@@ -30,8 +30,9 @@ from haul.pipelines.specs import (
     Ref,
     Sender,
 )
+from haul.pipelines.tracker.organisation.board_scope import board_of, carried_boards
 from haul.pipelines.tracker.organisation.configured import configured_values
-from haul.pipelines.tracker.transform import STRUCTURE_REFS, Transform
+from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
 ORG = "org"  # the container of what is org-wide (dictionaries, queues, fields, boards)
@@ -60,18 +61,6 @@ def _name(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("en") or next(iter(value.values()), ""))
     return str(value or "")
-
-
-def _used(store: StagingStore, entity: str) -> set[str]:
-    """The ids of `entity` the staged issues point to (their lists read by SQLite)."""
-    fields = [field for field, named in STRUCTURE_REFS.items() if named == entity]
-    return {
-        str(ref["id"])
-        for field in fields
-        for _, _, refs in store.iter_lists("issue", field)
-        for ref in refs
-        if isinstance(ref, dict)
-    }
 
 
 def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
@@ -130,46 +119,31 @@ def plan_each(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
 
 
 def plan_sprints(store: StagingStore) -> Iterator[Planned]:
-    """Every sprint of every board in scope (past, active and future ones: people plan in
+    """Every sprint of every board carried (past, active and future ones: people plan in
     them), each under its board."""
-    boards = _boards_in_scope(store)
+    boards = carried_boards(store)
     for record in store.iter_records("sprint"):
-        board = _board_of(record)
+        board = board_of(record)
         if board in boards:
             yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
 
 
 def plan_boards(store: StagingStore) -> Iterator[Planned]:
-    """The boards in scope (`_boards_in_scope`)."""
-    boards = _boards_in_scope(store)
+    """The boards carried (`board_scope`: a board goes with its queue)."""
+    boards = carried_boards(store)
     for record in store.iter_records("board"):
         if record.source_id in boards:
             yield Planned(record, None, record.source_id)
 
 
-def _board_of(sprint: StagedRecord) -> str:
-    return str((sprint.raw.get("board") or {}).get("id"))
-
-
-def _boards_in_scope(store: StagingStore) -> set[str]:
-    """The boards of the queues in scope, and the boards of the sprints staged issues are in."""
-    sprints = _used(store, "sprint")
-    wanted = {_board_of(record) for record in store.iter_records("sprint")
-              if record.source_id in sprints}  # fmt: skip
-    queues = {record.source_id for record in store.iter_records("queue")}
-    for record in store.iter_records("board"):
-        queue = (record.raw.get("filter") or {}).get("queue")
-        if queue is not None and queue in queues:
-            wanted.add(record.source_id)
-    return wanted
-
-
 def plan_columns(store: StagingStore) -> Iterator[Planned]:
-    """Every column of a staged board, in the board's order, under it."""
+    """Every column of a board carried, in the board's order, under it."""
+    boards = carried_boards(store)
     for record in store.iter_records("board_column"):
-        yield Planned(
-            record, Ref("board", record.parent or ""), f"{record.raw.get('position', 0):06d}"
-        )
+        if record.parent in boards:
+            yield Planned(
+                record, Ref("board", record.parent or ""), f"{record.raw.get('position', 0):06d}"
+            )
 
 
 ORG_PLANS = {
