@@ -10,7 +10,7 @@ checks); the service concatenates them in the order of `LAYERS`::
     planning/       saved filters, dashboards, remote links, autoactions
     backfill/       form answers loaded as issues
     sync/           status changes, moves, deletions at the source (planned last)
-    flow/           the analysts' flow model (export tables only)
+    flow/           the analysts' flow model (export tables, a check of [model])
     checks/         what `haul check` finds
 
 The load, plan and verify need the target's dictionaries, queues and users: the target context

@@ -5,6 +5,7 @@ against a real export."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -21,7 +22,9 @@ from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.errors import ExportOptionError
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
+from haul.pipelines.tracker.flow.settings_check import model_findings
 from haul.pipelines.tracker.flow.tables import defined
+from haul.state.store import StagingStore
 from tests.helpers.export_fixtures import Staged, only_folder, stage_sandbox
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -287,3 +290,20 @@ def test_the_readme_answers_the_six_questions_with_one_query_each(exported: Path
     assert all(row[1] > 0 for row in wip)
     assert all(row[2] >= 0 for row in aging)
     assert cfd[-1][1] == issues[0] and cfd[-1][3] == finished[0]  # type: ignore[index]
+
+
+@pytest.mark.fast
+def test_check_names_a_model_status_the_staged_data_lacks_as_an_error(tmp_path: Path) -> None:
+    """`haul check` says what would stop the export, before it runs: one error per value."""
+    (tmp_path / "haul.toml").write_text(
+        CONFIG + 'start_statuses = ["inProgres"]\nstart_types = ["started"]\n'
+    )
+    config = load_config(tmp_path / "haul.toml")
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        statuses = [("open", "new"), ("inProgress", "inProgress"), ("closed", "done")]
+        store.upsert_records("status", [{"source_id": key, "raw": {"key": key, "type": kind},
+                                         "updated_at": "t1"} for key, kind in statuses])  # fmt: skip
+        found = asyncio.run(model_findings(config, None, store, "source", None))
+    assert [f.level for f in found] == ["error", "error"]
+    assert "start_statuses: 'inProgres'" in found[0].what and "'inProgress'?" in found[0].what
+    assert "start_types: 'started'" in found[1].what and "[model]" in found[1].fix

@@ -11,7 +11,7 @@ from haul.pipelines.export.tables import register_table
 from haul.pipelines.tracker.flow.forecast import FLOW_FORECAST
 from haul.pipelines.tracker.flow.info import MODEL_INFO
 from haul.pipelines.tracker.flow.report import FLOW_PAGE
-from haul.pipelines.tracker.flow.settings_check import model_problems
+from haul.pipelines.tracker.flow.settings_check import model_findings, model_problems
 from haul.pipelines.tracker.flow.sprints import SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY
 from haul.pipelines.tracker.flow.tables import (
     CYCLE_TIMES,
@@ -32,5 +32,5 @@ TABLES = tuple(
 for _table in TABLES:
     register_table(_table)
 
-FLOW = Layer("flow", tables=TABLES)
+FLOW = Layer("flow", tables=TABLES, checks=model_findings)
 PAGES = (FLOW_PAGE,)  # flow.html, registered with the export when imported

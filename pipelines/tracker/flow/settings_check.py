@@ -5,7 +5,7 @@ exit 0). So before an export writes the flow model, each status key `[model]` li
 for in the staged status dictionary, then (a status since deleted or renamed) in the staged
 issues and their changelog; each status type it sets (a default is never questioned) in the
 staged dictionary's types. What is found nowhere is named, with the closest staged value
-("did you mean"), and the export stops (exit 2). With no status dictionary staged there is
+("did you mean"), and the export stops (exit 2); `haul check` says the same as errors. With no status dictionary staged there is
 nothing to compare with, and nothing is said.
 """
 
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
+from haul.pipelines.config import Config
 from haul.pipelines.config_model import Model
 from haul.pipelines.export.tables import ExportContext
+from haul.pipelines.findings import Finding
 from haul.state.store import StagingStore
 
 STATUS_KEYS = ("start_statuses", "finish_statuses")
@@ -40,6 +43,19 @@ def model_problems(context: ExportContext) -> list[str]:
             listed = getattr(model, setting)
             problems += _named(setting, "status type", listed, types)
     return problems
+
+
+async def model_findings(
+    config: Config, client: Any, store: StagingStore | None, side: str, target: Any
+) -> list[Finding]:
+    """`haul check` on the source, once something is staged: an error per `[model]` value
+    the staged data does not have (what would stop `haul export`)."""
+    if side != "source" or store is None:
+        return []
+    return [
+        Finding("error", problem, "correct [model] in the config")
+        for problem in model_problems(ExportContext(store, config=config))
+    ]
 
 
 def _named(setting: str, what: str, listed: Iterable[str], known: set[str]) -> list[str]:
