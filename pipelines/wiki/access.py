@@ -194,7 +194,7 @@ class HolderMap:
             login = login_of(entry["user"])
             if (target := self.users.get(login, login)) in self.directory.left:
                 named = login if target == login else f"{login} (mapped to {target})"
-                return f"user {named}, who left the target org,"
+                return f"user {named} (left the target org)"
         return source_label(entry)
 
     def is_me(self, holder: Holder) -> bool:
