@@ -128,7 +128,8 @@ class TrackerService:
         transform = target.transform
         configuration = await queue_configuration(target)
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing,
-                                        restrict=configuration.restrict_new_queue)  # fmt: skip
+                                        restrict=configuration.restrict_new_queue,
+                                        queues=config.scope.queues)  # fmt: skip
         limits = TargetLimits(store, config.limits, transform.comment_text)
         backfill, load, planning = (
             _backfill(target),
@@ -152,7 +153,7 @@ class TrackerService:
                 | configuration.not_carried()
                 | organisation.kept
             ),
-            left_out=lambda: boards_left_out(store),
+            left_out=lambda: boards_left_out(store, config.scope.queues),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),

@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import load_config
 from haul.pipelines.plan import make_plan, write_conflicts
 from haul.pipelines.runner import extract, load
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.tracker.organisation.board_scope import carried_boards, left_out
 from haul.pipelines.verify import verify
+from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 
 
@@ -73,3 +76,25 @@ def test_boards_whose_queue_is_not_migrated_are_named_and_never_sent(
     verified = asyncio.run(verify(config, environ=environ(info)))
     seen = {v.entity: v.not_carried for v in verified.entities if v.not_carried}
     assert seen == counted
+
+
+@pytest.mark.fast
+def test_a_board_goes_with_a_queue_of_the_scope_or_of_the_staged_issues(tmp_path: Path) -> None:
+    """No issue staged (a shard manifest's first part): the boards of scope.queues are
+    carried; with issues, the boards of their queues too; any other is left out whole, its
+    columns and sprints named under it."""
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        boards = [("1", "DEV"), ("2", "OPS"), ("3", "TEST")]
+        store.upsert_records("board", [{"source_id": board, "updated_at": "t1",
+                                        "raw": {"name": f"{queue} board", "filter": {"queue": queue}}}
+                                       for board, queue in boards])  # fmt: skip
+        store.replace_children("2", "board_column", [{"source_id": "2/5", "raw": {}}])
+        store.upsert_records("sprint", [{"source_id": "9", "raw": {"board": {"id": "2"}},
+                                         "updated_at": "t1"}])  # fmt: skip
+        assert carried_boards(store, ["DEV"]) == {"1"}
+        store.upsert_records("issue", [{"source_id": "TEST-1", "raw": {"queue": {"key": "TEST"}},
+                                        "updated_at": "t1"}])  # fmt: skip
+        assert carried_boards(store, ["DEV"]) == {"1", "3"}
+        left = [(r.entity, r.source_id, r.detail) for r in left_out(store, ["DEV"])]
+    assert left == [("board", "2", "'OPS board', queue OPS"), ("board_column", "2/5", "board 2"),
+                    ("sprint", "9", "board 2")]  # fmt: skip

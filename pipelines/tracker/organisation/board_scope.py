@@ -1,8 +1,9 @@
 """Which boards a migration carries: a board goes with its queue.
 
-A board is carried when its queue (`filter.queue`) is one the staged issues are in (a queue of
-`scope.queues`), or when a staged issue is in one of its sprints; its columns and sprints go
-with it. Every other staged board (a config that moves the wiki and the planning entities but
+A board is carried when its queue (`filter.queue`) is migrated (a queue of `scope.queues`,
+or one the staged issues are in), or when a staged issue is in one of its sprints; its columns
+and sprints go with it (a shard manifest's first part, which stages no issue, carries the
+boards of `scope.queues` so that every shard finds them). Every other staged board (a config that moves the wiki and the planning entities but
 no queue stages them all) is left out whole, never sent: its queue is not made in the target,
 nor the statuses its columns name, and the service would refuse them (a raw 422). Each board,
 column and sprint left out is named with why (`left_out`), for `haul check`, `haul plan`, the
@@ -11,6 +12,7 @@ run's "not carried" (status, the report) and verify.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from haul.pipelines.config import Config
@@ -19,7 +21,7 @@ from haul.pipelines.services import LeftOut
 from haul.pipelines.tracker.transform import STRUCTURE_REFS
 from haul.state.store import StagedRecord, StagingStore
 
-NOT_MIGRATED = "its queue is not migrated (no staged issue is in it: scope.queues)"
+NOT_MIGRATED = "its queue is not migrated (not in scope.queues)"
 BOARD_LEFT_OUT = "its board is not carried (its queue is not migrated)"
 
 
@@ -45,21 +47,22 @@ def queue_of(board: StagedRecord) -> str:
     return str((board.raw.get("filter") or {}).get("queue") or "")
 
 
-def carried_boards(store: StagingStore) -> set[str]:
-    """The boards of the queues the staged issues are in, and those of their sprints."""
+def carried_boards(store: StagingStore, scope: Collection[str] = ()) -> set[str]:
+    """The boards of the queues of `scope` (`scope.queues`) and of those the staged issues are
+    in, and the boards of the staged issues' sprints."""
     sprints = used_ids(store, "sprint")
     wanted = {board_of(record) for record in store.iter_records("sprint")
               if record.source_id in sprints}  # fmt: skip
-    queues = store.distinct_values("issue", "queue", "key")
+    queues = set(scope) | store.distinct_values("issue", "queue", "key")
     for record in store.iter_records("board"):
         if queue_of(record) in queues:
             wanted.add(record.source_id)
     return wanted
 
 
-def left_out(store: StagingStore) -> list[LeftOut]:
+def left_out(store: StagingStore, scope: Collection[str] = ()) -> list[LeftOut]:
     """Every staged board the migration does not carry, then its columns and sprints."""
-    carried = carried_boards(store)
+    carried = carried_boards(store, scope)
     queues = {
         record.source_id: f"{record.raw.get('name')!r}, queue {queue_of(record) or 'none'}"
         for record in store.iter_records("board")
@@ -89,7 +92,7 @@ async def board_findings(
     (with how many columns and sprints go with them), once boards are staged."""
     if side != "target" or store is None or not store.count_records().get("board"):
         return []
-    left = left_out(store)
+    left = left_out(store, config.scope.queues)
     if not left:
         return [Finding("ok", "every staged board goes with a migrated queue")]
     boards = [record for record in left if record.entity == "board"]
@@ -100,7 +103,7 @@ async def board_findings(
         Finding(
             "warning",
             f"{len(boards)} board(s), with their {more} column(s) and sprint(s), are not carried:"
-            f" the queue of each is not migrated (no staged issue is in it): {named}",
+            f" the queue of each is not migrated (not in scope.queues): {named}",
             "add their queues to scope.queues to carry them; else haul plan and the run's report"
             " count them as not carried",
         )

@@ -14,7 +14,7 @@ one `haul verify` compares it by.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -118,32 +118,31 @@ def plan_each(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
     return plan
 
 
-def plan_sprints(store: StagingStore) -> Iterator[Planned]:
-    """Every sprint of every board carried (past, active and future ones: people plan in
-    them), each under its board."""
-    boards = carried_boards(store)
-    for record in store.iter_records("sprint"):
-        board = board_of(record)
-        if board in boards:
-            yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
+def board_plans(scope: Collection[str]) -> dict[str, Callable[[StagingStore], Iterator[Planned]]]:
+    """The plans of the boards carried (`board_scope`: a board goes with its queue, `scope`
+    being `scope.queues`), their columns in the board's order, and every sprint of theirs
+    (past, active and future ones: people plan in them), each under its board."""
 
+    def boards(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("board"):
+            if record.source_id in carried:
+                yield Planned(record, None, record.source_id)
 
-def plan_boards(store: StagingStore) -> Iterator[Planned]:
-    """The boards carried (`board_scope`: a board goes with its queue)."""
-    boards = carried_boards(store)
-    for record in store.iter_records("board"):
-        if record.source_id in boards:
-            yield Planned(record, None, record.source_id)
+    def columns(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("board_column"):
+            if record.parent in carried:
+                position = f"{record.raw.get('position', 0):06d}"
+                yield Planned(record, Ref("board", record.parent or ""), position)
 
+    def sprints(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("sprint"):
+            if (board := board_of(record)) in carried:
+                yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
 
-def plan_columns(store: StagingStore) -> Iterator[Planned]:
-    """Every column of a board carried, in the board's order, under it."""
-    boards = carried_boards(store)
-    for record in store.iter_records("board_column"):
-        if record.parent in boards:
-            yield Planned(
-                record, Ref("board", record.parent or ""), f"{record.raw.get('position', 0):06d}"
-            )
+    return {"board": boards, "board_column": columns, "sprint": sprints}
 
 
 ORG_PLANS = {
@@ -154,9 +153,6 @@ ORG_PLANS = {
     "local_field": plan_each("local_field"),
     "component": plan_each("component"),
     "version": plan_each("version"),
-    "board": plan_boards,
-    "board_column": plan_columns,
-    "sprint": plan_sprints,
 }
 
 
@@ -171,6 +167,7 @@ class OrganisationLoad:
     # what a queue haul just made takes before anything else: its permission scheme
     # (source key, target key), so it is never open to more people than the source's
     restrict: Callable[[str, str], Awaitable[None]] | None = None
+    queues: Collection[str] = ()  # `scope.queues`: the boards of these are carried
     kept: Counter[str] = field(default_factory=Counter)  # for `not_carried`
 
     def specs(self) -> list[EntitySpec]:
@@ -194,11 +191,12 @@ class OrganisationLoad:
             ("board_column", self._column_print(), self.send_column),
             ("sprint", self._sprint_print(), self.send_sprint),
         ]
+        plans = {**ORG_PLANS, **board_plans(self.queues)}
         specs = []
         for name, printed, send in made:
             seen = Snapshots(printed)
             specs.append(
-                EntitySpec(name, name, ORG_PLANS[name], seen.keeping(self._if_allowed(name, send)),
+                EntitySpec(name, name, plans[name], seen.keeping(self._if_allowed(name, send)),
                            seen.find, phase=_phase(name),
                            fingerprint=printed, find_first=True)
             )  # fmt: skip
