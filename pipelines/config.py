@@ -42,6 +42,7 @@ from haul.pipelines.config_types import (
     describe_errors,
     http_url,
 )
+from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
 
 
 class ConfigError(HaulError):
@@ -550,7 +551,8 @@ def _shared_two_ways(config: Config) -> list[tuple[str, str]]:
 
 def _resolved(config: Config, base: Path) -> Config:
     """Paths starting with `~` in the user's home, relative paths joined to the config's
-    folder; each side told its name."""
+    folder; each side told its name. The mapping files are read, so a bad row is a config error
+    (exit 2) of every command."""
     users, groups = config.mapping.users_file, config.mapping.groups_file
     users = None if users is None else base / users.expanduser()
     groups = None if groups is None else base / groups.expanduser()
@@ -558,6 +560,12 @@ def _resolved(config: Config, base: Path) -> Config:
         raise ConfigError("mapping.users_file", f"{users} does not exist")
     if groups is not None and not groups.is_file():
         raise ConfigError("mapping.groups_file", f"{groups} does not exist")
+    # read once now, so a malformed row or a source mapped twice stops every command that
+    # loads the config (`haul check` too) before anything is read or written
+    if users is not None:
+        read_users_csv(users)
+    if groups is not None:
+        read_groups_csv(groups)
     export = config.export
     tuning = config.tuning
     if tuning.shared_budget is not None:

@@ -12,13 +12,15 @@ under them as blocked; each `haul plan` replaces them.
 It is also a sync dry run (`pipelines.sync_preview`): a loaded record changed at the source is
 an update (with its fields), a status walk a transition, an issue gone to another queue a
 move, a mirrored deletion a delete; every change is listed, and `--changes FILE.csv` writes
-them one per row.
+them one per row. What the scope cannot carry (a board whose queue is not migrated: `LeftOut`)
+is never planned: it is counted per entity and named, and the load does not send it.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from haul.pipelines.engine import PLAN_CONFLICTS
 from haul.pipelines.parent_cycles import parent_cycle
 from haul.pipelines.planner import Decision, Planner, SpecPlanner
 from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
+from haul.pipelines.services import LeftOut
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
 from haul.pipelines.sync_preview import (
     ACTIONS,
@@ -56,6 +59,7 @@ class LoadPlan:
     changes: list[Change] = field(default_factory=list)
     list_creates: bool = False  # a first migration's creates are many: listed when asked
     preview: ChangePreview = field(default_factory=UnnamedChanges)
+    left_out: list[LeftOut] = field(default_factory=list)  # never planned: the scope says so
     _stuck: dict[Ref, str] = field(default_factory=dict)  # conflicting or blocked -> why
 
     @property
@@ -129,6 +133,7 @@ async def make_plan(
                 specs = {spec.name: spec for spec in parts.specs}
                 planner: Planner = parts.planner or SpecPlanner(store, specs)
                 result.preview = parts.preview or UnnamedChanges()
+                result.left_out += parts.left_out()
                 for entity, spec in planner.specs.items():
                     result.entity(entity)
                     for row in store.ledger.iter_rows(entity=entity):
@@ -218,6 +223,7 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
         for entity, row in plan.counts.items()
         if row["blocked"]
     ]
+    lines += _left_out_lines(plan.left_out)
     if plan.conflicts:
         lines.append(
             "next: haul load fails the conflicts with these reasons and what they block; "
@@ -226,6 +232,23 @@ def print_plan(plan: LoadPlan, target: Endpoint, console: Console) -> None:
         )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+NAMED_LEFT_OUT = 20  # records the scope cannot carry named one by one; --conflicts lists all
+
+
+def _left_out_lines(left_out: list[LeftOut]) -> list[str]:
+    """How many records of each entity the scope cannot carry, then the first ones named."""
+    counts = Counter(record.entity for record in left_out)
+    lines = [
+        f"not carried: {entity}: {n} (the scope cannot carry them: the load leaves them out)"
+        for entity, n in counts.items()
+    ]
+    lines += [f"not carried: {record.line()}" for record in left_out[:NAMED_LEFT_OUT]]
+    if len(left_out) > NAMED_LEFT_OUT:
+        more = len(left_out) - NAMED_LEFT_OUT
+        lines.append(f"not carried: ... and {more} more (--conflicts FILE.csv lists them all)")
+    return lines
 
 
 def _described(change: Change) -> str:
@@ -251,10 +274,11 @@ def write_changes(path: Path, plan: LoadPlan) -> None:
 
 
 def write_conflicts(path: Path, plan: LoadPlan) -> None:
-    """The conflicts, then what they block, as CSV (entity, source_id, reason, decision) for a
-    person to review."""
+    """The conflicts, then what they block, then what the scope cannot carry, as CSV (entity,
+    source_id, reason, decision) for a person to review."""
     with open_private(path, newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "reason", "decision"])
         writer.writerows((*row, "conflict") for row in plan.conflicts)
         writer.writerows((*row, "blocked") for row in plan.blocked)
+        writer.writerows((r.entity, r.source_id, r.why, "not carried") for r in plan.left_out)

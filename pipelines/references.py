@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from haul.pipelines.config import Config
+from haul.pipelines.findings import Finding
 from haul.pipelines.markup import outside_code, sub_outside_code
 
 # a relative reference starts a link target, a quoted value or a word
@@ -297,6 +298,80 @@ def web_hosts(config: Config) -> tuple[WebHosts | None, WebHosts | None]:
         WebHosts.of(config.source.tracker_web_url, target.tracker_web_url),
         WebHosts.of(config.source.wiki_web_url, target.wiki_web_url),
     )
+
+
+_ABSOLUTE = re.compile(rf"(?P<host>{_ANY_HOST})(?P<path>/{_URL_REST})?")
+# a path on the tracker's web host: an issue (its page, a file of it), or an inline image
+_TRACKER_PATH = re.compile(
+    r"/(?:(?P<key>[A-Z][A-Z0-9_]*-\d+)(?![\w-])|ajax/v2/attachments/(?P<file>[\w-]+))"
+)
+
+
+@dataclass(frozen=True)
+class SourcePaths:
+    """Which paths on a web host are the source's: its issues (of a migrated queue, or a
+    staged key), its staged files, its migrated wiki roots. What `haul check` tells links to
+    the source by, while the source's web address is not configured."""
+
+    queues: Collection[str] = ()
+    keys: Collection[str] = ()
+    files: Collection[str] = ()
+    roots: Collection[str] = ()
+
+    def tracker(self, path: str) -> bool:
+        match = _TRACKER_PATH.match(path)
+        if match is None:
+            return False
+        if match["file"]:
+            return match["file"] in self.files
+        return match["key"] in self.keys or match["key"].rpartition("-")[0] in self.queues
+
+    def wiki(self, path: str) -> bool:
+        return moved_slug(self.roots, {})(_split_tail(path)[0].strip("/")) is not None
+
+
+def hosts_linked(
+    texts: Iterable[str | None], points_in: Callable[[str], bool]
+) -> tuple[int, Counter[str]]:
+    """How many of `texts` link by an absolute URL whose path (and query) `points_in` the
+    source, and host -> how many of them link to it."""
+    linking, hosts = 0, Counter[str]()
+    for text in texts:
+        found = {m["host"] for m in _ABSOLUTE.finditer(text or "") if points_in(m["path"] or "/")}
+        linking += bool(found)
+        hosts.update(found)
+    return linking, hosts
+
+
+def unset_web_hosts(
+    config: Config, paths: SourcePaths, texts: Callable[[], Iterable[str | None]], where: str
+) -> list[Finding]:
+    """A warning per web address (`tracker_web_url`, `wiki_web_url`) not set on both sides
+    while staged `where` texts link to the source on it: those links would be left as written,
+    pointing at the source. A warning, not an error: the host is told from the links' paths
+    alone (another instance could share them), and a source kept readable may be meant."""
+    tracker, wiki = web_hosts(config)
+    unset = (
+        [("tracker_web_url", "the source's issues and files", paths.tracker)]
+        if tracker is None
+        else []
+    )
+    if wiki is None and paths.roots:
+        unset.append(("wiki_web_url", "pages of the migrated wiki roots", paths.wiki))
+    found = []
+    for key, what, points_in in unset:
+        linking, hosts = hosts_linked(texts(), points_in)
+        if linking:
+            named = ", ".join(host for host, _ in hosts.most_common())
+            found.append(Finding(
+                "warning",
+                f"{linking} staged {where} text(s) link to {what} on {named} by absolute URL, and"
+                f" {key} is not set in [source] and [target]: those links would keep pointing at"
+                " the source",
+                f"set [source] {key} (the source's web address: {hosts.most_common(1)[0][0]}, if"
+                f" that is it) and [target] {key}, then check again",
+            ))  # fmt: skip
+    return found
 
 
 def mention_login(

@@ -8,6 +8,7 @@ stages over every service the same way; the CLI is a thin layer over these funct
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -345,6 +346,8 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
         if part.in_target is not None:
             in_target.update(await part.in_target())
     details["not_carried"] = {key: n for part in parts for key, n in part.not_carried().items()}
+    left_out = Counter(f"{r.entity}: {r.reason}" for part in parts for r in part.left_out())
+    details["not_carried"].update(left_out)
     details["changes"] = {entity: n for part in parts for entity, n in part.changes().items()}
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
     details.update(_traffic(targets, "target"))

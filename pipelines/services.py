@@ -15,8 +15,8 @@ the export iterate services and name none; `pipelines.registry` lists them.
       source(config, client, store)  -> SourceParts(streams, drains, details)
       target(config, client, store, read_only)
                                      -> TargetParts(specs, in_target, unmapped_users,
-                                                    planner, verifier, not_carried, changes,
-                                                    removals, preview)
+                                                    planner, verifier, not_carried, left_out,
+                                                    changes, removals, preview)
       checks(config, client, store, side) -> [Finding]
       checks_across(config, source_client, target_client, store) -> [Finding]
 """
@@ -70,6 +70,25 @@ class Entity:
         return self.staged or self.name
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A staged record of a kind the scope cannot carry (a board whose queue is not
+    migrated): never planned nor sent, but counted under `reason` and named, with `detail`,
+    by check, plan, status and the report."""
+
+    entity: str
+    source_id: str
+    reason: str
+    detail: str = ""
+
+    @property
+    def why(self) -> str:
+        return f"{self.reason} ({self.detail})" if self.detail else self.reason
+
+    def line(self) -> str:
+        return f"{self.entity} {self.source_id}: {self.why}"
+
+
 @dataclass
 class SourceParts:
     """One service's extract: its streams and drains, and the figures it reports after."""
@@ -92,6 +111,8 @@ class TargetParts:
     verifier: Verifier | None = None
     # values the load left out of a record it still loaded: "field: reason" -> how many
     not_carried: Callable[[], dict[str, int]] = dict
+    # whole records of a kind the scope cannot carry, never planned (`LeftOut`)
+    left_out: Callable[[], list[LeftOut]] = list
     # what the load changed in the target per entity ("created", "updated", "moved",
     # "deleted") and what the source deleted ("deleted_at_source"): a sync's run details
     changes: Callable[[], dict[str, dict[str, int]]] = dict

@@ -309,9 +309,7 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
     for entity, why in status.not_staged.items():
         say(console, f"{entity} not staged by the last extract: {why}")
     for what, count in status.not_carried.items():
-        say(
-            console, f"not carried by the last load (the record loaded without it): {what}: {count}"
-        )
+        say(console, f"not carried by the last load: {what}: {count}")
     for entity, (deleted, mirrored) in status.deleted.items():
         left = "" if mirrored == deleted else ' ([sync] deletions = "mirror" deletes the rest)'
         say(

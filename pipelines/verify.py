@@ -4,7 +4,8 @@ For every loaded (ledger `done`) record, two fingerprints of the mapped fields: 
 record as the load maps it, and the target's record read back by its target id, from the spec's
 `Fingerprint` (the same fields its `find` matches on) or, for a spec without one, from its
 service's verifier; an entity neither covers is reported as not compared. Any field that differs is a `Difference`; a record the target no longer has is one
-too. Counts per entity: staged, loaded, checked, found in the target, differing.
+too. Counts per entity: staged, loaded, checked, found in the target, differing, and not
+carried (staged records of a kind the scope cannot carry: never planned, so none is compared).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import csv
 import json
 import os
 import random
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -96,6 +97,7 @@ class EntityVerdict:
     found: int = 0
     differing: int = 0
     compared: bool = True  # False: no verifier compares this entity yet (said, not skipped)
+    not_carried: int = 0  # staged, never planned: the scope cannot carry them (`LeftOut`)
 
 
 @dataclass
@@ -208,6 +210,7 @@ async def verify(
                     continue
                 parts = await service.target(config, client, store, read_only=True)
                 verifier = parts.verifier
+                left_out = Counter(record.entity for record in parts.left_out())
                 listings = Listings()
                 places = Places()
                 for spec in parts.specs:
@@ -217,6 +220,7 @@ async def verify(
                     verdict = EntityVerdict(entity)
                     states = ledger_counts.get(entity, {})
                     verdict.staged, verdict.loaded = sum(states.values()), states.get("done", 0)
+                    verdict.not_carried = left_out[entity]
                     result.entities.append(verdict)
                     by_print = spec.fingerprint is not None
                     if not by_print and (verifier is None or entity not in verifier.compares):

@@ -59,6 +59,14 @@ def print_result(result: VerifyResult, console: Console) -> None:
                 markup=False,
                 highlight=False,
             )
+    for v in result.entities:
+        if v.not_carried:
+            console.print(
+                f"not carried: {v.entity}: {v.not_carried} (the scope cannot carry them: haul plan"
+                " names them)",
+                markup=False,
+                highlight=False,
+            )
     for item in result.differences[:SHOWN]:
         console.print(
             f"differs: {item.entity} {item.source_id} (target {item.target_id}) {item.field}: "

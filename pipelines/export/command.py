@@ -201,6 +201,8 @@ def _export(
 ) -> ExportResult:
     failed: dict[str, str] = {}
     tables = chosen_tables(store, registry, request.entities, failed)
+    if problems := settings_problems(tables, ExportContext(store, config=config)):
+        raise ExportOptionError(f"config error: {'; '.join(problems)}: correct the config")
     warnings: list[str] = [
         f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
         for entity, why in not_staged(store).items()
@@ -298,6 +300,17 @@ def chosen_tables(
         if (staged.get(table.entity) or (table.entity == ANY_ENTITY and loaded))
         and (not wanted or wanted & {table.name, table.entity})
     ]
+
+
+def settings_problems(tables: Iterable[Table], context: ExportContext) -> list[str]:
+    """What the config tells the chosen tables that the staged data does not have (a typo
+    in `[model]`), each named once: the export stops before it writes (exit 2) rather than
+    write a model that silently measures nothing."""
+    found: dict[str, None] = {}
+    for table in tables:
+        if table.settings_check is not None:
+            found.update(dict.fromkeys(table.settings_check(context)))
+    return list(found)
 
 
 def unbuildable_model(

@@ -219,7 +219,9 @@ class Table:
     table, the rows `derive(context)` computes (a group's `subject` stands for its record).
     `partition_by` names the timestamp or date column `--partition month` splits the table by
     (the large tables only). `access` gives a record's `Restriction` (None: it is open) and
-    adds the access columns; `restriction` marks a table that is restricted as a whole."""
+    adds the access columns; `restriction` marks a table that is restricted as a whole.
+    `settings_check` names what the config tells a derived table that the staged data does
+    not have (a typo in a setting): each a sentence; any stops the export before it writes."""
 
     name: str
     entity: str
@@ -232,6 +234,7 @@ class Table:
     partition_by: str | None = None
     access: AccessRule | None = None
     restriction: Restriction | None = None
+    settings_check: Callable[[ExportContext], list[str]] | None = None
     all_columns: tuple[Column, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

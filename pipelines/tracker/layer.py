@@ -16,7 +16,7 @@ builds its `Layer`, and `pipelines.tracker.service` lists them in load order and
     layer.checks_across(config, source, target, store)
                                             -> what it finds comparing the two orgs
 
-Every part but the name is optional: the flow model only has tables, the checks only checks.
+Every part but the name is optional: the flow model has tables (and a check of `[model]`), the checks only checks.
 The service concatenates what the layers hand in their order: entities (the report's order),
 tables, plans (the engine plans in that order: moves are followed before the issues are
 planned, deletions found after everything else), streams and drains, findings.

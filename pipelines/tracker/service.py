@@ -10,7 +10,7 @@ checks); the service concatenates them in the order of `LAYERS`::
     planning/       saved filters, dashboards, remote links, autoactions
     backfill/       form answers loaded as issues
     sync/           status changes, moves, deletions at the source (planned last)
-    flow/           the analysts' flow model (export tables only)
+    flow/           the analysts' flow model (export tables, a check of [model])
     checks/         what `haul check` finds
 
 The load, plan and verify need the target's dictionaries, queues and users: the target context
@@ -50,6 +50,7 @@ from haul.pipelines.tracker.issues.specs import TrackerLoad
 from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.board_scope import left_out as boards_left_out
 from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
@@ -127,7 +128,8 @@ class TrackerService:
         transform = target.transform
         configuration = await queue_configuration(target)
         organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing,
-                                        restrict=configuration.restrict_new_queue)  # fmt: skip
+                                        restrict=configuration.restrict_new_queue,
+                                        queues=config.scope.queues)  # fmt: skip
         limits = TargetLimits(store, config.limits, transform.comment_text)
         backfill, load, planning = (
             _backfill(target),
@@ -151,6 +153,7 @@ class TrackerService:
                 | configuration.not_carried()
                 | organisation.kept
             ),
+            left_out=lambda: boards_left_out(store, config.scope.queues),
             changes=lambda: _changes(store, load.changes, entities.changes()),
             removals=TrackerRemovals(client, store, transform.queues).removals(),
             preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),

@@ -108,30 +108,43 @@ class Access:
 
 @dataclass(frozen=True)
 class Directory:
-    """The target org's holders: user ids by login, group ids by name, and our own uid."""
+    """The target org's holders: user ids by login, group ids by name, and our own uid; and
+    the logins of those who left the org (listed as dismissed: no holder, since the wiki
+    refuses them page access)."""
 
     users: Mapping[str, str]
     groups: Mapping[str, str]
     me: str
     lists_groups: bool = True  # False: the service told us no group names (ids only)
+    left: frozenset[str] = frozenset()
 
     @classmethod
     def of(
-        cls, me: Record, groups: list[Record] | None, users: Mapping[str, str] | None = None
+        cls,
+        me: Record,
+        groups: list[Record] | None,
+        users: Mapping[str, str] | None = None,
+        left: Iterable[str] = (),
     ) -> Directory:
         """From the target's `/me`, its group list (None where it serves none: then a group
-        maps only to an id given in the groups file) and users known elsewhere by login."""
+        maps only to an id given in the groups file), users known elsewhere by login, and
+        the logins known to have left."""
         known = dict(users or {})
+        gone = set(left)
         for group in groups or []:
             for member in group.get("members") or []:
-                if member.get("username") and member.get("uid"):
+                if member.get("username") and member.get("is_dismissed"):
+                    gone.add(str(member["username"]))
+                elif member.get("username") and member.get("uid"):
                     known[str(member["username"])] = str(member["uid"])
+        for login in gone:
+            known.pop(login, None)
         identity = me.get("identity") or {}
         uid = str(identity.get("uid") or me.get("id") or "")
         if me.get("username"):
             known[str(me["username"])] = uid
         names = {str(group["name"]): str(group["id"]) for group in groups or []}
-        return cls(known, names, uid, groups is not None)
+        return cls(known, names, uid, groups is not None, frozenset(gone))
 
 
 @dataclass(frozen=True)
@@ -177,6 +190,11 @@ class HolderMap:
         target = self.groups.get(name) or self.groups.get(gid)
         if group and target and target not in (name, gid):
             return f"group {target} (from source group {name or gid})"
+        if entry.get("user"):
+            login = login_of(entry["user"])
+            if (target := self.users.get(login, login)) in self.directory.left:
+                named = login if target == login else f"{login} (mapped to {target})"
+                return f"user {named} (left the target org)"
         return source_label(entry)
 
     def is_me(self, holder: Holder) -> bool:

@@ -52,10 +52,12 @@ async def holder_map(
     users_file: Path | None,
     groups_file: Path | None,
 ) -> HolderMap:
-    """The target's holders (two reads: `/me` and the group list) and the mapping files."""
-    users = {str(r.raw["login"]): str(r.raw["uid"]) for r in store.iter_records(TARGET_USERS)
-             if r.raw.get("login") and r.raw.get("uid")}  # fmt: skip
-    directory = Directory.of(await client.me(), await client.groups(), users)
+    """The target's holders (two reads: `/me` and the group list) and the mapping files; a
+    user the target lists as dismissed is no holder (the wiki refuses them access)."""
+    staged = [r.raw for r in store.iter_records(TARGET_USERS) if r.raw.get("login")]
+    users = {str(u["login"]): str(u["uid"]) for u in staged if u.get("uid")}
+    left = [str(u["login"]) for u in staged if u.get("dismissed")]
+    directory = Directory.of(await client.me(), await client.groups(), users, left)
     return HolderMap(
         directory,
         read_users_csv(users_file) if users_file else {},

@@ -20,7 +20,7 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.export.tables import REGISTRY, Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
-from haul.pipelines.references import References
+from haul.pipelines.references import References, SourcePaths, unset_web_hosts
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.shards.manifest import PartScope
 from haul.pipelines.shards.units import Unit
@@ -148,14 +148,16 @@ class WikiService:
         self, config: Config, client: WikiClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
         """On the source: every root of `scope.wiki_roots` exists. On the target: the page
-        access the staged pages need, holder by holder."""
+        access the staged pages need, holder by holder, and the web addresses the staged
+        texts' links to the source need."""
         if not config.scope.wiki_roots:
             return []
         if side != "target":
             return await _roots_exist(config, client)
         if store is None:
             return [nothing_staged("the wiki's page access")]
-        return access_findings(store, await page_access(config, client, store))
+        found = access_findings(store, await page_access(config, client, store))
+        return found + web_host_findings(config, store)
 
     async def checks_across(
         self, config: Config, source: WikiClient, target: WikiClient, store: StagingStore | None
@@ -172,6 +174,19 @@ async def _roots_exist(config: Config, client: WikiClient) -> list[Finding]:
                 "correct scope.wiki_roots")
         for slug in missing
     ]  # fmt: skip
+
+
+def web_host_findings(config: Config, store: StagingStore) -> list[Finding]:
+    """A warning per web address not set on both sides while staged page bodies and comments
+    link to the source on it (`references.unset_web_hosts`)."""
+    paths = SourcePaths(queues=config.scope.queues, roots=config.scope.wiki_roots)
+
+    def texts() -> Iterator[str | None]:
+        for entity, name in (("wiki_page", "content"), ("wiki_comment", "body")):
+            for record in store.iter_records(entity):
+                yield record.raw.get(name)
+
+    return unset_web_hosts(config, paths, texts, "wiki")
 
 
 def _references_left(references: References) -> dict[str, int]:

@@ -206,6 +206,7 @@ def _routes() -> list[Route]:
         Route("/_sandbox/notified", get_notified, methods=["GET"]),
         Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),
         Route("/_sandbox/users/{login}", dicts.remove_user, methods=["DELETE"]),
+        Route("/_sandbox/users/{login}/dismissal", dicts.dismiss_user, methods=["POST"]),
         Route("/_sandbox/issues/{key}/updated_at", changes.restamp_issue, methods=["PUT"]),
         Route("/_sandbox/issues/{key}/maillists", edits.follow_maillists, methods=["PUT"]),
         Route(

@@ -306,6 +306,9 @@ class Org:
     _uniques: dict[str, str] = field(default_factory=dict)
     _logins: dict[str, int] = field(default_factory=dict)
     _moved: dict[str, str] = field(default_factory=dict)  # an old key -> the issue's key now
+    # the logins of people who left the org: still listed and found (``dismissed``), as the
+    # real services keep them, but no page access may be given to them
+    left: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._logins = {user.login: user.uid for user in self.users.values()}
@@ -319,6 +322,13 @@ class Org:
         """The person leaves the org: no longer listed nor found (False: no such login)."""
         uid = self._logins.pop(login, None)
         return uid is not None and self.users.pop(uid, None) is not None
+
+    def dismiss_user(self, login: str) -> bool:
+        """The person leaves the org and stays listed as dismissed (False: no such login)."""
+        if login not in self._logins:
+            return False
+        self.left.add(login)
+        return True
 
     def find_user(self, value: object) -> User | None:
         """A user of this org by login, by uid (int or digits), or None."""

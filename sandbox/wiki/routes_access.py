@@ -160,7 +160,7 @@ async def list_groups(request: Request) -> Response:
     call = Call(request)
 
     def render(group: Group) -> dict[str, Any]:
-        members = [_member(user) for user in group.members]
+        members = [_member(user, call.org.left) for user in group.members]
         return {**group.json(), "members": members}
 
     return listing(request, call.wiki.groups.all, render)
@@ -234,6 +234,8 @@ def _user(call: Call, value: Any) -> User:
         )
     if found is None:
         raise invalid("user", "value_error", "no such user in this organisation")
+    if found.login in call.org.left:
+        raise invalid("user", "value_error", "the user is dismissed from this organisation")
     return found
 
 
@@ -265,5 +267,10 @@ def _flag(request: Request, name: str) -> bool:
     return request.query_params.get(name, "false").lower() in ("true", "1")
 
 
-def _member(user: User) -> dict[str, Any]:
-    return {"uid": str(user.uid), "cloud_uid": user.cloud_uid, "username": user.login}
+def _member(user: User, left: set[str]) -> dict[str, Any]:
+    return {
+        "uid": str(user.uid),
+        "cloud_uid": user.cloud_uid,
+        "username": user.login,
+        "is_dismissed": user.login in left,
+    }

@@ -65,6 +65,16 @@ def test_a_users_csv_with_a_malformed_line(sandbox: Any, tmp_path: Path) -> None
     assert "loaded" not in done.stdout
 
 
+def test_check_stops_at_a_users_csv_that_maps_one_login_twice(tmp_path: Path) -> None:
+    """`haul check` passes no users file that maps one source login on two lines (even to
+    the same target): exit 2 naming the login and both lines, before any service is asked."""
+    users = tmp_path / "users.csv"
+    users.write_text("alice,alice2\nbob,bob\nalice,alice2\n", encoding="utf-8")
+    config = write_config(tmp_path, NOWHERE, queues=["TEST"], users_file=users)
+    done = run_haul("check", "--config", config)
+    assert_clean_failure(done, 2, "mapping.users_file", "'alice'", "users.csv:1", "users.csv:3")
+
+
 def test_a_staging_path_under_a_file(sandbox: Any, tmp_path: Path) -> None:
     """The staging folder's name is taken by a file: exit 1 naming it."""
     info = sandbox.info

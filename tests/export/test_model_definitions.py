@@ -5,6 +5,7 @@ against a real export."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -17,9 +18,13 @@ import pytest
 
 from haul.pipelines.config import ConfigError, load_config
 from haul.pipelines.config_model import Model
+from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.export.errors import ExportOptionError
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
+from haul.pipelines.tracker.flow.settings_check import model_findings
 from haul.pipelines.tracker.flow.tables import defined
+from haul.state.store import StagingStore
 from tests.helpers.export_fixtures import Staged, only_folder, stage_sandbox
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -200,6 +205,26 @@ def test_model_info_records_the_as_of_instant_and_every_setting(exported: Path) 
     assert set(info) >= {"as_of", "export_day", "work_days", "finish_types", "holidays_file"}
 
 
+def test_model_statuses_and_types_the_staged_data_lacks_stop_the_export(exported: Path) -> None:
+    """A typo in [model] (a status key or type no staged status has) exits 2 naming each,
+    with the closest staged value, and writes nothing: not an export whose cycle times are
+    silently empty. A default type the org lacks is never questioned."""
+    directory = exported.parents[2]  # the staged sandbox's folder: its config and store
+    text = (directory / "haul.toml").read_text(encoding="utf-8")
+    typo = '[model]\nstart_statuses = ["inProgres"]\nfinish_types = ["donne", "done"]\n'
+    (directory / "typo.toml").write_text(text.replace("[model]\n", typo), encoding="utf-8")
+    config = load_config(directory / "typo.toml")
+    out = directory / "typo-out"
+    with pytest.raises(ExportOptionError) as caught:
+        run_export(config, ExportRequest.from_options(config, out=out))
+    message = str(caught.value)
+    assert caught.value.exit_code == 2
+    assert "[model] start_statuses: 'inProgres'" in message
+    assert "did you mean 'inProgress'?" in message
+    assert "[model] finish_types: 'donne'" in message and "did you mean 'done'?" in message
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_business_seconds_in_the_export_match_an_independent_count(exported: Path) -> None:
     """Every finished interval of up to three weeks: business_s is a day-by-day count in
     Berlin less Germany's holidays."""
@@ -265,3 +290,20 @@ def test_the_readme_answers_the_six_questions_with_one_query_each(exported: Path
     assert all(row[1] > 0 for row in wip)
     assert all(row[2] >= 0 for row in aging)
     assert cfd[-1][1] == issues[0] and cfd[-1][3] == finished[0]  # type: ignore[index]
+
+
+@pytest.mark.fast
+def test_check_names_a_model_status_the_staged_data_lacks_as_an_error(tmp_path: Path) -> None:
+    """`haul check` says what would stop the export, before it runs: one error per value."""
+    (tmp_path / "haul.toml").write_text(
+        CONFIG + 'start_statuses = ["inProgres"]\nstart_types = ["started"]\n'
+    )
+    config = load_config(tmp_path / "haul.toml")
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        statuses = [("open", "new"), ("inProgress", "inProgress"), ("closed", "done")]
+        store.upsert_records("status", [{"source_id": key, "raw": {"key": key, "type": kind},
+                                         "updated_at": "t1"} for key, kind in statuses])  # fmt: skip
+        found = asyncio.run(model_findings(config, None, store, "source", None))
+    assert [f.level for f in found] == ["error", "error"]
+    assert "start_statuses: 'inProgres'" in found[0].what and "'inProgress'?" in found[0].what
+    assert "start_types: 'started'" in found[1].what and "[model]" in found[1].fix

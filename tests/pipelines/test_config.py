@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from haul.connectors.errors import HaulError
 from haul.pipelines.config import ConfigError, load_config
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
@@ -251,3 +252,20 @@ def test_wiki_and_forms_keys_are_checked_too(tmp_path: Path) -> None:
     keys = dict(caught.value.problems)
     assert "must end in /v1" in keys["source.wiki_url"]
     assert "not a slug" in keys["scope.wiki_roots[0]"]
+
+
+@pytest.mark.parametrize("key", ["users_file", "groups_file"])
+def test_a_mapping_file_that_maps_one_source_twice_stops_the_config(
+    tmp_path: Path, key: str
+) -> None:
+    """Every command that loads the config (`haul check` too) stops with exit 2 naming the
+    source and both lines, even when the two lines agree: the file is read with the config,
+    not first by the stage that maps."""
+    (tmp_path / "map.csv").write_text("alice,alice.new\nbob,bob\nalice,alice.new\n", "utf-8")
+    text = VALID.replace('default_user = "robot"', f'{key} = "map.csv"')
+    with pytest.raises(HaulError) as caught:
+        load_config(write(tmp_path, text))
+    message = str(caught.value)
+    assert f"mapping.{key}" in message and "'alice'" in message
+    assert "map.csv:1" in message and "map.csv:3" in message
+    assert caught.value.exit_code == 2

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from haul.pipelines.check import run_check
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.plan import make_plan
@@ -288,3 +290,36 @@ def poll(info: dict[str, Any], slugs: list[str], seen: dict[str, set[int]], done
                 params = {"slug": target_slug(slug), "fields": "content"}
                 reply = client.get("/pages", params=params)
                 seen.setdefault(slug, set()).add(reply.status_code)
+
+
+def test_a_page_owner_who_left_the_target_org_fails_closed_and_named(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """olga owns `team/handbook/hr/reviews` and has left the target org (listed there as
+    dismissed, refused page access): check names her and the page, the load fails the page's
+    access naming both (not the wiki's raw 400), and the page reads no wider than at the source:
+    never a broader holder in her place."""
+    info = sandbox.info
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}",
+               "X-Org-Id": info["orgs"]["target"]}  # fmt: skip
+    host = info["tracker"].rsplit("/v", 1)[0]
+    httpx.post(f"{host}/_sandbox/users/olga/dismissal", headers=headers).raise_for_status()
+    config = write(tmp_path, info)
+    asyncio.run(extract(config, environ=environ(info)))
+    checked = [f.what for f in asyncio.run(run_check(config, environ(info)))]
+    assert any("user olga (left the target org)" in line and "team/handbook/hr/reviews" in line
+               for line in checked), checked  # fmt: skip
+
+    summary = asyncio.run(load(config, environ=environ(info)))
+    assert not summary.complete
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    reasons = [
+        f["reason"] for f in report["failures_by_reason"] if f["entity"] == "wiki_page_access"
+    ]
+    assert any(
+        "team/handbook/hr/reviews:" in r and "user olga (left the target org)" in r for r in reasons
+    )
+    assert not any("VALIDATION_ERROR" in r for r in reasons), reasons
+    reviews = roles(info, "target", "archive/handbook/hr/reviews")
+    assert "olga" not in reviews
+    assert set(reviews) <= set(roles(info, "source", "team/handbook/hr/reviews"))

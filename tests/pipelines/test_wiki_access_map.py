@@ -111,6 +111,25 @@ def test_a_holder_mapped_to_no_one_restricts_the_page_to_its_owner() -> None:
     assert lost.grants == () and lost.unmapped == ("user zed",)  # the admin alone
 
 
+def test_a_user_the_target_lists_as_dismissed_is_no_holder_named_as_one_who_left() -> None:
+    """Dismissed by the tracker's user list or in a group's members: never granted (the wiki
+    refuses it), the page fails closed, and the name says why."""
+    hr = {"name": "hr", "id": "7001", "members": [
+        {"username": "heidi", "uid": "901"}, {"username": "olga", "uid": "905", "is_dismissed": True},
+    ]}  # fmt: skip
+    directory = Directory.of({"username": "robot", "identity": {"uid": "900"}}, [hr],
+                             {"bob": "902", "peggy": "904"}, left=["peggy"])  # fmt: skip
+    assert directory.left == {"olga", "peggy"} and set(directory.users) == {"heidi", "bob", "robot"}
+    owned = page("custom", [entry(user("olga"), "author"), entry(user("peggy")),
+                            entry(user("heidi"))], owner="olga")  # fmt: skip
+    access = wanted(owned, HolderMap(directory), root=False)
+    assert access.grants == ()  # not heidi: fail closed, never wider
+    assert access.unmapped == (
+        "user olga (left the target org)",
+        "user peggy (left the target org)",
+    )
+
+
 def test_a_group_mapped_to_a_group_the_target_lacks_is_named_by_that_target_group() -> None:
     """`haul check`, `haul plan` and the load name what the target lacks (the group the groups
     file names) and where it comes from, not the source group alone."""

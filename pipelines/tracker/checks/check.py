@@ -4,7 +4,8 @@ For a target org: whether the token may use the admin import endpoints (`_findBy
 value nobody uses: the sandbox, like the admin import endpoints, refuses it to a non-admin; the
 real service's docs do not say, so a refusal is certain and a pass is likely), and, once
 something is staged, whether the target has the queues and dictionary keys the mapping needs,
-whether every staged user maps and whether it has the applications remote links point into. For a source org: whether every queue of `scope.queues`
+whether every staged user maps and whether it has the applications remote links point into, and
+whether the staged texts link to the source's web hosts that no `*_web_url` lets haul rewrite. For a source org: whether every queue of `scope.queues`
 exists (the extract stops at one it lacks with a config error). On the target,
 before anything is staged too: whether every target login of `mapping.users_file` and the
 `default_user` exist there, and who the default user is (the target token's own user when
@@ -15,6 +16,7 @@ the mapped users and groups differ in the target, is the organisation layer's
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from haul.connectors.errors import AuthError
@@ -23,6 +25,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.references import SourcePaths, unset_web_hosts
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.checks.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.issue_access import access_findings
@@ -66,7 +69,7 @@ async def tracker_checks(
     if store is None or target is None or not _issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
     found += limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
-    found += reference_findings(store)
+    found += reference_findings(store) + web_host_findings(config, store)
     return found + _mapping(config, target) + await application_findings(client, store)
 
 
@@ -79,6 +82,24 @@ def reference_findings(store: StagingStore) -> list[Finding]:
         for entity, source_id, files in files_not_migrated(store)
     ]  # fmt: skip
     return found or [Finding("ok", "every file the staged texts show is migrated with them")]
+
+
+def web_host_findings(config: Config, store: StagingStore) -> list[Finding]:
+    """A warning per web address not set on both sides while staged issue descriptions and
+    comments link to the source on it (`references.unset_web_hosts`)."""
+    paths = SourcePaths(
+        queues=config.scope.queues,
+        keys=set(store.source_ids("issue")),
+        files={source_id.rpartition("/")[2] for source_id in store.source_ids("attachment")},
+        roots=config.scope.wiki_roots,
+    )
+
+    def texts() -> Iterator[str | None]:
+        for entity, name in (("issue", "description"), ("comment", "text")):
+            for record in store.iter_records(entity):
+                yield record.raw.get(name)
+
+    return unset_web_hosts(config, paths, texts, "tracker")
 
 
 def _issues_staged(config: Config, store: StagingStore) -> bool:

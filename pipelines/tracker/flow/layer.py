@@ -5,10 +5,13 @@ model of `model`) and weekly flow metrics (`weekly`). Export tables only: it loa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from haul.pipelines.export.tables import register_table
 from haul.pipelines.tracker.flow.forecast import FLOW_FORECAST
 from haul.pipelines.tracker.flow.info import MODEL_INFO
 from haul.pipelines.tracker.flow.report import FLOW_PAGE
+from haul.pipelines.tracker.flow.settings_check import model_findings, model_problems
 from haul.pipelines.tracker.flow.sprints import SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY
 from haul.pipelines.tracker.flow.tables import (
     CYCLE_TIMES,
@@ -19,12 +22,15 @@ from haul.pipelines.tracker.flow.tables import (
 from haul.pipelines.tracker.flow.weekly import FLOW_WEEKLY
 from haul.pipelines.tracker.layer import Layer
 
-TABLES = (
-    STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
-    SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY, FLOW_FORECAST,
+TABLES = tuple(
+    replace(table, settings_check=model_problems)  # each follows [model]'s definitions
+    for table in (
+        STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
+        SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY, FLOW_FORECAST,
+    )
 )  # fmt: skip
 for _table in TABLES:
     register_table(_table)
 
-FLOW = Layer("flow", tables=TABLES)
+FLOW = Layer("flow", tables=TABLES, checks=model_findings)
 PAGES = (FLOW_PAGE,)  # flow.html, registered with the export when imported

@@ -17,10 +17,11 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.organisation.board_scope import board_findings
 from haul.pipelines.tracker.organisation.configured import plan_configs, plan_workflows
 from haul.pipelines.tracker.organisation.export import TABLES
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
-from haul.pipelines.tracker.organisation.specs import ORG_PLANS
+from haul.pipelines.tracker.organisation.specs import ORG_PLANS, board_plans
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, structure_streams
 from haul.state.store import StagingStore
 
@@ -28,7 +29,7 @@ from haul.state.store import StagingStore
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:
     """The dictionaries' and the structure's plans, parents before children (a queue before
     its configuration, the workflows that configuration names before it)."""
-    plans = dict(ORG_PLANS)
+    plans = {**ORG_PLANS, **board_plans(config.scope.queues)}
     queue_at = list(plans).index("queue")
     ordered = list(plans.items())
     ordered.insert(queue_at + 1, ("queue_config", plan_configs))
@@ -65,5 +66,6 @@ ORGANISATION = Layer(
     tables=TABLES,
     plans=organisation_plans,
     source=organisation_source,
+    checks=board_findings,
     checks_across=queue_permission_findings,
 )

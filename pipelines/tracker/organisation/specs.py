@@ -14,7 +14,7 @@ one `haul verify` compares it by.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,8 +30,9 @@ from haul.pipelines.specs import (
     Ref,
     Sender,
 )
+from haul.pipelines.tracker.organisation.board_scope import board_of, carried_boards
 from haul.pipelines.tracker.organisation.configured import configured_values
-from haul.pipelines.tracker.transform import STRUCTURE_REFS, Transform
+from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
 ORG = "org"  # the container of what is org-wide (dictionaries, queues, fields, boards)
@@ -60,18 +61,6 @@ def _name(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("en") or next(iter(value.values()), ""))
     return str(value or "")
-
-
-def _used(store: StagingStore, entity: str) -> set[str]:
-    """The ids of `entity` the staged issues point to (their lists read by SQLite)."""
-    fields = [field for field, named in STRUCTURE_REFS.items() if named == entity]
-    return {
-        str(ref["id"])
-        for field in fields
-        for _, _, refs in store.iter_lists("issue", field)
-        for ref in refs
-        if isinstance(ref, dict)
-    }
 
 
 def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
@@ -129,47 +118,31 @@ def plan_each(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
     return plan
 
 
-def plan_sprints(store: StagingStore) -> Iterator[Planned]:
-    """Every sprint of every board in scope (past, active and future ones: people plan in
-    them), each under its board."""
-    boards = _boards_in_scope(store)
-    for record in store.iter_records("sprint"):
-        board = _board_of(record)
-        if board in boards:
-            yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
+def board_plans(scope: Collection[str]) -> dict[str, Callable[[StagingStore], Iterator[Planned]]]:
+    """The plans of the boards carried (`board_scope`: a board goes with its queue, `scope`
+    being `scope.queues`), their columns in the board's order, and every sprint of theirs
+    (past, active and future ones: people plan in them), each under its board."""
 
+    def boards(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("board"):
+            if record.source_id in carried:
+                yield Planned(record, None, record.source_id)
 
-def plan_boards(store: StagingStore) -> Iterator[Planned]:
-    """The boards in scope (`_boards_in_scope`)."""
-    boards = _boards_in_scope(store)
-    for record in store.iter_records("board"):
-        if record.source_id in boards:
-            yield Planned(record, None, record.source_id)
+    def columns(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("board_column"):
+            if record.parent in carried:
+                position = f"{record.raw.get('position', 0):06d}"
+                yield Planned(record, Ref("board", record.parent or ""), position)
 
+    def sprints(store: StagingStore) -> Iterator[Planned]:
+        carried = carried_boards(store, scope)
+        for record in store.iter_records("sprint"):
+            if (board := board_of(record)) in carried:
+                yield Planned(record, Ref("board", board), str(record.raw.get("startDate") or ""))
 
-def _board_of(sprint: StagedRecord) -> str:
-    return str((sprint.raw.get("board") or {}).get("id"))
-
-
-def _boards_in_scope(store: StagingStore) -> set[str]:
-    """The boards of the queues in scope, and the boards of the sprints staged issues are in."""
-    sprints = _used(store, "sprint")
-    wanted = {_board_of(record) for record in store.iter_records("sprint")
-              if record.source_id in sprints}  # fmt: skip
-    queues = {record.source_id for record in store.iter_records("queue")}
-    for record in store.iter_records("board"):
-        queue = (record.raw.get("filter") or {}).get("queue")
-        if queue is not None and queue in queues:
-            wanted.add(record.source_id)
-    return wanted
-
-
-def plan_columns(store: StagingStore) -> Iterator[Planned]:
-    """Every column of a staged board, in the board's order, under it."""
-    for record in store.iter_records("board_column"):
-        yield Planned(
-            record, Ref("board", record.parent or ""), f"{record.raw.get('position', 0):06d}"
-        )
+    return {"board": boards, "board_column": columns, "sprint": sprints}
 
 
 ORG_PLANS = {
@@ -180,9 +153,6 @@ ORG_PLANS = {
     "local_field": plan_each("local_field"),
     "component": plan_each("component"),
     "version": plan_each("version"),
-    "board": plan_boards,
-    "board_column": plan_columns,
-    "sprint": plan_sprints,
 }
 
 
@@ -197,6 +167,7 @@ class OrganisationLoad:
     # what a queue haul just made takes before anything else: its permission scheme
     # (source key, target key), so it is never open to more people than the source's
     restrict: Callable[[str, str], Awaitable[None]] | None = None
+    queues: Collection[str] = ()  # `scope.queues`: the boards of these are carried
     kept: Counter[str] = field(default_factory=Counter)  # for `not_carried`
 
     def specs(self) -> list[EntitySpec]:
@@ -220,11 +191,12 @@ class OrganisationLoad:
             ("board_column", self._column_print(), self.send_column),
             ("sprint", self._sprint_print(), self.send_sprint),
         ]
+        plans = {**ORG_PLANS, **board_plans(self.queues)}
         specs = []
         for name, printed, send in made:
             seen = Snapshots(printed)
             specs.append(
-                EntitySpec(name, name, ORG_PLANS[name], seen.keeping(self._if_allowed(name, send)),
+                EntitySpec(name, name, plans[name], seen.keeping(self._if_allowed(name, send)),
                            seen.find, phase=_phase(name),
                            fingerprint=printed, find_first=True)
             )  # fmt: skip

@@ -196,7 +196,7 @@ def user(view: View, person: User) -> dict:
         "email": person.email,
         "external": False,
         "hasLicense": True,
-        "dismissed": False,
+        "dismissed": person.login in view.org.left,
         "useNewFilters": True,
         "disableNotifications": False,
         "firstLoginDate": "2021-12-01T09:00:00.000+0000",

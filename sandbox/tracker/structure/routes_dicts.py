@@ -94,6 +94,17 @@ async def remove_user(request: Request) -> Response:
     return Response(status_code=200)
 
 
+async def dismiss_user(request: Request) -> Response:
+    """POST /_sandbox/users/{login}/dismissal (admin, with the org header): the person leaves
+    this organisation and stays listed, ``dismissed``, as the real service keeps one who left;
+    the wiki refuses to give them page access (400 VALIDATION_ERROR)."""
+    call = open_call(request, admin=True)
+    login = request.path_params["login"]
+    if login in (ADMIN_LOGIN, USER_LOGIN) or not call.org.dismiss_user(login):
+        raise ApiError(404, "User does not exist.", errors={"user": login})
+    return Response(status_code=200)
+
+
 async def get_user(request: Request) -> Response:
     call = open_call(request)
     wanted = request.path_params["user"].removeprefix("login:")
