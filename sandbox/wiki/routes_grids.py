@@ -1,9 +1,10 @@
 """A page's grids (tables): list a page's grids, create one on a page, read, retitle or re-sort,
 delete; add and remove columns, add and remove rows, write cells.
 
-Every write to a grid names the revision it read (``revision``); a stale one is 409
-``REVISION_CONFLICT``, and each write that lands moves the revision on by one. A cell's value
-must fit its column's type (a number, a boolean, one of a select's options).
+Every change inside a grid (title, sort, columns, rows, cells) names the revision it read
+(``revision``); a stale one is 409 ``REVISION_CONFLICT``, and each change that lands moves the
+revision on by one (deleting the grid names none). A cell's value must fit its column's type
+(a number, a boolean, one of a select's options).
 """
 
 from __future__ import annotations
