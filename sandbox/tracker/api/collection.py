@@ -67,9 +67,14 @@ def numeric(request: Request, name: str) -> int:
     return int(value)
 
 
-def _owner(record: Any) -> object:
+def _owner(record: Any) -> Any:
     """The queue a record belongs to (None for a record of the whole org)."""
     return getattr(record, "queue", None)
+
+
+def _version(record: Any) -> int:
+    """The version a locked record is at."""
+    return int(record.version)
 
 
 @dataclass(frozen=True)
@@ -149,21 +154,27 @@ class Collection(Generic[T]):
         (a timestamp to move); 200 with the record."""
 
         async def edit(request: Request) -> Response:
-            call = open_call(request, admin=self.admin_writes)
-            found: Any = self.lookup(call, request)
-            if self.locked:
-                check_version(request, found.version)
-            queue = call.org.queues[found.queue]
+            call, found = self.open_edit(request)
+            queue = call.org.queues[_owner(found)]
             checks = Checks(call.org, await json_object(request))
             changes = settings(checks, queue, creating=False)
             checks.done()
             _apply(found, changes)
             if self.locked:
-                found.version += 1
+                _apply(found, {"version": _version(found) + 1})
             edited(found)
             return JSONResponse(self.render(call.view, found))
 
         return edit
+
+    def open_edit(self, request: Request) -> tuple[Call, T]:
+        """The caller of an edit (with the admin token where writes need it) and the record it
+        names, under the version lock where ``locked`` (409/412 when stale)."""
+        call = open_call(request, admin=self.admin_writes)
+        found = self.lookup(call, request)
+        if self.locked:
+            check_version(request, _version(found))
+        return call, found
 
     def _queue_owned(self) -> Callable[[Call, Request], Queue]:
         if self.queue_of is None:

@@ -23,7 +23,9 @@ from haul.sandbox.tracker.structure.structure import Board, Column, Sprint
 SPRINT_STATUSES = ("draft", "in_progress", "released")
 
 
-BOARDS = Collection("Board", "board_id", lambda org: org.structure.boards, shapes.board)
+BOARDS = Collection(
+    "Board", "board_id", lambda org: org.structure.boards, shapes.board, locked=True
+)
 list_boards, get_board = BOARDS.list, BOARDS.get
 
 
@@ -61,9 +63,7 @@ async def create_board(request: Request) -> Response:
 
 
 async def patch_board(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = BOARDS.lookup(call, request)
-    check_version(request, found.version)
+    call, found = BOARDS.open_edit(request)
     body = await json_object(request)
     checks = Checks(call.org, body)
     name = checks.text("name", limit=255)

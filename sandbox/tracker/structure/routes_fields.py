@@ -65,7 +65,7 @@ async def patch_field(request: Request) -> Response:
 
 CATEGORIES = Collection(
     "Category", "category_id", lambda org: org.structure.categories, shapes.category,
-    numbered=False, echo_id=True, order=lambda c: c.order,
+    numbered=False, echo_id=True, order=lambda c: c.order, locked=True,
 )  # fmt: skip
 list_categories, get_category = CATEGORIES.list, CATEGORIES.get
 
@@ -85,9 +85,7 @@ async def create_category(request: Request) -> Response:
 
 
 async def patch_category(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = CATEGORIES.lookup(call, request)
-    check_version(request, found.version)
+    call, found = CATEGORIES.open_edit(request)
     body = await json_object(request)
     checks = Checks(call.org, body)
     names = _names(checks) if "name" in body else (found.name_en, found.name_ru)
