@@ -28,25 +28,53 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats
-from haul.sandbox.wiki import (
-    routes_access,
-    routes_changes,
-    routes_files,
-    routes_grids,
-    routes_pages,
-    search,
-)
+from haul.sandbox.wiki import routes_access, routes_changes, search
+from haul.sandbox.wiki import routes_files as files
+from haul.sandbox.wiki import routes_grids as grids
+from haul.sandbox.wiki import routes_pages as pages
 from haul.sandbox.wiki.context import WikiError
 from haul.sandbox.wiki.seed import build_wiki
 from haul.sandbox.world import World
 
 ROOT = "/v1"
 API = (
-    *routes_changes.API,
-    *routes_pages.API,
-    *routes_files.API,
-    *routes_grids.API,
-    *routes_access.API,
+    *routes_changes.API,  # moves and comments
+    # who calls, pages, descendants, delete and recover
+    ("GET", "/me", pages.me),
+    ("GET", "/pages", pages.get_page),
+    ("POST", "/pages", pages.create_page),
+    ("GET", "/pages/descendants", pages.descendants_by_slug),
+    ("POST", "/pages/recovery_tokens/{token}/recover", pages.recover),
+    ("GET", "/pages/{idx:int}", pages.get_page_by_id),
+    ("POST", "/pages/{idx:int}", pages.update_page),
+    ("PATCH", "/pages/{idx:int}", pages.patch_page),
+    ("DELETE", "/pages/{idx:int}", pages.delete_page),
+    ("POST", "/pages/{idx:int}/append-content", pages.append_content),
+    ("GET", "/pages/{idx:int}/descendants", pages.descendants_by_id),
+    # attachments, upload sessions, a page's resources
+    ("GET", "/pages/{idx:int}/attachments", files.list_attachments),
+    ("POST", "/pages/{idx:int}/attachments", files.attach),
+    ("GET", "/pages/{idx:int}/attachments/{file_id}", files.get_attachment),
+    ("DELETE", "/pages/{idx:int}/attachments/{file_id}", files.delete_attachment),
+    ("GET", "/pages/{idx:int}/attachments/{file_id}/download", files.download_attachment),
+    ("GET", "/pages/{idx:int}/resources", files.list_resources),
+    ("POST", "/upload_sessions", files.create_session),
+    ("GET", "/upload_sessions/{sid}", files.get_session),
+    ("PUT", "/upload_sessions/{sid}/upload_part", files.upload_part),
+    ("POST", "/upload_sessions/{sid}/finish", files.finish_session),
+    ("POST", "/upload_sessions/{sid}/abort", files.abort_session),
+    # grids, under their revision lock
+    ("GET", "/pages/{idx:int}/grids", grids.list_grids),
+    ("POST", "/grids", grids.create_grid),
+    ("GET", "/grids/{gid}", grids.get_grid),
+    ("POST", "/grids/{gid}", grids.update_grid),
+    ("DELETE", "/grids/{gid}", grids.delete_grid),
+    ("POST", "/grids/{gid}/columns", grids.add_columns),
+    ("DELETE", "/grids/{gid}/columns", grids.remove_columns),
+    ("POST", "/grids/{gid}/rows", grids.add_rows),
+    ("DELETE", "/grids/{gid}/rows", grids.remove_rows),
+    ("POST", "/grids/{gid}/cells", grids.update_cells),
+    *routes_access.API,  # a page's access
     *search.API,
 )
 

@@ -196,18 +196,3 @@ async def list_resources(request: Request) -> Response:
         return {"type": kind, "item": {**ref, "revision": str(item.revision)}}
 
     return listing(request, items, render)
-
-
-API = (
-    ("GET", "/pages/{idx:int}/attachments", list_attachments),
-    ("POST", "/pages/{idx:int}/attachments", attach),
-    ("GET", "/pages/{idx:int}/attachments/{file_id}", get_attachment),
-    ("DELETE", "/pages/{idx:int}/attachments/{file_id}", delete_attachment),
-    ("GET", "/pages/{idx:int}/attachments/{file_id}/download", download_attachment),
-    ("GET", "/pages/{idx:int}/resources", list_resources),
-    ("POST", "/upload_sessions", create_session),
-    ("GET", "/upload_sessions/{sid}", get_session),
-    ("PUT", "/upload_sessions/{sid}/upload_part", upload_part),
-    ("POST", "/upload_sessions/{sid}/finish", finish_session),
-    ("POST", "/upload_sessions/{sid}/abort", abort_session),
-)

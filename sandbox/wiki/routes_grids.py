@@ -188,17 +188,3 @@ async def delete_grid(request: Request) -> Response:
     call.page_of(grid).grids.remove(grid)
     del call.wiki.grids[grid.id]
     return Response(status_code=204)
-
-
-API = (
-    ("GET", "/pages/{idx:int}/grids", list_grids),
-    ("POST", "/grids", create_grid),
-    ("GET", "/grids/{gid}", get_grid),
-    ("POST", "/grids/{gid}", update_grid),
-    ("DELETE", "/grids/{gid}", delete_grid),
-    ("POST", "/grids/{gid}/columns", add_columns),
-    ("DELETE", "/grids/{gid}/columns", remove_columns),
-    ("POST", "/grids/{gid}/rows", add_rows),
-    ("DELETE", "/grids/{gid}/rows", remove_rows),
-    ("POST", "/grids/{gid}/cells", update_cells),
-)

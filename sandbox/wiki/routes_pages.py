@@ -237,18 +237,3 @@ async def me(request: Request) -> Response:
             "org": {"dir_id": call.org.id, "collab_id": f"collab-{call.org.id}"},
         }
     )
-
-
-API = (
-    ("GET", "/me", me),
-    ("GET", "/pages", get_page),
-    ("POST", "/pages", create_page),
-    ("GET", "/pages/descendants", descendants_by_slug),
-    ("POST", "/pages/recovery_tokens/{token}/recover", recover),
-    ("GET", "/pages/{idx:int}", get_page_by_id),
-    ("POST", "/pages/{idx:int}", update_page),
-    ("PATCH", "/pages/{idx:int}", patch_page),
-    ("DELETE", "/pages/{idx:int}", delete_page),
-    ("POST", "/pages/{idx:int}/append-content", append_content),
-    ("GET", "/pages/{idx:int}/descendants", descendants_by_id),
-)
