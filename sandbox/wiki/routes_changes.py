@@ -1,5 +1,5 @@
 """The changes a person makes to pages beyond writing them: moving a page with its subtree,
-and editing a comment.
+and commenting (list a page's comments, add, edit, delete; a comment's thread).
 
 Move (``POST /pages/move``, unpublished upstream) takes ``operations`` of ``{source, target}``
 slugs and an explicit ``copy_inherited_access``; it renames the source page and every page
@@ -11,7 +11,8 @@ where the spec is silent: a target slug already taken is 409 ``ALREADY_EXISTS``,
 inside the source's own subtree 400; a move is applied at once (it is over when the reply
 arrives).
 
-A comment is edited with ``POST /pages/{id}/comments/{comment_id}`` and ``{body}`` (the
+A comment may answer another of the same page (``parent_id``; 400 otherwise); deleting one
+answers the page's ``comments_count``. A comment is edited with ``POST /pages/{id}/comments/{comment_id}`` and ``{body}`` (the
 spec names no edit; this is the sandbox's choice, the comment keeps its id and time).
 """
 
@@ -23,8 +24,18 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from haul.sandbox.wiki.context import Call, WikiError, body_of, invalid, not_found, required
-from haul.sandbox.wiki.model import Page, WikiOrg
+from haul.sandbox.timefmt import now_ms
+from haul.sandbox.wiki.context import (
+    Call,
+    WikiError,
+    body_of,
+    invalid,
+    listing,
+    not_found,
+    ordered,
+    required,
+)
+from haul.sandbox.wiki.model import Comment, Page, WikiOrg
 
 
 def _operations(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -97,6 +108,45 @@ async def move_status(request: Request) -> Response:
     return JSONResponse(found)
 
 
+async def list_comments(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    items = ordered(request, page.comments, {"created_at": lambda c: (c.created_at, c.id)})
+    return listing(request, items, lambda c: {**c.json(), "thread_info": None})
+
+
+async def create_comment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"])
+    body = await body_of(request)
+    text = required(body, "body")
+    parent = body.get("parent_id")
+    if parent is not None and not any(c.id == parent for c in page.comments):
+        raise invalid("parent_id", "value_error", f"no comment {parent} on this page")
+    comment = Comment(
+        call.wiki.new_id(), text, call.user, now_ms(), parent, body.get("inline_text")
+    )
+    page.comments.append(comment)
+    return JSONResponse(comment.json())
+
+
+async def delete_comment(request: Request) -> Response:
+    call = Call(request)
+    page = call.page(request.path_params["idx"], need="editor")
+    cid = request.path_params["cid"]
+    before = len(page.comments)
+    page.comments = [c for c in page.comments if str(c.id) != cid]
+    if len(page.comments) == before:
+        raise not_found("comment")
+    return JSONResponse({"comments_count": len(page.comments)})
+
+
+async def comment_thread(request: Request) -> Response:
+    call = Call(request)
+    call.page(request.path_params["idx"])
+    return JSONResponse({"results": [], "next_cursor": None, "prev_cursor": None})
+
+
 async def edit_comment(request: Request) -> Response:
     call = Call(request)
     page = call.page(request.path_params["idx"])
@@ -114,5 +164,9 @@ async def edit_comment(request: Request) -> Response:
 API = (
     ("POST", "/pages/move", move_pages),
     ("GET", "/operations/move/{task_id}", move_status),
+    ("GET", "/pages/{idx:int}/comments", list_comments),
+    ("POST", "/pages/{idx:int}/comments", create_comment),
     ("POST", "/pages/{idx:int}/comments/{cid}", edit_comment),
+    ("DELETE", "/pages/{idx:int}/comments/{cid}", delete_comment),
+    ("GET", "/pages/{idx:int}/comments/{cid}/thread", comment_thread),
 )

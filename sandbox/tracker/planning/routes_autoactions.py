@@ -19,9 +19,10 @@ from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.api.checks import Checks
-from haul.sandbox.tracker.api.context import Call, json_object, open_call
+from haul.sandbox.tracker.api.collection import Collection
+from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
-from haul.sandbox.tracker.api.locking import check_version
+from haul.sandbox.tracker.model import Org, Queue
 from haul.sandbox.tracker.planning import render_planning as shapes
 from haul.sandbox.tracker.planning.planning import (
     AutoAction,
@@ -30,73 +31,38 @@ from haul.sandbox.tracker.planning.planning import (
     planning_of,
 )
 from haul.sandbox.tracker.search.query import parse_body
-from haul.sandbox.tracker.structure.routes_structure import numeric, queue_of_path
+from haul.sandbox.tracker.structure.routes_structure import queue_of_path
 
 MINUTE = 60_000
 
 
-def _autoaction(call: Call, request: Request) -> AutoAction:
-    queue = queue_of_path(call, request)
-    found = planning_of(call.org).autoactions.get(numeric(request, "action_id"))
-    if found is None or found.queue != queue.key:
-        raise ApiError(404, "Autoaction does not exist.", errors={"autoaction": "not found"})
-    return found
-
-
-async def list_autoactions(request: Request) -> Response:
-    call = open_call(request)
-    queue = queue_of_path(call, request)
-    items = [a for a in planning_of(call.org).autoactions.values() if a.queue == queue.key]
-    return JSONResponse([shapes.autoaction(call.view, a) for a in items])
-
-
-async def get_autoaction(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.autoaction(call.view, _autoaction(call, request)))
-
-
-async def create_autoaction(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    queue = queue_of_path(call, request)
-    checks = Checks(call.org, await json_object(request))
-    settings = _settings(checks, creating=True)
-    planning = planning_of(call.org)
+def _new_autoaction(org: Org, queue: Queue) -> AutoAction:
     now = now_ms()
-    created = AutoAction(
-        id=planning.take("autoaction"),
+    return AutoAction(
+        id=planning_of(org).take("autoaction"),
         queue=queue.key,
         name="",
         actions=[],
         created_at=now,
         updated_at=now,
     )
-    for attribute, value in settings.items():
-        setattr(created, attribute, value)
-    planning.autoactions[created.id] = created
-    return JSONResponse(shapes.autoaction(call.view, created), status_code=201)
 
 
-async def patch_autoaction(request: Request) -> Response:
-    """PATCH .../autoactions/{id}: the settings sent, under the version lock."""
-    call = open_call(request, admin=True)
-    found = _autoaction(call, request)
-    check_version(request, found.version)
-    settings = _settings(Checks(call.org, await json_object(request)), creating=False)
-    for attribute, value in settings.items():
-        setattr(found, attribute, value)
-    found.version += 1
+def _restamp(found: AutoAction) -> None:
     found.updated_at = max(now_ms(), found.updated_at)
-    return JSONResponse(shapes.autoaction(call.view, found))
 
 
-async def delete_autoaction(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    del planning_of(call.org).autoactions[_autoaction(call, request).id]
-    return Response(status_code=200)
+AUTOACTIONS = Collection(
+    "Autoaction", "action_id", lambda org: planning_of(org).autoactions, shapes.autoaction,
+    queue_of=queue_of_path, locked=True,
+)  # fmt: skip
+list_autoactions, get_autoaction = AUTOACTIONS.list, AUTOACTIONS.get
+delete_autoaction = AUTOACTIONS.delete
 
 
-def _settings(checks: Checks, *, creating: bool) -> dict[str, object]:
-    """The AutoAction attributes a body sets (all of them when creating); 422 if wrong."""
+def _settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
+    """The AutoAction attributes a body sets (all of them when creating); 422 if wrong.
+    They name no field, so the queue is not read."""
     body = checks.body
     found: dict[str, object] = {}
     if creating or "name" in body:
@@ -128,7 +94,6 @@ def _settings(checks: Checks, *, creating: bool) -> dict[str, object]:
     ):
         if name in body:
             found[attribute] = body[name] if name == "calendar" else bool(body[name])
-    checks.done()
     return found
 
 
@@ -136,15 +101,19 @@ def _is_action(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("type"), str)
 
 
+create_autoaction = AUTOACTIONS.creator(_settings, _new_autoaction)
+patch_autoaction = AUTOACTIONS.editor(_settings, _restamp)  # PATCH: the settings sent, locked
+
+
 async def list_runs(request: Request) -> Response:
     call = open_call(request)
-    found = _autoaction(call, request)
+    found = AUTOACTIONS.lookup(call, request)
     return JSONResponse([shapes.run_summary(run) for run in found.runs])
 
 
 async def get_run(request: Request) -> Response:
     call = open_call(request)
-    found = _autoaction(call, request)
+    found = AUTOACTIONS.lookup(call, request)
     wanted = request.path_params["run_id"]
     run = next((r for r in found.runs if r.id == wanted), None)
     if run is None:
@@ -157,7 +126,7 @@ async def plant_run(request: Request) -> Response:
     "failure"}} (admin, sandbox only): a run over those issues of the queue, launched now, as
     if the autoaction had fired; 201 with its summary. A test plants the run its case needs."""
     call = open_call(request, admin=True)
-    found = _autoaction(call, request)
+    found = AUTOACTIONS.lookup(call, request)
     issues = (await json_object(request)).get("issues")
     if not isinstance(issues, dict) or not issues:
         raise ApiError(422, "issues: an object of issue keys to success or failure is required")

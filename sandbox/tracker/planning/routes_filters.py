@@ -17,24 +17,23 @@ from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.api.checks import Checks
-from haul.sandbox.tracker.api.context import Call, json_object, open_call
-from haul.sandbox.tracker.api.errors import ApiError
+from haul.sandbox.tracker.api.collection import Collection
+from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.model import Org
 from haul.sandbox.tracker.planning import render_planning as shapes
 from haul.sandbox.tracker.planning.planning import Dashboard, SavedFilter, Widget, planning_of
 from haul.sandbox.tracker.search.query import parse_body
-from haul.sandbox.tracker.structure.routes_structure import numeric
 
 LAYOUTS = ("one-column", "two-columns", "three-columns")
 MODES = ("common-lines", "common-lines-and-points", "status-lines")
 _WIDGET_EXTRAS = ("start", "end", "autoUpdatable", "excludedStatuses", "includedStatuses")
 
 
-def _filter(call: Call, request: Request) -> SavedFilter:
-    found = planning_of(call.org).filters.get(numeric(request, "filter_id"))
-    if found is None:
-        raise ApiError(404, "Filter does not exist.", errors={"filter": "not found"})
-    return found
+FILTERS = Collection(
+    "Filter", "filter_id", lambda org: planning_of(org).filters, shapes.saved_filter,
+    admin_writes=False,
+)  # fmt: skip
+list_filters, get_filter, delete_filter = FILTERS.list, FILTERS.get, FILTERS.delete
 
 
 def _query_and_filter(checks: Checks) -> tuple[str | None, dict | None]:
@@ -48,17 +47,6 @@ def _query_and_filter(checks: Checks) -> tuple[str | None, dict | None]:
     if conditions:
         parse_body({"filter": conditions})
     return query, conditions
-
-
-async def list_filters(request: Request) -> Response:
-    call = open_call(request)
-    items = planning_of(call.org).filters.values()
-    return JSONResponse([shapes.saved_filter(call.view, f) for f in items])
-
-
-async def get_filter(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.saved_filter(call.view, _filter(call, request)))
 
 
 async def create_filter(request: Request) -> Response:
@@ -79,7 +67,7 @@ async def create_filter(request: Request) -> Response:
 
 async def patch_filter(request: Request) -> Response:
     call = open_call(request)
-    found = _filter(call, request)
+    found = FILTERS.lookup(call, request)
     body = await json_object(request)
     checks = Checks(call.org, body)
     name = checks.text("name", limit=255)
@@ -91,31 +79,13 @@ async def patch_filter(request: Request) -> Response:
     return JSONResponse(shapes.saved_filter(call.view, found))
 
 
-async def delete_filter(request: Request) -> Response:
-    call = open_call(request)
-    del planning_of(call.org).filters[_filter(call, request).id]
-    return Response(status_code=200)
-
-
 # -- dashboards ----------------------------------------------------------------------------
 
 
-def _dashboard(call: Call, request: Request) -> Dashboard:
-    found = planning_of(call.org).dashboards.get(numeric(request, "dashboard_id"))
-    if found is None:
-        raise ApiError(404, "Dashboard does not exist.", errors={"dashboard": "not found"})
-    return found
-
-
-async def list_dashboards(request: Request) -> Response:
-    call = open_call(request)
-    items = planning_of(call.org).dashboards.values()
-    return JSONResponse([shapes.dashboard(call.view, d) for d in items])
-
-
-async def get_dashboard(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.dashboard(call.view, _dashboard(call, request)))
+DASHBOARDS = Collection(
+    "Dashboard", "dashboard_id", lambda org: planning_of(org).dashboards, shapes.dashboard
+)
+list_dashboards, get_dashboard = DASHBOARDS.list, DASHBOARDS.get
 
 
 async def create_dashboard(request: Request) -> Response:
@@ -137,13 +107,13 @@ async def create_dashboard(request: Request) -> Response:
 
 async def list_widgets(request: Request) -> Response:
     call = open_call(request)
-    found = _dashboard(call, request)
+    found = DASHBOARDS.lookup(call, request)
     return JSONResponse([shapes.widget(call.view, found, w) for w in found.widgets])
 
 
 async def create_cycle_time_widget(request: Request) -> Response:
     call = open_call(request)
-    owner = _dashboard(call, request)
+    owner = DASHBOARDS.lookup(call, request)
     checks = Checks(call.org, await json_object(request))
     description = checks.text("description", required=True, limit=255)
     query = checks.text("query", limit=10_000)

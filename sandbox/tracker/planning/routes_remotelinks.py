@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.api.collection import numeric
 from haul.sandbox.tracker.api.context import json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.catalog import RELATIONSHIPS
@@ -22,7 +23,6 @@ from haul.sandbox.tracker.issues.changes import touch
 from haul.sandbox.tracker.issues.routes_issues import find_issue
 from haul.sandbox.tracker.planning import render_planning as shapes
 from haul.sandbox.tracker.planning.planning import APPLICATIONS, RemoteLink, planning_of
-from haul.sandbox.tracker.structure.routes_structure import numeric
 
 
 async def list_applications(request: Request) -> Response:

@@ -21,12 +21,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.tracker.api.checks import Checks
-from haul.sandbox.tracker.api.context import Call, json_object, open_call
-from haul.sandbox.tracker.api.errors import ApiError
-from haul.sandbox.tracker.api.locking import check_version
+from haul.sandbox.tracker.api.collection import Collection
+from haul.sandbox.tracker.api.context import open_call
 from haul.sandbox.tracker.api.render_refs import View, queue_ref
-from haul.sandbox.tracker.model import Queue
-from haul.sandbox.tracker.structure.routes_structure import numeric, queue_of_path
+from haul.sandbox.tracker.model import Org, Queue
+from haul.sandbox.tracker.structure.routes_structure import queue_of_path
 from haul.sandbox.tracker.workflows.queue_rules import Macro, Trigger, rules_of
 
 _CHANGE_VERBS = ("set", "add", "remove")
@@ -64,56 +63,15 @@ def macro_shape(view: View, value: Macro) -> dict:
 # -- triggers -------------------------------------------------------------------------------
 
 
-def _trigger(call: Call, request: Request) -> Trigger:
-    queue = queue_of_path(call, request)
-    found = rules_of(call.org).triggers.get(numeric(request, "trigger_id"))
-    if found is None or found.queue != queue.key:
-        raise ApiError(404, "Trigger does not exist.", errors={"trigger": "not found"})
-    return found
+def _new_trigger(org: Org, queue: Queue) -> Trigger:
+    return Trigger(rules_of(org).take(), queue.key, "", [], [])
 
 
-async def list_triggers(request: Request) -> Response:
-    call = open_call(request)
-    queue = queue_of_path(call, request)
-    triggers, _ = rules_of(call.org).of_queue(queue.key)
-    return JSONResponse([trigger_shape(call.view, t) for t in triggers])
-
-
-async def get_trigger(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(trigger_shape(call.view, _trigger(call, request)))
-
-
-async def create_trigger(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    queue = queue_of_path(call, request)
-    settings = _trigger_settings(Checks(call.org, await json_object(request)), queue, creating=True)
-    rules = rules_of(call.org)
-    made = Trigger(rules.take(), queue.key, "", [], [])
-    for attribute, value in settings.items():
-        setattr(made, attribute, value)
-    rules.triggers[made.id] = made
-    return JSONResponse(trigger_shape(call.view, made), status_code=201)
-
-
-async def patch_trigger(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _trigger(call, request)
-    check_version(request, found.version)
-    queue = call.org.queues[found.queue]
-    settings = _trigger_settings(
-        Checks(call.org, await json_object(request)), queue, creating=False
-    )
-    for attribute, value in settings.items():
-        setattr(found, attribute, value)
-    found.version += 1
-    return JSONResponse(trigger_shape(call.view, found))
-
-
-async def delete_trigger(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    del rules_of(call.org).triggers[_trigger(call, request).id]
-    return Response(status_code=200)
+TRIGGERS = Collection(
+    "Trigger", "trigger_id", lambda org: rules_of(org).triggers, trigger_shape,
+    queue_of=queue_of_path, locked=True,
+)  # fmt: skip
+list_triggers, get_trigger, delete_trigger = TRIGGERS.list, TRIGGERS.get, TRIGGERS.delete
 
 
 async def trigger_firings(request: Request) -> Response:
@@ -148,59 +106,24 @@ def _trigger_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[s
         found["conditions"] = conditions
     if "active" in body:
         found["active"] = bool(body["active"])
-    checks.done()
     return found
+
+
+create_trigger = TRIGGERS.creator(_trigger_settings, _new_trigger)
+patch_trigger = TRIGGERS.editor(_trigger_settings)
 
 
 # -- macros ---------------------------------------------------------------------------------
 
 
-def _macro(call: Call, request: Request) -> Macro:
-    queue = queue_of_path(call, request)
-    found = rules_of(call.org).macros.get(numeric(request, "macro_id"))
-    if found is None or found.queue != queue.key:
-        raise ApiError(404, "Macro does not exist.", errors={"macro": "not found"})
-    return found
+def _new_macro(org: Org, queue: Queue) -> Macro:
+    return Macro(rules_of(org).take(), queue.key, "")
 
 
-async def list_macros(request: Request) -> Response:
-    call = open_call(request)
-    queue = queue_of_path(call, request)
-    _, macros = rules_of(call.org).of_queue(queue.key)
-    return JSONResponse([macro_shape(call.view, m) for m in macros])
-
-
-async def get_macro(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(macro_shape(call.view, _macro(call, request)))
-
-
-async def create_macro(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    queue = queue_of_path(call, request)
-    settings = _macro_settings(Checks(call.org, await json_object(request)), queue, creating=True)
-    rules = rules_of(call.org)
-    made = Macro(rules.take(), queue.key, "")
-    for attribute, value in settings.items():
-        setattr(made, attribute, value)
-    rules.macros[made.id] = made
-    return JSONResponse(macro_shape(call.view, made), status_code=201)
-
-
-async def patch_macro(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _macro(call, request)
-    queue = call.org.queues[found.queue]
-    settings = _macro_settings(Checks(call.org, await json_object(request)), queue, creating=False)
-    for attribute, value in settings.items():
-        setattr(found, attribute, value)
-    return JSONResponse(macro_shape(call.view, found))
-
-
-async def delete_macro(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    del rules_of(call.org).macros[_macro(call, request).id]
-    return Response(status_code=200)
+MACROS = Collection(
+    "Macro", "macro_id", lambda org: rules_of(org).macros, macro_shape, queue_of=queue_of_path
+)
+list_macros, get_macro, delete_macro = MACROS.list, MACROS.get, MACROS.delete
 
 
 def _macro_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
@@ -217,8 +140,11 @@ def _macro_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str
         else:
             _check_references(checks, queue, "fieldChanges", changes)
         found["field_changes"] = changes
-    checks.done()
     return found
+
+
+create_macro = MACROS.creator(_macro_settings, _new_macro)
+patch_macro = MACROS.editor(_macro_settings)
 
 
 # -- what a rule names ----------------------------------------------------------------------

@@ -11,27 +11,22 @@ from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.timefmt import now_ms
 from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.api.collection import Collection, numeric
 from haul.sandbox.tracker.api.context import Call, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.search.paging import relative_page
 from haul.sandbox.tracker.structure import render_structure as shapes
-from haul.sandbox.tracker.structure.routes_structure import find_queue, numeric
+from haul.sandbox.tracker.structure.routes_structure import find_queue
 from haul.sandbox.tracker.structure.structure import Board, Column, Sprint
 
 SPRINT_STATUSES = ("draft", "in_progress", "released")
 
 
-def _board(call: Call, request: Request) -> Board:
-    found = call.org.structure.boards.get(numeric(request, "board_id"))
-    if found is None:
-        raise ApiError(404, "Board does not exist.", errors={"board": "not found"})
-    return found
-
-
-async def list_boards(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse([shapes.board(call.view, b) for b in call.org.structure.boards.values()])
+BOARDS = Collection(
+    "Board", "board_id", lambda org: org.structure.boards, shapes.board, locked=True
+)
+list_boards, get_board = BOARDS.list, BOARDS.get
 
 
 async def paginate_boards(request: Request) -> Response:
@@ -39,11 +34,6 @@ async def paginate_boards(request: Request) -> Response:
     call = open_call(request)
     page = relative_page(request, list(call.org.structure.boards.values()), lambda b: b.id)
     return JSONResponse([shapes.board(call.view, b) for b in page.items], headers=page.headers)
-
-
-async def get_board(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.board(call.view, _board(call, request)))
 
 
 async def create_board(request: Request) -> Response:
@@ -73,9 +63,7 @@ async def create_board(request: Request) -> Response:
 
 
 async def patch_board(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _board(call, request)
-    check_version(request, found.version)
+    call, found = BOARDS.open_edit(request)
     body = await json_object(request)
     checks = Checks(call.org, body)
     name = checks.text("name", limit=255)
@@ -89,7 +77,7 @@ async def delete_board(request: Request) -> Response:
     """DELETE /boards/{id}: 200 with no body; its sprints go with it."""
     call = open_call(request, admin=True)
     structure = call.org.structure
-    found = _board(call, request)
+    found = BOARDS.lookup(call, request)
     del structure.boards[found.id]
     for sprint_id in [s.id for s in structure.sprints.values() if s.board == found.id]:
         del structure.sprints[sprint_id]
@@ -106,12 +94,12 @@ def _touch(board: Board) -> None:
 
 async def list_columns(request: Request) -> Response:
     call = open_call(request)
-    found = _board(call, request)
+    found = BOARDS.lookup(call, request)
     return JSONResponse([shapes.column(call.view, found, c) for c in found.columns])
 
 
 def _column(call: Call, request: Request) -> tuple[Board, Column]:
-    owner = _board(call, request)
+    owner = BOARDS.lookup(call, request)
     wanted = numeric(request, "column_id")
     found = next((c for c in owner.columns if c.id == wanted), None)
     if found is None:
@@ -128,7 +116,7 @@ async def get_column(request: Request) -> Response:
 async def create_column(request: Request) -> Response:
     """POST /boards/{id}/columns: name and statuses (status keys) required, limit optional."""
     call = open_call(request, admin=True)
-    owner = _board(call, request)
+    owner = BOARDS.lookup(call, request)
     check_version(request, owner.version)
     body = await json_object(request)
     checks = Checks(call.org, body)
@@ -197,7 +185,7 @@ def _limit(checks: Checks) -> int | None:
 
 async def list_board_sprints(request: Request) -> Response:
     call = open_call(request)
-    owner = _board(call, request)
+    owner = BOARDS.lookup(call, request)
     items = [s for s in call.org.structure.sprints.values() if s.board == owner.id]
     return JSONResponse([shapes.sprint(call.view, s) for s in items])
 

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.api.collection import Collection
 from haul.sandbox.tracker.api.context import Call, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
 from haul.sandbox.tracker.api.locking import check_version
@@ -25,23 +26,11 @@ from haul.sandbox.tracker.structure.structure import KINDS_BY_TYPE, Field, Field
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}")
 
 
-async def list_fields(request: Request) -> Response:
-    call = open_call(request)
-    fields = sorted(call.org.structure.fields.values(), key=lambda f: (not f.system, f.order))
-    return JSONResponse([shapes.field(call.view, f) for f in fields])
-
-
-def _global(call: Call, request: Request) -> Field:
-    wanted = request.path_params["field_id"]
-    found = call.org.structure.fields.get(wanted)
-    if found is None:
-        raise ApiError(404, "Field does not exist.", errors={"field": wanted})
-    return found
-
-
-async def get_field(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.field(call.view, _global(call, request)))
+FIELDS = Collection(
+    "Field", "field_id", lambda org: org.structure.fields, shapes.field,
+    numbered=False, echo_id=True, order=lambda f: (not f.system, f.order),
+)  # fmt: skip
+list_fields, get_field = FIELDS.list, FIELDS.get
 
 
 async def create_field(request: Request) -> Response:
@@ -62,7 +51,7 @@ async def create_field(request: Request) -> Response:
 
 async def patch_field(request: Request) -> Response:
     call = open_call(request, admin=True)
-    found = _global(call, request)
+    found = FIELDS.lookup(call, request)
     if found.system:
         raise ApiError(403, f"System field {found.id!r} cannot be changed")
     check_version(request, found.version)
@@ -74,23 +63,11 @@ async def patch_field(request: Request) -> Response:
 # -- categories ----------------------------------------------------------------------------
 
 
-async def list_categories(request: Request) -> Response:
-    call = open_call(request)
-    items = sorted(call.org.structure.categories.values(), key=lambda c: c.order)
-    return JSONResponse([shapes.category(call.view, c) for c in items])
-
-
-def _category(call: Call, request: Request) -> FieldCategory:
-    wanted = request.path_params["category_id"]
-    found = call.org.structure.categories.get(wanted)
-    if found is None:
-        raise ApiError(404, "Category does not exist.", errors={"category": wanted})
-    return found
-
-
-async def get_category(request: Request) -> Response:
-    call = open_call(request)
-    return JSONResponse(shapes.category(call.view, _category(call, request)))
+CATEGORIES = Collection(
+    "Category", "category_id", lambda org: org.structure.categories, shapes.category,
+    numbered=False, echo_id=True, order=lambda c: c.order, locked=True,
+)  # fmt: skip
+list_categories, get_category = CATEGORIES.list, CATEGORIES.get
 
 
 async def create_category(request: Request) -> Response:
@@ -108,9 +85,7 @@ async def create_category(request: Request) -> Response:
 
 
 async def patch_category(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _category(call, request)
-    check_version(request, found.version)
+    call, found = CATEGORIES.open_edit(request)
     body = await json_object(request)
     checks = Checks(call.org, body)
     names = _names(checks) if "name" in body else (found.name_en, found.name_ru)

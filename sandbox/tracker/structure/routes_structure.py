@@ -7,17 +7,16 @@ A component's name is unique within its queue, and so is a version's: a second o
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from haul.sandbox.tracker.api.checks import Checks
+from haul.sandbox.tracker.api.collection import Collection
 from haul.sandbox.tracker.api.context import Call, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError
-from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.model import Org, Queue
 from haul.sandbox.tracker.structure import render_structure as shapes
 from haul.sandbox.tracker.structure.structure import Component, Version
@@ -42,72 +41,22 @@ def queue_of_path(call: Call, request: Request) -> Queue:
     return queue
 
 
-def numeric(request: Request, name: str) -> int:
-    value = request.path_params[name]
-    if not value.isdigit():
-        raise ApiError(404, "Not found", errors={name: value})
-    return int(value)
-
-
 # -- what components and versions share: lists, a lookup by id, get, delete ---------------
 
 
-@dataclass(frozen=True)
-class Kind:
-    """One kind of queue-owned object: where the org keeps it and how it is shown."""
-
-    noun: str  # in errors: "Component"
-    field: str  # the org structure's dict of them: "components"
-    param: str  # the path parameter of its id: "component_id"
-    render: Callable[[Any, Any], dict]
-
-    def _all(self, call: Call) -> dict:
-        return getattr(call.org.structure, self.field)
-
-    def lookup(self, call: Call, request: Request) -> Any:
-        found = self._all(call).get(numeric(request, self.param))
-        if found is None:
-            what = self.noun.lower()
-            raise ApiError(404, f"{self.noun} does not exist.", errors={what: "not found"})
-        return found
-
-    async def list_all(self, request: Request) -> Response:
-        call = open_call(request)
-        return JSONResponse([self.render(call.view, item) for item in self._all(call).values()])
-
-    async def list_queue(self, request: Request) -> Response:
-        call = open_call(request)
-        queue = queue_of_path(call, request)
-        items = [item for item in self._all(call).values() if item.queue == queue.key]
-        return JSONResponse([self.render(call.view, item) for item in items])
-
-    async def get(self, request: Request) -> Response:
-        call = open_call(request)
-        return JSONResponse(self.render(call.view, self.lookup(call, request)))
-
-    async def delete(self, request: Request) -> Response:
-        """DELETE: 200 with no body."""
-        call = open_call(request, admin=True)
-        del self._all(call)[self.lookup(call, request).id]
-        return Response(status_code=200)
-
-
-COMPONENTS = Kind("Component", "components", "component_id", shapes.component)
-VERSIONS = Kind("Version", "versions", "version_id", shapes.version)
-list_components, list_queue_components = COMPONENTS.list_all, COMPONENTS.list_queue
+COMPONENTS = Collection(
+    "Component", "component_id", lambda org: org.structure.components, shapes.component,
+    locked=True,
+)  # fmt: skip
+VERSIONS = Collection(
+    "Version", "version_id", lambda org: org.structure.versions, shapes.version, locked=True
+)
+QUEUE_COMPONENTS = replace(COMPONENTS, queue_of=queue_of_path)
+QUEUE_VERSIONS = replace(VERSIONS, queue_of=queue_of_path)
+list_components, list_queue_components = COMPONENTS.list, QUEUE_COMPONENTS.list
 get_component, delete_component = COMPONENTS.get, COMPONENTS.delete
-list_versions, list_queue_versions = VERSIONS.list_all, VERSIONS.list_queue
+list_versions, list_queue_versions = VERSIONS.list, QUEUE_VERSIONS.list
 get_version, delete_version = VERSIONS.get, VERSIONS.delete
-
-
-def _component(call: Call, request: Request) -> Component:
-    found: Component = COMPONENTS.lookup(call, request)
-    return found
-
-
-def _version(call: Call, request: Request) -> Version:
-    found: Version = VERSIONS.lookup(call, request)
-    return found
 
 
 # -- components ----------------------------------------------------------------------------
@@ -118,18 +67,14 @@ async def create_component(request: Request) -> Response:
     call = open_call(request, admin=True)
     body = await json_object(request)
     checks = Checks(call.org, body)
-    name = checks.text("name", required=True, limit=255)
-    queue = find_queue(call.org, body.get("queue"))
-    if queue is None:
-        checks.fail("queue", "Required: the key of a queue of this organization")
+    name, queue = _name_and_queue(checks)
     description = checks.text("description") or ""
     lead = checks.user("lead")
     assign_auto = _flag(checks, "assignAuto")
     checks.done()
     assert queue is not None and name is not None
+    _check_unused(COMPONENTS, call.org, queue, name)
     structure = call.org.structure
-    if any(c.queue == queue.key and c.name == name for c in structure.components.values()):
-        raise ApiError(409, f"Component {name!r} already exists in {queue.key}")
     created = Component(
         structure.take("component"),
         name,
@@ -142,23 +87,32 @@ async def create_component(request: Request) -> Response:
     return JSONResponse(shapes.component(call.view, created), status_code=201)
 
 
-async def patch_component(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _component(call, request)
-    check_version(request, found.version)
-    body = await json_object(request)
-    checks = Checks(call.org, body)
+def _component_edits(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
+    """What a PATCH of a component sets: name, description, lead, assignAuto, those sent."""
     name = checks.text("name", limit=255)
     description = checks.text("description")
     lead = checks.user("lead")
     assign_auto = _flag(checks, "assignAuto")
-    checks.done()
-    found.name = name if name is not None else found.name
-    found.description = description if description is not None else found.description
-    found.lead = lead.uid if lead else found.lead
-    found.assign_auto = found.assign_auto if assign_auto is None else assign_auto
-    found.version += 1
-    return JSONResponse(shapes.component(call.view, found))
+    edits = {"name": name, "description": description, "lead": lead.uid if lead else None}
+    return _sent({**edits, "assign_auto": assign_auto})
+
+
+patch_component = COMPONENTS.editor(_component_edits)
+
+
+def _name_and_queue(checks: Checks) -> tuple[str | None, Queue | None]:
+    """What a component or a version is created with: its name and its queue, both required."""
+    name = checks.text("name", required=True, limit=255)
+    queue = find_queue(checks.org, checks.body.get("queue"))
+    if queue is None:
+        checks.fail("queue", "Required: the key of a queue of this organization")
+    return name, queue
+
+
+def _check_unused(kind: Collection[Any], org: Org, queue: Queue, name: str) -> None:
+    """A name is unique within its queue: a second component (version) of that name is a 409."""
+    if any(item.queue == queue.key and item.name == name for item in kind.records(org).values()):
+        raise ApiError(409, f"{kind.noun} {name!r} already exists in {queue.key}")
 
 
 def _flag(checks: Checks, name: str) -> bool | None:
@@ -177,18 +131,14 @@ async def create_version(request: Request) -> Response:
     call = open_call(request, admin=True)
     body = await json_object(request)
     checks = Checks(call.org, body)
-    name = checks.text("name", required=True, limit=255)
-    queue = find_queue(call.org, body.get("queue"))
-    if queue is None:
-        checks.fail("queue", "Required: the key of a queue of this organization")
+    name, queue = _name_and_queue(checks)
     description = checks.text("description") or ""
     start, due = _date(checks, "startDate"), _date(checks, "dueDate")
     released = _flag(checks, "released")
     checks.done()
     assert queue is not None and name is not None
+    _check_unused(VERSIONS, call.org, queue, name)
     structure = call.org.structure
-    if any(v.queue == queue.key and v.name == name for v in structure.versions.values()):
-        raise ApiError(409, f"Version {name!r} already exists in {queue.key}")
     created = Version(
         structure.take("version"), queue.key, name, description, start, due, bool(released)
     )
@@ -196,24 +146,21 @@ async def create_version(request: Request) -> Response:
     return JSONResponse(shapes.version(call.view, created), status_code=201)
 
 
-async def patch_version(request: Request) -> Response:
-    call = open_call(request, admin=True)
-    found = _version(call, request)
-    check_version(request, found.version)
-    body = await json_object(request)
-    checks = Checks(call.org, body)
+def _version_edits(checks: Checks, queue: Queue, *, creating: bool) -> dict[str, object]:
+    """What a PATCH of a version sets: name, description, dates, released, archived, those sent."""
     name, description = checks.text("name", limit=255), checks.text("description")
     start, due = _date(checks, "startDate"), _date(checks, "dueDate")
     released, archived = _flag(checks, "released"), _flag(checks, "archived")
-    checks.done()
-    found.name = name if name is not None else found.name
-    found.description = description if description is not None else found.description
-    found.start_date = start or found.start_date
-    found.due_date = due or found.due_date
-    found.released = found.released if released is None else released
-    found.archived = found.archived if archived is None else archived
-    found.version += 1
-    return JSONResponse(shapes.version(call.view, found))
+    edits = {"name": name, "description": description, "start_date": start, "due_date": due}
+    return _sent({**edits, "released": released, "archived": archived})
+
+
+patch_version = VERSIONS.editor(_version_edits)
+
+
+def _sent(edits: dict[str, object]) -> dict[str, object]:
+    """The edits a body makes: a field not sent (or sent empty) keeps its value."""
+    return {name: value for name, value in edits.items() if value is not None}
 
 
 def _date(checks: Checks, name: str) -> str | None:
