@@ -28,7 +28,7 @@ class RemovalCalls(ServiceClient):
 
     async def _delete(self, path: str, params: dict[str, Any] | None = None) -> bool:
         try:
-            await self.core.request("DELETE", path, params=params, repeatable=True)
+            await self.core.delete(path, params=params, repeatable=True)
         except NotFoundError:
             return False
         return True

@@ -70,6 +70,9 @@ BLOCKED = " was not loaded, blocked by its conflict: "
 # a problem kept under "<entity>:change": a loaded record whose change at the source its
 # `refresh` could not carry (the row stays done and changed, so the next load tries again)
 CHANGE = ":change"
+# a problem kept under "<entity>:kept": a loaded record haul undo (or a mirrored deletion)
+# kept because a person changed it in the target since haul wrote it (the row stays done)
+KEPT = ":kept"
 
 
 class PlannedConflict(RecordFailure):

@@ -1,7 +1,10 @@
 """How `haul undo` takes back what the tracker's load wrote, entity by entity.
 
 What the API can delete is deleted, found by its target id and the target id of the record
-it lives in (an issue's key, an entity's id, a board's id). Issues, dashboards, queues, fields
+it lives in (an issue's key, an entity's id, a board's id). The base decides (`state.written`):
+a comment whose text a person changed since haul wrote it is kept and named, and of a checklist
+only the items haul wrote go, item by item: an item a person edited stays (named), one a person
+added is never haul's to delete. Issues, dashboards, queues, fields
 and the dictionary values have no deletion in the API: they are kept and named, with what a
 person can do instead. What lives in another record (an issue's status and access list, an
 entity's access, a board's sprints, a dashboard's widgets) goes, or stays, with it.
@@ -9,11 +12,21 @@ entity's access, a board's sprints, a dashboard's widgets) goes, or stays, with 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
+from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.removals import WITH_PARENT, Removal, deleted_by, with_record
+from haul.pipelines.references import without_file_ids
+from haul.pipelines.removals import (
+    WITH_PARENT,
+    Removal,
+    changed_since,
+    deleted_by,
+    with_record,
+)
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.tracker.sync.checklists import item_fields
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
@@ -53,13 +66,17 @@ class TrackerRemovals:
             **by_hand,
             **issues,
             "deletion": Removal(by_hand=DELETION),
-            "comment": self._issue_record("comments"),
+            "comment": self._issue_record("comments", self._comment_changed),
             "worklog": self._issue_record("worklog"),
             "attachment": self._issue_record("attachments"),
             "comment_attachment": self._issue_record("attachments"),
             "backfill_attachment": self._issue_record("attachments"),
             "link": self._issue_record("links"),
-            "checklist": deleted_by(self._clear_checklist),
+            "checklist": Removal(
+                delete=deleted_by(self._checklist_items).delete,
+                changed=self._checklist_changed,
+                delete_unchanged=self._unchanged_checklist_items,
+            ),
             "remote_link": deleted_by(self._remote_link),
             "issue_status": WITH_PARENT,
             # a text written again with the target's file ids: an edit of its issue (its row's
@@ -156,15 +173,57 @@ class TrackerRemovals:
 
     # -- the deletions ----------------------------------------------------------------------
 
-    def _issue_record(self, kind: str) -> Removal:
+    def _issue_record(
+        self, kind: str, changed: Callable[[LedgerRow], Awaitable[str | None]] | None = None
+    ) -> Removal:
         async def delete(row: LedgerRow) -> bool:
             return await self.client.delete_record(self._issue_key(row), kind, _id(row))
 
-        return deleted_by(delete)
+        return deleted_by(delete, changed=changed)
 
-    async def _clear_checklist(self, row: LedgerRow) -> bool:
-        # the issue was made by the load, with no checklist: its checklist is the load's
-        return await self.client.clear_checklist(self._issue_key(row))
+    async def _comment_changed(self, row: LedgerRow) -> str | None:
+        """What a person changed of the comment's text since haul wrote it (file ids aside:
+        haul's own second write changes only those)."""
+        base = self.store.written.base(row.entity, row.source_id)
+        return await comment_changed(self.client, self._issue_key(row), _id(row), base)
+
+    # -- a checklist: the items haul wrote, one by one ----------------------------------------
+
+    async def _checklist_changed(self, row: LedgerRow) -> str | None:
+        edited = [item for item, same in await self._checklist_items_held(row) if not same]
+        if not edited:
+            return None
+        texts = ", ".join(repr(item.get("text")) for item in edited)
+        return f"a person changed {len(edited)} of its items in the target ({texts}) since haul wrote them"
+
+    async def _checklist_items(self, row: LedgerRow) -> bool:
+        """Delete every item haul wrote that the target still holds; True if any went."""
+        key, held = self._issue_key(row), await self._checklist_items_held(row)
+        return any([await self.client.delete_record(key, "checklistItems", str(item["id"]))
+                    for item, _ in held])  # fmt: skip
+
+    async def _unchanged_checklist_items(self, row: LedgerRow) -> None:
+        key = self._issue_key(row)
+        for item, same in await self._checklist_items_held(row):
+            if same:
+                await self.client.delete_record(key, "checklistItems", str(item["id"]))
+
+    async def _checklist_items_held(self, row: LedgerRow) -> list[tuple[dict[str, Any], bool]]:
+        """The items haul wrote that the target still holds, each with whether it is still as
+        haul wrote it; an item a person added is none of them."""
+        base = self.store.written.base(row.entity, row.source_id)
+        if base is None:
+            raise RecordFailure(
+                f"checklist {row.source_id}: haul kept no record of the items it wrote (a store"
+                " older than three-way sync): remove them by hand if they must go"
+            )
+        try:
+            listed = {str(item["id"]): item for item in await self.client.list_checklist(
+                self._issue_key(row))}  # fmt: skip
+        except NotFoundError:
+            return []
+        wrote = [(listed.get(str(old["id"])), old["fields"]) for old in base["items"].values()]
+        return [(item, item_fields(item) == fields) for item, fields in wrote if item is not None]
 
     async def _remote_link(self, row: LedgerRow) -> bool:
         return await self.client.delete_remote_link(self._issue_key(row), _id(row))
@@ -232,3 +291,28 @@ _NAMED = {
 
 def _id(row: LedgerRow) -> str:
     return row.target_id or ""
+
+
+async def comment_changed(
+    client: TrackerClient, key: str, comment_id: str, base: dict[str, Any] | None
+) -> str | None:
+    """What a person changed of comment `comment_id` of issue `key` since haul wrote it (its
+    base), file ids aside (haul's own second write changes only those); None when nothing, or
+    when it is gone already."""
+    found = await _listed(client.iter_comments(key, expand=""), comment_id)
+    if found is None:
+        return None
+    return changed_since(base, {"text": found.get("text") or ""}, same=_same_text)
+
+
+def _same_text(wrote: Any, held: Any) -> bool:
+    return without_file_ids(str(wrote or "")) == without_file_ids(str(held or ""))
+
+
+async def _listed(listing: AsyncIterator[dict[str, Any]], target_id: str) -> dict[str, Any] | None:
+    """The record `target_id` of an issue's listing, None when it is gone (or the issue)."""
+    try:
+        items = [item async for item in listing]  # read whole: the listing closes itself
+    except NotFoundError:
+        return None
+    return next((item for item in items if str(item.get("id")) == target_id), None)
