@@ -33,10 +33,6 @@ class RemovalCalls(ServiceClient):
             return False
         return True
 
-    async def clear_checklist(self, key: str) -> bool:
-        """DELETE /issues/{key}/checklistItems: the issue's whole checklist."""
-        return await self._delete(f"/issues/{_segment(key)}/checklistItems")
-
     async def delete_remote_link(self, key: str, link_id: str) -> bool:
         return await self._delete(f"/issues/{_segment(key)}/remotelinks/{_segment(link_id)}")
 

@@ -755,6 +755,12 @@ def begin_undo(ledger: Ledger, row: LedgerRow) -> None:
     ledger.undo_begin(row.entity, row.source_id)
 
 
+def call_off_undo(ledger: Ledger, row: LedgerRow) -> None:
+    """Record that undo keeps a row's record it had begun to take back (a person changed it
+    since haul wrote it, so its DELETE was never confirmed): the row is loaded as before."""
+    ledger.undo_called_off(row.entity, row.source_id)
+
+
 def record_undone(
     ledger: Ledger, row: LedgerRow, how: str, recovery_token: str | None = None
 ) -> None:

@@ -32,7 +32,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
 from haul.pipelines.config import Config
-from haul.pipelines.engine import KEPT, begin_undo, record_undone
+from haul.pipelines.engine import KEPT, begin_undo, call_off_undo, record_undone
 from haul.pipelines.removals import Removal
 from haul.pipelines.runner import open_clients, open_store, recorded_run
 from haul.pipelines.specs import RecordFailure
@@ -190,8 +190,12 @@ class Undoer:
             return True
         if why is None:
             return False
-        self.store.problems.record(f"{row.entity}{KEPT}", row.source_id, f"{KEPT_BY_UNDO}: {why}",
-                                   parent=row.parent)  # fmt: skip
+        with self.store.transaction():
+            if row.undo == "in_flight":  # begun by an undo that stopped: the record is held
+                call_off_undo(self.store.ledger, row)
+            self.store.problems.record(
+                f"{row.entity}{KEPT}", row.source_id, f"{KEPT_BY_UNDO}: {why}", parent=row.parent
+            )
         self.result.changed.append(Kept(row, why))
         log.info("undo_kept_changed", entity=row.entity, record=row.source_id, why=why)
         return True

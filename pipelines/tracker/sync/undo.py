@@ -1,18 +1,20 @@
 """How `haul undo` takes back what the tracker's load wrote, entity by entity.
 
 What the API can delete is deleted, found by its target id and the target id of the record
-it lives in (an issue's key, an entity's id, a board's id). The base decides (`state.written`):
-a comment whose text a person changed since haul wrote it is kept and named, and of a checklist
-only the items haul wrote go, item by item: an item a person edited stays (named), one a person
-added is never haul's to delete. Issues, dashboards, queues, fields
+it lives in (an issue's key, an entity's id, a board's id). Issues, dashboards, queues, fields
 and the dictionary values have no deletion in the API: they are kept and named, with what a
 person can do instead. What lives in another record (an issue's status and access list, an
 entity's access, a board's sprints, a dashboard's widgets) goes, or stays, with it.
+
+The base decides (`state.written`): a comment whose text a person changed since haul wrote it
+is kept and named. A checklist goes item by item, only the items haul wrote: one a person
+edited stays (named, the checklist's row kept), one a person added is never haul's to delete.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from haul.connectors.errors import NotFoundError
@@ -57,6 +59,8 @@ class TrackerRemovals:
         self.store = store
         self.queues = queues
         self._named: dict[str, set[str]] | None = None
+        # an issue's comments by id, listed once: deleting one changes none of the others
+        self._comments: dict[str, dict[str, dict[str, Any]]] = {}
 
     def removals(self) -> dict[str, Removal]:
         """Ledger entity -> its removal."""
@@ -72,9 +76,8 @@ class TrackerRemovals:
             "comment_attachment": self._issue_record("attachments"),
             "backfill_attachment": self._issue_record("attachments"),
             "link": self._issue_record("links"),
-            "checklist": Removal(
-                delete=deleted_by(self._checklist_items).delete,
-                changed=self._checklist_changed,
+            "checklist": replace(
+                deleted_by(self._checklist_items, changed=self._checklist_changed),
                 delete_unchanged=self._unchanged_checklist_items,
             ),
             "remote_link": deleted_by(self._remote_link),
@@ -184,8 +187,11 @@ class TrackerRemovals:
     async def _comment_changed(self, row: LedgerRow) -> str | None:
         """What a person changed of the comment's text since haul wrote it (file ids aside:
         haul's own second write changes only those)."""
+        key = self._issue_key(row)
+        if key not in self._comments:
+            self._comments[key] = await _by_id(self.client.iter_comments(key, expand=""))
         base = self.store.written.base(row.entity, row.source_id)
-        return await comment_changed(self.client, self._issue_key(row), _id(row), base)
+        return _text_changed(base, self._comments[key].get(_id(row)))
 
     # -- a checklist: the items haul wrote, one by one ----------------------------------------
 
@@ -194,19 +200,24 @@ class TrackerRemovals:
         if not edited:
             return None
         texts = ", ".join(repr(item.get("text")) for item in edited)
-        return f"a person changed {len(edited)} of its items in the target ({texts}) since haul wrote them"
+        return (
+            f"a person changed {len(edited)} of its items in the target ({texts}) since haul"
+            " wrote them"
+        )
 
     async def _checklist_items(self, row: LedgerRow) -> bool:
         """Delete every item haul wrote that the target still holds; True if any went."""
-        key, held = self._issue_key(row), await self._checklist_items_held(row)
-        return any([await self.client.delete_record(key, "checklistItems", str(item["id"]))
-                    for item, _ in held])  # fmt: skip
+        return await self._delete_items(row, edited_too=True)
 
     async def _unchanged_checklist_items(self, row: LedgerRow) -> None:
-        key = self._issue_key(row)
+        await self._delete_items(row, edited_too=False)
+
+    async def _delete_items(self, row: LedgerRow, *, edited_too: bool) -> bool:
+        key, deleted = self._issue_key(row), False
         for item, same in await self._checklist_items_held(row):
-            if same:
-                await self.client.delete_record(key, "checklistItems", str(item["id"]))
+            if same or edited_too:
+                deleted |= await self.client.delete_record(key, "checklistItems", str(item["id"]))
+        return deleted
 
     async def _checklist_items_held(self, row: LedgerRow) -> list[tuple[dict[str, Any], bool]]:
         """The items haul wrote that the target still holds, each with whether it is still as
@@ -218,10 +229,10 @@ class TrackerRemovals:
                 " older than three-way sync): remove them by hand if they must go"
             )
         try:
-            listed = {str(item["id"]): item for item in await self.client.list_checklist(
-                self._issue_key(row))}  # fmt: skip
+            items = await self.client.list_checklist(self._issue_key(row))
         except NotFoundError:
             return []
+        listed = {str(item["id"]): item for item in items}
         wrote = [(listed.get(str(old["id"])), old["fields"]) for old in base["items"].values()]
         return [(item, item_fields(item) == fields) for item, fields in wrote if item is not None]
 
@@ -299,9 +310,13 @@ async def comment_changed(
     """What a person changed of comment `comment_id` of issue `key` since haul wrote it (its
     base), file ids aside (haul's own second write changes only those); None when nothing, or
     when it is gone already."""
-    found = await _listed(client.iter_comments(key, expand=""), comment_id)
+    found = (await _by_id(client.iter_comments(key, expand=""))).get(comment_id)
+    return _text_changed(base, found)
+
+
+def _text_changed(base: dict[str, Any] | None, found: dict[str, Any] | None) -> str | None:
     if found is None:
-        return None
+        return None  # gone already: its deletion answers 404
     return changed_since(base, {"text": found.get("text") or ""}, same=_same_text)
 
 
@@ -309,10 +324,10 @@ def _same_text(wrote: Any, held: Any) -> bool:
     return without_file_ids(str(wrote or "")) == without_file_ids(str(held or ""))
 
 
-async def _listed(listing: AsyncIterator[dict[str, Any]], target_id: str) -> dict[str, Any] | None:
-    """The record `target_id` of an issue's listing, None when it is gone (or the issue)."""
+async def _by_id(listing: AsyncIterator[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An issue's listing by record id (empty when the issue is gone)."""
     try:
         items = [item async for item in listing]  # read whole: the listing closes itself
     except NotFoundError:
-        return None
-    return next((item for item in items if str(item.get("id")) == target_id), None)
+        return {}
+    return {str(item.get("id")): item for item in items}
