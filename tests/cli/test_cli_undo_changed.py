@@ -2,7 +2,7 @@
 
 One small org (tracker and wiki) is migrated with `[sync] deletions = "mirror"`; then a person
 works in the target: edits an item of a checklist haul wrote and adds one, edits two comments
-and rewrites two pages haul made. At the source, one of those comments and one of those pages
+and a worklog, and rewrites two pages haul made. At the source, one of those comments and one of those pages
 are deleted, and the next run would mirror the deletions. The base decides: the mirrored
 deletions and `haul undo` keep each record a person changed, and name it; `haul undo
 --include-changed` deletes them; an item a person added stays. A gateway answering each DELETE
@@ -41,6 +41,7 @@ class Worked:
     edited_item: str  # the target id of the item a person edited
     added_item: str  # the target id of the item a person added
     comments: dict[str, tuple[str, str]]  # "undo" / "mirror" -> (target issue, comment id)
+    worklog: tuple[str, str]  # (target issue, worklog id) a person edited
     pages: dict[str, int]  # "undo" / "mirror" -> target page id
     synced: subprocess.CompletedProcess[str]
 
@@ -60,6 +61,11 @@ class Worked:
             listed = tracker.get(f"/issues/{key}/comments")
         held = {str(c["id"]): c["text"] for c in listed.json()} if listed.is_success else {}
         return held.get(comment_id)
+
+    def worklog_held(self) -> bool:
+        key, worklog_id = self.worklog
+        with self.tracker() as tracker:
+            return tracker.get(f"/issues/{key}/worklog/{worklog_id}").status_code == 200
 
     def page_content(self, which: str) -> str | None:
         with self.wiki() as wiki:
@@ -93,12 +99,14 @@ def worked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worked]:
             issues = {r.source_id: r.target_id for r in rows if r.entity == "issue"}
         checklist, edited_item, added_item = _change_a_checklist(sandbox, rows)
         comments = _edit_two_comments(sandbox, rows, issues)
+        worklog = _edit_a_worklog(sandbox, rows, issues)
         pages = _rewrite_two_pages(sandbox, rows)
         _delete_at_the_source(sandbox, comments["mirror"], pages["mirror"])
         synced = run_haul("run", "--config", config, env=env)
         held = {k: (issues[r.parent or ""] or "", r.target_id or "") for k, r in comments.items()}
         page_ids = {k: int(r.target_id or 0) for k, r in pages.items()}
-        yield Worked(sandbox, config, checklist, edited_item, added_item, held, page_ids, synced)
+        yield Worked(sandbox, config, checklist, edited_item, added_item, held, worklog, page_ids,
+                     synced)  # fmt: skip
 
 
 def _change_a_checklist(sandbox: RunningSandbox, rows: list[LedgerRow]) -> tuple[str, str, str]:
@@ -138,6 +146,18 @@ def _edit_two_comments(
             patched = tracker.patch(path, json={"text": EDITED})
             assert patched.status_code == 200, patched.text
     return picked
+
+
+def _edit_a_worklog(
+    sandbox: RunningSandbox, rows: list[LedgerRow], issues: dict[str, str | None]
+) -> tuple[str, str]:
+    """A worklog haul wrote, its note edited in the target."""
+    row = next(r for r in rows if r.entity == "worklog" and not r.found)
+    key, worklog_id = issues[row.parent or ""] or "", row.target_id or ""
+    with client_for(sandbox, "target") as tracker:
+        patched = tracker.patch(f"/issues/{key}/worklog/{worklog_id}", json={"comment": EDITED})
+        assert patched.status_code == 200, patched.text
+    return key, worklog_id
 
 
 def _rewrite_two_pages(sandbox: RunningSandbox, rows: list[LedgerRow]) -> dict[str, LedgerRow]:
@@ -221,8 +241,9 @@ def test_undo_keeps_and_names_what_a_person_changed_until_told_to_include_it(
     assert set(worked.checklist_items()) == {worked.edited_item, worked.added_item}
     assert len(haul_items) >= 2
     assert worked.comment_text("undo") == EDITED and worked.page_content("undo") == EDITED
+    assert worked.worklog_held()
     for entity, why in (("comment", "its text"), ("wiki_page", "its content"),
-                        ("checklist", "of its items")):  # fmt: skip
+                        ("checklist", "of its items"), ("worklog", "its comment")):  # fmt: skip
         assert f"kept as changed: {entity} " in undone.stdout, entity
         assert why in undone.stdout
         assert f"kept by undo: {entity}: " in status.stdout, entity
@@ -235,3 +256,4 @@ def test_undo_keeps_and_names_what_a_person_changed_until_told_to_include_it(
     assert set(worked.checklist_items()) == {worked.added_item}
     assert worked.comment_text("undo") is None and worked.page_content("undo") is None
     assert worked.comment_text("mirror") is None and worked.page_content("mirror") is None
+    assert not worked.worklog_held()

@@ -18,8 +18,8 @@ deletions = "report"` they are listed by `haul status` and the run report; with 
 each is also a `deletion` ledger row, loaded after everything else: one DELETE in the
 target, found done when the target no longer holds it. The tracker's API deletes no issue:
 a deleted issue fails its row with that reason until a person deletes it by hand. The base
-decides: a comment a person edited in the target since haul wrote it is a conflict (deleted
-at the source, changed in the target): kept, its row failed naming it, unless `[sync]
+decides: a comment or worklog a person edited in the target since haul wrote it is a conflict
+(deleted at the source, changed in the target): kept, its row failed naming it, unless `[sync]
 conflicts = "source-wins"`.
 """
 
@@ -37,7 +37,7 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.specs import Fields, Planned, RecordFailure
-from haul.pipelines.tracker.sync.undo import comment_changed
+from haul.pipelines.tracker.sync.undo import changed_in_target
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -200,19 +200,20 @@ class DeletionSync:
             )
         if raw.get("target_id") is None:
             return "nothing to delete"
-        if raw["entity"] == "comment" and not self.source_wins:
+        if raw["entity"] in ("comment", "worklog") and not self.source_wins:
             await self._refuse_changed(raw, key)
         _, kind = CHILDREN[raw["entity"]]
         await self.client.delete_record(key, kind, raw["target_id"])
         return f"deleted {raw['target_id']}"
 
     async def _refuse_changed(self, raw: dict[str, Any], key: str) -> None:
-        """A comment a person edited since haul wrote it is kept: its row fails, named."""
-        base = self.base("comment", str(raw["source_id"]))
-        why = await comment_changed(self.client, key, str(raw["target_id"]), base)
+        """A record a person edited since haul wrote it is kept: its row fails, named."""
+        entity, target_id = str(raw["entity"]), str(raw["target_id"])
+        base = self.base(entity, str(raw["source_id"]))
+        why = await changed_in_target(self.client, key, entity, target_id, base)
         if why is not None:
             raise RecordFailure(
-                f"comment {raw['source_id']} is gone at the source ({raw['reason']}), but {why}:"
+                f"{entity} {raw['source_id']} is gone at the source ({raw['reason']}), but {why}:"
                 f" kept in the target"
                 f" ({key}); delete it there by hand if it must go, or set [sync] conflicts ="
                 ' "source-wins" and run haul load --retry-failed'

@@ -6,7 +6,7 @@ and the dictionary values have no deletion in the API: they are kept and named, 
 person can do instead. What lives in another record (an issue's status and access list, an
 entity's access, a board's sprints, a dashboard's widgets) goes, or stays, with it.
 
-The base decides (`state.written`): a comment whose text a person changed since haul wrote it
+The base decides (`state.written`): a comment or worklog a person changed since haul wrote it
 is kept and named. A checklist goes item by item, only the items haul wrote: one a person
 edited stays (named, the checklist's row kept), one a person added is never haul's to delete.
 """
@@ -29,7 +29,7 @@ from haul.pipelines.removals import (
 )
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.sync.checklists import item_fields
-from haul.pipelines.tracker.transform import QueueMap
+from haul.pipelines.tracker.transform import QueueMap, milliseconds
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
@@ -59,8 +59,8 @@ class TrackerRemovals:
         self.store = store
         self.queues = queues
         self._named: dict[str, set[str]] | None = None
-        # an issue's comments by id, listed once: deleting one changes none of the others
-        self._comments: dict[str, dict[str, dict[str, Any]]] = {}
+        # (issue key, kind) -> its records by id, listed once: deleting one changes no other
+        self._listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
     def removals(self) -> dict[str, Removal]:
         """Ledger entity -> its removal."""
@@ -71,7 +71,7 @@ class TrackerRemovals:
             **issues,
             "deletion": Removal(by_hand=DELETION),
             "comment": self._issue_record("comments", self._comment_changed),
-            "worklog": self._issue_record("worklog"),
+            "worklog": self._issue_record("worklog", self._worklog_changed),
             "attachment": self._issue_record("attachments"),
             "comment_attachment": self._issue_record("attachments"),
             "backfill_attachment": self._issue_record("attachments"),
@@ -187,11 +187,20 @@ class TrackerRemovals:
     async def _comment_changed(self, row: LedgerRow) -> str | None:
         """What a person changed of the comment's text since haul wrote it (file ids aside:
         haul's own second write changes only those)."""
-        key = self._issue_key(row)
-        if key not in self._comments:
-            self._comments[key] = await _by_id(self.client.iter_comments(key, expand=""))
         base = self.store.written.base(row.entity, row.source_id)
-        return _text_changed(base, self._comments[key].get(_id(row)))
+        return _text_changed(base, await self._held(row, "comments"))
+
+    async def _worklog_changed(self, row: LedgerRow) -> str | None:
+        """What a person changed of the worklog's duration or note since haul wrote them."""
+        base = self.store.written.base(row.entity, row.source_id)
+        return _worklog_changed(base, await self._held(row, "worklog"))
+
+    async def _held(self, row: LedgerRow, kind: str) -> dict[str, Any] | None:
+        """The row's record as its issue's listing of `kind` holds it now (None: gone)."""
+        key = self._issue_key(row)
+        if (key, kind) not in self._listed:
+            self._listed[(key, kind)] = await _by_id(_listing(self.client, key, kind))
+        return self._listed[(key, kind)].get(_id(row))
 
     # -- a checklist: the items haul wrote, one by one ----------------------------------------
 
@@ -304,14 +313,26 @@ def _id(row: LedgerRow) -> str:
     return row.target_id or ""
 
 
-async def comment_changed(
-    client: TrackerClient, key: str, comment_id: str, base: dict[str, Any] | None
+async def changed_in_target(
+    client: TrackerClient, key: str, entity: str, target_id: str, base: dict[str, Any] | None
 ) -> str | None:
-    """What a person changed of comment `comment_id` of issue `key` since haul wrote it (its
-    base), file ids aside (haul's own second write changes only those); None when nothing, or
-    when it is gone already."""
-    found = (await _by_id(client.iter_comments(key, expand=""))).get(comment_id)
-    return _text_changed(base, found)
+    """What a person changed of a comment or worklog (`entity`) of issue `key` since haul
+    wrote it (its base): a comment's text (file ids aside: haul's own second write changes
+    only those), a worklog's duration or note; None when nothing, or when it is gone."""
+    kind = "comments" if entity == "comment" else "worklog"
+    found = (await _by_id(_listing(client, key, kind))).get(target_id)
+    return (_text_changed if entity == "comment" else _worklog_changed)(base, found)
+
+
+def _listing(client: TrackerClient, key: str, kind: str) -> AsyncIterator[dict[str, Any]]:
+    return client.iter_comments(key, expand="") if kind == "comments" else client.iter_worklogs(key)
+
+
+def _worklog_changed(base: dict[str, Any] | None, found: dict[str, Any] | None) -> str | None:
+    if found is None:
+        return None  # gone already: its deletion answers 404
+    held = {"duration": milliseconds(found.get("duration")), "comment": found.get("comment") or ""}
+    return changed_since(base, held)
 
 
 def _text_changed(base: dict[str, Any] | None, found: dict[str, Any] | None) -> str | None:
