@@ -493,7 +493,9 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool, include_changed: b
     is kept and named unless --include-changed; an item a person added to a checklist haul
     wrote stays. Killed, run it again: nothing is deleted twice. A page's recovery token is kept and printed. Afterwards haul
     verify reports each record taken back as missing. Exit 3 when a deletion failed or a
-    stopped load left a record in flight; 2 off a terminal without --yes."""
+    stopped load left a record in flight; 1 when a deletion is not confirmed (a reply that is
+    not the API's: a gateway's sign-in page), the rows as they were; 2 off a terminal without
+    --yes."""
     from haul.pipelines.undo import UndoPlan
     from haul.pipelines.undo_cli import run_undo
 

@@ -25,7 +25,8 @@ def run_undo(
     include_changed: bool = False,
 ) -> int:
     """Undo (or, with `dry_run`, say what undo would do), print it; return the exit status:
-    0 when all undo can delete is gone, 3 when some deletion failed or a load is in flight;
+    0 when all undo can delete is gone (what a person changed since haul wrote it is kept and
+    named, as is what the API cannot delete), 3 when some deletion failed or a load is in flight;
     a signal stops it after the deletion under way (Interrupted: exit 1, resumable)."""
 
     def shown(plan: UndoPlan) -> bool:  # the plan is printed before any question
