@@ -214,9 +214,8 @@ class DeletionSync:
         if why is not None:
             raise RecordFailure(
                 f"{entity} {raw['source_id']} is gone at the source ({raw['reason']}), but {why}:"
-                f" kept in the target"
-                f" ({key}); delete it there by hand if it must go, or set [sync] conflicts ="
-                ' "source-wins" and run haul load --retry-failed'
+                f" kept in the target ({key}); delete it there by hand if it must go, or set"
+                ' [sync] conflicts = "source-wins" and run haul load --retry-failed'
             )
 
     async def _send_rule(self, raw: dict[str, Any]) -> str:
