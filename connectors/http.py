@@ -395,6 +395,31 @@ class HttpCore:
 
         return await self._with_retries(request, again, once)
 
+    async def delete(
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        repeatable: bool | None = None,
+    ) -> Any:
+        """DELETE `path`, confirmed: the reply must be empty or JSON (decoded, None when
+        empty). Anything else confirms nothing (a gateway whose session expired answers 200
+        with its HTML sign-in page, and deletes nothing): BadReplyError, which stops the run,
+        naming the URL and what came back, never asked again (the page would come again) and
+        never taken as done, so the caller's ledger stays as it was."""
+        request = self._build("DELETE", path, params=params, json=json)
+        again = is_repeatable(True, repeatable)
+
+        async def once() -> Any:
+            response = await self._attempt(request, write=True, repeatable=again)
+            try:
+                return _decoded(response)
+            except RetryableBadReply as problem:
+                raise self._unconfirmed(request, problem) from None
+
+        return await self._with_retries(request, again, once)
+
     @asynccontextmanager
     async def stream(
         self, method: str, path: str, *, params: dict[str, Any] | None = None
@@ -581,6 +606,16 @@ class HttpCore:
             status=response.status_code,
             server_message=snippet,
             response=response,
+        )
+
+    def _unconfirmed(self, request: httpx.Request, problem: RetryableBadReply) -> BadReplyError:
+        """A deletion answered with something that is not the API's reply."""
+        bad = self._bad_reply(request, problem)
+        return BadReplyError(
+            f"{bad.message}; the deletion is not confirmed, so nothing is counted as deleted:"
+            f" make requests to {self.base_url} reach the API (a gateway's sign-in?), then run"
+            " the same command again",
+            **bad.context(),
         )
 
     def _unreadable_write(

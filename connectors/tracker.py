@@ -455,7 +455,7 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         False when it was gone already (so a repeat after a lost reply is harmless)."""
         path = f"/issues/{_segment(key)}/{kind}/{_segment(record_id)}"
         try:
-            await self.core.request("DELETE", path, repeatable=True)
+            await self.core.delete(path, repeatable=True)
         except NotFoundError:
             return False
         return True

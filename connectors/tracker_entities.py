@@ -135,7 +135,7 @@ class EntityCalls(ServiceClient):
     async def clear_entity_checklist(self, kind: str, entity_id: str) -> None:
         """DELETE the whole checklist (repeatable: a cleared checklist stays cleared)."""
         path = f"{_entity(kind, entity_id)}/checklistItems"
-        await self.core.request("DELETE", path, params=QUIET, repeatable=True)
+        await self.core.delete(path, params=QUIET, repeatable=True)
 
     async def add_entity_checklist_items(
         self, kind: str, entity_id: str, items: list[Record]

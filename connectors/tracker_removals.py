@@ -28,14 +28,10 @@ class RemovalCalls(ServiceClient):
 
     async def _delete(self, path: str, params: dict[str, Any] | None = None) -> bool:
         try:
-            await self.core.request("DELETE", path, params=params, repeatable=True)
+            await self.core.delete(path, params=params, repeatable=True)
         except NotFoundError:
             return False
         return True
-
-    async def clear_checklist(self, key: str) -> bool:
-        """DELETE /issues/{key}/checklistItems: the issue's whole checklist."""
-        return await self._delete(f"/issues/{_segment(key)}/checklistItems")
 
     async def delete_remote_link(self, key: str, link_id: str) -> bool:
         return await self._delete(f"/issues/{_segment(key)}/remotelinks/{_segment(link_id)}")

@@ -49,4 +49,4 @@ class QueueRuleCalls(ServiceClient):
         )
 
     async def delete_rule(self, queue: str, kind: str, rule_id: str | int) -> None:
-        await self.core.request("DELETE", _path(queue, kind, rule_id), repeatable=True)
+        await self.core.delete(_path(queue, kind, rule_id), repeatable=True)

@@ -138,7 +138,7 @@ class WikiClient(ServiceClient):
         """Delete a page (and its subtree when recursive); return the recovery token."""
         params = {"recursive": "true" if recursive else "false"}
         path = f"/pages/{_segment(page_id)}"
-        reply = await self.core.request_json("DELETE", path, params=params)
+        reply = await self.core.delete(path, params=params)
         return str(reply["recovery_token"])
 
     async def move_page(self, source: str, target: str) -> int:
@@ -193,9 +193,7 @@ class WikiClient(ServiceClient):
         """Revoke one entry; an entry already gone is not an error (so it is repeatable)."""
         path = f"/pages/{_segment(page_id)}/access/{_segment(access_id)}"
         with suppress(NotFoundError):  # revoked already, by an attempt whose reply was lost
-            await self.core.request(
-                "DELETE", path, params={"prevent_selflock": "true"}, repeatable=True
-            )
+            await self.core.delete(path, params={"prevent_selflock": "true"}, repeatable=True)
 
     async def groups(self) -> list[Record] | None:
         """The org's groups (``{id, name, members: [{uid, cloud_uid, username}]}``) from the
@@ -226,9 +224,7 @@ class WikiClient(ServiceClient):
 
     async def delete_attachment(self, page_id: int, file_id: int) -> None:
         """Delete an attachment (irreversible)."""
-        await self.core.request(
-            "DELETE", f"/pages/{_segment(page_id)}/attachments/{_segment(file_id)}"
-        )
+        await self.core.delete(f"/pages/{_segment(page_id)}/attachments/{_segment(file_id)}")
 
     async def upload(self, page_id: int, *, file_name: str, path: Path) -> Record:
         """Send a file through an upload session, part by part, and attach it to a page.
@@ -327,7 +323,7 @@ class WikiClient(ServiceClient):
 
     async def delete_grid(self, grid_id: str) -> None:
         """Delete a grid (irreversible, no recovery token)."""
-        await self.core.request("DELETE", f"/grids/{_segment(grid_id)}")
+        await self.core.delete(f"/grids/{_segment(grid_id)}")
 
     async def add_columns(self, grid_id: str, revision: str, columns: list[Record]) -> str:
         """Add columns (each with slug, title, type, required); return the new revision."""
@@ -388,7 +384,7 @@ class WikiClient(ServiceClient):
     async def delete_comment(self, page_id: int, comment_id: int) -> None:
         """Delete a comment (irreversible)."""
         path = f"/pages/{_segment(page_id)}/comments/{_segment(comment_id)}"
-        await self.core.request("DELETE", path)
+        await self.core.delete(path)
 
     # -- helpers -----------------------------------------------------------------------
 

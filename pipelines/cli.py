@@ -259,7 +259,7 @@ def failures_command(
 ) -> None:
     """List the records that could not be extracted whole or loaded: first their causes,
     commonest first (with the records waiting under each), then each record with its error."""
-    from haul.pipelines.failures import store_failures
+    from haul.pipelines.failures import problem_stage, store_failures
 
     config = load_config(config_path)
     if not config.staging_path.exists():
@@ -275,7 +275,10 @@ def failures_command(
     for cause in failures.causes:
         click.echo(f"cause: {cause.line()}")
     lines = [
-        (failures.rank(p.entity, p.source_id), f"{p.entity} {p.source_id} (extract): {p.error}")
+        (
+            failures.rank(p.entity, p.source_id),
+            f"{p.entity} {p.source_id} ({problem_stage(p.entity)}): {p.error}",
+        )
         for p in problems
     ]
     lines += [
@@ -476,14 +479,23 @@ def map_command(config_path: Path, fmt: str, entities: tuple[str, ...]) -> None:
 @CONFIG_OPTION
 @click.option("--dry-run", is_flag=True, help="Only list what it would delete and keep.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed off a terminal).")
-def undo_command(config_path: Path, dry_run: bool, yes: bool) -> None:
+@click.option(
+    "--include-changed",
+    is_flag=True,
+    help="Delete also what a person changed in the target since haul wrote it (kept otherwise).",
+)
+def undo_command(config_path: Path, dry_run: bool, yes: bool, include_changed: bool) -> None:
     """Take the migration back from the ledger, newest first: delete from the target what
     the loads wrote and the API can delete (comments, worklogs, files, links, checklists,
     pages, grids, filters, entities, boards, ...), and list what it cannot (issues: the
-    tracker deletes none; each is named with how to archive it). Killed, run it again:
-    nothing is deleted twice. A page's recovery token is kept and printed. Afterwards haul
+    tracker deletes none; each is named with how to archive it). What a person changed in the
+    target since haul wrote it (a comment edited, a page rewritten, a checklist item edited)
+    is kept and named unless --include-changed; an item a person added to a checklist haul
+    wrote stays. Killed, run it again: nothing is deleted twice. A page's recovery token is kept and printed. Afterwards haul
     verify reports each record taken back as missing. Exit 3 when a deletion failed or a
-    stopped load left a record in flight; 2 off a terminal without --yes."""
+    stopped load left a record in flight; 1 when a deletion is not confirmed (a reply that is
+    not the API's: a gateway's sign-in page), the rows as they were; 2 off a terminal without
+    --yes."""
     from haul.pipelines.undo import UndoPlan
     from haul.pipelines.undo_cli import run_undo
 
@@ -498,7 +510,9 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool) -> None:
             return True
         return click.confirm(f"Delete {len(plan.to_delete):,} records from the target?")
 
-    raise Exit(run_undo(config, console, dry_run=dry_run, confirm=confirm))
+    raise Exit(
+        run_undo(config, console, dry_run=dry_run, include_changed=include_changed, confirm=confirm)
+    )
 
 
 @main.command("config-schema")

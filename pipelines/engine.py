@@ -70,6 +70,9 @@ BLOCKED = " was not loaded, blocked by its conflict: "
 # a problem kept under "<entity>:change": a loaded record whose change at the source its
 # `refresh` could not carry (the row stays done and changed, so the next load tries again)
 CHANGE = ":change"
+# a problem kept under "<entity>:kept": a loaded record haul undo (or a mirrored deletion)
+# kept because a person changed it in the target since haul wrote it (the row stays done)
+KEPT = ":kept"
 
 
 class PlannedConflict(RecordFailure):
@@ -750,6 +753,12 @@ def begin_undo(ledger: Ledger, row: LedgerRow) -> None:
     """Mark a loaded row's record as being taken back: committed before its DELETE is sent,
     so a crash after the send leaves a row the next undo sends again (a 404 settles it)."""
     ledger.undo_begin(row.entity, row.source_id)
+
+
+def call_off_undo(ledger: Ledger, row: LedgerRow) -> None:
+    """Record that undo keeps a row's record it had begun to take back (a person changed it
+    since haul wrote it, so its DELETE was never confirmed): the row is loaded as before."""
+    ledger.undo_called_off(row.entity, row.source_id)
 
 
 def record_undone(

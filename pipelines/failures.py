@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from haul.pipelines.engine import CHANGE
+from haul.pipelines.engine import CHANGE, KEPT
 from haul.state.store import StagingStore
 
 # the engine's words for a record left failed by another (see `engine`)
@@ -48,7 +48,7 @@ class Cause:
 
     def line(self) -> str:
         """One line for a person: how many, of what, why, and how many wait under them."""
-        stage = " (extract)" if self.stage == "extract" else ""
+        stage = f" ({self.stage})" if self.stage in ("extract", "undo") else ""
         under = sum(self.waiting.values())
         more = f"; {under} record(s) waiting under them" if under else ""
         return f"{self.count} {self.entity}{stage}: {self.reason}{more}"
@@ -108,7 +108,7 @@ def sort_failures(
         return groups[group]
 
     for entity, source_id, error in problems:  # a change not carried is the load's problem
-        stage = "load" if entity.endswith(CHANGE) else "extract"
+        stage = problem_stage(entity)
         cause = cause_for(stage, (entity, source_id), error)
         cause.roots.append(source_id)
         cause_of[(entity, source_id)] = cause
@@ -124,6 +124,15 @@ def sort_failures(
         cause_of[key] = cause
     ordered = sorted(groups.values(), key=lambda c: (-c.total, -c.count, c.entity, c.reason))
     return Failures(ordered, cause_of, waiting)
+
+
+def problem_stage(entity: str) -> str:
+    """The stage a problem kept under `entity` belongs to: a change the load could not carry
+    ("<entity>:change"), a record undo kept as a person changed it ("<entity>:kept"), or
+    the extract's."""
+    if entity.endswith(CHANGE):
+        return "load"
+    return "undo" if entity.endswith(KEPT) else "extract"
 
 
 def _root(key: Key, errors: dict[Key, str]) -> Key:

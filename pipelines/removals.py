@@ -14,6 +14,12 @@ A service gives one `Removal` per ledger entity it loads (`TargetParts.removals`
                      comment's text written again loads under its issue, lives in the comment)
     in_use(row)   -> why the record stays although it could be deleted (a component that
                      issues which stay still name), or None, optional
+    changed(row)  -> what a person changed in the target since haul wrote the record (its
+                     base, `state.written`), or None, optional: the base decides, so undo
+                     keeps such a record, counted and named, unless told to include changed
+                     records (`haul undo --include-changed`)
+    delete_unchanged(row) -> for a record of parts kept as changed (a checklist's items):
+                     delete the parts still as haul wrote them, optional
 
 An entity with none of them is kept and named as such. A record the target held before the
 load found it (`found`) is never deleted: it was not haul's.
@@ -21,9 +27,9 @@ load found it (`found`) is never deleted: it was not haul's.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from haul.state.ledger import LedgerRow
 
@@ -44,18 +50,37 @@ class Removal:
     with_parent: bool = False
     lives_in: Callable[[LedgerRow], tuple[str, str]] | None = None  # (entity, source id)
     in_use: Callable[[LedgerRow], str | None] | None = None
+    changed: Callable[[LedgerRow], Awaitable[str | None]] | None = None
+    delete_unchanged: Callable[[LedgerRow], Awaitable[None]] | None = None
 
 
 def deleted_by(
     delete: Callable[[LedgerRow], Awaitable[bool]],
     in_use: Callable[[LedgerRow], str | None] | None = None,
+    changed: Callable[[LedgerRow], Awaitable[str | None]] | None = None,
 ) -> Removal:
     """A removal whose call answers True when it deleted, False on a 404 (no token)."""
 
     async def removed(row: LedgerRow) -> Removed:
         return Removed(await delete(row))
 
-    return Removal(delete=removed, in_use=in_use)
+    return Removal(delete=removed, in_use=in_use, changed=changed)
+
+
+def changed_since(
+    base: Mapping[str, Any] | None,
+    found: Mapping[str, Any],
+    same: Callable[[Any, Any], bool] = lambda wrote, held: wrote == held,
+) -> str | None:
+    """What a person changed of a record haul wrote, in words ("its text"): the fields of the
+    base whose value in the target (`found`) is not the one haul wrote; None when none. No
+    base (a store older than three-way sync) tells nothing: None, as three-way sync reads it."""
+    if base is None:
+        return None
+    names = [name for name, wrote in base.items() if not same(wrote, found.get(name))]
+    if not names:
+        return None
+    return f"a person changed its {' and '.join(names)} in the target since haul wrote it"
 
 
 WITH_PARENT = Removal(with_parent=True)

@@ -409,7 +409,7 @@ def render_html(report: dict[str, Any]) -> str:
 <h2>Waiting for a later run</h2>
 {_waiting(report.get("waiting") or [], int(report.get("waiting_count") or 0))}
 <h2>Figures</h2>
-<p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}. Changes at the source not carried: {report.get("changes_not_carried", 0)}.</p>
+<p>Users loaded as the default user: {escape(users)}. Extract problems: {report.get("extract_problems", 0)}. Changes at the source not carried: {report.get("changes_not_carried", 0)}. Kept by haul undo, changed by a person since haul wrote them: {len(report.get("kept_as_changed") or [])} (haul failures names them).</p>
 {_figures(report.get("details") or {})}
 <h2>Last runs</h2>
 {_table(report.get("runs") or [], ["id", "command", "outcome", "seconds", "started_at"], "runs", ["command", "outcome"])}

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from haul.pipelines import report_parts
-from haul.pipelines.engine import CHANGE
+from haul.pipelines.engine import CHANGE, KEPT
 from haul.pipelines.failures import store_failures
 from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
 from haul.pipelines.status import verify_after
@@ -98,7 +98,7 @@ def headline(
 def run_headline(store: StagingStore, run: Mapping[str, Any]) -> Headline:
     """The headline of the store's latest run: its outcome, its failures, the verify after it."""
     failed = sum(states.get("failed", 0) for states in store.ledger.counts().values())
-    failed += sum(not p.entity.endswith(CHANGE) for p in store.problems)
+    failed += sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems)
     verify = verify_after(store.get_checkpoint(VERIFY_CHECKPOINT), run.get("ended_at"))
     return headline(run.get("outcome") or "running", failed, verify, waiting_count(store))
 
@@ -158,8 +158,13 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
             if points
         },
         "unmapped_users": details.get("unmapped_users", []),
-        "extract_problems": sum(not p.entity.endswith(CHANGE) for p in store.problems),
+        "extract_problems": sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems),
         "changes_not_carried": sum(p.entity.endswith(CHANGE) for p in store.problems),
+        "kept_as_changed": [  # by undo: a person changed them in the target since haul wrote them
+            {"entity": p.entity.removesuffix(KEPT), "source_id": p.source_id, "why": p.error}
+            for p in store.problems
+            if p.entity.endswith(KEPT)
+        ],
         "failures_by_reason": failures_by_reason(store),
         "throughput": throughput(store, run.get("started_at"), run.get("ended_at")),
         "verify": store.get_checkpoint(VERIFY_CHECKPOINT),

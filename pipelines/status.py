@@ -21,7 +21,8 @@ from typing import Any
 
 from rich.console import Console
 
-from haul.pipelines.engine import CHANGE
+from haul.pipelines.engine import CHANGE, KEPT
+from haul.pipelines.failures import problem_stage
 from haul.pipelines.report import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
@@ -74,6 +75,8 @@ class Status:
     # entity -> (loaded records haul undo took out of the target, those whose DELETE an
     # interrupted undo may not have sent): still counted as loaded, reported missing by verify
     undone: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # entity -> loaded records haul undo kept: a person changed them since haul wrote them
+    kept_as_changed: dict[str, int] = field(default_factory=dict)
 
     @property
     def waiting_total(self) -> int:
@@ -157,7 +160,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         planned[kind] = planned.get(kind, 0) + sum(states.values())
     status = Status(
         runs=recent,
-        problems=sum(not p.entity.endswith(CHANGE) for p in store.problems),
+        problems=sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems),
         changes=sum(p.entity.endswith(CHANGE) for p in store.problems),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
@@ -166,6 +169,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         out_of_scope=out_of_scope(store, deletion_kinds(services)),
         waiting=waiting_records(store, SHOWN),
         undone=_undone(store),
+        kept_as_changed=_kept_as_changed(store),
     )
     for service in services:
         for entity in loadable(service):
@@ -260,6 +264,16 @@ def deletion_kinds(services: Sequence[Service]) -> list[tuple[str, str]]:
     ]
 
 
+def _kept_as_changed(store: StagingStore) -> dict[str, int]:
+    """entity -> records haul undo kept because a person changed them since haul wrote them."""
+    counts: dict[str, int] = {}
+    for problem in store.problems:
+        if problem.entity.endswith(KEPT):
+            entity = problem.entity.removesuffix(KEPT)
+            counts[entity] = counts.get(entity, 0) + 1
+    return counts
+
+
 def _undone(store: StagingStore) -> dict[str, tuple[int, int]]:
     """entity -> (rows haul undo took back, rows it began to take back)."""
     counts = store.ledger.undo_counts()
@@ -332,6 +346,12 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             f"undone: {entity}: {undone} loaded, then taken out of the target by haul undo"
             f"{unsure} (counted as loaded above; haul verify reports them missing)",
         )
+    for entity, kept in status.kept_as_changed.items():
+        say(
+            console,
+            f"kept by undo: {entity}: {kept} (a person changed them in the target since haul"
+            " wrote them; haul failures names them, haul undo --include-changed deletes them)",
+        )
     for run in status.runs:
         say(
             console,
@@ -356,7 +376,6 @@ def write_failures_csv(path: Path, problems: Sequence[Any], rows: Sequence[Any])
         writer = csv.writer(handle)
         writer.writerow(["entity", "source_id", "stage", "attempts", "error"])
         writer.writerows(
-            [p.entity, p.source_id, "load" if p.entity.endswith(CHANGE) else "extract", "", p.error]
-            for p in problems
+            [p.entity, p.source_id, problem_stage(p.entity), "", p.error] for p in problems
         )
         writer.writerows([r.entity, r.source_id, "load", r.attempts, r.error] for r in rows)

@@ -10,6 +10,13 @@ not have been deleted, and a 404 then settles it as gone. What lives in another 
 page's access, a grid's rows) is settled with it. The rows stay done, marked undone, so that
 `haul verify` reports each as missing.
 
+The base decides: a record a person changed in the target since haul wrote it (a comment
+edited, a page rewritten, a checklist item edited) is kept, its row loaded as it was, counted
+and named (here, in `haul status` and `haul failures`: a problem under "<entity>:kept"), unless
+`include_changed` says to delete it all the same. Of a checklist only the items haul wrote go;
+an item a person added stays. A deletion counts only once the target confirms it: a reply that
+is not the API's (a gateway's sign-in page) stops the undo (`BadReplyError`), the row as it was.
+
     plan_undo(store, removals)      -> UndoPlan: what would be deleted, kept, settled
     undo(config, dry_run, confirm)  -> UndoResult: the plan and what was done
 """
@@ -25,7 +32,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
 from haul.pipelines.config import Config
-from haul.pipelines.engine import begin_undo, record_undone
+from haul.pipelines.engine import KEPT, begin_undo, call_off_undo, record_undone
 from haul.pipelines.removals import Removal
 from haul.pipelines.runner import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.specs import RecordFailure
@@ -35,6 +42,7 @@ from haul.state.store import StagingStore
 log = structlog.get_logger(__name__)
 
 NO_REMOVAL = "haul knows no deletion for it: remove it by hand if it must go"
+KEPT_BY_UNDO = "kept by haul undo (haul undo --include-changed deletes it, or remove it by hand)"
 
 
 class UndoDeclined(HaulError):
@@ -89,6 +97,7 @@ class UndoResult:
     kept_with: Counter[tuple[str, str]] = field(default_factory=Counter)  # (entity, parent's)
     recovery_tokens: dict[str, str] = field(default_factory=dict)  # "entity id" -> token
     failed: list[tuple[LedgerRow, str]] = field(default_factory=list)
+    changed: list[Kept] = field(default_factory=list)  # kept: a person changed them since
     stopped: bool = False  # a signal asked it to stop: what is left goes on the next run
 
     @property
@@ -128,6 +137,7 @@ class Undoer:
     store: StagingStore
     removals: Mapping[str, Removal]
     stop_requested: Callable[[], bool] = lambda: False
+    include_changed: bool = False  # delete what a person changed since haul wrote it too
 
     async def run(self, plan: UndoPlan) -> UndoResult:
         self.result = UndoResult(plan)
@@ -140,9 +150,13 @@ class Undoer:
         return self.result
 
     async def _take_back(self, row: LedgerRow) -> None:
-        """Delete one record exactly once: marked in flight (committed), sent, recorded."""
-        delete = self.removals[row.entity].delete
+        """Delete one record exactly once: marked in flight (committed), sent, recorded; one
+        a person changed since haul wrote it is kept (see the module docstring)."""
+        removal = self.removals[row.entity]
+        delete = removal.delete
         assert delete is not None  # planned for deletion
+        if await self._kept_as_changed(row, removal):
+            return
         if row.undo != "in_flight":
             begin_undo(self.store.ledger, row)
         try:
@@ -154,11 +168,37 @@ class Undoer:
             self._fail(row, str(exc))
             return
         how = "deleted" if removed.deleted else "gone"
-        record_undone(self.store.ledger, row, how, removed.recovery_token)
+        with self.store.transaction():
+            record_undone(self.store.ledger, row, how, removed.recovery_token)
+            self.store.problems.clear(f"{row.entity}{KEPT}", row.source_id)
         (self.result.deleted if removed.deleted else self.result.gone)[row.entity] += 1
         if removed.recovery_token:
             self.result.recovery_tokens[f"{row.entity} {row.target_id}"] = removed.recovery_token
         log.info("record_undone", entity=row.entity, record=row.source_id, how=how)
+
+    async def _kept_as_changed(self, row: LedgerRow, removal: Removal) -> bool:
+        """Whether the row's record stays because a person changed it since haul wrote it
+        (what of it is still haul's as written goes: a checklist's other items); named."""
+        if self.include_changed or removal.changed is None:
+            return False
+        try:
+            why = await removal.changed(row)
+            if why is not None and removal.delete_unchanged is not None:
+                await removal.delete_unchanged(row)
+        except (RecordError, RecordFailure) as exc:
+            self._fail(row, str(exc))
+            return True
+        if why is None:
+            return False
+        with self.store.transaction():
+            if row.undo == "in_flight":  # begun by an undo that stopped: the record is held
+                call_off_undo(self.store.ledger, row)
+            self.store.problems.record(
+                f"{row.entity}{KEPT}", row.source_id, f"{KEPT_BY_UNDO}: {why}", parent=row.parent
+            )
+        self.result.changed.append(Kept(row, why))
+        log.info("undo_kept_changed", entity=row.entity, record=row.source_id, why=why)
+        return True
 
     def _fail(self, row: LedgerRow, why: str) -> None:
         log.warning("undo_failed", entity=row.entity, record=row.source_id, error=why)
@@ -204,12 +244,13 @@ async def undo(
     *,
     environ: Mapping[str, str] = os.environ,
     dry_run: bool = False,
+    include_changed: bool = False,
     confirm: Callable[[UndoPlan], bool] = lambda plan: True,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> UndoResult:
     """Take back what the loads into the target wrote; with `dry_run`, only say what would
     go. `confirm` sees the plan before any deletion and may decline (UndoDeclined: nothing
-    deleted)."""
+    deleted). `include_changed`: delete also what a person changed since haul wrote it."""
     target = config.require_target("undo")
     async with open_clients(config, environ, target) as (targets,):
         claim_target(config, target, record=not dry_run)  # a 404 is "gone" only in its org
@@ -224,12 +265,13 @@ async def undo(
                 return UndoResult(plan, dry_run=True)
             if not confirm(plan):
                 raise UndoDeclined()
-            undoer = Undoer(store, removals, stop_requested)
+            undoer = Undoer(store, removals, stop_requested, include_changed)
             result = await undoer.run(plan)
     log.info(
         "undo_finished",
         deleted=sum(result.deleted.values()),
         gone=sum(result.gone.values()),
         failed=len(result.failed),
+        kept_changed=len(result.changed),
     )
     return result

@@ -22,9 +22,11 @@ def run_undo(
     *,
     dry_run: bool,
     confirm: Callable[[UndoPlan], bool],
+    include_changed: bool = False,
 ) -> int:
     """Undo (or, with `dry_run`, say what undo would do), print it; return the exit status:
-    0 when all undo can delete is gone, 3 when some deletion failed or a load is in flight;
+    0 when all undo can delete is gone (what a person changed since haul wrote it is kept and
+    named, as is what the API cannot delete), 3 when some deletion failed or a load is in flight;
     a signal stops it after the deletion under way (Interrupted: exit 1, resumable)."""
 
     def shown(plan: UndoPlan) -> bool:  # the plan is printed before any question
@@ -35,7 +37,13 @@ def run_undo(
         stop = GracefulStop()  # SIGINT or SIGTERM: the deletion under way ends, recorded
         stop.install()
         try:
-            return await undo(config, dry_run=dry_run, confirm=shown, stop_requested=stop.requested)
+            return await undo(
+                config,
+                dry_run=dry_run,
+                include_changed=include_changed,
+                confirm=shown,
+                stop_requested=stop.requested,
+            )
         finally:
             stop.uninstall()
 
@@ -96,6 +104,13 @@ def print_result(result: UndoResult, console: Console) -> None:
             _say(console, f"{label}: {shown}")
     for (entity, parent), n in sorted(result.kept_with.items()):
         _say(console, f"kept with their {parent}, which stays: {entity} {n}")
+    for kept in result.changed:
+        row = kept.row
+        _say(console, f"kept as changed: {row.entity} {row.source_id} (target {row.target_id}):"
+                      f" {kept.why}")  # fmt: skip
+    if result.changed:
+        _say(console, f"{len(result.changed)} record(s) kept: a person changed them since haul"
+                      " wrote them; haul undo --include-changed deletes them")  # fmt: skip
     for row, why in result.failed:
         _say(console, f"not undone: {row.entity} {row.source_id} (target {row.target_id}): {why}")
     if result.failed:

@@ -14,6 +14,8 @@ pattern on the request path (no GLOB: every path):
 - ``slow_after:RATE:MS``    apply the request, then hold its reply MS milliseconds (a reply
                             slower than the client's timeout: the write was applied)
 - ``html:RATE``             answer 200 with an HTML page (a proxy's login page, say)
+- ``html_delete:RATE``      answer a DELETE (only) 200 with an HTML page, deleting nothing
+                            (a gateway whose sign-in session expired)
 - ``error_object:RATE``     answer 200 with the tracker's error object (where a list belongs)
 - ``short_body:RATE``       reply with the first half of the body, Content-Length to match
 - ``cut_body:RATE``         send the first half of the body under the full Content-Length,
@@ -77,6 +79,7 @@ _KINDS = (
     "drop_after",
     "slow_after",
     "html",
+    "html_delete",
     "error_object",
     "short_body",
     "cut_body",
@@ -242,6 +245,7 @@ class FaultPlan:
                 for f in faults
                 if f.kind not in ("latency", "ratelimit", *SERVED)
                 and (f.kind != "refuse" or not is_read(method, path))
+                and (f.kind != "html_delete" or method.upper() == "DELETE")
                 and self._rng.random() < f.rate
             ]
         first = hits[0] if hits else None
@@ -376,6 +380,8 @@ class FaultMiddleware:
             await _held(self.app, scope, receive, send, decision.hold_s)
         elif decision.action in ("html", "error_object"):
             await _wrong_body(send, decision.action)
+        elif decision.action == "html_delete":
+            await _wrong_body(send, "html")
         elif decision.action in ("short_body", "cut_body"):
             await _halved(self.app, scope, receive, send, cut=decision.action == "cut_body")
         elif decision.action == "dribble":

@@ -250,8 +250,13 @@ class Ledger:
             raise ValueError(f"unknown undo outcome {how!r}; one of {UNDONE}")
         self._undo_move(entity, source_id, "record undone", how, recovery_token)
 
+    def undo_called_off(self, entity: str, source_id: str) -> None:
+        """The row's record stays in the target after all (a person changed it since haul
+        wrote it): an undo begun on it is called off, the row loaded as before."""
+        self._undo_move(entity, source_id, "call off undoing", None, None)
+
     def _undo_move(
-        self, entity: str, source_id: str, verb: str, undo: str, token: str | None
+        self, entity: str, source_id: str, verb: str, undo: str | None, token: str | None
     ) -> None:
         # updated_at stays: it dates the row's last load move, the order undo goes back in
         cursor = self._db.execute(

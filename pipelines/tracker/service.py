@@ -220,7 +220,12 @@ def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
     prints = TrackerFingerprints(client, transform, target.uids, keys.key)
     statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
     mirror = target.config.sync.deletions == "mirror"
-    deletions = DeletionSync(client, keys.key, transform.queues.queue) if mirror else None
+    wins = target.config.sync.conflicts == "source-wins"
+    deletions = (
+        DeletionSync(client, keys.key, transform.queues.queue, target.store.written.base, wins)
+        if mirror
+        else None
+    )
     probe = TargetProbe(client)
     forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
     patches = TextPatches(client, target.store, transform.references, transform.text)

@@ -18,6 +18,9 @@ in the target, found done when the target no longer holds it. A replaced file's 
 deleted in either mode: the target then holds what the source holds. A page is deleted
 without its subtree (a page still under it at the source stays); the recovery token the
 target answers is kept as the row's target id, and logged with how to restore the page.
+The base decides: a page a person rewrote in the target since haul wrote it is a conflict
+(deleted at the source, changed in the target): kept, its row failed naming it, unless
+`[sync] conflicts = "source-wins"`.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ import structlog
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.specs import Forgotten, Planned, Sent
+from haul.pipelines.specs import Forgotten, Planned, RecordFailure, Sent
 from haul.pipelines.streams import Row
+from haul.pipelines.wiki.undo import page_changed
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -133,6 +137,7 @@ class WikiDeletions:
     client: WikiClient
     store: StagingStore
     page_id: Callable[[str], str | None]
+    source_wins: bool = False  # [sync] conflicts = "source-wins": a person's edit goes too
 
     async def send(self, record: StagedRecord, parent: str | None) -> str | Sent:
         """One DELETE; what is gone already is deleted all the same. The deleted record's
@@ -152,6 +157,7 @@ class WikiDeletions:
     async def _delete(self, raw: dict[str, Any], target: str) -> str:
         entity = raw["entity"]
         if entity == "wiki_page":
+            await self._refuse_changed(raw, int(target))
             token = await self.client.delete_page(int(target))
             log.info("wiki_page_deleted_in_target", page=raw["source_id"], target=target,
                      restore=f"POST /pages/recovery_tokens/{token}/recover")  # fmt: skip
@@ -166,6 +172,19 @@ class WikiDeletions:
             if page_id is not None:
                 await self.client.delete_attachment(int(page_id), int(target))
         return f"deleted {target}"
+
+    async def _refuse_changed(self, raw: dict[str, Any], page_id: int) -> None:
+        """A page a person rewrote since haul wrote it is kept: its row fails, named."""
+        if self.source_wins:
+            return
+        base = self.store.written.base("wiki_page", str(raw["source_id"]))
+        why = await page_changed(self.client, page_id, base)
+        if why is not None:
+            raise RecordFailure(
+                f"wiki_page {raw['source_id']} is gone at the source ({raw['reason']}), but"
+                f" {why}: kept in the target (page {page_id}); delete it there by hand if it must"
+                ' go, or set [sync] conflicts = "source-wins" and run haul load --retry-failed'
+            )
 
     async def find(self, record: StagedRecord, parent: str | None, unclaimed: Any) -> Sent | None:
         """Done when the target no longer holds the record (or its page); its rows are

@@ -125,7 +125,8 @@ class WikiLoad:
     def __post_init__(self) -> None:
         self.three_way = ThreeWay(self.store.written, self.conflicts, self.changes)
         self.grids = GridSync(self.client, self._cell)
-        self.deletions = WikiDeletions(self.client, self.store, self._page_target)
+        wins = self.conflicts == "source-wins"
+        self.deletions = WikiDeletions(self.client, self.store, self._page_target, wins)
 
     def _page_target(self, slug: str) -> str | None:
         row = self.store.ledger.get("wiki_page", slug)

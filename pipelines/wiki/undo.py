@@ -4,7 +4,9 @@ Pages, files, grids and comments are deleted by their target ids (a comment's is
 "<page id>/<comment id>"; a file's page is its parent's). A page is deleted alone, never
 with its subtree (what a person added under it stays): its subpages, newer, went before it.
 The wiki answers a page's deletion with a recovery token, kept in the ledger row. A page's
-access and a grid's rows go with them. A deletion mirrored from the source is kept.
+access and a grid's rows go with them. A deletion mirrored from the source is kept. The base
+decides (`state.written`): a page whose title or body a person changed since haul wrote it is
+kept and named.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Awaitable
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.removals import WITH_PARENT, Removal, Removed, deleted_by
-from haul.pipelines.specs import RecordFailure
+from haul.pipelines.removals import WITH_PARENT, Removal, Removed, changed_since, deleted_by
+from haul.pipelines.specs import Fields, RecordFailure
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
@@ -31,7 +33,7 @@ class WikiRemovals:
     def removals(self) -> dict[str, Removal]:
         """Ledger entity -> its removal."""
         return {
-            "wiki_page": Removal(delete=self._page),
+            "wiki_page": Removal(delete=self._page, changed=self._page_changed),
             "wiki_page_access": WITH_PARENT,
             "wiki_attachment": deleted_by(self._attachment),
             "wiki_grid": deleted_by(self._grid),
@@ -50,6 +52,10 @@ class WikiRemovals:
             return Removed(False)
         return Removed(True, token)
 
+    async def _page_changed(self, row: LedgerRow) -> str | None:
+        base = self.store.written.base(row.entity, row.source_id)
+        return await page_changed(self.client, _number(row.target_id), base)
+
     async def _attachment(self, row: LedgerRow) -> bool:
         page = self.store.ledger.target_id(row.parent_entity or "", row.parent or "")
         if page is None:
@@ -63,6 +69,18 @@ class WikiRemovals:
     async def _comment(self, row: LedgerRow) -> bool:
         page, _, comment = (row.target_id or "").partition("/")
         return await _gone_is_false(self.client.delete_comment(_number(page), _number(comment)))
+
+
+async def page_changed(client: WikiClient, page_id: int, base: Fields | None) -> str | None:
+    """What a person changed of the page's title or body since haul wrote them (its base);
+    None when nothing, when haul kept no base, or when the page is gone already."""
+    if base is None:
+        return None
+    try:
+        page = await client.get_access(page_id)
+    except NotFoundError:
+        return None
+    return changed_since(base, {name: str(page.get(name) or "") for name in base})
 
 
 async def _gone_is_false(deletion: Awaitable[None]) -> bool:

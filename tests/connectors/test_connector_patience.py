@@ -129,6 +129,26 @@ async def test_html_with_200_to_a_write_is_not_sent_again(make_core, sleep) -> N
     assert "haul load --retry-failed" in message and TOKEN not in message
 
 
+@pytest.mark.parametrize("repeatable", [True, False])
+async def test_a_deletion_answered_with_html_is_not_confirmed(make_core, sleep, repeatable) -> None:
+    """A gateway whose session expired answers a DELETE 200 with its sign-in page, deleting
+    nothing: not taken as done, not asked again, a BadReplyError (the run stops) naming the
+    URL and what came back; an empty reply (204) confirms the deletion."""
+    page = httpx.Response(200, headers={"Content-Type": "text/html"}, content=b"<html>Login</html>")
+    handler = answering(page)
+    async with make_core(handler) as core:
+        with pytest.raises(BadReplyError) as caught:
+            await core.delete("/issues/T-1/comments/5", repeatable=repeatable)
+    assert len(handler.calls) == 1
+    message = str(caught.value)
+    assert (
+        "tracker DELETE https://tracker.test/v3/issues/T-1/comments/5 -> 200 (text/html)" in message
+    )
+    assert "<html>Login" in message and "the deletion is not confirmed" in message
+    async with make_core(answering(httpx.Response(204))) as core:
+        assert await core.delete("/issues/T-1/comments/5", repeatable=repeatable) is None
+
+
 async def test_a_redirect_to_another_host_is_named_and_gets_no_token(make_core) -> None:
     """Sent to another host, the call fails as a redirect, not as a rejected token, and the
     other host gets no request at all (so neither the token nor the org id)."""

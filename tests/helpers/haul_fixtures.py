@@ -26,6 +26,7 @@ def write_config(
     extra: str = "",
     services: tuple[str, ...] = ("tracker",),
     scope: dict[str, Any] | None = None,
+    wiki_roots: list[str] | None = None,
 ) -> Path:
     """haul.toml in `directory` for the sandbox `info`, both orgs' token in TOKEN_ENV."""
     options = SandboxConfig(
@@ -38,6 +39,7 @@ def write_config(
         sections=extra,
         services=services,
         scope_extra=scope or {},
+        wiki_roots=wiki_roots,
     )
     return write_sandbox_config(directory, info, options)
 

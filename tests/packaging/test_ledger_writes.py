@@ -30,6 +30,7 @@ TRANSITIONS = {
     "refreshed",
     "undo_begin",
     "undone",
+    "undo_called_off",
     "wait",
     "wake",
 }

@@ -143,6 +143,39 @@ async def test_a_refused_deletion_is_named_and_tried_again_next_time(store: Stag
     assert target.sent.count("n-3") == 2 and target.held == {"s-1"}
 
 
+async def test_a_note_a_person_changed_is_kept_and_named_until_changed_ones_are_included(
+    store: StagingStore,
+) -> None:
+    """Note 2 was edited in the target since haul wrote it: undo keeps it (its row loaded, the
+    undo a stopped run began on it called off) and names it, with its access; undo told to
+    include changed records deletes it, and it is no longer named."""
+    target = migrated(store)
+    row = store.ledger.get("note", "B/2")
+    assert row is not None
+    begin_undo(store.ledger, row)  # a stopped undo began it; its DELETE never went through
+
+    async def changed(row: LedgerRow) -> str | None:
+        return "a person changed its text" if row.target_id == "n-2" else None
+
+    guarded = {**removals(target), "note": Removal(delete=target.delete, changed=changed)}
+    kept = Undoer(store, guarded)
+    await kept.run(plan_undo(store, guarded))
+    states = {(r.entity, r.source_id): r.undo for r in store.ledger.iter_rows(status="done")}
+    named = [(p.entity, p.source_id, p.error) for p in store.problems]
+    everything = Undoer(store, guarded, include_changed=True)
+    await everything.run(plan_undo(store, guarded))
+
+    assert [(k.row.source_id, k.why) for k in kept.result.changed] == [
+        ("B/2", "a person changed its text")
+    ]
+    assert states[("note", "B/2")] is None and states[("note_access", "B/2")] is None
+    assert states[("note", "B/1")] == "deleted" and target.sent.count("n-2") == 1
+    assert [(entity, source_id) for entity, source_id, _ in named] == [("note:kept", "B/2")]
+    assert "haul undo --include-changed deletes it" in named[0][2]
+    assert dict(everything.result.deleted) == {"note": 1} and target.held == {"s-1"}
+    assert list(store.problems) == []
+
+
 def test_every_entity_the_tracker_and_the_wiki_load_has_a_removal() -> None:
     """Undo says, for each kind of record loaded, how it is taken back or why it stays."""
     tracker = TrackerRemovals(None, None, None).removals()  # type: ignore[arg-type]

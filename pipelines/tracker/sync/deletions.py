@@ -17,7 +17,10 @@ Each becomes one staged `deleted` record (what it was, its target id, why). With
 deletions = "report"` they are listed by `haul status` and the run report; with "mirror"
 each is also a `deletion` ledger row, loaded after everything else: one DELETE in the
 target, found done when the target no longer holds it. The tracker's API deletes no issue:
-a deleted issue fails its row with that reason until a person deletes it by hand.
+a deleted issue fails its row with that reason until a person deletes it by hand. The base
+decides: a comment or worklog a person edited in the target since haul wrote it is a conflict
+(deleted at the source, changed in the target): kept, its row failed naming it, unless `[sync]
+conflicts = "source-wins"`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import structlog
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
-from haul.pipelines.specs import Planned, RecordFailure
+from haul.pipelines.specs import Fields, Planned, RecordFailure
+from haul.pipelines.tracker.sync.undo import changed_in_target
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -180,6 +184,8 @@ class DeletionSync:
     client: TrackerClient
     target_key: Callable[[str], str]
     target_queue: Callable[[str], str] = str  # a queue's key in the target
+    base: Callable[[str, str], Fields | None] = lambda entity, source_id: None  # as written
+    source_wins: bool = False  # [sync] conflicts = "source-wins": a person's edit goes too
 
     async def send(self, record: Any, parent: str | None) -> str:
         """One DELETE; a record gone already is deleted all the same."""
@@ -194,9 +200,23 @@ class DeletionSync:
             )
         if raw.get("target_id") is None:
             return "nothing to delete"
+        if raw["entity"] in ("comment", "worklog") and not self.source_wins:
+            await self._refuse_changed(raw, key)
         _, kind = CHILDREN[raw["entity"]]
         await self.client.delete_record(key, kind, raw["target_id"])
         return f"deleted {raw['target_id']}"
+
+    async def _refuse_changed(self, raw: dict[str, Any], key: str) -> None:
+        """A record a person edited since haul wrote it is kept: its row fails, named."""
+        entity, target_id = str(raw["entity"]), str(raw["target_id"])
+        base = self.base(entity, str(raw["source_id"]))
+        why = await changed_in_target(self.client, key, entity, target_id, base)
+        if why is not None:
+            raise RecordFailure(
+                f"{entity} {raw['source_id']} is gone at the source ({raw['reason']}), but {why}:"
+                f" kept in the target ({key}); delete it there by hand if it must go, or set"
+                ' [sync] conflicts = "source-wins" and run haul load --retry-failed'
+            )
 
     async def _send_rule(self, raw: dict[str, Any]) -> str:
         if raw.get("target_id") is None:

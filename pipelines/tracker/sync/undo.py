@@ -5,16 +5,31 @@ it lives in (an issue's key, an entity's id, a board's id). Issues, dashboards, 
 and the dictionary values have no deletion in the API: they are kept and named, with what a
 person can do instead. What lives in another record (an issue's status and access list, an
 entity's access, a board's sprints, a dashboard's widgets) goes, or stays, with it.
+
+The base decides (`state.written`): a comment or worklog a person changed since haul wrote it
+is kept and named. A checklist goes item by item, only the items haul wrote: one a person
+edited stays (named, the checklist's row kept), one a person added is never haul's to delete.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from typing import Any
 
+from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.removals import WITH_PARENT, Removal, deleted_by, with_record
+from haul.pipelines.references import without_file_ids
+from haul.pipelines.removals import (
+    WITH_PARENT,
+    Removal,
+    changed_since,
+    deleted_by,
+    with_record,
+)
 from haul.pipelines.specs import RecordFailure
-from haul.pipelines.tracker.transform import QueueMap
+from haul.pipelines.tracker.sync.checklists import item_fields
+from haul.pipelines.tracker.transform import QueueMap, milliseconds
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 
@@ -44,6 +59,8 @@ class TrackerRemovals:
         self.store = store
         self.queues = queues
         self._named: dict[str, set[str]] | None = None
+        # (issue key, kind) -> its records by id, listed once: deleting one changes no other
+        self._listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
     def removals(self) -> dict[str, Removal]:
         """Ledger entity -> its removal."""
@@ -53,13 +70,16 @@ class TrackerRemovals:
             **by_hand,
             **issues,
             "deletion": Removal(by_hand=DELETION),
-            "comment": self._issue_record("comments"),
-            "worklog": self._issue_record("worklog"),
+            "comment": self._issue_record("comments", self._comment_changed),
+            "worklog": self._issue_record("worklog", self._worklog_changed),
             "attachment": self._issue_record("attachments"),
             "comment_attachment": self._issue_record("attachments"),
             "backfill_attachment": self._issue_record("attachments"),
             "link": self._issue_record("links"),
-            "checklist": deleted_by(self._clear_checklist),
+            "checklist": replace(
+                deleted_by(self._checklist_items, changed=self._checklist_changed),
+                delete_unchanged=self._unchanged_checklist_items,
+            ),
             "remote_link": deleted_by(self._remote_link),
             "issue_status": WITH_PARENT,
             # a text written again with the target's file ids: an edit of its issue (its row's
@@ -156,15 +176,74 @@ class TrackerRemovals:
 
     # -- the deletions ----------------------------------------------------------------------
 
-    def _issue_record(self, kind: str) -> Removal:
+    def _issue_record(
+        self, kind: str, changed: Callable[[LedgerRow], Awaitable[str | None]] | None = None
+    ) -> Removal:
         async def delete(row: LedgerRow) -> bool:
             return await self.client.delete_record(self._issue_key(row), kind, _id(row))
 
-        return deleted_by(delete)
+        return deleted_by(delete, changed=changed)
 
-    async def _clear_checklist(self, row: LedgerRow) -> bool:
-        # the issue was made by the load, with no checklist: its checklist is the load's
-        return await self.client.clear_checklist(self._issue_key(row))
+    async def _comment_changed(self, row: LedgerRow) -> str | None:
+        """What a person changed of the comment's text since haul wrote it (file ids aside:
+        haul's own second write changes only those)."""
+        base = self.store.written.base(row.entity, row.source_id)
+        return _text_changed(base, await self._held(row, "comments"))
+
+    async def _worklog_changed(self, row: LedgerRow) -> str | None:
+        """What a person changed of the worklog's duration or note since haul wrote them."""
+        base = self.store.written.base(row.entity, row.source_id)
+        return _worklog_changed(base, await self._held(row, "worklog"))
+
+    async def _held(self, row: LedgerRow, kind: str) -> dict[str, Any] | None:
+        """The row's record as its issue's listing of `kind` holds it now (None: gone)."""
+        key = self._issue_key(row)
+        if (key, kind) not in self._listed:
+            self._listed[(key, kind)] = await _by_id(_listing(self.client, key, kind))
+        return self._listed[(key, kind)].get(_id(row))
+
+    # -- a checklist: the items haul wrote, one by one ----------------------------------------
+
+    async def _checklist_changed(self, row: LedgerRow) -> str | None:
+        edited = [item for item, same in await self._checklist_items_held(row) if not same]
+        if not edited:
+            return None
+        texts = ", ".join(repr(item.get("text")) for item in edited)
+        return (
+            f"a person changed {len(edited)} of its items in the target ({texts}) since haul"
+            " wrote them"
+        )
+
+    async def _checklist_items(self, row: LedgerRow) -> bool:
+        """Delete every item haul wrote that the target still holds; True if any went."""
+        return await self._delete_items(row, edited_too=True)
+
+    async def _unchanged_checklist_items(self, row: LedgerRow) -> None:
+        await self._delete_items(row, edited_too=False)
+
+    async def _delete_items(self, row: LedgerRow, *, edited_too: bool) -> bool:
+        key, deleted = self._issue_key(row), False
+        for item, same in await self._checklist_items_held(row):
+            if same or edited_too:
+                deleted |= await self.client.delete_record(key, "checklistItems", str(item["id"]))
+        return deleted
+
+    async def _checklist_items_held(self, row: LedgerRow) -> list[tuple[dict[str, Any], bool]]:
+        """The items haul wrote that the target still holds, each with whether it is still as
+        haul wrote it; an item a person added is none of them."""
+        base = self.store.written.base(row.entity, row.source_id)
+        if base is None:
+            raise RecordFailure(
+                f"checklist {row.source_id}: haul kept no record of the items it wrote (a store"
+                " older than three-way sync): remove them by hand if they must go"
+            )
+        try:
+            items = await self.client.list_checklist(self._issue_key(row))
+        except NotFoundError:
+            return []
+        listed = {str(item["id"]): item for item in items}
+        wrote = [(listed.get(str(old["id"])), old["fields"]) for old in base["items"].values()]
+        return [(item, item_fields(item) == fields) for item, fields in wrote if item is not None]
 
     async def _remote_link(self, row: LedgerRow) -> bool:
         return await self.client.delete_remote_link(self._issue_key(row), _id(row))
@@ -232,3 +311,44 @@ _NAMED = {
 
 def _id(row: LedgerRow) -> str:
     return row.target_id or ""
+
+
+async def changed_in_target(
+    client: TrackerClient, key: str, entity: str, target_id: str, base: dict[str, Any] | None
+) -> str | None:
+    """What a person changed of a comment or worklog (`entity`) of issue `key` since haul
+    wrote it (its base): a comment's text (file ids aside: haul's own second write changes
+    only those), a worklog's duration or note; None when nothing, or when it is gone."""
+    kind = "comments" if entity == "comment" else "worklog"
+    found = (await _by_id(_listing(client, key, kind))).get(target_id)
+    return (_text_changed if entity == "comment" else _worklog_changed)(base, found)
+
+
+def _listing(client: TrackerClient, key: str, kind: str) -> AsyncIterator[dict[str, Any]]:
+    return client.iter_comments(key, expand="") if kind == "comments" else client.iter_worklogs(key)
+
+
+def _worklog_changed(base: dict[str, Any] | None, found: dict[str, Any] | None) -> str | None:
+    if found is None:
+        return None  # gone already: its deletion answers 404
+    held = {"duration": milliseconds(found.get("duration")), "comment": found.get("comment") or ""}
+    return changed_since(base, held)
+
+
+def _text_changed(base: dict[str, Any] | None, found: dict[str, Any] | None) -> str | None:
+    if found is None:
+        return None  # gone already: its deletion answers 404
+    return changed_since(base, {"text": found.get("text") or ""}, same=_same_text)
+
+
+def _same_text(wrote: Any, held: Any) -> bool:
+    return without_file_ids(str(wrote or "")) == without_file_ids(str(held or ""))
+
+
+async def _by_id(listing: AsyncIterator[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An issue's listing by record id (empty when the issue is gone)."""
+    try:
+        items = [item async for item in listing]  # read whole: the listing closes itself
+    except NotFoundError:
+        return {}
+    return {str(item.get("id")): item for item in items}
