@@ -90,8 +90,8 @@ class Phase(IntEnum):
     TREES = 0  # issues, wiki pages, back-filled answers, with everything under them
     LINKS = 1  # what needs both its ends: issue links, remote links
     PLANNING = 2  # the planning layer: projects, portfolios, goals, filters, dashboards
-    DELETIONS = 2  # the same phase as PLANNING: what a sync mirrors, once trees and links are in
-    PLANNING_LINKS = 3  # the planning entities' links: both ends an issue or an entity
+    DELETIONS = 3  # what a sync mirrors, once the trees, their links and the planning layer are in
+    PLANNING_LINKS = 4  # the planning entities' links: both ends an issue or an entity
     AUTOACTIONS = 9  # autoactions, triggers and macros last, so that importing fires nothing
 
 
@@ -288,6 +288,30 @@ def _no_requirements(record: StagedRecord) -> list[Ref]:
 
 
 @dataclass(frozen=True)
+class Order:
+    """When a spec's records load, and beside what; see the module docstring."""
+
+    phase: Phase = Phase.TREES
+    siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
+    # this spec's records under a parent load beside its children of the spec before (which
+    # need not be loaded first), instead of after them
+    beside_earlier: bool = False
+    # all a record needs of earlier phases is its parent and what `requires` names (a link:
+    # its two issues): its phase starts while the last trees before it finish, each record
+    # waiting for just those. Else (an issue needs the organisation objects it points to,
+    # unnamed) the phase waits for every tree before it
+    needs_named: bool = False
+    find_first: bool = False  # look in the target before the first send (reuse what is there)
+    # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
+    # page whose holder maps to no one is restricted, then failed) instead of leaving it out
+    sends_conflicts: bool = False
+
+
+# the order of most specs: a tree's records, in the trees' phase, one sibling after another
+TREE_ORDER = Order()
+
+
+@dataclass(frozen=True)
 class EntitySpec:
     """How one kind of record is planned, sent and found again; see the module docstring."""
 
@@ -300,25 +324,17 @@ class EntitySpec:
     # brings a changed record up to date; may answer its fields as written now (its base)
     refresh: Callable[[StagedRecord, str], Awaitable[Fields | None]] | None = None
     relocate: Callable[[StagedRecord, str], Awaitable[str]] | None = None
-    phase: Phase = Phase.TREES
+    order: Order = TREE_ORDER
     claims_with: tuple[str, ...] = field(default_factory=tuple)
-    siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
-    # this spec's records under a parent load beside its children of the spec before (which
-    # need not be loaded first), instead of after them
-    beside_earlier: bool = False
     fingerprint: Fingerprint | None = None
-    find_first: bool = False  # look in the target before the first send (reuse what is there)
-    # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
-    # page whose holder maps to no one is restricted, then failed) instead of leaving it out
-    sends_conflicts: bool = False
-    # all a record needs of earlier phases is its parent and what `requires` names (a link:
-    # its two issues): its phase starts while the last trees before it finish, each record
-    # waiting for just those. Else (an issue needs the organisation objects it points to,
-    # unnamed) the phase waits for every tree before it
-    needs_named: bool = False
     # the records a loaded record's text shows (a description's files): when one of them is
     # loaded again by `--retry-failed`, the record is brought up to date after it (`refresh`)
     shows: Callable[[StagedRecord], Iterable[Ref]] | None = None
+
+    @property
+    def phase(self) -> Phase:
+        """The phase the spec's records load in (`order.phase`)."""
+        return self.order.phase
 
     @property
     def has_requirements(self) -> bool:

@@ -277,7 +277,7 @@ class Places:
         """Note the place of one verified record (only under a parent the load made: the
         organisation objects it reuses were there before)."""
         fingerprint = spec.fingerprint
-        if fingerprint is None or spec.find_first or not row.parent_entity:
+        if fingerprint is None or spec.order.find_first or not row.parent_entity:
             return
         parent = store.ledger.target_id(row.parent_entity, row.parent or "")
         place = fingerprint.where(record, parent)

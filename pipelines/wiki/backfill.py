@@ -25,6 +25,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     Planned,
     RecordFailure,
@@ -91,7 +92,7 @@ class GridBackfill:
             return []
         deletions = [
             EntitySpec("backfill_grid_deletion", DELETED, plans["backfill_grid_deletion"],
-                       self.send_deletion, self.find_deletion, phase=Phase.DELETIONS, find_first=True),
+                       self.send_deletion, self.find_deletion, order=Order(Phase.DELETIONS, find_first=True)),
         ] if "backfill_grid_deletion" in plans else []  # fmt: skip
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,

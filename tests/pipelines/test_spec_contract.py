@@ -104,7 +104,7 @@ class Target:
         )
         for needed in spec.requires(record):
             await self.ensure(needed)
-        if spec.find_first and (found := await spec.find(record, parent, lambda c: True)):
+        if spec.order.find_first and (found := await spec.find(record, parent, lambda c: True)):
             self.store.ledger.done(row.entity, row.source_id, found)
             return found  # the target had it: the engine reuses it the same way
         self.store.ledger.begin(row.entity, row.source_id)
@@ -242,7 +242,7 @@ async def test_an_organisation_object_the_target_has_is_found_before_any_send(
 ) -> None:
     """The organisation objects are looked for first (`find_first`): one the target has is
     found, not made again; one it lacks is made once and found again."""
-    assert target.specs[entity].find_first
+    assert target.specs[entity].order.find_first
     row = target.pending(entity)
     first = await target.send(row)
     assert await target.find(row, lambda candidate: True) == first
