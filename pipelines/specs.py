@@ -73,7 +73,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from haul.connectors.errors import NotFoundError
+from haul.connectors.errors import HaulError, NotFoundError
 from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
 
@@ -105,11 +105,13 @@ class Ref(NamedTuple):
         return f"{self.entity} {self.source_id}"
 
 
-class RecordFailure(Exception):
+class RecordFailure(HaulError):
     """This record cannot be loaded; the message says why (it goes into the ledger)."""
 
+    exit_code = 3  # a record not loaded: the command ends "done with failed records"
 
-class RecordWaiting(Exception):
+
+class RecordWaiting(HaulError):
     """This record needs one that is neither in the target nor in this migration yet, and that
     a later run may bring in; the message names it (it goes into the ledger). The record is
     loaded by the run whose plan holds what the spec `requires` of it."""
@@ -247,7 +249,7 @@ class Fingerprint:
         return {name: value for name, value in fields.items() if name not in self.derived}
 
     async def find(
-        self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
     ) -> str | None:
         """The first target record with the same identity that no other ledger row holds."""
         container = self.where(record, parent)
@@ -279,8 +281,10 @@ class Fingerprint:
 
 
 Sender = Callable[[StagedRecord, str | None], Awaitable[str]]
+# what a find is told of a target id: False when another ledger row holds it already
+Unclaimed = Callable[[str], bool]
 # a find answers the target id, or `Sent` when finding the record settles rows too
-Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | Sent | None]]
+Finder = Callable[[StagedRecord, str | None, Unclaimed], Awaitable[str | Sent | None]]
 
 
 def _no_requirements(record: StagedRecord) -> list[Ref]:

@@ -11,7 +11,7 @@ source deleted (`pipelines.forms.deletions`) keeps its row, unless `[sync] delet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +30,11 @@ from haul.pipelines.specs import (
     Planned,
     RecordFailure,
     Ref,
+    Unclaimed,
 )
 from haul.pipelines.wiki.content import SlugMap
 from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
-
-Unclaimed = Callable[[str], bool]
 
 
 def grid_plans(config: Config) -> dict[str, PlanFn]:

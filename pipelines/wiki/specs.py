@@ -35,6 +35,7 @@ from haul.pipelines.specs import (
     RecordFailure,
     Ref,
     Sent,
+    Unclaimed,
     each_record,
     staged_bytes,
 )
@@ -56,7 +57,6 @@ from haul.pipelines.wiki.ownership import WAY_OUT, PageOwnership, with_marker
 from haul.pipelines.wiki.streams import byte_size
 from haul.state.store import StagedRecord, StagingStore
 
-Unclaimed = Any  # Callable[[str], bool]
 TEXT_CELLS = ("ticket", "string", "ticket_field")  # cells whose tracker keys are remapped
 
 

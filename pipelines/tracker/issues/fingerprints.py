@@ -159,8 +159,6 @@ def _direction(link: dict[str, Any]) -> str | None:
 
 # -- where no fingerprint says it: ask the target ------------------------------------------
 
-Unclaimed = Callable[[str], bool]
-
 
 @dataclass
 class TargetProbe:

@@ -26,6 +26,7 @@ from haul.pipelines.specs import (
     RecordFailure,
     Ref,
     Sent,
+    Unclaimed,
     each_record,
     staged_bytes,
 )
@@ -37,7 +38,7 @@ from haul.pipelines.tracker.issue_access import (
     settle_access,
 )
 from haul.pipelines.tracker.issue_access import failure as access_failure
-from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints, Unclaimed
+from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
 from haul.pipelines.tracker.sync.checklists import (
     checklist_base,
