@@ -220,3 +220,22 @@ def connections_for(concurrency: int) -> int:
     core's old fixed 32 held a wiki load of 32 pages to about one request each); the rate
     budgets, not the pool, pace what the service sees."""
     return max(32, CONNECTIONS_PER_RECORD * concurrency)
+
+
+def sync_changes(
+    made: Mapping[tuple[str, str], int],
+    deleted_at_source: Mapping[str, int],
+    out_of_scope: Mapping[str, int] | None = None,
+) -> dict[str, dict[str, int]]:
+    """A `TargetParts.changes` summary: per entity, what the load did (created, updated,
+    moved, replaced, deleted), what the source deleted (``deleted_at_source``, whether or not
+    it was mirrored) and what left the scope while still at the source (``out_of_scope``,
+    never deleted in the target)."""
+    summary: dict[str, dict[str, int]] = {}
+    for (entity, what), count in sorted(made.items()):
+        summary.setdefault(entity, {})[what] = count
+    for entity, count in sorted(deleted_at_source.items()):
+        summary.setdefault(entity, {})["deleted_at_source"] = count
+    for entity, count in sorted((out_of_scope or {}).items()):
+        summary.setdefault(entity, {})["out_of_scope"] = count
+    return summary
