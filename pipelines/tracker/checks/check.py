@@ -24,8 +24,8 @@ from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
-from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.issue_access import access_findings
+from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.planning.remote_links import application_findings
 from haul.pipelines.tracker.sync.texts import files_not_migrated
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues

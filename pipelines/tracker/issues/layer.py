@@ -22,10 +22,10 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Details, Entity, SourceParts, sync_changes
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
-from haul.pipelines.tracker.issues.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.issues.drain import IssueDrain
 from haul.pipelines.tracker.issues.export import TABLES
 from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
+from haul.pipelines.tracker.issues.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.scroll import IssueScroll
