@@ -9,7 +9,7 @@ module takes its counts. The engine, the runner, plan, verify, check, status, th
 the export iterate services and name none; `pipelines.registry` lists them.
 
     Service
-      name, entities, tables
+      name, entities, tables, pages
       plans(config)                      ledger entity -> plan
       configured(endpoint), client(endpoint, environ, tuning)
       source(config, client, store)  -> SourceParts(streams, drains, details)
@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
@@ -130,6 +131,11 @@ class Service(Protocol):
     @property
     def tables(self) -> Registry:
         """Its export tables."""
+        ...
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        """The pages its exports draw beside the tables (the tracker's flow.html)."""
         ...
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:

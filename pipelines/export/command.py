@@ -160,6 +160,13 @@ class ExportResult:
         return sum(file.bytes for file in self.files)
 
 
+def service_pages() -> list[pages.Page]:
+    """Every service's pages (`Service.pages`), drawn beside the tables."""
+    from haul.pipelines.registry import services
+
+    return [page for service in services() for page in service.pages]
+
+
 def service_tables() -> Registry:
     """Every service's export tables (`Service.tables`), then the key map (`id_map`: it spans
     the services), in one registry."""
@@ -221,7 +228,7 @@ def _export(
                         _write_one(table, folder, request, (since, inclusive), context,
                                    progress, database, written)  # fmt: skip
                 files = written.files
-                drawn = pages.write_pages(folder, folder / duck.DATABASE)
+                drawn = pages.write_pages(folder, folder / duck.DATABASE, service_pages())
                 manifest = _manifest(store, request, written, since, inclusive, now)
                 manifest["pages"] = drawn
                 manifest["restricted"] = _restricted_entry(request, context, written)

@@ -7,6 +7,7 @@ builds its `Layer`, and `pipelines.tracker.service` lists them in load order and
     layer.name                              the folder's name
     layer.entities                          its `Entity` declarations, in report order
     layer.tables                            its export tables and table families
+    layer.pages                             the pages its exports draw (flow.html)
     layer.plans(config)                     -> {ledger entity: plan}, in the order siblings plan
     layer.source(client, store, config)     -> SourceParts: its extract streams and drains, and
                                                the figures it reports after the extract
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Family, Table
 from haul.pipelines.findings import Finding
 from haul.pipelines.planner import Planner
@@ -132,6 +134,7 @@ class Layer:
     name: str
     entities: tuple[Entity, ...] = ()
     tables: tuple[Table | Family, ...] = ()
+    pages: tuple[Page, ...] = ()  # drawn by the export beside the tables
     plans: PlansOf = no_plans
     source: SourceOf | None = None
     checks: ChecksOf | None = None

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
@@ -67,6 +68,10 @@ class TrackerService:
     @property
     def tables(self) -> Registry:
         return Registry.of(table for layer in TABLES_IN_ORDER for table in layer.tables)
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return tuple(page for layer in LAYERS for page in layer.pages)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # in the layers' order: moves followed before the issues are planned, deletions last

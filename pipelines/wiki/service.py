@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-import haul.pipelines.wiki.export  # noqa: F401  (its import registers the wiki's tables)
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.export.pages import Page
+from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.references import References
@@ -37,6 +37,7 @@ from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap, wiki_references
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
+from haul.pipelines.wiki.export import TABLES
 from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.ownership import PageOwnership
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
@@ -69,7 +70,11 @@ class WikiService:
 
     @property
     def tables(self) -> Registry:
-        return REGISTRY.of_service(self.name)
+        return Registry.of(TABLES)
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return ()
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # moves are followed before anything is planned, deletions planned after; the mode's

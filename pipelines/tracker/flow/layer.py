@@ -5,7 +5,6 @@ model of `model`) and weekly flow metrics (`weekly`). Export tables only: it loa
 
 from __future__ import annotations
 
-from haul.pipelines.export.tables import register_table
 from haul.pipelines.tracker.flow.forecast import FLOW_FORECAST
 from haul.pipelines.tracker.flow.info import MODEL_INFO
 from haul.pipelines.tracker.flow.report import FLOW_PAGE
@@ -23,8 +22,5 @@ TABLES = (
     STATUS_INTERVALS, ISSUE_FIELD_HISTORY, ISSUE_DAILY, CYCLE_TIMES, FLOW_WEEKLY, MODEL_INFO,
     SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY, FLOW_FORECAST,
 )  # fmt: skip
-for _table in TABLES:
-    register_table(_table)
 
-FLOW = Layer("flow", tables=TABLES)
-PAGES = (FLOW_PAGE,)  # flow.html, registered with the export when imported
+FLOW = Layer("flow", tables=TABLES, pages=(FLOW_PAGE,))  # flow.html beside the tables

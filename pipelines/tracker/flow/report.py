@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from haul.pipelines.export.pages import Page, register_page
+from haul.pipelines.export.pages import Page
 
 WIDTH, HEIGHT = 520, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 30, 44
@@ -287,4 +287,4 @@ def render_flow(db: duckdb.DuckDBPyConnection) -> str | None:
     )
 
 
-FLOW_PAGE = register_page(Page("flow.html", render_flow))
+FLOW_PAGE = Page("flow.html", render_flow)
