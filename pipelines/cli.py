@@ -29,7 +29,7 @@ from haul.pipelines.logs import (
 )
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
-from haul.pipelines.report import (
+from haul.pipelines.report.counts import (
     entity_counts,
     in_use,
     print_run,

@@ -21,8 +21,8 @@ from rich.console import Console
 from haul.pipelines.config import load_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
-from haul.pipelines.report import print_run
-from haul.pipelines.run_report import Headline, headline
+from haul.pipelines.report.counts import print_run
+from haul.pipelines.report.run import Headline, headline
 from haul.pipelines.runner import run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify, write_csv

@@ -25,7 +25,7 @@ import structlog
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.config import Config
 from haul.pipelines.references import SourceScan
-from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
+from haul.pipelines.report.run import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.runner import open_clients, open_store
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
 from haul.state.ledger import LedgerRow

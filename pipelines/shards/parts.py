@@ -35,7 +35,7 @@ from haul.connectors.errors import HaulError
 from haul.pipelines.config import Config, Scope, Staging, load_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import Progress
-from haul.pipelines.report import print_run
+from haul.pipelines.report.counts import print_run
 from haul.pipelines.runner import (
     PLANNED_AT,
     Interrupted,

@@ -11,7 +11,7 @@ import pytest
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.registry import services
-from haul.pipelines.report import entity_counts
+from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.runner import extract, load, run_all
 from haul.pipelines.status import gather_status
 from haul.pipelines.streams import NOT_STAGED

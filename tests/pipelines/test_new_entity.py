@@ -28,7 +28,7 @@ from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.tables import Registry, Table
 from haul.pipelines.findings import Finding
 from haul.pipelines.plan import make_plan
-from haul.pipelines.report import entity_counts
+from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.runner import extract, load, open_store
 from haul.pipelines.services import Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, each_record

@@ -10,7 +10,7 @@ from typing import Any
 
 from haul.pipelines.check import run_check
 from haul.pipelines.config import load_config
-from haul.pipelines.run_report import VERIFY_CHECKPOINT
+from haul.pipelines.report.run import VERIFY_CHECKPOINT
 from haul.pipelines.runner import extract, run_all
 from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.verify import verify

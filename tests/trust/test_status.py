@@ -101,7 +101,7 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
     count and dashes, and stays out of the total."""
     from rich.console import Console
 
-    from haul.pipelines.report import EntityCounts, render_counts
+    from haul.pipelines.report.counts import EntityCounts, render_counts
 
     console = Console(record=True, width=100)
     render_counts(
