@@ -35,11 +35,11 @@ from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
-from haul.pipelines.references import SourceScan
-from haul.pipelines.removals import Removal
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
-from haul.pipelines.sync_preview import ChangePreview
+from haul.pipelines.sync.preview import ChangePreview
+from haul.pipelines.sync.references import SourceScan
+from haul.pipelines.sync.removals import Removal
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 

@@ -38,7 +38,7 @@ log = structlog.get_logger(__name__)
 MAX_AMBIGUOUS = 3
 PLAN_CONFLICTS = "plan_conflicts"  # the checkpoint `haul plan` keeps its conflicts in
 # what a record under (or needing) a conflicting one fails with, after "<entity> <id>": it
-# reads as waiting under that record ("... was not loaded", see `pipelines.failures`)
+# reads as waiting under that record ("... was not loaded", see `pipelines.commands.failures`)
 BLOCKED = " was not loaded, blocked by its conflict: "
 
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import structlog
 
+from haul.pipelines.engine.parent_cycles import name_cycle
 from haul.pipelines.engine.record import BLOCKED
 from haul.pipelines.engine.writes import LedgerWrites
-from haul.pipelines.parent_cycles import name_cycle
 from haul.pipelines.specs import EntitySpec, Phase, Ref
 from haul.state.ledger import Ledger, LedgerRow
 

@@ -37,7 +37,7 @@ from rich.table import Table as RichTable
 
 from haul.connectors.errors import StorageError
 from haul.pipelines.config import Config, Export
-from haul.pipelines.config_types import http_url
+from haul.pipelines.config.types import http_url
 from haul.pipelines.export import duck, layout, pages
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.id_map import ANY_ENTITY, ID_MAP

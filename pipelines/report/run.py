@@ -21,11 +21,13 @@ from typing import Any
 
 import structlog
 
+from haul.pipelines.commands.failures import store_failures
+from haul.pipelines.commands.status import (
+    VERIFY_CHECKPOINT as VERIFY_CHECKPOINT,  # verify.py writes it
+)
+from haul.pipelines.commands.status import verify_after
 from haul.pipelines.engine import CHANGE
-from haul.pipelines.failures import store_failures
 from haul.pipelines.report import parts as report_parts
-from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
-from haul.pipelines.status import verify_after
 from haul.pipelines.waiting import NAMED, waiting_count, waiting_records
 from haul.state.private import open_private
 from haul.state.store import StagingStore

@@ -48,11 +48,11 @@ from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Family, Table
 from haul.pipelines.findings import Finding
 from haul.pipelines.planner import Planner
-from haul.pipelines.references import SourceScan
-from haul.pipelines.removals import Removal
 from haul.pipelines.services import Entity, SourceParts, TargetParts
 from haul.pipelines.specs import EntitySpec
-from haul.pipelines.sync_preview import ChangePreview
+from haul.pipelines.sync.preview import ChangePreview
+from haul.pipelines.sync.references import SourceScan
+from haul.pipelines.sync.removals import Removal
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 

@@ -19,7 +19,6 @@ from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
-from haul.pipelines.references import References
 from haul.pipelines.services import (
     Details,
     Entity,
@@ -32,6 +31,7 @@ from haul.pipelines.shards.manifest import PartScope
 from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
+from haul.pipelines.sync.references import References
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
 from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans

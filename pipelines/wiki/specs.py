@@ -39,14 +39,14 @@ from haul.pipelines.specs import (
     each_record,
     staged_bytes,
 )
-from haul.pipelines.three_way import (
+from haul.pipelines.sync.three_way import (
     ConflictRule,
     FieldChanges,
     ThreeWay,
     conflict_message,
     settled_values,
 )
-from haul.pipelines.three_way_items import count_settling
+from haul.pipelines.sync.three_way_items import count_settling
 from haul.pipelines.wiki.access import Access
 from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance

@@ -16,7 +16,7 @@ import holidays
 import pytest
 
 from haul.pipelines.config import ConfigError, load_config
-from haul.pipelines.config_model import Model
+from haul.pipelines.config.model import Model
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
 from haul.pipelines.tracker.flow.tables import defined

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("connectors", "state", "pipelines", "orchestrate")
 SERVICES = ("tracker", "wiki", "forms")
 # the modules allowed to name services: the list of them, the command line, the demo, the
-# sandbox's config writer and the config schema (its sections name each service's URL)
-MAY_NAME_SERVICES = {"registry", "cli", "demo", "sandbox_config", "config", "config_types"}
+# sandbox's config writer (config.sandbox) and the config schema (config, config.types: its
+# sections name each service's URL)
+MAY_NAME_SERVICES = {"registry", "cli", "demo", "sandbox", "config", "types"}
 TRACKER = "haul.pipelines.tracker"
 # the tracker's layer folders (pipelines.tracker.layer); the modules at the top of the package
 # (the contract, timefmt, transform, target, the access rules) are the room every layer shares

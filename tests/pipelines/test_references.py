@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.references import References, SourceScan, WebHosts, file_references, moved_slug
+from haul.pipelines.sync.references import (
+    References,
+    SourceScan,
+    WebHosts,
+    file_references,
+    moved_slug,
+)
 
 pytestmark = pytest.mark.fast
 

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.commands.run import extract, open_clients
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
-from haul.pipelines.runner import extract, open_clients
 from haul.pipelines.services import loadable, optional
 from haul.pipelines.specs import EntitySpec, Ref, target_of
 from haul.state.ledger import LedgerRow

@@ -81,9 +81,9 @@ def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_pat
 def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> None:
     """Failed records or verify differences make the headline bad news (the exit status is 3);
     a stopped run shows its outcome; a verify from before the run says nothing of it."""
-    from haul.pipelines.demo import demo_status
+    from haul.pipelines.commands.demo import demo_status
+    from haul.pipelines.commands.status import verify_after
     from haul.pipelines.report.run import Headline, headline
-    from haul.pipelines.status import verify_after
 
     matched = {"ok": True, "difference_count": 0, "ended_at": "2026-01-02T00:00:00"}
     differs = {"ok": False, "difference_count": 4, "ended_at": "2026-01-02T00:00:00"}

@@ -20,9 +20,9 @@ from typing import Any
 from haul.connectors.errors import AuthError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
-from haul.pipelines.mapping_files import read_users_csv
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings

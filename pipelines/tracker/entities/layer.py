@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.config.mapping_files import read_groups_csv
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.findings import Finding
-from haul.pipelines.mapping_files import read_groups_csv
 from haul.pipelines.planner import Planner
 from haul.pipelines.services import Entity, SourceParts, sync_changes
 from haul.pipelines.specs import EntitySpec

@@ -15,8 +15,8 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import HashSink
-from haul.pipelines.references import without_file_ids
 from haul.pipelines.specs import Fields, Fingerprint
+from haul.pipelines.sync.references import without_file_ids
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import Transform, ref_id
 from haul.state.store import StagedRecord

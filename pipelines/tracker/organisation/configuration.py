@@ -38,7 +38,7 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.mapping_files import read_groups_csv
+from haul.pipelines.config.mapping_files import read_groups_csv
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, RecordFailure, Ref
 from haul.pipelines.tracker.organisation.configured import (
     config_items,

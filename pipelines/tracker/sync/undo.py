@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.removals import WITH_PARENT, Removal, deleted_by, with_record
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.sync.removals import WITH_PARENT, Removal, deleted_by, with_record
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore

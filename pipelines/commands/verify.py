@@ -23,11 +23,11 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from haul.connectors.errors import NotFoundError
+from haul.pipelines.commands.run import open_clients, open_store
 from haul.pipelines.config import Config
-from haul.pipelines.references import SourceScan
 from haul.pipelines.report.run import VERIFY_CHECKPOINT, write_reports
-from haul.pipelines.runner import open_clients, open_store
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
+from haul.pipelines.sync.references import SourceScan
 from haul.state.ledger import LedgerRow
 from haul.state.private import open_private
 from haul.state.store import StagedRecord, StagingStore
