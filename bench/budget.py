@@ -63,7 +63,7 @@ import structlog
 from harness import sandbox
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 # the crash test is imported as tests.pipelines.test_crash_resume, from the repository root

@@ -23,7 +23,7 @@ from typing import Any
 from harness import TOKEN_ENV, fastest, haul_command, pipeline_arguments, sandbox
 from results import record
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 TARGET = ">= 10"  # issue 27: on the medium org, the drain and the back-fill load alike

@@ -30,9 +30,9 @@ from harness import HAUL, TOKEN_ENV, sandbox
 from tracker import compile_haul  # bench/tracker.py, beside this one
 
 from haul.pipelines.config import load_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.engine import plan_ledger
 from haul.pipelines.registry import plans as all_plans
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 

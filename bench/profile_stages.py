@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 
 BIN = Path(sys.executable).parent
 TOKEN_ENV = "HAUL_BENCH_TOKEN"

@@ -41,7 +41,7 @@ from results import record
 from tracker import is_download, sandbox_requests
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 LIMIT = 40

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from results import record
 
+from haul.pipelines.commands.status import gather_status
 from haul.pipelines.registry import services
-from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the store is built as its test builds it

@@ -41,7 +41,7 @@ import httpx
 from harness import TOKEN_ENV, haul_command, sandbox
 from results import record
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 

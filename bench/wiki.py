@@ -23,7 +23,7 @@ from typing import Any
 from harness import TOKEN_ENV, fastest, haul_command, pipeline_arguments, sandbox
 from results import record
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 
 TARGET = ">= 15"  # issue 27: extract and load alike, on the medium org

@@ -32,7 +32,9 @@ connectors, has its own small tree (`haul.state.errors`) that the runner transla
     │   ├── AmbiguousWriteError       a write may have been applied: ask the target first
     │   └── ScrollExpiredError        the scroll is gone: restart the listing from a watermark
     ├── StorageError                  the staging store cannot be used (see haul.state.errors)
-    └── (pipelines) ConfigError       exit 2, PreflightError, ScrollStalled, Interrupted, ...
+    └── (pipelines) ConfigError       exit 2, PreflightError, ScrollStalled, Interrupted, ...;
+                                      RecordFailure (exit 3: this record is not loaded) and
+                                      RecordWaiting (it waits for one a later run brings in)
 
 The token never appears here: errors are built from the request line and the reply body,
 and the core redacts the token from server text before it reaches an error.

@@ -19,6 +19,7 @@ import structlog
 from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError
+from haul.pipelines.commands.run import Interrupted, RunSummary, extract, load, open_store, run_all
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import (
     configure_logging,
@@ -29,14 +30,13 @@ from haul.pipelines.logs import (
 )
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
-from haul.pipelines.report import (
+from haul.pipelines.report.counts import (
     entity_counts,
     in_use,
     print_run,
     service_lines,
     summary_json,
 )
-from haul.pipelines.runner import Interrupted, RunSummary, extract, load, open_store, run_all
 from haul.pipelines.stopping import GracefulStop
 from haul.pipelines.waiting import next_step
 from haul.state.errors import StoreError
@@ -230,7 +230,7 @@ def status_command(config_path: Path | None, manifest_path: Path | None, as_json
     config = load_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
-    from haul.pipelines.status import gather_status, print_status
+    from haul.pipelines.commands.status import gather_status, print_status
 
     with open_store(config.staging_path) as store:
         status = gather_status(store, services())
@@ -259,7 +259,7 @@ def failures_command(
 ) -> None:
     """List the records that could not be extracted whole or loaded: first their causes,
     commonest first (with the records waiting under each), then each record with its error."""
-    from haul.pipelines.failures import problem_stage, store_failures
+    from haul.pipelines.commands.failures import problem_stage, store_failures
 
     config = load_config(config_path)
     if not config.staging_path.exists():
@@ -269,7 +269,7 @@ def failures_command(
         rows = list(store.ledger.iter_rows(status="failed", entity=entity))
         failures = store_failures(store, entity)
         if csv_path is not None:
-            from haul.pipelines.status import write_failures_csv
+            from haul.pipelines.commands.status import write_failures_csv
 
             write_failures_csv(csv_path, problems, rows)
     for cause in failures.causes:
@@ -315,7 +315,7 @@ def verify_command(
 ) -> None:
     """Read the target back and compare every loaded record field by field (exit 3 on any
     difference). With --manifest: over the union of every part (the last part's store)."""
-    from haul.pipelines.verify_cli import run_verify
+    from haul.pipelines.commands.verify_cli import run_verify
 
     raise Exit(run_verify(_config_or_union(config_path, manifest_path), sample, entities,
                           csv_path, console))  # fmt: skip
@@ -380,7 +380,7 @@ def plan_command(
     """After extract: what the load would create, update, transition, move, delete, skip and
     find in conflict (writes nothing). With --shards N --manifest FILE: write a shard
     manifest from the source's counts instead (see README, Sharded runs)."""
-    from haul.pipelines.plan import make_plan, print_plan, write_changes, write_conflicts
+    from haul.pipelines.commands.plan import make_plan, print_plan, write_changes, write_conflicts
 
     config = open_config(config_path)
     if (shards is None) != (manifest_path is None):
@@ -406,7 +406,7 @@ def plan_command(
 @CONFIG_OPTION
 def check_command(config_path: Path) -> None:
     """Before a migration: tokens, admin rights, queues, dictionaries, users, disk (exit 1 on an error)."""
-    from haul.pipelines.check import print_findings, run_check
+    from haul.pipelines.commands.check import print_findings, run_check
 
     config = open_config(config_path)
     raise Exit(print_findings(asyncio.run(run_check(config)), console))
@@ -496,8 +496,8 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool, include_changed: b
     stopped load left a record in flight; 1 when a deletion is not confirmed (a reply that is
     not the API's: a gateway's sign-in page), the rows as they were; 2 off a terminal without
     --yes."""
-    from haul.pipelines.undo import UndoPlan
-    from haul.pipelines.undo_cli import run_undo
+    from haul.pipelines.commands.undo import UndoPlan
+    from haul.pipelines.commands.undo_cli import run_undo
 
     if not (dry_run or yes or sys.stdin.isatty()):
         raise click.UsageError("haul undo deletes from the target: off a terminal, pass --yes")
@@ -542,7 +542,9 @@ def config_schema_command() -> None:
 )
 def demo_command(size: str, seed: int, workdir: Path) -> None:
     """Start the embedded sandbox, migrate its seeded source org to its target org, print a report."""
-    from haul.pipelines.demo import run_demo  # the demo is the only command that needs the sandbox
+    from haul.pipelines.commands.demo import (
+        run_demo,  # the demo is the only command that needs the sandbox
+    )
 
     raise Exit(run_demo(workdir=workdir, size=size, seed=seed, console=console))
 
@@ -632,7 +634,7 @@ def _print_summary(summary: RunSummary, as_json: bool) -> None:
 def _commonest(config: Config) -> str:
     """The commonest cause of the failed records, for the last line of a run
     (`; the commonest cause (N of them): <cause>`; empty when the store holds no failure)."""
-    from haul.pipelines.failures import store_failures
+    from haul.pipelines.commands.failures import store_failures
 
     with open_store(config.staging_path) as store:
         failures = store_failures(store)

@@ -9,7 +9,7 @@ module takes its counts. The engine, the runner, plan, verify, check, status, th
 the export iterate services and name none; `pipelines.registry` lists them.
 
     Service
-      name, entities, tables
+      name, entities, tables, pages
       plans(config)                      ledger entity -> plan
       configured(endpoint), client(endpoint, environ, tuning)
       source(config, client, store)  -> SourceParts(streams, drains, details)
@@ -30,15 +30,16 @@ from typing import Any, Protocol
 
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.logs import hide_in_logs
 from haul.pipelines.planner import Planner
-from haul.pipelines.references import SourceScan
-from haul.pipelines.removals import Removal
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import Drain, ExtractStats, Stream
-from haul.pipelines.sync_preview import ChangePreview
+from haul.pipelines.sync.preview import ChangePreview
+from haul.pipelines.sync.references import SourceScan
+from haul.pipelines.sync.removals import Removal
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 
@@ -153,6 +154,11 @@ class Service(Protocol):
         """Its export tables."""
         ...
 
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        """The pages its exports draw beside the tables (the tracker's flow.html)."""
+        ...
+
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         """Ledger entity -> its plan, for this config (back-fill rules add their own)."""
         ...
@@ -241,3 +247,22 @@ def connections_for(concurrency: int) -> int:
     core's old fixed 32 held a wiki load of 32 pages to about one request each); the rate
     budgets, not the pool, pace what the service sees."""
     return max(32, CONNECTIONS_PER_RECORD * concurrency)
+
+
+def sync_changes(
+    made: Mapping[tuple[str, str], int],
+    deleted_at_source: Mapping[str, int],
+    out_of_scope: Mapping[str, int] | None = None,
+) -> dict[str, dict[str, int]]:
+    """A `TargetParts.changes` summary: per entity, what the load did (created, updated,
+    moved, replaced, deleted), what the source deleted (``deleted_at_source``, whether or not
+    it was mirrored) and what left the scope while still at the source (``out_of_scope``,
+    never deleted in the target)."""
+    summary: dict[str, dict[str, int]] = {}
+    for (entity, what), count in sorted(made.items()):
+        summary.setdefault(entity, {})[what] = count
+    for entity, count in sorted(deleted_at_source.items()):
+        summary.setdefault(entity, {})["deleted_at_source"] = count
+    for entity, count in sorted((out_of_scope or {}).items()):
+        summary.setdefault(entity, {})["out_of_scope"] = count
+    return summary

@@ -73,7 +73,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from haul.connectors.errors import NotFoundError
+from haul.connectors.errors import HaulError, NotFoundError
 from haul.pipelines.downloads import intact
 from haul.state.store import StagedRecord, StagingStore
 
@@ -90,8 +90,8 @@ class Phase(IntEnum):
     TREES = 0  # issues, wiki pages, back-filled answers, with everything under them
     LINKS = 1  # what needs both its ends: issue links, remote links
     PLANNING = 2  # the planning layer: projects, portfolios, goals, filters, dashboards
-    DELETIONS = 2  # the same phase as PLANNING: what a sync mirrors, once trees and links are in
-    PLANNING_LINKS = 3  # the planning entities' links: both ends an issue or an entity
+    DELETIONS = 3  # what a sync mirrors, once the trees, their links and the planning layer are in
+    PLANNING_LINKS = 4  # the planning entities' links: both ends an issue or an entity
     AUTOACTIONS = 9  # autoactions, triggers and macros last, so that importing fires nothing
 
 
@@ -105,11 +105,13 @@ class Ref(NamedTuple):
         return f"{self.entity} {self.source_id}"
 
 
-class RecordFailure(Exception):
+class RecordFailure(HaulError):
     """This record cannot be loaded; the message says why (it goes into the ledger)."""
 
+    exit_code = 3  # a record not loaded: the command ends "done with failed records"
 
-class RecordWaiting(Exception):
+
+class RecordWaiting(HaulError):
     """This record needs one that is neither in the target nor in this migration yet, and that
     a later run may bring in; the message names it (it goes into the ledger). The record is
     loaded by the run whose plan holds what the spec `requires` of it."""
@@ -247,7 +249,7 @@ class Fingerprint:
         return {name: value for name, value in fields.items() if name not in self.derived}
 
     async def find(
-        self, record: StagedRecord, parent: str | None, unclaimed: Callable[[str], bool]
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
     ) -> str | None:
         """The first target record with the same identity that no other ledger row holds."""
         container = self.where(record, parent)
@@ -279,12 +281,38 @@ class Fingerprint:
 
 
 Sender = Callable[[StagedRecord, str | None], Awaitable[str]]
+# what a find is told of a target id: False when another ledger row holds it already
+Unclaimed = Callable[[str], bool]
 # a find answers the target id, or `Sent` when finding the record settles rows too
-Finder = Callable[[StagedRecord, str | None, Callable[[str], bool]], Awaitable[str | Sent | None]]
+Finder = Callable[[StagedRecord, str | None, Unclaimed], Awaitable[str | Sent | None]]
 
 
 def _no_requirements(record: StagedRecord) -> list[Ref]:
     return []
+
+
+@dataclass(frozen=True)
+class Order:
+    """When a spec's records load, and beside what; see the module docstring."""
+
+    phase: Phase = Phase.TREES
+    siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
+    # this spec's records under a parent load beside its children of the spec before (which
+    # need not be loaded first), instead of after them
+    beside_earlier: bool = False
+    # all a record needs of earlier phases is its parent and what `requires` names (a link:
+    # its two issues): its phase starts while the last trees before it finish, each record
+    # waiting for just those. Else (an issue needs the organisation objects it points to,
+    # unnamed) the phase waits for every tree before it
+    needs_named: bool = False
+    find_first: bool = False  # look in the target before the first send (reuse what is there)
+    # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
+    # page whose holder maps to no one is restricted, then failed) instead of leaving it out
+    sends_conflicts: bool = False
+
+
+# the order of most specs: a tree's records, in the trees' phase, one sibling after another
+TREE_ORDER = Order()
 
 
 @dataclass(frozen=True)
@@ -300,25 +328,17 @@ class EntitySpec:
     # brings a changed record up to date; may answer its fields as written now (its base)
     refresh: Callable[[StagedRecord, str], Awaitable[Fields | None]] | None = None
     relocate: Callable[[StagedRecord, str], Awaitable[str]] | None = None
-    phase: Phase = Phase.TREES
+    order: Order = TREE_ORDER
     claims_with: tuple[str, ...] = field(default_factory=tuple)
-    siblings_together: bool = False  # siblings of this spec load concurrently (order is free)
-    # this spec's records under a parent load beside its children of the spec before (which
-    # need not be loaded first), instead of after them
-    beside_earlier: bool = False
     fingerprint: Fingerprint | None = None
-    find_first: bool = False  # look in the target before the first send (reuse what is there)
-    # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
-    # page whose holder maps to no one is restricted, then failed) instead of leaving it out
-    sends_conflicts: bool = False
-    # all a record needs of earlier phases is its parent and what `requires` names (a link:
-    # its two issues): its phase starts while the last trees before it finish, each record
-    # waiting for just those. Else (an issue needs the organisation objects it points to,
-    # unnamed) the phase waits for every tree before it
-    needs_named: bool = False
     # the records a loaded record's text shows (a description's files): when one of them is
     # loaded again by `--retry-failed`, the record is brought up to date after it (`refresh`)
     shows: Callable[[StagedRecord], Iterable[Ref]] | None = None
+
+    @property
+    def phase(self) -> Phase:
+        """The phase the spec's records load in (`order.phase`)."""
+        return self.order.phase
 
     @property
     def has_requirements(self) -> bool:

@@ -37,7 +37,7 @@ from rich.table import Table as RichTable
 
 from haul.connectors.errors import StorageError
 from haul.pipelines.config import Config, Export
-from haul.pipelines.config_types import http_url
+from haul.pipelines.config.types import http_url
 from haul.pipelines.export import duck, layout, pages
 from haul.pipelines.export.errors import ExportOptionError, ExportWriteError
 from haul.pipelines.export.id_map import ANY_ENTITY, ID_MAP
@@ -160,6 +160,13 @@ class ExportResult:
         return sum(file.bytes for file in self.files)
 
 
+def service_pages() -> list[pages.Page]:
+    """Every service's pages (`Service.pages`), drawn beside the tables."""
+    from haul.pipelines.registry import services
+
+    return [page for service in services() for page in service.pages]
+
+
 def service_tables() -> Registry:
     """Every service's export tables (`Service.tables`), then the key map (`id_map`: it spans
     the services), in one registry."""
@@ -223,7 +230,7 @@ def _export(
                         _write_one(table, folder, request, (since, inclusive), context,
                                    progress, database, written)  # fmt: skip
                 files = written.files
-                drawn = pages.write_pages(folder, folder / duck.DATABASE)
+                drawn = pages.write_pages(folder, folder / duck.DATABASE, service_pages())
                 manifest = _manifest(store, request, written, since, inclusive, now)
                 manifest["pages"] = drawn
                 manifest["restricted"] = _restricted_entry(request, context, written)

@@ -1,14 +1,14 @@
 """Pages an export writes beside its tables: self-contained HTML drawn from the export's own
 `haul.duckdb` once it is complete, so every figure on a page is in the file.
 
-A service registers a `Page` (a file name and a function of a read-only DuckDB connection
-giving the HTML, or None when the database holds nothing to draw); the export writes each
-into its folder, atomically, and lists it in the manifest's `pages`.
+A service hands its `Page`s over as `Service.pages` (a file name and a function of a read-only
+DuckDB connection giving the HTML, or None when the database holds nothing to draw); the export
+writes each into its folder, atomically, and lists it in the manifest's `pages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,20 +25,11 @@ class Page:
     render: Callable[[duckdb.DuckDBPyConnection], str | None]
 
 
-PAGES: dict[str, Page] = {}
-
-
-def register_page(page: Page) -> Page:
-    """Have every export write `page` (a service's module calls this when imported)."""
-    PAGES[page.name] = page
-    return page
-
-
-def write_pages(folder: Path, database: Path) -> list[str]:
-    """Each registered page drawn from `database` into `folder`; the names written."""
+def write_pages(folder: Path, database: Path, pages: Iterable[Page]) -> list[str]:
+    """Each page drawn from `database` into `folder`; the names written."""
     written = []
     with duckdb.connect(str(database), read_only=True) as db:
-        for page in PAGES.values():
+        for page in pages:
             html = page.render(db)
             if html is None:
                 continue

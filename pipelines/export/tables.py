@@ -1,16 +1,16 @@
 """What an export writes: tables of typed columns, each read from one staged entity.
 
-A service says how its staged records become flat rows by registering a `Table` per entity
-(or, where the tables depend on what was staged, a family that builds them from the store),
-in `pipelines/<service>/export.py`, which its service module imports; `haul export` asks each
-service for its tables (`Service.tables`):
+A service says how its staged records become flat rows with a `Table` per entity (or, where
+the tables depend on what was staged, a `Family` that builds them from the store), declared in
+`pipelines/<service>/export.py` and handed over by the service as `Service.tables` (no table
+registers itself when imported); `haul export` asks each service for its tables:
 
-    register_table(Table("worklogs", "worklog", (
+    WORKLOGS = Table("worklogs", "worklog", (
         identifier("id", "worklog id", "id"),
         parent("issue_key", "the issue it was logged on"),
         *user("author", "who logged it", "createdBy"),
         seconds("duration_s", "time logged", "duration"),
-    ), doc="time logged on issues", service="tracker"))
+    ), doc="time logged on issues", service="tracker")
 
 A column is a name, one of a few types (`ColumnType`), what it means, and a function of the
 `Item` being flattened: the part of the staged record this row is about (`raw`), the record
@@ -506,8 +506,3 @@ class Registry:
             for family in registry.families:
                 every.add_family(family.name, family.build, doc=family.doc, service=family.service)
         return every
-
-
-REGISTRY = Registry()
-register_table = REGISTRY.add_table
-register_tables = REGISTRY.add_family

@@ -12,11 +12,10 @@ from haul.pipelines.export.tables import (
     BrokenTable,
     Column,
     ColumnType,
+    Family,
     Item,
     Table,
     each_table,
-    register_table,
-    register_tables,
 )
 from haul.state.store import StagingStore
 
@@ -24,14 +23,14 @@ SERVICE = "forms"
 ANSWER_TYPES: dict[str, ColumnType] = {"integer": "int", "boolean": "bool", "date": "date"}
 LISTS = ("matrix", "series", "files")
 
-SURVEYS = register_table(Table("surveys", "survey", (
+SURVEYS = Table("surveys", "survey", (
     identifier("id", "the survey's id (24 hex digits)", "id"),
     value("name", "string", "name", "name"),
     timestamp("created_at", "when the survey was created", "created"),
     value("author_login", "string", "who made it: login", "author", "username"),
     value("answers", "int", "answers it had when staged", "answers"),
     as_json("questions", "its questions (slug, label, type, options)", "questions"),
-), doc="surveys in scope", service=SERVICE))  # fmt: skip
+), doc="surveys in scope", service=SERVICE)  # fmt: skip
 
 
 def _answer(slug: str) -> Any:
@@ -74,9 +73,12 @@ def survey_tables(store: StagingStore) -> Iterable[Table | BrokenTable]:
     )
 
 
-register_tables(
+SURVEY_ANSWERS = Family(
     "survey_<name>_<id>",
     survey_tables,
     doc="one table per survey: a row per answer, a column per question (by slug)",
     service=SERVICE,
 )
+
+# the forms' export tables, in the order `haul export --describe` lists them
+TABLES = (SURVEYS, SURVEY_ANSWERS)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import haul.pipelines.forms.export  # noqa: F401  (its import registers the forms' tables)
 from haul.connectors.forms import FormsClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.export.pages import Page
+from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.checks import forms_checks
 from haul.pipelines.forms.deletions import DELETED
+from haul.pipelines.forms.export import TABLES
 from haul.pipelines.forms.streams import AnswerStream, FileDrain, SurveyStream
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.shards.manifest import PartScope
@@ -42,7 +43,11 @@ class FormsService:
 
     @property
     def tables(self) -> Registry:
-        return REGISTRY.of_service(self.name)
+        return Registry.of(TABLES)
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return ()
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         return {}

@@ -32,11 +32,7 @@ import structlog
 from rich.console import Console
 
 from haul.connectors.errors import HaulError
-from haul.pipelines.config import Config, Scope, Staging, load_config
-from haul.pipelines.logs import configure_logging
-from haul.pipelines.progress import Progress
-from haul.pipelines.report import print_run
-from haul.pipelines.runner import (
+from haul.pipelines.commands.run import (
     PLANNED_AT,
     Interrupted,
     Portion,
@@ -46,6 +42,10 @@ from haul.pipelines.runner import (
     recorded_run,
     run_all,
 )
+from haul.pipelines.config import Config, Scope, Staging, load_config
+from haul.pipelines.logs import configure_logging
+from haul.pipelines.progress import Progress
+from haul.pipelines.report.counts import print_run
 from haul.pipelines.shards.manifest import (
     FIRST,
     LAST,

@@ -14,8 +14,8 @@ import os.path
 from collections.abc import Mapping
 from pathlib import Path
 
+from haul.pipelines.commands.run import open_clients
 from haul.pipelines.config import Config
-from haul.pipelines.runner import open_clients
 from haul.pipelines.shards.manifest import (
     DEFAULT_STORE_TEMPLATE,
     FIRST,

@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.commands.run import open_store
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import open_store
 from haul.pipelines.shards.manifest import LAST, Manifest, Part
 from haul.pipelines.shards.parts import PartNotReady, finished, part_config
 

@@ -23,48 +23,28 @@ the target lacks a queue or a dictionary key. Back-filled form answers load here
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.export.pages import Page
 from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import check_rules
 from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.shards.units import Unit
-from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import ExtractStats
-from haul.pipelines.tracker.backfill.answers import TrackerBackfill
 from haul.pipelines.tracker.backfill.layer import BACKFILL
-from haul.pipelines.tracker.checks.check import checked_target
-from haul.pipelines.tracker.checks.layer import CHECKS
-from haul.pipelines.tracker.checks.limits import LimitPlanner, TargetLimits
-from haul.pipelines.tracker.entities.layer import ENTITIES, EntityTarget, entity_target
+from haul.pipelines.tracker.checks.layer import CHECKS, checked_target
+from haul.pipelines.tracker.entities.layer import ENTITIES
 from haul.pipelines.tracker.flow.layer import FLOW
-from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.layer import ISSUES
-from haul.pipelines.tracker.issues.plan import TrackerPlanner
-from haul.pipelines.tracker.issues.specs import TrackerLoad
-from haul.pipelines.tracker.issues.three_way import IssueForms
-from haul.pipelines.tracker.issues.verify import TrackerVerifier
-from haul.pipelines.tracker.layer import Layer
-from haul.pipelines.tracker.organisation.board_scope import left_out as boards_left_out
-from haul.pipelines.tracker.organisation.configuration import queue_configuration
-from haul.pipelines.tracker.organisation.layer import ORGANISATION
-from haul.pipelines.tracker.organisation.shard_units import tracker_units
-from haul.pipelines.tracker.organisation.specs import OrganisationLoad
-from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
-from haul.pipelines.tracker.planning.quiet_rules import QuietRules
-from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
+from haul.pipelines.tracker.layer import Layer, joined
+from haul.pipelines.tracker.organisation.layer import ORGANISATION, tracker_units
+from haul.pipelines.tracker.planning.layer import PLANNING
 from haul.pipelines.tracker.sync.layer import SYNC
-from haul.pipelines.tracker.sync.preview import TrackerPreview
-from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
-from haul.pipelines.tracker.sync.texts import TextPatches
-from haul.pipelines.tracker.sync.undo import TrackerRemovals
-from haul.pipelines.tracker.target import TrackerTarget, mentions, source_scan
-from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
 
 # DESIGN's load order: the organisation as configured, the trees and the links between them,
@@ -88,6 +68,10 @@ class TrackerService:
     @property
     def tables(self) -> Registry:
         return Registry.of(table for layer in TABLES_IN_ORDER for table in layer.tables)
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return tuple(page for layer in LAYERS for page in layer.pages)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # in the layers' order: moves followed before the issues are planned, deletions last
@@ -122,44 +106,11 @@ class TrackerService:
     async def target(
         self, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
     ) -> TargetParts:
+        """Every layer's part of the load into one target org, the context built once."""
         target = await TrackerTarget.of(config, client, store, read_only=read_only)
         target.preflight()
         check_rules(config, store, "tracker")
-        transform = target.transform
-        configuration = await queue_configuration(target)
-        organisation = OrganisationLoad(client, store, transform, config.mapping.create_missing,
-                                        restrict=configuration.restrict_new_queue,
-                                        queues=config.scope.queues)  # fmt: skip
-        limits = TargetLimits(store, config.limits, transform.comment_text)
-        backfill, load, planning = (
-            _backfill(target),
-            _issue_load(target, limits),
-            planning_load(target),
-        )
-        entities = await entity_target(target)
-        specs = organisation.specs() + configuration.specs()
-        specs += load.specs() + planning.specs + backfill.specs()
-        specs += entities.specs
-        verifier = TrackerVerifier(client, transform, load.prints, store.written.base)
-        return TargetParts(
-            specs,
-            in_target=_in_target(target),
-            unmapped_users=lambda: sorted(transform.users.unmapped | backfill.defaulted),
-            planner=LimitPlanner(limits, entities.planner(_planner(target, specs))),
-            verifier=verifier,
-            not_carried=lambda: (
-                _not_carried(transform, planning, entities, load)
-                | dict(load.kept)
-                | configuration.not_carried()
-                | organisation.kept
-            ),
-            left_out=lambda: boards_left_out(store, config.scope.queues),
-            changes=lambda: _changes(store, load.changes, entities.changes()),
-            removals=TrackerRemovals(client, store, transform.queues).removals(),
-            preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
-            references=source_scan(store, config, mentions(transform, config)),
-            holding=QuietRules(client, store, transform.queues).holding,
-        )
+        return joined([await layer.target(target) for layer in LAYERS if layer.target])
 
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
         """A shard manifest's units: one per queue, cut into windows when large."""
@@ -173,8 +124,6 @@ class TrackerService:
         for layer in LAYERS:
             if layer.checks is not None:
                 found += await layer.checks(config, client, store, side, target)
-        if target is not None and config.scope.entity_types:
-            found += (await entity_target(target)).findings()
         return found
 
     async def checks_across(
@@ -193,116 +142,3 @@ class TrackerService:
 
 
 TRACKER = TrackerService()
-
-
-async def _issue_count(client: TrackerClient, queues: Any, narrowing: str | None = None) -> int:
-    total = 0
-    for queue in queues:
-        query = f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "")
-        total += await client.count_issues(query=query)
-    return total
-
-
-def _backfill(target: TrackerTarget) -> TrackerBackfill:
-    """The back-fills into the tracker, their preflight passed (before any write)."""
-    users, dictionaries = target.transform.users, target.transform.dictionaries
-    backfill = TrackerBackfill(target.client, target.store, target.config,
-                               users.target_logins, dictionaries.target_ids)  # fmt: skip
-    if not target.read_only:
-        backfill.preflight()
-    return backfill
-
-
-def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
-    """The issues and what hangs off them: found by their fingerprints, statuses walked
-    through the target's workflow, deletions mirrored when `[sync] deletions = "mirror"`."""
-    client, transform, keys = target.client, target.transform, target.keys
-    prints = TrackerFingerprints(client, transform, target.uids, keys.key)
-    statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
-    mirror = target.config.sync.deletions == "mirror"
-    wins = target.config.sync.conflicts == "source-wins"
-    deletions = (
-        DeletionSync(client, keys.key, transform.queues.queue, target.store.written.base, wins)
-        if mirror
-        else None
-    )
-    probe = TargetProbe(client)
-    forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
-    patches = TextPatches(client, target.store, transform.references, transform.text)
-    return TrackerLoad(
-        client, target.store, transform, probe, prints, keys, statuses, limits.check, forms,
-        deletions, patches=patches, conflicts=target.config.sync.conflicts,
-    )  # fmt: skip
-
-
-def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
-    """The target's own count of the migrated queues' issues: the scope's, and those an
-    earlier run of the same store migrated (a migration done queue by queue)."""
-    scope = set(target.config.scope.queues)
-
-    async def in_target() -> dict[str, int]:
-        staged = {key.partition("-")[0] for key in target.store.source_ids("issue")}
-        queues = sorted({target.transform.queues.queue(queue) for queue in scope | staged})
-        # an issue loaded, then deleted in the target because the source deleted it, is
-        # accounted for: the ledger still counts it loaded
-        gone = deleted_in_target(target.store).get("issue", 0)
-        return {"issue": await _issue_count(target.client, queues) + gone}
-
-    return in_target
-
-
-def _planner(target: TrackerTarget, specs: list[EntitySpec]) -> TrackerPlanner:
-    transform = target.transform
-    return TrackerPlanner(
-        target.client,
-        target.store,
-        {spec.name: spec for spec in specs},
-        transform.unique_prefix,
-        transform.queues.key,
-        unmapped_access=lambda raw: transform.access(raw).unmapped,
-    )
-
-
-def _not_carried(
-    transform: Transform, planning: PlanningLoad, entities: EntityTarget, load: TrackerLoad
-) -> dict[str, int]:
-    """What the load left out of records it still loaded ("field: why" -> how many), and
-    the fields changed at the source that no update call can change (`sync.fields`)."""
-    dropped = transform.structure.dropped if transform.structure else {}
-    carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-    fixed = {
-        f"{name}: changed at the source, no update call changes it": n
-        for name, n in sorted(load.not_updatable.items())
-    }
-    left = {f"reference: {what}": n for what, n in sorted(transform.references.left.items())}
-    return carried | fixed | left | planning.not_carried() | entities.not_carried()
-
-
-def _changes(
-    store: StagingStore,
-    issues: Mapping[tuple[str, str], int],
-    entities: Mapping[tuple[str, str], int],
-) -> dict[str, dict[str, int]]:
-    """What this run did, and what its extract found deleted at the source."""
-    runs = store.recent_runs(1)
-    since = runs[0]["started_at"] if runs else None
-    left = deleted_counts(store, since, out_of_scope=True)
-    return sync_changes(issues, deleted_counts(store, since), left) | sync_changes(entities, {})
-
-
-def sync_changes(
-    made: Mapping[tuple[str, str], int],
-    deleted_at_source: Mapping[str, int],
-    out_of_scope: Mapping[str, int] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Per entity, what the load did (created, updated, moved, deleted), what the source
-    deleted (``deleted_at_source``, listed whether or not it was mirrored) and what left the
-    scope while still at the source (``out_of_scope``, never deleted in the target)."""
-    summary: dict[str, dict[str, int]] = {}
-    for (entity, what), count in sorted(made.items()):
-        summary.setdefault(entity, {})[what] = count
-    for entity, count in sorted(deleted_at_source.items()):
-        summary.setdefault(entity, {})["deleted_at_source"] = count
-    for entity, count in sorted((out_of_scope or {}).items()):
-        summary.setdefault(entity, {})["out_of_scope"] = count
-    return summary

@@ -21,16 +21,16 @@ from typing import Any
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
-from haul.pipelines.mapping_files import read_users_csv
-from haul.pipelines.references import (
+from haul.pipelines.config.mapping_files import read_users_csv
+from haul.pipelines.specs import RecordWaiting
+from haul.pipelines.streams import Extractor
+from haul.pipelines.sync.references import (
     References,
     SourceScan,
     mention_login,
     moved_slug,
     web_hosts,
 )
-from haul.pipelines.specs import RecordWaiting
-from haul.pipelines.streams import Extractor
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
 from haul.pipelines.tracker.sync.moves import TargetKeys
 from haul.pipelines.tracker.transform import (
@@ -212,7 +212,7 @@ class LinkWaits(RecordWaiting):
         )
 
 
-# -- references in text (`pipelines.references`): files by the ledger, users by the mapping --
+# -- references in text (`pipelines.sync.references`): files by the ledger, users by the mapping --
 
 
 def file_index(store: StagingStore) -> dict[str, str]:

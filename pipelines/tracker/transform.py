@@ -18,8 +18,8 @@ from typing import Any
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
 from haul.pipelines.markup import sub_outside_code
-from haul.pipelines.references import References
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.sync.references import References
 from haul.pipelines.tracker.issue_access import IssueAccess
 from haul.pipelines.tracker.issue_access import wanted as wanted_access
 from haul.pipelines.tracker.timefmt import format_time
@@ -278,7 +278,7 @@ class Transform:
     dictionaries: DictionaryMap
     unique_prefix: str
     structure: StructureMap | None = None
-    # files, users and web hosts of the source named in text (`pipelines.references`)
+    # files, users and web hosts of the source named in text (`pipelines.sync.references`)
     references: References = field(default_factory=References)
 
     def text(self, value: str | None) -> str | None:

@@ -26,7 +26,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
+from haul.pipelines.config.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.wiki.access import (
     Access,

@@ -11,7 +11,7 @@ source deleted (`pipelines.forms.deletions`) keeps its row, unless `[sync] delet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,16 +25,16 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     Planned,
     RecordFailure,
     Ref,
+    Unclaimed,
 )
 from haul.pipelines.wiki.content import SlugMap
 from haul.pipelines.wiki.grids import GridSync
 from haul.state.store import StagedRecord, StagingStore
-
-Unclaimed = Callable[[str], bool]
 
 
 def grid_plans(config: Config) -> dict[str, PlanFn]:
@@ -91,7 +91,7 @@ class GridBackfill:
             return []
         deletions = [
             EntitySpec("backfill_grid_deletion", DELETED, plans["backfill_grid_deletion"],
-                       self.send_deletion, self.find_deletion, phase=Phase.DELETIONS, find_first=True),
+                       self.send_deletion, self.find_deletion, order=Order(Phase.DELETIONS, find_first=True)),
         ] if "backfill_grid_deletion" in plans else []  # fmt: skip
         return [
             EntitySpec("backfill_grid", "survey", plans["backfill_grid"], self.send_grid,

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.pipelines.config import Config
-from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.markup import sub_outside_code
-from haul.pipelines.references import (
+from haul.pipelines.sync.references import (
     References,
     SourceScan,
     mention_login,
@@ -72,7 +72,7 @@ class SlugMap:
 @dataclass(frozen=True)
 class Rewriter:
     """Rewrites one page's links; `queues` maps source queue keys to target ones, and
-    `references` the source's users and web addresses (`pipelines.references`)."""
+    `references` the source's users and web addresses (`pipelines.sync.references`)."""
 
     slugs: SlugMap
     queues: Mapping[str, str] = field(default_factory=dict)

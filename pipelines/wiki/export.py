@@ -29,12 +29,11 @@ from haul.pipelines.export.tables import (
     Column,
     ColumnType,
     ExportContext,
+    Family,
     Item,
     Restriction,
     Table,
     each_table,
-    register_table,
-    register_tables,
 )
 from haul.pipelines.wiki.access import ALL_STAFF, readers, staged_with_access
 from haul.pipelines.wiki.content import SlugMap
@@ -90,7 +89,7 @@ def of_parent_page(record: StagedRecord, context: ExportContext) -> Restriction 
     return _pages(context).get(record.parent or "")
 
 
-PAGES = register_table(Table("wiki_pages", "wiki_page", (
+PAGES = Table("wiki_pages", "wiki_page", (
     identifier("slug", "the page's slug at the source", "slug"),
     identifier("id", "the page's numeric id at the source", "id"),
     value("title", "string", "title", "title"),
@@ -99,9 +98,9 @@ PAGES = register_table(Table("wiki_pages", "wiki_page", (
     *_display("author", "who wrote the current revision", "active_revision", "author"),
     value("comments_count", "int", "comments on the page", "attributes", "comments_count"),
     value("content", "string", "the page's markdown, as the source holds it", "content"),
-), doc="wiki pages under the configured roots", service=SERVICE, access=of_page))  # fmt: skip
+), doc="wiki pages under the configured roots", service=SERVICE, access=of_page)  # fmt: skip
 
-ATTACHMENTS = register_table(Table("wiki_attachments", "wiki_attachment", (
+ATTACHMENTS = Table("wiki_attachments", "wiki_attachment", (
     PAGE,
     identifier("id", "the file's id at the source", "id"),
     value("name", "string", "file name", "name"),
@@ -110,9 +109,9 @@ ATTACHMENTS = register_table(Table("wiki_attachments", "wiki_attachment", (
     timestamp("created_at", "when it was attached", "created_at"),
     *_display("author", "who attached it", "user"),
     blob_sha256(),
-), doc="files attached to wiki pages", service=SERVICE, access=of_parent_page))  # fmt: skip
+), doc="files attached to wiki pages", service=SERVICE, access=of_parent_page)  # fmt: skip
 
-COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
+COMMENTS = Table("wiki_comments", "wiki_comment", (
     PAGE,
     identifier("id", "the comment's id at the source", "id"),
     identifier("parent_id", "the comment it answers (empty: a thread's first)", "parent_id"),
@@ -120,7 +119,7 @@ COMMENTS = register_table(Table("wiki_comments", "wiki_comment", (
     timestamp("created_at", "when it was written", "created_at"),
     *_display("author", "who wrote it", "author"),
 ), doc="comments on wiki pages, replies naming the comment they answer", service=SERVICE,
-   access=of_parent_page))  # fmt: skip
+   access=of_parent_page)  # fmt: skip
 
 
 def _rows_of(grid_id: str) -> Any:
@@ -195,13 +194,16 @@ def grid_tables(store: StagingStore) -> Iterable[Table | BrokenTable]:
     )
 
 
-register_tables(
+GRIDS = Family(
     "wiki_grid_<title>_<id>",
     grid_tables,
     doc="one table per grid: a row per grid row, a column per grid column (number: float, "
     "checkbox: bool, date: date, others: string)",
     service=SERVICE,
 )
+
+# the wiki's export tables, in the order `haul export --describe` lists them
+TABLES = (PAGES, ATTACHMENTS, COMMENTS, GRIDS)
 
 
 def _slug(record: StagedRecord, config: Config | None) -> str:

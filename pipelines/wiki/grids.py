@@ -7,7 +7,7 @@ crash or a dropped reply it picks up where the target is, so nothing is written 
 Every write carries the revision the last one returned; a stale one (someone else wrote)
 reads the grid again and goes on from there.
 
-A later run settles the rows three ways (`settle`, `pipelines.three_way_items`): the base keeps
+A later run settles the rows three ways (`settle`, `pipelines.sync.three_way_items`): the base keeps
 each source row's target row id and cells as written; a row edited only at the source is
 edited, one edited (or added, or deleted) only in the target is the target's, one edited on
 both sides is a conflict (`[sync] conflicts`); the title and the columns follow the source.
@@ -24,8 +24,8 @@ import structlog
 from haul.connectors.errors import ConflictError
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.specs import Fields, RecordFailure
-from haul.pipelines.three_way import ConflictRule
-from haul.pipelines.three_way_items import (
+from haul.pipelines.sync.three_way import ConflictRule
+from haul.pipelines.sync.three_way_items import (
     Base,
     ItemRule,
     ItemSettling,

@@ -10,27 +10,34 @@ and what the source deleted (`pipelines.wiki.deletions`: reported, or mirrored w
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping
 
-import haul.pipelines.wiki.export  # noqa: F401  (its import registers the wiki's tables)
 from haul.connectors.wiki import WikiClient
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.export.tables import REGISTRY, Registry
+from haul.pipelines.export.pages import Page
+from haul.pipelines.export.tables import Registry
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import check_rules
-from haul.pipelines.references import References, SourcePaths, unset_web_hosts
-from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, core_options
+from haul.pipelines.services import (
+    Details,
+    Entity,
+    SourceParts,
+    TargetParts,
+    core_options,
+    sync_changes,
+)
 from haul.pipelines.shards.manifest import PartScope
 from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
+from haul.pipelines.sync.references import References, SourcePaths, unset_web_hosts
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
 from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap, wiki_references
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
+from haul.pipelines.wiki.export import TABLES
 from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.ownership import PageOwnership
 from haul.pipelines.wiki.specs import PLANS, WikiLoad
@@ -63,7 +70,11 @@ class WikiService:
 
     @property
     def tables(self) -> Registry:
-        return REGISTRY.of_service(self.name)
+        return Registry.of(TABLES)
+
+    @property
+    def pages(self) -> tuple[Page, ...]:
+        return ()
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # moves are followed before anything is planned, deletions planned after; the mode's
@@ -196,24 +207,6 @@ def _references_left(references: References) -> dict[str, int]:
 
 def _nothing(store: StagingStore) -> Iterator[Planned]:
     yield from ()
-
-
-def sync_changes(
-    made: Counter[tuple[str, str]],
-    deleted_at_source: Mapping[str, int],
-    out_of_scope: Mapping[str, int] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Per entity, what the load did (created, updated, moved, replaced, deleted), what the
-    source deleted (``deleted_at_source``, whether or not it was mirrored) and what moved out
-    of the scope while still at the source (``out_of_scope``, never deleted in the target)."""
-    summary: dict[str, dict[str, int]] = {}
-    for (entity, what), count in sorted(made.items()):
-        summary.setdefault(entity, {})[what] = count
-    for entity, count in sorted(deleted_at_source.items()):
-        summary.setdefault(entity, {})["deleted_at_source"] = count
-    for entity, count in sorted((out_of_scope or {}).items()):
-        summary.setdefault(entity, {})["out_of_scope"] = count
-    return summary
 
 
 async def page_access(config: Config, client: WikiClient, store: StagingStore) -> PageAccess:

@@ -29,22 +29,24 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     Planned,
     RecordFailure,
     Ref,
     Sent,
+    Unclaimed,
     each_record,
     staged_bytes,
 )
-from haul.pipelines.three_way import (
+from haul.pipelines.sync.three_way import (
     ConflictRule,
     FieldChanges,
     ThreeWay,
     conflict_message,
     settled_values,
 )
-from haul.pipelines.three_way_items import count_settling
+from haul.pipelines.sync.three_way_items import count_settling
 from haul.pipelines.wiki.access import Access
 from haul.pipelines.wiki.access_sync import PageAccess
 from haul.pipelines.wiki.content import Rewriter, provenance, with_provenance
@@ -55,7 +57,6 @@ from haul.pipelines.wiki.ownership import WAY_OUT, PageOwnership, with_marker
 from haul.pipelines.wiki.streams import byte_size
 from haul.state.store import StagedRecord, StagingStore
 
-Unclaimed = Any  # Callable[[str], bool]
 TEXT_CELLS = ("ticket", "string", "ticket_field")  # cells whose tracker keys are remapped
 
 
@@ -94,6 +95,8 @@ def plan_comments(store: StagingStore) -> Iterator[Planned]:
         yield Planned(record, parent or _page_of(record), _created(record))
 
 
+# a page's files and grids: all at once, and beside its subpages (once its access is set)
+BESIDE_SUBPAGES = Order(siblings_together=True, beside_earlier=True)
 PLAN_ATTACHMENTS = each_record("wiki_attachment", parent=_page_of, sort_key=_created)
 PLAN_GRIDS = each_record("wiki_grid", parent=_page_of, sort_key=_created)
 PLAN_GRID_ROWS = each_record("wiki_grid", parent=lambda record: Ref("wiki_grid", record.source_id))
@@ -141,19 +144,21 @@ class WikiLoad:
         attachment, grid, comment = self.attachment(), self.grid(), self.comment()
         return [  # a page's access first among what loads under it
             EntitySpec("wiki_page_access", "wiki_page", plan_access, self.send_access,
-                       self.find_access, refresh=self.refresh_access, sends_conflicts=True),
+                       self.find_access, refresh=self.refresh_access,
+                       order=Order(sends_conflicts=True)),
             EntitySpec("wiki_page", "wiki_page", plan_pages, self.send_page, self.find_page,
-                       refresh=self.refresh_page, siblings_together=True),
+                       refresh=self.refresh_page, order=Order(siblings_together=True)),
             EntitySpec("wiki_attachment", "wiki_attachment", PLAN_ATTACHMENTS,
-                       self.send_attachment, attachment.find, siblings_together=True,
-                       beside_earlier=True, fingerprint=attachment),
+                       self.send_attachment, attachment.find, order=BESIDE_SUBPAGES,
+                       fingerprint=attachment),
             EntitySpec("wiki_grid", "wiki_grid", PLAN_GRIDS, self.send_grid, grid.find,
-                       siblings_together=True, beside_earlier=True, fingerprint=grid,
+                       order=BESIDE_SUBPAGES, fingerprint=grid,
                        claims_with=("backfill_grid",)),
             EntitySpec("wiki_grid_rows", "wiki_grid", PLAN_GRID_ROWS, self.send_grid_rows,
                        self.find_grid_rows, refresh=self.refresh_grid_rows),
             EntitySpec("wiki_comment", "wiki_comment", plan_comments, self.send_comment,
-                       comment.find, refresh=self.refresh_comment, beside_earlier=True,
+                       comment.find, refresh=self.refresh_comment,
+                       order=Order(beside_earlier=True),
                        fingerprint=comment),
             *self._deletion_specs(),
         ]  # fmt: skip
@@ -165,7 +170,7 @@ class WikiLoad:
             return []
         return [
             EntitySpec("wiki_deletion", DELETED, deletion_plan(self.mirror), self.send_deletion,
-                       self.deletions.find, phase=Phase.DELETIONS, find_first=True),
+                       self.deletions.find, order=Order(Phase.DELETIONS, find_first=True)),
         ]  # fmt: skip
 
     # -- what tells a record apart in the target: written once, for find and verify --------

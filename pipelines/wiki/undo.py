@@ -15,8 +15,8 @@ from collections.abc import Awaitable
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.removals import WITH_PARENT, Removal, Removed, changed_since, deleted_by
 from haul.pipelines.specs import Fields, RecordFailure
+from haul.pipelines.sync.removals import WITH_PARENT, Removal, Removed, changed_since, deleted_by
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 

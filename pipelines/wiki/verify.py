@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.three_way import changed_where
+from haul.pipelines.sync.three_way import changed_where
 from haul.pipelines.verifying import Fields
 from haul.pipelines.wiki.access import current, readers
 from haul.pipelines.wiki.backfill import survey_grid

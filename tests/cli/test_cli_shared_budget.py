@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, finish, haul_env, start_haul
 
 LIMIT = 40

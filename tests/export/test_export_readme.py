@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.export.describe import describe_markdown, readme_copy
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from tests.helpers.export_fixtures import haul_env, only_folder
 
 README = Path(__file__).parents[2] / "README.md"

@@ -219,7 +219,7 @@ def test_work_hours_that_are_not_a_span_are_refused(hours: str) -> None:
     """The config's work_hours is HH:MM-HH:MM, start before end."""
     from pydantic import TypeAdapter, ValidationError
 
-    from haul.pipelines.config_types import WorkHours
+    from haul.pipelines.config.types import WorkHours
 
     with pytest.raises(ValidationError):
         TypeAdapter(WorkHours).validate_python(hours)

@@ -17,7 +17,7 @@ import holidays
 import pytest
 
 from haul.pipelines.config import ConfigError, load_config
-from haul.pipelines.config_model import Model
+from haul.pipelines.config.model import Model
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.errors import ExportOptionError
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar

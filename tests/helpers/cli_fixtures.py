@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 
 HAUL = Path(sys.executable).parent / "haul"
 SOURCE_TOKEN_ENV = "HAUL_CLI_SOURCE_TOKEN"

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.export.command import model_as_of, service_tables
 from haul.pipelines.export.tables import ExportContext, Table
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 from tests.helpers import cli_fixtures
 

@@ -10,7 +10,7 @@ from typing import Any
 from haul.connectors.forms import FormsClient
 from haul.connectors.tracker import TrackerClient
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.haul_fixtures import TOKEN_ENV
 
 PAGE = "team/runbooks"

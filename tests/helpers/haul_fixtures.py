@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 
 TOKEN_ENV = "HAUL_TEST_TOKEN"
 

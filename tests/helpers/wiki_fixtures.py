@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.references import References, WebHosts, moved_slug
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.sync.references import References, WebHosts, moved_slug
 from haul.pipelines.wiki.content import Rewriter, SlugMap
 from haul.sandbox.people import ADMIN_LOGIN
 from tests.helpers.haul_fixtures import TOKEN_ENV, source_queues

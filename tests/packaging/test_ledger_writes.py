@@ -4,8 +4,9 @@ The ledger is what makes a load exactly once; a module that marks rows done behi
 engine's back (a status recorded while a plan is read, another entity's rows completed inside a
 send) makes a row's state depend on code the engine does not know. A spec says what its plan or
 its send settled, renamed or forgot (`Settled`, `Renamed`, `Sent`'s `Forgotten`) and where it
-moved its record (`relocate`), and `pipelines/engine.py` records it. Read from the
-source: every call of a ledger method that writes, anywhere in `pipelines/` but the engine.
+moved its record (`relocate`), and the engine's ledger writes (`pipelines/engine/writes.py`)
+record it. Read from the source: every call of a ledger method that writes, anywhere in
+`pipelines/` but that one module (the engine's walk and its one-record room included).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.fast  # reads the source only
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = ROOT / "pipelines" / "engine.py"
+ENGINE = ROOT / "pipelines" / "engine" / "writes.py"  # the one writer of the ledger
 # the row's state machine (state/ledger.py), haul undo's two steps and a link's wait too: the
 # engine's alone
 TRANSITIONS = {

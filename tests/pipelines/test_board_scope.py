@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.plan import make_plan, write_conflicts
+from haul.pipelines.commands.run import extract, load
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.plan import make_plan, write_conflicts
-from haul.pipelines.runner import extract, load
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.tracker.organisation.board_scope import carried_boards, left_out
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
+from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot

@@ -11,9 +11,9 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import extract, run_all
-from haul.pipelines.three_way_items import settle_items
+from haul.pipelines.sync.three_way_items import settle_items
 from haul.pipelines.tracker.sync.checklists import item_rule
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
+from haul.pipelines.commands.run import extract, run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import extract, run_all
-from haul.pipelines.verify import verify
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.sandbox_clients import tracker_call

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, kill_when
 from tests.helpers.entity_snapshot import change_at_source, sdk_client, unlike_the_source

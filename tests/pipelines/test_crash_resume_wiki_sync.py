@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.crash_runs import finish, haul
 from tests.helpers.haul_fixtures import TOKEN_ENV
 from tests.helpers.wiki_changes import change_everything

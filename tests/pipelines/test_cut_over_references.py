@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.verify import verify
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues
 

@@ -18,6 +18,7 @@ from haul.pipelines.engine import LoadEngine, plan_ledger, retry_failed_rows
 from haul.pipelines.specs import (
     EntitySpec,
     Forgotten,
+    Order,
     Phase,
     Planned,
     RecordFailure,
@@ -72,7 +73,7 @@ class FakeTarget:
             parent=lambda r: Ref(parent, r.parent) if parent and r.parent else None,
             sort_key=lambda r: r.source_id,
         )
-        spec = EntitySpec(name, name, plan, send, find, phase=phase)
+        spec = EntitySpec(name, name, plan, send, find, order=Order(phase))
         return replace(spec, requires=requires) if requires else spec
 
 
@@ -95,16 +96,17 @@ def engine(store: StagingStore, specs: list[EntitySpec]) -> LoadEngine:
 
 DESIGN_LAYERS = (  # DESIGN.md, "Exactly-once loading": the load's layers in their order
     "DICTIONARY_VALUES", "QUEUES_AND_CATEGORIES", "FIELDS", "CONFIGURATION",  # organisation
-    "TREES", "LINKS", "PLANNING", "PLANNING_LINKS", "AUTOACTIONS",
+    "TREES", "LINKS", "PLANNING", "DELETIONS", "PLANNING_LINKS", "AUTOACTIONS",
 )  # fmt: skip
 
 
 def test_the_phases_are_designs_layers_in_designs_order() -> None:
     """The organisation as configured (dictionary values, then queues and field categories,
     then fields, then the rest), the trees, the links, the planning layer and its links, the
-    autoactions last; the deletions a sync mirrors share the planning layer's phase."""
+    autoactions last; the deletions a sync mirrors after the planning layer, in a phase of
+    their own (printed as DELETIONS, never as another phase's name)."""
     assert tuple(phase.name for phase in sorted(Phase)) == DESIGN_LAYERS
-    assert Phase.DELETIONS is Phase.PLANNING
+    assert len({phase.value for phase in Phase}) == len(Phase), "no phase is an alias"
 
 
 async def test_phases_load_lowest_first_and_trees_depth_first(store: StagingStore) -> None:
@@ -193,7 +195,7 @@ async def test_a_phase_that_names_its_needs_starts_beside_the_last_trees(
 
     specs = [
         replace(issue, send=send_issue),
-        replace(link, send=send_link, needs_named=True),
+        replace(link, send=send_link, order=Order(Phase.LINKS, needs_named=True)),
         target.spec("deletion", phase=Phase.DELETIONS),
     ]
     load = LoadEngine(store, specs, concurrency=4)
@@ -230,7 +232,10 @@ async def test_a_link_waits_for_the_refresh_of_an_end_that_changed_at_the_source
         await asyncio.wait_for(refreshing.wait(), 10)  # sent only once the refresh began
         return await link.send(record, parent_target)
 
-    specs = [replace(issue, refresh=refresh), replace(link, send=send_link, needs_named=True)]
+    specs = [
+        replace(issue, refresh=refresh),
+        replace(link, send=send_link, order=Order(Phase.LINKS, needs_named=True)),
+    ]
     stage(store, "issue", "i1", "i2")
     await engine(store, specs).run()
     store.upsert_records("issue", [{"source_id": "i1", "updated_at": "u", "raw": {"id": "x"}}])
@@ -299,7 +304,7 @@ async def test_children_beside_earlier_ones_do_not_wait_for_them(store: StagingS
         target.spec("page"),
         target.spec("access", parent="page"),
         replace(subpage, send=send_subpage),
-        replace(file, send=send_file, beside_earlier=True),
+        replace(file, send=send_file, order=Order(beside_earlier=True)),
     ]
     stats = await engine(store, specs).run()
     assert stats.done == 4
@@ -630,7 +635,7 @@ def deletion_spec(answer: Sent, *, held: bool) -> EntitySpec:
         return None if held else answer
 
     return EntitySpec("deletion", "deletion", each_record("deletion"), send, find,
-                      phase=Phase.DELETIONS)  # fmt: skip
+                      order=Order(Phase.DELETIONS))  # fmt: skip
 
 
 def staged_page_with_file(store: StagingStore) -> list[EntitySpec]:

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.plan import make_plan
-from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import found, sdk_client
 from tests.helpers.haul_fixtures import environ, source_queues, write_config

@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from haul.pipelines.commands.run import extract
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import extract
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 

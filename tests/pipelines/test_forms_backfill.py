@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import ConfigError, load_config
-from haul.pipelines.runner import extract, run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.tracker.timefmt import tracker_time
 from tests.helpers.forms_backfill import (
     PAGE,

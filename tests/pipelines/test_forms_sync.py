@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.status import gather_status
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
-from haul.pipelines.runner import run_all
-from haul.pipelines.status import gather_status
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.forms_backfill import client, source_answers, target_state, write_config
 from tests.helpers.haul_fixtures import environ

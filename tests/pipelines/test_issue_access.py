@@ -15,13 +15,13 @@ from typing import Any
 
 import httpx
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, load, run_all
+from haul.pipelines.commands.status import gather_status
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.plan import make_plan
 from haul.pipelines.registry import services
-from haul.pipelines.runner import extract, load, run_all
-from haul.pipelines.status import gather_status
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
+from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
 from haul.pipelines.tracker.issue_access import settle_access
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul

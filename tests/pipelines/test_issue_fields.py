@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.references import without_file_ids
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import verify
+from haul.pipelines.sync.references import without_file_ids
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.org_snapshot import WEB_HOST
 
@@ -155,8 +155,8 @@ async def test_the_export_has_the_structure_and_a_typed_column_per_custom_field(
     `issue_custom_fields` holds each custom field's values in a column of its type."""
     import pyarrow.parquet as pq
 
+    from haul.pipelines.commands.run import extract
     from haul.pipelines.export.command import ExportRequest, run_export
-    from haul.pipelines.runner import extract
 
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), mapping={}))
@@ -182,9 +182,9 @@ async def test_a_value_the_target_field_cannot_hold_is_counted_and_its_issue_loa
     """`[mapping] fields` sends the integer `ticketCount` into the target's string field
     `customerName`: every issue still loads, each value left out is counted per field and
     reason, `haul status` says so, and verify sees the loss."""
+    from haul.pipelines.commands.run import open_store
+    from haul.pipelines.commands.status import gather_status
     from haul.pipelines.registry import services
-    from haul.pipelines.runner import open_store
-    from haul.pipelines.status import gather_status
 
     info = sandbox.info
     extra = '\n[mapping.fields]\nticketCount = "customerName"\n'

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.status import gather_status
 from haul.pipelines.config import load_config
 from haul.pipelines.engine import retry_failed_rows
 from haul.pipelines.registry import services
-from haul.pipelines.runner import run_all
-from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import counts_table, run_haul, tokens_env
 from tests.helpers.cli_fixtures import write_config as write_cli_config

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.sync_changes import MIRROR
 

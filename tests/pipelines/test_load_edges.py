@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import counted, sdk_client
 from tests.helpers.haul_fixtures import client_for, environ, lose_store, source_queues, write_config

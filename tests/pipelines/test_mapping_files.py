@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from haul.pipelines.mapping_files import MappingFileError, read_groups_csv, read_users_csv
+from haul.pipelines.config.mapping_files import MappingFileError, read_groups_csv, read_users_csv
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 

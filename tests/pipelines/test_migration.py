@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.run import extract, load, run_all
+from haul.pipelines.commands.status import gather_status
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.registry import services
-from haul.pipelines.report import entity_counts
-from haul.pipelines.runner import extract, load, run_all
-from haul.pipelines.status import gather_status
+from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagedRecord, StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config

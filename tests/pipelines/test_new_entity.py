@@ -22,18 +22,18 @@ import pytest
 
 from haul.connectors.http import ServiceClient
 from haul.pipelines import registry
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, load, open_store
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, Endpoint, Tuning, load_config
 from haul.pipelines.export.columns import identifier, value
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.tables import Registry, Table
 from haul.pipelines.findings import Finding
-from haul.pipelines.plan import make_plan
-from haul.pipelines.report import entity_counts
-from haul.pipelines.runner import extract, load, open_store
+from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.services import Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, each_record
 from haul.pipelines.streams import Page
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, write_config
 

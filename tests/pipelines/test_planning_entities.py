@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import VerifyResult, verify
 from haul.pipelines.config import Config, Export, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import VerifyResult, verify
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import (
     KINDS,

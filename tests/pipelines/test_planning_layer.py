@@ -22,11 +22,11 @@ import httpx
 import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.run import extract, run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
-from haul.pipelines.runner import extract, run_all
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 

@@ -23,9 +23,9 @@ import httpx
 import pytest
 import yandex_tracker_client as sdk  # a dev dependency, not our own module
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import verify
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
@@ -258,7 +258,7 @@ def test_a_queue_whose_permissions_the_target_refuses_takes_no_issue(tmp_path: P
     """The target refuses DEV's permission scheme right after making DEV: the queue's row
     fails, and so does every issue of DEV (none is imported into a queue open to everyone);
     once the target takes it, `--retry-failed` sets the scheme first, then the issues."""
-    from haul.pipelines.runner import extract, load
+    from haul.pipelines.commands.run import extract, load
     from haul.sandbox import server as sandbox_server
 
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:

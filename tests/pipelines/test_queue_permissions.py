@@ -22,11 +22,11 @@ import httpx
 import pytest
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.run import extract
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.findings import Finding
-from haul.pipelines.runner import extract
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config

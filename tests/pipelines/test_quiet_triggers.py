@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.run import extract, open_clients, open_store, run_all
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import extract, open_clients, open_store, run_all
 from haul.pipelines.tracker.planning.quiet_rules import QUIET_RULES
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.sandbox_clients import tracker_call

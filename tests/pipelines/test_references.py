@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.references import References, SourceScan, WebHosts, file_references, moved_slug
-from haul.pipelines.three_way import diff_fields
+from haul.pipelines.sync.references import (
+    References,
+    SourceScan,
+    WebHosts,
+    file_references,
+    moved_slug,
+)
+from haul.pipelines.sync.three_way import diff_fields
 
 pytestmark = pytest.mark.fast
 

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from haul.pipelines.commands.run import extract, open_clients
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
-from haul.pipelines.runner import extract, open_clients
 from haul.pipelines.services import loadable, optional
 from haul.pipelines.specs import EntitySpec, Ref, target_of
 from haul.state.ledger import LedgerRow
@@ -104,7 +104,7 @@ class Target:
         )
         for needed in spec.requires(record):
             await self.ensure(needed)
-        if spec.find_first and (found := await spec.find(record, parent, lambda c: True)):
+        if spec.order.find_first and (found := await spec.find(record, parent, lambda c: True)):
             self.store.ledger.done(row.entity, row.source_id, found)
             return found  # the target had it: the engine reuses it the same way
         self.store.ledger.begin(row.entity, row.source_id)
@@ -242,7 +242,7 @@ async def test_an_organisation_object_the_target_has_is_found_before_any_send(
 ) -> None:
     """The organisation objects are looked for first (`find_first`): one the target has is
     found, not made again; one it lacks is made once and found again."""
-    assert target.specs[entity].find_first
+    assert target.specs[entity].order.find_first
     row = target.pending(entity)
     first = await target.send(row)
     assert await target.find(row, lambda candidate: True) == first

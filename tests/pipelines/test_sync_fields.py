@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.field_edits import every_field_edit, seen

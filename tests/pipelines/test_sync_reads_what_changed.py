@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.commands.run import extract
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import extract
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 

@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, load
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.plan import make_plan
-from haul.pipelines.runner import extract, load
 from haul.sandbox.tracker.model import Limits
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul

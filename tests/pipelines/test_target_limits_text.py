@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from haul.pipelines.config import Limits
-from haul.pipelines.tracker.checks.limits import OverLimit, TargetLimits
+from haul.pipelines.tracker.issues.limits import OverLimit, TargetLimits
 from haul.state.store import StagingStore
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it

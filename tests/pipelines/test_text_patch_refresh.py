@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
 from haul.pipelines.tracker.sync.texts import ISSUE_TEXT
-from haul.pipelines.verify import verify
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from haul.pipelines.mapping_files import read_users_csv
+from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     QueueMap,

@@ -8,12 +8,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.run import extract, run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.run_report import VERIFY_CHECKPOINT
-from haul.pipelines.runner import extract, run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.verify import verify
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.report.run import VERIFY_CHECKPOINT
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import (
     TOKEN_ENV,

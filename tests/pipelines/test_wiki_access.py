@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from haul.pipelines.check import run_check
+from haul.pipelines.commands.check import run_check
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, load, run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.plan import make_plan
-from haul.pipelines.runner import extract, load, run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.verify import verify
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.sandbox.people import ADMIN_LOGIN
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, haul

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from haul.pipelines.mapping_files import MappingFileError, read_groups_csv
+from haul.pipelines.config.mapping_files import MappingFileError, read_groups_csv
 from haul.pipelines.wiki.access import (
     ALL_STAFF,
     Directory,

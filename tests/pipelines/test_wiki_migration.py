@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.runner import run_all
-from haul.pipelines.verify import verify
 from tests.helpers.haul_fixtures import environ, writes, written_since
 from tests.helpers.wiki_fixtures import (
     keys_rewritten,

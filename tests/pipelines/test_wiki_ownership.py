@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.plan import make_plan
+from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
-from haul.pipelines.plan import make_plan
-from haul.pipelines.runner import extract, run_all
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, lose_store
 from tests.helpers.wiki_fixtures import mapping_for, snapshots, wiki_client, write_wiki_config

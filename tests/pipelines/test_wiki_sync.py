@@ -11,12 +11,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.status import gather_status
+from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.registry import services
-from haul.pipelines.runner import run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.status import gather_status
-from haul.pipelines.verify import verify
 from haul.pipelines.wiki.content import Rewriter
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, writes, written_since

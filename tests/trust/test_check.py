@@ -75,7 +75,7 @@ def test_check_says_the_load_creates_a_queue_the_target_lacks(sandbox: Any, tmp_
 
 def test_check_probes_the_wiki_and_forms_too(sandbox: Any, tmp_path: Path) -> None:
     """All three services configured: each org's token is probed on each service."""
-    from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+    from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
     from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV
 
     info = sandbox.info
@@ -97,7 +97,7 @@ def test_check_finds_what_the_run_would_refuse(sandbox: Any, tmp_path: Path) -> 
     """Before any extract: a users-file row naming a login the target lacks, a source queue
     that does not exist, a survey that does not exist and a back-fill template naming a
     question its survey lacks are each an error with its key; the default user is named."""
-    from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+    from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
     from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV
 
     info = sandbox.info

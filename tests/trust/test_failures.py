@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.failures import sort_failures
+from haul.pipelines.commands.failures import sort_failures
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 

@@ -81,9 +81,9 @@ def test_the_headline_says_what_verify_found_after_the_run(sandbox: Any, tmp_pat
 def test_the_headline_is_ok_only_when_nothing_failed_and_verify_matched() -> None:
     """Failed records or verify differences make the headline bad news (the exit status is 3);
     a stopped run shows its outcome; a verify from before the run says nothing of it."""
-    from haul.pipelines.demo import demo_status
-    from haul.pipelines.run_report import Headline, headline
-    from haul.pipelines.status import verify_after
+    from haul.pipelines.commands.demo import demo_status
+    from haul.pipelines.commands.status import verify_after
+    from haul.pipelines.report.run import Headline, headline
 
     matched = {"ok": True, "difference_count": 0, "ended_at": "2026-01-02T00:00:00"}
     differs = {"ok": False, "difference_count": 4, "ended_at": "2026-01-02T00:00:00"}
@@ -119,7 +119,7 @@ def test_a_failed_extract_still_writes_a_report(sandbox: Any, tmp_path: Path) ->
 def _every_chart() -> dict[str, Any]:
     """A report with something in every chart: stages, a varying load, a budget that moved
     (twelve lines recorded, two moved), failures and pending records, verify differences."""
-    from haul.pipelines.report_parts import rate_lines
+    from haul.pipelines.report.parts import rate_lines
 
     details = {
         f"{service}_{side}_rate_history": {"read": [[0.0, 50.0]], "write": [[0.0, 20.0]]}
@@ -194,7 +194,7 @@ def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_p
     texts overlap at 390 px or 1280 px, nothing is wider than the screen, every chart has a
     title and both axis labels, twelve recorded budgets draw only the two that moved, each
     named; screenshots are kept in /tmp."""
-    from haul.pipelines.report_html import render_html
+    from haul.pipelines.report.html import render_html
 
     chromium = _chromium()
     config, env = migrated(tmp_path, sandbox.info)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from haul.pipelines.commands.status import gather_status
 from haul.pipelines.registry import services
-from haul.pipelines.status import gather_status
 from haul.state.store import StagingStore
 from tests.helpers.big_store import build_store
 from tests.helpers.trust_fixtures import (
@@ -101,7 +101,7 @@ def test_the_counts_table_totals_the_loadable_entities_only() -> None:
     count and dashes, and stays out of the total."""
     from rich.console import Console
 
-    from haul.pipelines.report import EntityCounts, render_counts
+    from haul.pipelines.report.counts import EntityCounts, render_counts
 
     console = Console(record=True, width=100)
     render_counts(
@@ -135,7 +135,7 @@ def test_a_link_staged_from_both_ends_is_neither_skipped_nor_counted_twice(
     says staged twice, not skipped; a staged link never planned for another reason is skipped."""
     from rich.console import Console
 
-    from haul.pipelines.status import print_status
+    from haul.pipelines.commands.status import print_status
 
     now = "2024-01-01T00:00:00Z"
     with StagingStore.open(tmp_path / "links.db") as store:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from haul.connectors.wiki import WikiClient
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.trust_fixtures import (
     SOURCE_TOKEN_ENV,
     TARGET_TOKEN_ENV,

@@ -10,7 +10,7 @@ attachments. The rules are checked against the staged surveys before any write
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from haul.pipelines.config import Backfill, Config, ConfigError
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.answers import default_description, render
 from haul.pipelines.forms.staged import answer_order, answers_of, author_login, rules
-from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, Unclaimed, staged_bytes
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.backfill.prints import BackfillPrints
 from haul.pipelines.tracker.backfill.queues import plan_queues, queue_spec
@@ -28,7 +28,6 @@ from haul.pipelines.tracker.timefmt import tracker_time
 from haul.state.store import StagedRecord, StagingStore
 
 DICTIONARY_FIELDS = {"priority": "priority", "type": "issuetype"}
-Unclaimed = Callable[[str], bool]
 
 
 def tracker_plans(config: Config) -> dict[str, PlanFn]:

@@ -8,8 +8,21 @@ The answers are staged by the forms service's extract; this layer plans and load
 from __future__ import annotations
 
 from haul.pipelines.services import Entity
-from haul.pipelines.tracker.backfill.answers import tracker_plans
-from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.backfill.answers import TrackerBackfill, tracker_plans
+from haul.pipelines.tracker.layer import Layer, TargetPart
+from haul.pipelines.tracker.target import TrackerTarget
+
+
+async def backfill_target(target: TrackerTarget) -> TargetPart:
+    """The back-fills into the tracker, their preflight passed (before any write); the
+    authors that fell back to the default user are named with the unmapped users."""
+    users, dictionaries = target.transform.users, target.transform.dictionaries
+    backfill = TrackerBackfill(target.client, target.store, target.config,
+                               users.target_logins, dictionaries.target_ids)  # fmt: skip
+    if not target.read_only:
+        backfill.preflight()
+    return TargetPart(backfill.specs(), unmapped_users=lambda: backfill.defaulted)
+
 
 BACKFILL = Layer(
     "backfill",
@@ -19,4 +32,5 @@ BACKFILL = Layer(
         Entity("backfill_attachment", staged="survey_file", optional=True),
     ),
     plans=tracker_plans,
+    target=backfill_target,
 )

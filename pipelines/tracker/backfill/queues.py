@@ -17,7 +17,15 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.staged import rules
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, Planned, RecordFailure
+from haul.pipelines.specs import (
+    EntitySpec,
+    Fields,
+    Fingerprint,
+    Order,
+    Phase,
+    Planned,
+    RecordFailure,
+)
 from haul.pipelines.tracker.target import default_user
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagedRecord, StagingStore
@@ -81,8 +89,7 @@ def queue_spec(
 
     printed = Fingerprint(expected, lambda record, parent: "org", listing, ("key",))
     return EntitySpec("backfill_queue", "survey", plan_queues(config), send, printed.find,
-                      phase=Phase.QUEUES_AND_CATEGORIES, fingerprint=printed,
-                      find_first=True)  # fmt: skip
+                      order=Order(Phase.QUEUES_AND_CATEGORIES, find_first=True), fingerprint=printed)  # fmt: skip
 
 
 def _default(dictionaries: dict[str, dict[str, Any]], kind: str) -> str | None:

@@ -22,13 +22,13 @@ from typing import Any
 from haul.connectors.errors import AuthError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
-from haul.pipelines.mapping_files import read_users_csv
-from haul.pipelines.references import SourcePaths, unset_web_hosts
+from haul.pipelines.sync.references import SourcePaths, unset_web_hosts
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
-from haul.pipelines.tracker.checks.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.issue_access import access_findings
+from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.planning.remote_links import application_findings
 from haul.pipelines.tracker.sync.texts import files_not_migrated
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues

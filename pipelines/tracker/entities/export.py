@@ -13,7 +13,7 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.id_map import Identity, register_identity
-from haul.pipelines.export.tables import Column, Item, Table, register_table
+from haul.pipelines.export.tables import Column, Item, Table
 from haul.pipelines.tracker.entities.bodies import KINDS
 from haul.pipelines.tracker.export_access import of_entity, of_parent_entity
 from haul.pipelines.tracker.issues.export import checklist_items, people, person
@@ -64,15 +64,15 @@ def _entity_table(name: str, kind: str, parents: str) -> Table:
        service=SERVICE, access=of_entity)  # fmt: skip
 
 
-PORTFOLIOS = register_table(_entity_table("portfolios", "portfolio", "portfolio"))
-PROJECTS = register_table(_entity_table("projects", "project", "portfolio"))
-GOALS = register_table(_entity_table("goals", "goal", "goal"))
+PORTFOLIOS = _entity_table("portfolios", "portfolio", "portfolio")
+PROJECTS = _entity_table("projects", "project", "portfolio")
+GOALS = _entity_table("goals", "goal", "goal")
 
 ENTITY_ID = parent("entity_id", "the id of the project, portfolio or goal it belongs to")
 ENTITY_TYPE = Column("entity_type", "string", "that entity's type (project, portfolio, goal)",
                      _entity_type)  # fmt: skip
 
-ENTITY_COMMENTS = register_table(Table("entity_comments", "entity_comment", (
+ENTITY_COMMENTS = Table("entity_comments", "entity_comment", (
     ENTITY_ID,
     ENTITY_TYPE,
     identifier("id", "the comment's id", "id"),
@@ -81,9 +81,9 @@ ENTITY_COMMENTS = register_table(Table("entity_comments", "entity_comment", (
     timestamp("created_at", "when it was written", "createdAt"),
     timestamp("updated_at", "when it was last edited", "updatedAt"),
 ), doc="the comments on projects, portfolios and goals", service=SERVICE,
-   access=of_parent_entity))  # fmt: skip
+   access=of_parent_entity)  # fmt: skip
 
-ENTITY_CHECKLIST_ITEMS = register_table(Table("entity_checklist_items", "entity_checklist", (
+ENTITY_CHECKLIST_ITEMS = Table("entity_checklist_items", "entity_checklist", (
     ENTITY_ID,
     ENTITY_TYPE,
     Column("position", "int", "the item's place in the checklist, from 0",
@@ -94,9 +94,9 @@ ENTITY_CHECKLIST_ITEMS = register_table(Table("entity_checklist_items", "entity_
     *person("assignee", "the item's assignee", "assignee"),
     timestamp("deadline", "the item's deadline", "deadline", "date"),
 ), doc="one row per checklist item of a project, portfolio or goal, in checklist order",
-   service=SERVICE, items=checklist_items, access=of_parent_entity))  # fmt: skip
+   service=SERVICE, items=checklist_items, access=of_parent_entity)  # fmt: skip
 
-ENTITY_ATTACHMENTS = register_table(Table("entity_attachments", "entity_attachment", (
+ENTITY_ATTACHMENTS = Table("entity_attachments", "entity_attachment", (
     ENTITY_ID,
     ENTITY_TYPE,
     identifier("id", "the file's id", "id"),
@@ -107,9 +107,9 @@ ENTITY_ATTACHMENTS = register_table(Table("entity_attachments", "entity_attachme
     *person("created_by", "who attached it", "createdBy"),
     timestamp("created_at", "when it was attached", "createdAt"),
 ), doc="the files of projects, portfolios and goals (metadata; the bytes stay in the blob store)",
-   service=SERVICE, access=of_parent_entity))  # fmt: skip
+   service=SERVICE, access=of_parent_entity)  # fmt: skip
 
-ENTITY_LINKS = register_table(Table("entity_links", "entity_link", (
+ENTITY_LINKS = Table("entity_links", "entity_link", (
     ENTITY_ID,
     ENTITY_TYPE,
     identifier("id", "the link's id", "id"),
@@ -125,7 +125,7 @@ ENTITY_LINKS = register_table(Table("entity_links", "entity_link", (
     timestamp("created_at", "when it was made", "createdAt"),
 ), doc=(
     "one row per link as each entity shows it (a link between two staged entities is in twice)"
-), service=SERVICE, access=of_parent_entity))  # fmt: skip
+), service=SERVICE, access=of_parent_entity)  # fmt: skip
 
 TABLES = (
     PORTFOLIOS,

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.config.mapping_files import read_groups_csv
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.findings import Finding
-from haul.pipelines.mapping_files import read_groups_csv
 from haul.pipelines.planner import Planner
-from haul.pipelines.services import Entity, SourceParts
+from haul.pipelines.services import Entity, SourceParts, sync_changes
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.tracker.entities.access import EntityHolders
 from haul.pipelines.tracker.entities.bodies import EntityBodies, not_carried
@@ -28,7 +28,7 @@ from haul.pipelines.tracker.entities.export import TABLES
 from haul.pipelines.tracker.entities.extract import EntityDrain, EntityStream, entity_extract
 from haul.pipelines.tracker.entities.prints import EntityPrints
 from haul.pipelines.tracker.entities.specs import ENTITY_PLANS, EntityLoad
-from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
@@ -97,6 +97,30 @@ async def entity_target(target: TrackerTarget) -> EntityTarget:
     return EntityTarget(kinds, bodies, EntityLoad(client, store, bodies, prints, keys.current))
 
 
+async def entity_checks(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
+) -> list[Finding]:
+    """`haul check`'s findings on entity permissions, against the target."""
+    if target is None or not config.scope.entity_types:
+        return []
+    return (await entity_target(target)).findings()
+
+
+async def entities_target_part(target: TrackerTarget) -> TargetPart:
+    """The entities in scope into one target org; `haul plan` fails their access closed."""
+    entities = await entity_target(target)
+    return TargetPart(
+        entities.specs,
+        not_carried=entities.not_carried,
+        changes=lambda: sync_changes(entities.changes(), {}),
+        wraps_planner=entities.planner,
+    )
+
+
 async def _groups(client: TrackerClient) -> dict[str, str]:
     """Target group name -> id; none where the service lists no groups (then a group maps
     only to an id `mapping.groups_file` gives)."""
@@ -155,4 +179,6 @@ ENTITIES = Layer(
     tables=TABLES,
     plans=entity_plans,
     source=entity_streams,
+    checks=entity_checks,
+    target=entities_target_part,
 )

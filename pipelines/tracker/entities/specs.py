@@ -31,7 +31,7 @@ from typing import Any
 
 from haul.connectors.errors import AmbiguousWriteError, NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Phase, Planned, RecordFailure, Ref, staged_bytes
+from haul.pipelines.specs import EntitySpec, Order, Phase, Planned, RecordFailure, Ref, staged_bytes
 from haul.pipelines.tracker.entities.access import EntityAccess, current, edit
 from haul.pipelines.tracker.entities.bodies import KINDS, PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entities.extract import FIELDS
@@ -110,26 +110,26 @@ class EntityLoad:
         return [
             EntitySpec("entity_access", "entity_access", ENTITY_PLANS["entity_access"],
                        self.send_access, self.find_access, refresh=self.refresh_access,
-                       phase=PHASE, fingerprint=access, sends_conflicts=True),
+                       order=Order(PHASE, sends_conflicts=True), fingerprint=access),
             EntitySpec("entity_comment", "entity_comment", ENTITY_PLANS["entity_comment"],
                        self.send_comment, comment.find, refresh=self.refresh_comment,
-                       phase=PHASE, fingerprint=comment),
+                       order=Order(PHASE), fingerprint=comment),
             EntitySpec("entity_checklist", "entity_checklist", ENTITY_PLANS["entity_checklist"],
                        self.send_checklist, checklist.find, refresh=self.refresh_checklist,
-                       phase=PHASE, fingerprint=checklist),
+                       order=Order(PHASE), fingerprint=checklist),
             EntitySpec("entity_attachment", "entity_attachment",
                        ENTITY_PLANS["entity_attachment"], self.send_attachment, attachment.find,
-                       phase=PHASE, fingerprint=attachment),
+                       order=Order(PHASE), fingerprint=attachment),
             *(self._entity_spec(kind) for kind in KINDS if kind in kinds),
             EntitySpec("entity_link", "entity_link", plan_links, self.send_link, link.find,
-                       requires=self._link_ends, phase=Phase.PLANNING_LINKS, fingerprint=link),
+                       requires=self._link_ends, order=Order(Phase.PLANNING_LINKS), fingerprint=link),
         ]  # fmt: skip
 
     def _entity_spec(self, kind: str) -> EntitySpec:
         printed = self.prints.entity(kind)
         return EntitySpec(
             kind, kind, ENTITY_PLANS[kind], self.send_entity, printed.find,
-            refresh=self.refresh_entity, phase=PHASE, fingerprint=printed,
+            refresh=self.refresh_entity, order=Order(PHASE), fingerprint=printed,
         )  # fmt: skip
 
     def _made(self, entity: str, target_id: str) -> str:

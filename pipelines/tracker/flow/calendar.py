@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from haul.pipelines.config_types import WEEKDAYS, work_hours_span
+from haul.pipelines.config.types import WEEKDAYS, work_hours_span
 
 SECOND = timedelta(seconds=1)
 
@@ -34,7 +34,7 @@ class DaysOff:
             if self.country is not None:
                 import holidays  # only when a country is configured
 
-                from haul.pipelines.config_model import split_country
+                from haul.pipelines.config.model import split_country
 
                 country, subdivision = split_country(self.country)
                 days |= set(holidays.country_holidays(country, subdiv=subdivision, years=year))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import time
 from typing import Any
 
-from haul.pipelines.config_types import WEEKDAYS
+from haul.pipelines.config.types import WEEKDAYS
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
 from haul.pipelines.tracker.flow.tables import SERVICE, FlowSettings

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from haul.pipelines.export.tables import register_table
 from haul.pipelines.tracker.flow.forecast import FLOW_FORECAST
 from haul.pipelines.tracker.flow.info import MODEL_INFO
 from haul.pipelines.tracker.flow.report import FLOW_PAGE
@@ -29,8 +28,7 @@ TABLES = tuple(
         SPRINT_ISSUE_HISTORY, SPRINT_SUMMARY, FLOW_FORECAST,
     )
 )  # fmt: skip
-for _table in TABLES:
-    register_table(_table)
 
-FLOW = Layer("flow", tables=TABLES, checks=model_findings)
-PAGES = (FLOW_PAGE,)  # flow.html, registered with the export when imported
+FLOW = Layer(
+    "flow", tables=TABLES, checks=model_findings, pages=(FLOW_PAGE,)
+)  # flow.html beside the tables

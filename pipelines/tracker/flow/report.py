@@ -15,106 +15,40 @@ Days are in UTC (the file's instants); every number drawn is a query of the file
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from datetime import date, datetime
 from html import escape
 from typing import Any
 
 import duckdb
 
-from haul.pipelines.export.pages import Page, register_page
+from haul.pipelines.export.pages import Page
+from haul.pipelines.report import charts
+from haul.pipelines.report.charts import dots, figure, hline, legend, polyline
 
-WIDTH, HEIGHT = 520, 240
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 30, 44
+HEIGHT = 240
 COLOURS = {"arrived": "#90caf9", "started": "#1565c0", "finished": "#2e7d32"}
 PERCENTILE_COLOURS = {50: "#2e7d32", 85: "#ef6c00", 95: "#c62828"}
 MOST_POINTS = 240  # a line's points at most: long histories are sampled evenly
 
-STYLE = """
-body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;color:#222;max-width:760px}
-h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.1em;margin:1.4em 0 .3em}
-figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}
-svg{width:100%;height:auto;max-width:640px}svg text{font:13px system-ui,sans-serif;fill:#333}
-ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
-ul.legend span{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}
-.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.4em 0}
+STYLE = (
+    charts.STYLE
+    + """
+h2{font-size:1.1em;margin:1.4em 0 .3em}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
 p.note{color:#555;font-size:.9em}
 """
+)
 
 
-# -- charts ---------------------------------------------------------------------------------
+def day_frame(first: float, last: float, top: float) -> charts.Frame:
+    """A plot area of this page's charts: x in day ordinals (at least one day), y from 0."""
+    return charts.Frame(first, max(last, first + 1), max(top, 1), HEIGHT)
 
 
-class Frame:
-    """A plot area: x from `first` to `last` (day ordinals), y from 0 to `top`."""
-
-    def __init__(self, first: float, last: float, top: float) -> None:
-        self.first, self.last, self.top = first, max(last, first + 1), max(top, 1)
-
-    def xy(self, x: float, y: float) -> tuple[float, float]:
-        span_x, span_y = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-        px = LEFT + span_x * (x - self.first) / (self.last - self.first)
-        return round(px, 1), round(HEIGHT - BOTTOM - span_y * y / self.top, 1)
-
-
-def svg(ident: str, title: str, frame: Frame, x_label: str, y_label: str, body: list[str],
+def svg(ident: str, title: str, frame: charts.Frame, x_label: str, y_label: str, body: list[str],
         x_ticks: tuple[str, str]) -> str:  # fmt: skip
-    """A chart: its title, axes with their labels, end ticks, and `body` inside."""
-    bottom = HEIGHT - BOTTOM
-    parts = [
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}" stroke="#888"/>',
-        f'<line x1="{LEFT}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#888"/>',
-        f'<text class="y-label" x="{LEFT}" y="{TOP - 12}">{escape(y_label)}</text>',
-        f'<text class="x-label" x="{WIDTH - RIGHT}" y="{HEIGHT - 6}" text-anchor="end">'
-        f"{escape(x_label)}</text>",
-        f'<text x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{frame.top:g}</text>',
-        f'<text x="{LEFT - 6}" y="{bottom}" text-anchor="end">0</text>',
-        f'<text x="{LEFT}" y="{bottom + 16}">{escape(x_ticks[0])}</text>',
-        f'<text x="{WIDTH - RIGHT}" y="{bottom + 16}" text-anchor="end">{escape(x_ticks[1])}</text>',
-        *body,
-    ]
-    inner = "\n".join(parts)
-    return (
-        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}"'
-        f' role="img" aria-label="{escape(title)}">\n<title>{escape(title)}</title>\n{inner}\n</svg>'
-    )
-
-
-def polyline(frame: Frame, points: Sequence[tuple[float, float]], colour: str) -> str:
-    """A line through `points` (x, y in the frame's units)."""
-    coordinates = " ".join(f"{x},{y}" for x, y in (frame.xy(*p) for p in points))
-    return f'<polyline points="{coordinates}" fill="none" stroke="{colour}" stroke-width="2"/>'
-
-
-def dots(frame: Frame, points: Sequence[tuple[float, float]], colour: str) -> list[str]:
-    """A dot at each of `points`."""
-    return [
-        f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}" fill-opacity=".6"/>'
-        for x, y in (frame.xy(*p) for p in points)
-    ]
-
-
-def hline(frame: Frame, y: float, colour: str) -> str:
-    """A dashed horizontal line across the plot at `y`."""
-    (x1, py), (x2, _) = frame.xy(frame.first, y), frame.xy(frame.last, y)
-    return (
-        f'<line x1="{x1}" y1="{py}" x2="{x2}" y2="{py}" stroke="{colour}" stroke-dasharray="5 3"/>'
-    )
-
-
-def legend(items: Sequence[tuple[str, str]]) -> str:
-    """The names and colours of a chart's series, below it."""
-    entries = "".join(
-        f'<li><span style="background:{colour}"></span>{escape(name)}</li>'
-        for name, colour in items
-    )
-    return f'<ul class="legend">{entries}</ul>'
-
-
-def figure(ident: str, caption: str, chart: str, after: str = "") -> str:
-    """A chart with its caption (and what follows it, a legend)."""
-    return f'<figure id="{ident}-figure"><figcaption>{escape(caption)}</figcaption>{chart}{after}</figure>'
+    """A chart of this page (the kit's `chart`)."""
+    return charts.chart(ident, title, frame, x_label, y_label, body, x_ticks)
 
 
 def sampled(days: list[int]) -> list[int]:
@@ -148,7 +82,7 @@ def cumulative_flow(db: duckdb.DuckDBPyConnection, export_day: int) -> str:
     }
     first = series["arrived"][0]
     days = sampled(list(range(first, export_day + 1)))
-    frame = Frame(first, export_day, len(rows))
+    frame = day_frame(first, export_day, len(rows))
     body = [
         polyline(frame, [(d, bisect.bisect_right(times, d)) for d in days], COLOURS[name])
         for name, times in series.items()
@@ -178,7 +112,7 @@ def cycle_scatter(db: duckdb.DuckDBPyConnection, lines: dict[int, float]) -> str
     rows = _rows(db, "SELECT done_at, cycle_s FROM cycle_times WHERE cycle_s IS NOT NULL "
                      "AND done_at IS NOT NULL ORDER BY done_at")  # fmt: skip
     points = [(_day(done), seconds / 86_400) for done, seconds in rows]
-    frame = Frame(points[0][0], points[-1][0], round(max(y for _, y in points) + 0.5))
+    frame = day_frame(points[0][0], points[-1][0], round(max(y for _, y in points) + 0.5))
     body = dots(frame, points, "#1565c0") + [
         hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
     ]
@@ -195,7 +129,7 @@ def throughput(db: duckdb.DuckDBPyConnection) -> str:
     counts = {_day(week): count for week, count in rows}
     weeks = list(range(min(counts), max(counts) + 1, 7))
     points = [(week, counts.get(week, 0)) for week in weeks]
-    frame = Frame(weeks[0], weeks[-1], max(counts.values()))
+    frame = day_frame(weeks[0], weeks[-1], max(counts.values()))
     chart = svg("throughput", "issues finished per week", frame, "week", "finished",
                 [polyline(frame, points, "#2e7d32"), *dots(frame, points, "#2e7d32")],
                 (_iso(weeks[0]), _iso(weeks[-1])))  # fmt: skip
@@ -213,7 +147,7 @@ def aging(db: duckdb.DuckDBPyConnection, lines: dict[int, float], as_of: datetim
         (n + 1, (as_of - started).total_seconds() / 86_400) for n, (_, started) in enumerate(rows)
     ]
     top = max([*(age for _, age in ages), *lines.values()])
-    frame = Frame(0, len(ages) + 1, round(top + 0.5))
+    frame = day_frame(0, len(ages) + 1, round(top + 0.5))
     body = dots(frame, ages, "#6a1b9a") + [
         hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
     ]
@@ -231,7 +165,7 @@ def wip(db: duckdb.DuckDBPyConnection) -> str | None:
         return None
     counts = {_day(day): count for day, count in rows}
     days = sampled(sorted(counts))
-    frame = Frame(days[0], days[-1], max(counts.values()))
+    frame = day_frame(days[0], days[-1], max(counts.values()))
     chart = svg("wip", "issues in progress at each day's end", frame, "day", "in progress",
                 [polyline(frame, [(d, counts[d]) for d in days], "#1565c0")],
                 (_iso(days[0]), _iso(days[-1])))  # fmt: skip
@@ -287,4 +221,4 @@ def render_flow(db: duckdb.DuckDBPyConnection) -> str | None:
     )
 
 
-FLOW_PAGE = register_page(Page("flow.html", render_flow))
+FLOW_PAGE = Page("flow.html", render_flow)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from haul.pipelines.config import Config
-from haul.pipelines.config_model import Model
+from haul.pipelines.config.model import Model
 from haul.pipelines.export.tables import ExportContext
 from haul.pipelines.findings import Finding
 from haul.state.store import StagingStore

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from haul.pipelines.config_model import Model
+from haul.pipelines.config.model import Model
 from haul.pipelines.export.columns import display_text, timestamp, value
 from haul.pipelines.export.tables import Column, Derived, ExportContext, Table
 from haul.pipelines.export.values import parse_timestamp

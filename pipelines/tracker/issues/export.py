@@ -27,7 +27,7 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.id_map import Identity, Lookups, register_identity
-from haul.pipelines.export.tables import Column, Item, Table, register_table
+from haul.pipelines.export.tables import Column, Item, Table
 from haul.pipelines.tracker.export_access import of_issue, of_link, of_parent_issue
 from haul.state.store import StagedRecord, StagingStore
 
@@ -369,8 +369,6 @@ TABLES = (
     ISSUES, COMMENTS, WORKLOGS, CHANGELOG, LINKS, ATTACHMENTS, CHECKLIST_ITEMS,
     STATUSES, ISSUE_TYPES, PRIORITIES, RESOLUTIONS, LINK_TYPES, QUEUES, USERS,
 )  # fmt: skip
-for _table in TABLES:
-    register_table(_table)
 
 
 def _issue_key(record: StagedRecord, config: Config | None) -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import HashSink
-from haul.pipelines.references import without_file_ids
 from haul.pipelines.specs import Fields, Fingerprint
+from haul.pipelines.sync.references import without_file_ids
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import Transform, ref_id
 from haul.state.store import StagedRecord
@@ -158,8 +158,6 @@ def _direction(link: dict[str, Any]) -> str | None:
 
 
 # -- where no fingerprint says it: ask the target ------------------------------------------
-
-Unclaimed = Callable[[str], bool]
 
 
 @dataclass

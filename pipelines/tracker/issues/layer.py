@@ -10,25 +10,41 @@ layer's `moves`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
 import structlog
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
-from haul.pipelines.services import Details, Entity, SourceParts
+from haul.pipelines.services import Details, Entity, SourceParts, sync_changes
+from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker.issues.drain import IssueDrain
 from haul.pipelines.tracker.issues.export import TABLES
+from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
+from haul.pipelines.tracker.issues.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
+from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.scroll import IssueScroll
-from haul.pipelines.tracker.issues.specs import PLANS
+from haul.pipelines.tracker.issues.specs import PLANS, TrackerLoad
+from haul.pipelines.tracker.issues.three_way import IssueForms
+from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
-from haul.pipelines.tracker.layer import Layer
-from haul.pipelines.tracker.sync.deletions import find_vanished_issues
+from haul.pipelines.tracker.layer import Layer, TargetPart
+from haul.pipelines.tracker.sync.deletions import (
+    DeletionSync,
+    deleted_counts,
+    deleted_in_target,
+    find_vanished_issues,
+)
 from haul.pipelines.tracker.sync.moves import follow_moves
+from haul.pipelines.tracker.sync.preview import TrackerPreview
+from haul.pipelines.tracker.sync.statuses import StatusSync, done_statuses
+from haul.pipelines.tracker.sync.texts import TextPatches
+from haul.pipelines.tracker.target import TrackerTarget, mentions, source_scan
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -117,6 +133,103 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
     return wanted
 
 
+async def issue_target(target: TrackerTarget) -> TargetPart:
+    """The trees and their links into one target org: their specs, `haul plan`'s planner
+    (records over a target limit are conflicts), verify and its scan for references to the
+    source, the sync's preview, and the target's own count of the migrated queues' issues."""
+    client, store, transform = target.client, target.store, target.transform
+    limits = TargetLimits(store, target.config.limits, transform.comment_text)
+    load = _issue_load(target, limits)
+    verifier = TrackerVerifier(client, transform, load.prints, store.written.base)
+
+    def not_carried() -> dict[str, int]:
+        fixed = {
+            f"{name}: changed at the source, no update call changes it": n
+            for name, n in sorted(load.not_updatable.items())
+        }
+        left = {f"reference: {what}": n for what, n in sorted(transform.references.left.items())}
+        return fixed | left | dict(load.kept)
+
+    def planner(specs: list[EntitySpec]) -> LimitPlanner:
+        return LimitPlanner(limits, _planner(target, specs))
+
+    return TargetPart(
+        load.specs(),
+        not_carried=not_carried,
+        changes=lambda: _changes(store, load.changes),
+        unmapped_users=lambda: transform.users.unmapped,
+        planner=planner,
+        verifier=verifier,
+        references=source_scan(store, target.config, mentions(transform, target.config)),
+        preview=TrackerPreview(client, store, transform, verifier.compare, load.field_changes),
+        in_target=_in_target(target),
+    )
+
+
+def _issue_load(target: TrackerTarget, limits: TargetLimits) -> TrackerLoad:
+    """The issues and what hangs off them: found by their fingerprints, statuses walked
+    through the target's workflow, deletions mirrored when `[sync] deletions = "mirror"`."""
+    client, transform, keys = target.client, target.transform, target.keys
+    prints = TrackerFingerprints(client, transform, target.uids, keys.key)
+    statuses = StatusSync(client, transform, keys.key, done_statuses(target.store))
+    mirror = target.config.sync.deletions == "mirror"
+    wins = target.config.sync.conflicts == "source-wins"
+    deletions = (
+        DeletionSync(client, keys.key, transform.queues.queue, target.store.written.base, wins)
+        if mirror
+        else None
+    )
+    probe = TargetProbe(client)
+    forms = IssueForms(TrackerVerifier(client, transform, prints), transform)
+    patches = TextPatches(client, target.store, transform.references, transform.text)
+    return TrackerLoad(
+        client, target.store, transform, probe, prints, keys, statuses, limits.check, forms,
+        deletions, patches=patches, conflicts=target.config.sync.conflicts,
+    )  # fmt: skip
+
+
+def _planner(target: TrackerTarget, specs: list[EntitySpec]) -> TrackerPlanner:
+    transform = target.transform
+    return TrackerPlanner(
+        target.client,
+        target.store,
+        {spec.name: spec for spec in specs},
+        transform.unique_prefix,
+        transform.queues.key,
+        unmapped_access=lambda raw: transform.access(raw).unmapped,
+    )
+
+
+def _in_target(target: TrackerTarget) -> Callable[[], Awaitable[dict[str, int]]]:
+    """The target's own count of the migrated queues' issues: the scope's, and those an
+    earlier run of the same store migrated (a migration done queue by queue)."""
+    scope = set(target.config.scope.queues)
+
+    async def in_target() -> dict[str, int]:
+        staged = {key.partition("-")[0] for key in target.store.source_ids("issue")}
+        queues = sorted({target.transform.queues.queue(queue) for queue in scope | staged})
+        # an issue loaded, then deleted in the target because the source deleted it, is
+        # accounted for: the ledger still counts it loaded
+        gone = deleted_in_target(target.store).get("issue", 0)
+        return {"issue": await _issue_count(target.client, queues) + gone}
+
+    return in_target
+
+
+async def _issue_count(client: TrackerClient, queues: Any) -> int:
+    return sum([await client.count_issues(query=f"Queue: {queue}") for queue in queues])
+
+
+def _changes(
+    store: StagingStore, issues: Mapping[tuple[str, str], int]
+) -> dict[str, dict[str, int]]:
+    """What this run did, and what its extract found deleted at the source."""
+    runs = store.recent_runs(1)
+    since = runs[0]["started_at"] if runs else None
+    left = deleted_counts(store, since, out_of_scope=True)
+    return sync_changes(issues, deleted_counts(store, since), left)
+
+
 ISSUES = Layer(
     "issues",
     entities=(
@@ -136,4 +249,5 @@ ISSUES = Layer(
     tables=TABLES,
     plans=issue_plans,
     source=issue_source,
+    target=issue_target,
 )

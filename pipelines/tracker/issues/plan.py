@@ -9,7 +9,7 @@ queue conflict over each number they share: the first (in key order) is created,
 is a conflict naming it. A sub-record is `create` when its issue
 will be created; otherwise the spec's `find` (the probe the load uses to reconcile) says
 whether the target already holds it. What is under a conflicting issue is `blocked`
-(`pipelines.plan` says so before asking). An issue's access row whose list leaves a holder
+(`pipelines.commands.plan` says so before asking). An issue's access row whose list leaves a holder
 out (no target account) is a `conflict` naming them: the load narrows the list and fails it.
 """
 

@@ -20,11 +20,13 @@ from haul.pipelines.specs import (
     Conflicted,
     EntitySpec,
     Fields,
+    Order,
     Phase,
     Planned,
     RecordFailure,
     Ref,
     Sent,
+    Unclaimed,
     each_record,
     staged_bytes,
 )
@@ -36,7 +38,7 @@ from haul.pipelines.tracker.issue_access import (
     settle_access,
 )
 from haul.pipelines.tracker.issue_access import failure as access_failure
-from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints, Unclaimed
+from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.three_way import IssueForms, ThreeWay
 from haul.pipelines.tracker.sync.checklists import (
     checklist_base,
@@ -218,10 +220,10 @@ class TrackerLoad:
             EntitySpec("issue_status", "issue_status", plan_statuses, self.send_status,
                        self.statuses.find),
             EntitySpec(ISSUE_ACCESS, "issue", plan_issue_access, self.send_access,
-                       self.find_access, refresh=self.refresh_access, sends_conflicts=True),
+                       self.find_access, refresh=self.refresh_access, order=Order(sends_conflicts=True)),
             EntitySpec("link", "link", plan_links, self.send_link, link.find,
                        requires=lambda r: [Ref("issue", self.keys.current(r.raw["object"]["key"]))],
-                       phase=Phase.LINKS, fingerprint=link, needs_named=True),
+                       order=Order(Phase.LINKS, needs_named=True), fingerprint=link),
             *self._deletion_specs(),
         ]  # fmt: skip
 
@@ -230,7 +232,7 @@ class TrackerLoad:
             return []
         return [
             EntitySpec("deletion", "deleted", deletion_plan(mirror=True), self.send_deletion,
-                       self.deletions.find, phase=Phase.DELETIONS, find_first=True),
+                       self.deletions.find, order=Order(Phase.DELETIONS, find_first=True)),
         ]  # fmt: skip
 
     # -- send and find, per entity ----------------------------------------------------------

@@ -1,6 +1,6 @@
 """An issue's fields in one form for the source, the base and the target: what a later run
 compares three ways (`sync.fields.diff_fields`) and what its edit sends; `ThreeWay`, the rule
-that settles every record a sync edits, is every service's (`pipelines.three_way`).
+that settles every record a sync edits, is every service's (`pipelines.sync.three_way`).
 
 The form is verify's (`TrackerVerifier`): people as target uids, dictionary values by key,
 structure by name, estimates in milliseconds, custom fields as "field:<target key>". Only the
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from haul.pipelines.specs import Fields
-from haul.pipelines.three_way import ThreeWay
+from haul.pipelines.sync.three_way import ThreeWay
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.sync.fields import (
     ISSUE_FIELDS,

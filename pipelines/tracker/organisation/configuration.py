@@ -38,8 +38,8 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.mapping_files import read_groups_csv
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, RecordFailure, Ref
+from haul.pipelines.config.mapping_files import read_groups_csv
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, RecordFailure, Ref
 from haul.pipelines.tracker.organisation.configured import (
     config_items,
     plan_configs,
@@ -237,11 +237,10 @@ class QueueConfiguration:
         return [
             EntitySpec("workflow", "workflow", plan_workflows, workflows.keeping(send_workflow),
                        workflows.find, refresh=self.refresh_workflow,
-                       phase=Phase.QUEUES_AND_CATEGORIES, fingerprint=self._workflow_print(),
-                       find_first=True),
+                       order=Order(Phase.QUEUES_AND_CATEGORIES, find_first=True), fingerprint=self._workflow_print()),
             EntitySpec("queue_config", "queue_config", plan_configs, self.send_config,
                        self.find_config, requires=self._config_needs, refresh=self.refresh_config,
-                       phase=Phase.CONFIGURATION, fingerprint=self._config_print()),
+                       order=Order(Phase.CONFIGURATION), fingerprint=self._config_print()),
         ]  # fmt: skip
 
     def not_carried(self) -> dict[str, int]:

@@ -23,10 +23,9 @@ from haul.pipelines.export.columns import (
 from haul.pipelines.export.tables import (
     Column,
     ColumnType,
+    Family,
     Item,
     Table,
-    register_table,
-    register_tables,
 )
 from haul.pipelines.tracker.export_access import of_issue
 from haul.state.store import StagingStore
@@ -51,16 +50,16 @@ def _queue(doc: str) -> Column:
     return value("queue_key", "string", doc, "queue", "key")
 
 
-COMPONENTS = register_table(Table("components", "component", (
+COMPONENTS = Table("components", "component", (
     identifier("id", "the component's id", "id"),
     _queue("the queue it belongs to"),
     _name("its name", "name"),
     value("description", "string", "its description", "description"),
     *user("lead", "the component's lead", "lead"),
     value("assign_auto", "bool", "whether its lead is assigned new issues", "assignAuto"),
-), doc="the components of the queues in scope", service=SERVICE))  # fmt: skip
+), doc="the components of the queues in scope", service=SERVICE)  # fmt: skip
 
-VERSIONS = register_table(Table("versions", "version", (
+VERSIONS = Table("versions", "version", (
     identifier("id", "the version's id", "id"),
     _queue("the queue it belongs to"),
     _name("its name", "name"),
@@ -69,26 +68,26 @@ VERSIONS = register_table(Table("versions", "version", (
     day("due_date", "when it is due", "dueDate"),
     value("released", "bool", "whether it is released", "released"),
     value("archived", "bool", "whether it is archived", "archived"),
-), doc="the versions of the queues in scope", service=SERVICE))  # fmt: skip
+), doc="the versions of the queues in scope", service=SERVICE)  # fmt: skip
 
-BOARDS = register_table(Table("boards", "board", (
+BOARDS = Table("boards", "board", (
     identifier("id", "the board's id", "id"),
     _name("its name", "name"),
     value("queue_key", "string", "the queue its filter selects", "filter", "queue"),
     value("use_ranking", "bool", "whether it ranks issues by hand", "useRanking"),
     timestamp("created_at", "when it was made", "createdAt"),
-), doc="the org's boards", service=SERVICE))  # fmt: skip
+), doc="the org's boards", service=SERVICE)  # fmt: skip
 
-BOARD_COLUMNS = register_table(Table("board_columns", "board_column", (
+BOARD_COLUMNS = Table("board_columns", "board_column", (
     Column("board_id", "string", "the board it is on", lambda item: item.record.parent),
     identifier("id", "the column's id", "id"),
     _name("its name", "name"),
     value("position", "int", "its place on the board, from 0", "position"),
     Column("statuses", "json", "the statuses it holds, a JSON list of keys",
            lambda item: sorted(str(s.get("key")) for s in item.get("statuses") or [])),
-), doc="each board's columns, in order", service=SERVICE))  # fmt: skip
+), doc="each board's columns, in order", service=SERVICE)  # fmt: skip
 
-SPRINTS = register_table(Table("sprints", "sprint", (
+SPRINTS = Table("sprints", "sprint", (
     identifier("id", "the sprint's id", "id"),
     value("board_id", "string", "its board", "board", "id"),
     _name("its name", "name"),
@@ -96,16 +95,16 @@ SPRINTS = register_table(Table("sprints", "sprint", (
     value("archived", "bool", "whether it is archived", "archived"),
     day("start_date", "when it starts", "startDate"),
     day("end_date", "when it ends", "endDate"),
-), doc="the sprints of the org's boards", service=SERVICE))  # fmt: skip
+), doc="the sprints of the org's boards", service=SERVICE)  # fmt: skip
 
-FIELDS = register_table(Table("fields", "field", (
+FIELDS = Table("fields", "field", (
     identifier("id", "the field's id (its key)", "id"),
     _name("its name", "name"),
     value("kind", "string", "global (custom) or standard (system)", "type"),
     value("schema_type", "string", "string, integer, float, date, user, ...", "schema", "type"),
     value("category_id", "string", "its category", "category", "id"),
     as_json("options", "a drop-down's values, a JSON list", "optionsProvider", "values"),
-), doc="the org's fields, system and custom", service=SERVICE))  # fmt: skip
+), doc="the org's fields, system and custom", service=SERVICE)  # fmt: skip
 
 
 def _field_column(key: str, field: dict[str, Any], ids: tuple[str, ...]) -> Column:
@@ -156,7 +155,7 @@ def custom_field_tables(store: StagingStore) -> Iterable[Table]:
     ]
 
 
-ISSUE_CUSTOM_FIELDS = register_tables(
+ISSUE_CUSTOM_FIELDS = Family(
     "issue_custom_fields",
     custom_field_tables,
     doc="one row per issue, a typed column per custom field (global and local, by key: "

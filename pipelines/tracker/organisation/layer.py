@@ -16,14 +16,20 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
-from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.organisation.board_scope import board_findings
+from haul.pipelines.tracker.organisation.board_scope import left_out as boards_left_out
+from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.configured import plan_configs, plan_workflows
 from haul.pipelines.tracker.organisation.export import TABLES
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
-from haul.pipelines.tracker.organisation.specs import ORG_PLANS, board_plans
+from haul.pipelines.tracker.organisation.shard_units import tracker_units
+from haul.pipelines.tracker.organisation.specs import ORG_PLANS, OrganisationLoad, board_plans
 from haul.pipelines.tracker.organisation.streams import dictionary_streams, structure_streams
+from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
+
+__all__ = ["ORGANISATION", "tracker_units"]  # a shard manifest's units: the queues
 
 
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:
@@ -41,6 +47,28 @@ def organisation_source(client: TrackerClient, store: StagingStore, config: Conf
     """The source's dictionaries, queues and users, and the structure of the scoped queues."""
     return SourceParts(
         [*dictionary_streams(client), *structure_streams(client, config.scope.queues)]
+    )
+
+
+async def organisation_target(target: TrackerTarget) -> TargetPart:
+    """The organisation as configured, matched in the target or made there, and what of it
+    the target could not take (a field left out of a structure, a queue's setting)."""
+    transform = target.transform
+    configuration = await queue_configuration(target)
+    organisation = OrganisationLoad(target.client, target.store, transform,
+                                    target.config.mapping.create_missing,
+                                    restrict=configuration.restrict_new_queue,
+                                    queues=target.config.scope.queues)  # fmt: skip
+
+    def not_carried() -> dict[str, int]:
+        dropped = transform.structure.dropped if transform.structure else {}
+        carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
+        return carried | configuration.not_carried() | organisation.kept
+
+    return TargetPart(
+        organisation.specs() + configuration.specs(),
+        not_carried=not_carried,
+        left_out=lambda: boards_left_out(target.store, target.config.scope.queues),
     )
 
 
@@ -68,4 +96,5 @@ ORGANISATION = Layer(
     source=organisation_source,
     checks=board_findings,
     checks_across=queue_permission_findings,
+    target=organisation_target,
 )

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from haul.connectors.errors import AuthError, NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
+from haul.pipelines.config.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
-from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.tracker.transform import user_refs
 from haul.state.store import StagingStore
 

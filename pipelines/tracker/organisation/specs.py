@@ -24,6 +24,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     Planned,
     RecordFailure,
@@ -197,8 +198,8 @@ class OrganisationLoad:
             seen = Snapshots(printed)
             specs.append(
                 EntitySpec(name, name, plans[name], seen.keeping(self._if_allowed(name, send)),
-                           seen.find, phase=_phase(name),
-                           fingerprint=printed, find_first=True)
+                           seen.find, order=Order(_phase(name), find_first=True),
+                           fingerprint=printed)
             )  # fmt: skip
         needs = {"field": _category_of, "local_field": _category_and_queue_of,
                  "component": _queue_of, "version": _queue_of}  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, each_record
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, each_record
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.planning.queries import QueryRewriter
 from haul.pipelines.tracker.planning.queue_rules import in_queue
@@ -55,7 +55,7 @@ class AutoactionLoad:
         printed = Fingerprint(self._fields, self._queue, self._listing, ("name", "query"))
         return EntitySpec(
             "autoaction", "autoaction", PLAN_AUTOACTIONS, self.send, printed.find,
-            requires=in_queue, refresh=self.refresh, phase=Phase.AUTOACTIONS,
+            requires=in_queue, refresh=self.refresh, order=Order(Phase.AUTOACTIONS),
             fingerprint=printed,
         )  # fmt: skip
 

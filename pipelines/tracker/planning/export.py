@@ -12,31 +12,31 @@ from haul.pipelines.export.columns import (
     value,
 )
 from haul.pipelines.export.id_map import Identity, register_identity
-from haul.pipelines.export.tables import Column, Table, register_table
+from haul.pipelines.export.tables import Column, Table
 from haul.pipelines.tracker.export_access import of_parent_issue
 from haul.pipelines.tracker.issues.export import person
 from haul.pipelines.tracker.planning.saved import status_keys
 
 SERVICE = "tracker"
 
-SAVED_FILTERS = register_table(Table("saved_filters", "filter", (
+SAVED_FILTERS = Table("saved_filters", "filter", (
     identifier("id", "the filter's id", "id"),
     value("name", "string", "its name", "name"),
     *person("owner", "who owns it", "owner"),
     value("query", "string", "its query, in the query language", "query"),
     as_json("conditions", "its conditions object, JSON", "filter"),
     timestamp("created_at", "when it was made", "createdAt"),
-), doc='the saved filters ([scope] filters = "all")', service=SERVICE))  # fmt: skip
+), doc='the saved filters ([scope] filters = "all")', service=SERVICE)  # fmt: skip
 
-DASHBOARDS = register_table(Table("dashboards", "dashboard", (
+DASHBOARDS = Table("dashboards", "dashboard", (
     identifier("id", "the dashboard's id", "id"),
     value("name", "string", "its name", "name"),
     value("layout", "string", "one-column, two-columns or three-columns", "layout"),
     *person("owner", "who owns it", "owner"),
     timestamp("created_at", "when it was made", "createdAt"),
-), doc='the dashboards ([scope] dashboards = "all")', service=SERVICE))  # fmt: skip
+), doc='the dashboards ([scope] dashboards = "all")', service=SERVICE)  # fmt: skip
 
-DASHBOARD_WIDGETS = register_table(Table("dashboard_widgets", "dashboard_widget", (
+DASHBOARD_WIDGETS = Table("dashboard_widgets", "dashboard_widget", (
     parent("dashboard_id", "the dashboard it is on"),
     identifier("id", "the widget's id", "id"),
     value("type", "string", "its kind (cycleTime)", "type"),
@@ -47,9 +47,9 @@ DASHBOARD_WIDGETS = register_table(Table("dashboard_widgets", "dashboard_widget"
     Column("to_statuses", "json", "where its cycle ends, a JSON list of status keys",
            lambda item: status_keys(item.get("toStatuses"))),
     value("mode", "string", "how it draws the chart", "mode"),
-), doc="each dashboard's widgets", service=SERVICE))  # fmt: skip
+), doc="each dashboard's widgets", service=SERVICE)  # fmt: skip
 
-REMOTE_LINKS = register_table(Table("remote_links", "remote_link", (
+REMOTE_LINKS = Table("remote_links", "remote_link", (
     parent("issue_key", "the key of the issue it belongs to"),
     identifier("id", "the remote link's id", "id"),
     value("application_id", "string", "the application it points into",
@@ -62,9 +62,9 @@ REMOTE_LINKS = register_table(Table("remote_links", "remote_link", (
     *person("created_by", "who made it", "createdBy"),
     timestamp("created_at", "when it was made", "createdAt"),
 ), doc="the issues' links to objects in external applications", service=SERVICE,
-   access=of_parent_issue))  # fmt: skip
+   access=of_parent_issue)  # fmt: skip
 
-AUTOACTIONS = register_table(Table("autoactions", "autoaction", (
+AUTOACTIONS = Table("autoactions", "autoaction", (
     parent("queue_key", "the queue it runs in"),
     identifier("id", "the autoaction's id", "id"),
     value("name", "string", "its name", "name"),
@@ -75,7 +75,7 @@ AUTOACTIONS = register_table(Table("autoactions", "autoaction", (
     value("interval_ms", "int", "how often it runs, in milliseconds", "intervalMillis"),
     value("notifications", "bool", "whether its changes notify people", "enableNotifications"),
     timestamp("created_at", "when it was made", "created"),
-), doc="the autoactions of the queues in scope", service=SERVICE))  # fmt: skip
+), doc="the autoactions of the queues in scope", service=SERVICE)  # fmt: skip
 
 TABLES = (SAVED_FILTERS, DASHBOARDS, DASHBOARD_WIDGETS, REMOTE_LINKS, AUTOACTIONS)
 

@@ -21,7 +21,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.specs import EntitySpec
-from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.planning.autoactions import (
     PLAN_AUTOACTIONS,
     AutoactionLoad,
@@ -35,6 +35,7 @@ from haul.pipelines.tracker.planning.queue_rules import (
     QueueRuleLoad,
     rule_streams,
 )
+from haul.pipelines.tracker.planning.quiet_rules import QuietRules
 from haul.pipelines.tracker.planning.remote_links import PLAN_REMOTE_LINKS, RemoteLinkLoad
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
 from haul.pipelines.tracker.sync.moves import TargetKeys
@@ -113,6 +114,14 @@ def planning_load(target: TrackerTarget) -> PlanningLoad:
     return PlanningLoad(specs, not_carried)
 
 
+async def planning_target(target: TrackerTarget) -> TargetPart:
+    """The planning layer into one target org; the target's triggers and autoactions held
+    off while the load runs, so importing fires none."""
+    planning = planning_load(target)
+    quiet = QuietRules(target.client, target.store, target.transform.queues)
+    return TargetPart(planning.specs, not_carried=planning.not_carried, holding=quiet.holding)
+
+
 def planning_source(client: TrackerClient, store: StagingStore, config: Config) -> SourceParts:
     """The planning layer's extract streams (`planning_streams`)."""
     return SourceParts(planning_streams(client, config, store))
@@ -132,4 +141,5 @@ PLANNING = Layer(
     tables=TABLES,
     plans=planning_plans,
     source=planning_source,
+    target=planning_target,
 )

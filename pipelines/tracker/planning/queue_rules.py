@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Phase, Ref, each_record
+from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, Ref, each_record
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.planning.queries import QueryRewriter
 from haul.pipelines.tracker.sync.deletions import DELETED, deleted_row
@@ -174,7 +174,7 @@ class QueueRuleLoad:
         printed = Fingerprint(expected, self._where, listing, ("name",))
         return EntitySpec(
             entity, entity, plan, send, printed.find, requires=in_queue, refresh=refresh,
-            phase=Phase.AUTOACTIONS, fingerprint=printed,
+            order=Order(Phase.AUTOACTIONS), fingerprint=printed,
         )  # fmt: skip
 
     def _queue(self, record: StagedRecord) -> str:

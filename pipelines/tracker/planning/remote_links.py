@@ -25,6 +25,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     RecordFailure,
     Ref,
@@ -101,7 +102,7 @@ class RemoteLinkLoad:
         )
         return EntitySpec(
             "remote_link", "remote_link", PLAN_REMOTE_LINKS, self.send, printed.find,
-            phase=Phase.LINKS, fingerprint=printed, needs_named=True,
+            order=Order(Phase.LINKS, needs_named=True), fingerprint=printed,
         )  # fmt: skip
 
     def _issue(self, record: StagedRecord, parent: str | None) -> str:

@@ -28,6 +28,7 @@ from haul.pipelines.specs import (
     EntitySpec,
     Fields,
     Fingerprint,
+    Order,
     Phase,
     Planned,
     RecordFailure,
@@ -152,12 +153,12 @@ class SavedLoad:
         )
         return [
             EntitySpec("filter", "filter", PLAN_FILTERS, self.send_filter, filters.find,
-                       refresh=self.refresh_filter, phase=PHASE, fingerprint=filters),
+                       refresh=self.refresh_filter, order=Order(PHASE), fingerprint=filters),
             EntitySpec("dashboard", "dashboard", PLAN_DASHBOARDS, self.send_dashboard,
-                       dashboards.find, refresh=_not_editable("dashboard"), phase=PHASE,
+                       dashboards.find, refresh=_not_editable("dashboard"), order=Order(PHASE),
                        fingerprint=dashboards),
             EntitySpec("dashboard_widget", "dashboard_widget", PLAN_WIDGETS, self.send_widget,
-                       widgets.find, refresh=_not_editable("dashboard widget"), phase=PHASE,
+                       widgets.find, refresh=_not_editable("dashboard widget"), order=Order(PHASE),
                        fingerprint=widgets),
         ]  # fmt: skip
 

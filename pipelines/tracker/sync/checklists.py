@@ -12,7 +12,7 @@ Three ways, per item (`settle_items`): haul keeps, for each checklist it wrote, 
 item's target id with its text and done flag as written (the base, `state.written`). An item
 edited only at the source is edited in the target; one edited (or deleted) only in the target
 is kept; one edited on both sides, or edited on one side and deleted on the other, is a
-conflict, settled by `[sync] conflicts` like an issue's field (`pipelines.three_way`). An item
+conflict, settled by `[sync] conflicts` like an issue's field (`pipelines.sync.three_way`). An item
 added at the source is appended (or, when the target already holds one that reads the same and
 is no other item's, taken as it: an append whose reply was lost); an item the source removed is
 deleted unless a person edited it in the target; an item added in the target is the target's,
@@ -29,8 +29,8 @@ from typing import Any
 from haul.connectors.errors import AmbiguousWriteError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import Conflicted, Fields, RecordFailure
-from haul.pipelines.three_way import ConflictRule, FieldChanges, ThreeWay, conflict_message
-from haul.pipelines.three_way_items import (
+from haul.pipelines.sync.three_way import ConflictRule, FieldChanges, ThreeWay, conflict_message
+from haul.pipelines.sync.three_way_items import (
     Base,
     ItemRule,
     ItemSettling,
@@ -125,7 +125,7 @@ async def _apply(client: TrackerClient, key: str, edits: ChecklistEdits) -> None
         await client.delete_record(key, "checklistItems", item_id)
 
 
-# -- three ways, per item (`pipelines.three_way_items`) ----------------------------------
+# -- three ways, per item (`pipelines.sync.three_way_items`) ----------------------------------
 
 ENTITY = "checklist"
 

@@ -18,7 +18,7 @@ Three ways, per field (`diff_fields`): haul keeps, for each issue it wrote, the 
 them (the base, `state.written`); a field changed only at the source is carried, one changed
 only in the target is kept, one changed on both sides is a conflict. Values are compared in
 one form for both sides (`issues.three_way` builds it); the rule itself is every record's
-(`pipelines.three_way`).
+(`pipelines.sync.three_way`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from haul.pipelines.three_way import (
+from haul.pipelines.sync.three_way import (
     ConflictRule,
     FieldChanges,
     WrittenAs,

@@ -13,14 +13,22 @@ from collections.abc import Mapping
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity
-from haul.pipelines.tracker.layer import Layer
+from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.sync.deletions import DELETED, deletion_plan
+from haul.pipelines.tracker.sync.undo import TrackerRemovals
+from haul.pipelines.tracker.target import TrackerTarget
 
 
 def deletion_plans(config: Config) -> Mapping[str, PlanFn]:
     """Deleted sub-records found; mirroring, one `deletion` row each (else only reported)."""
     mirror = config.sync.deletions == "mirror"
     return {("deletion" if mirror else "deleted_at_source"): deletion_plan(mirror)}
+
+
+async def sync_target(target: TrackerTarget) -> TargetPart:
+    """How `haul undo` takes back each kind of record the tracker loads."""
+    removals = TrackerRemovals(target.client, target.store, target.transform.queues)
+    return TargetPart(removals=removals.removals())
 
 
 SYNC = Layer(
@@ -30,4 +38,5 @@ SYNC = Layer(
         Entity("deletion", staged=DELETED, optional=True),  # [sync] deletions = "mirror"
     ),
     plans=deletion_plans,
+    target=sync_target,
 )

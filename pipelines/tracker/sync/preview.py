@@ -1,6 +1,6 @@
 """What the next load does with each tracker record changed at the source, for `haul plan`.
 
-Asked with reads only (`pipelines.sync_preview`): an issue moved to another queue at the
+Asked with reads only (`pipelines.sync.preview`): an issue moved to another queue at the
 source is a move, its fields an update naming each field that differs and how, a conflict
 where a field changed on both sides, `not updatable` naming a field changed at the source that
 no update call can change; an edited checklist an update counting the items edited, added and
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.sync_preview import Change, updated
-from haul.pipelines.three_way_items import settle_items
+from haul.pipelines.sync.preview import Change, updated
+from haul.pipelines.sync.three_way_items import settle_items
 from haul.pipelines.tracker.sync.checklists import (
     ChecklistEdits,
     checklist_edits,

@@ -1,7 +1,7 @@
 """Texts written again once the files they show are in the target.
 
 A text is written once with what can be rewritten then (users, web hosts, the files already in
-the target: `pipelines.references`, with the tracker's maps from `pipelines.tracker.target`). Its own files cannot be in the target before it: an issue's files import into
+the target: `pipelines.sync.references`, with the tracker's maps from `pipelines.tracker.target`). Its own files cannot be in the target before it: an issue's files import into
 the issue, a comment's into the comment. So a text that references files has one more ledger
 row, loaded under its issue after the issue's comments and files (a comment's row
 `requires` its comment): `issue_references` (the description) and `comment_references` (a
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.references import References, file_references, without_file_ids
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
+from haul.pipelines.sync.references import References, file_references, without_file_ids
 from haul.state.hashing import content_hash
 from haul.state.store import StagedRecord, StagingStore
 

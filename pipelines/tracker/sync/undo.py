@@ -19,15 +19,15 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.references import without_file_ids
-from haul.pipelines.removals import (
+from haul.pipelines.specs import RecordFailure
+from haul.pipelines.sync.references import without_file_ids
+from haul.pipelines.sync.removals import (
     WITH_PARENT,
     Removal,
     changed_since,
     deleted_by,
     with_record,
 )
-from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.sync.checklists import item_fields
 from haul.pipelines.tracker.transform import QueueMap, milliseconds
 from haul.state.ledger import LedgerRow

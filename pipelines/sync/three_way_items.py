@@ -1,5 +1,5 @@
 """The three-way rule for a list of items that has no identity of its own (a checklist's
-items, a grid's rows): each item settled at its grain against the base (`pipelines.three_way`).
+items, a grid's rows): each item settled at its grain against the base (`pipelines.sync.three_way`).
 
 The base of such a list is, per source item, the target item haul wrote for it: its target id
 and its compared fields (`Base`: source id -> {"id", "fields"}). `settle_items` compares the
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.pipelines.specs import Fields
-from haul.pipelines.three_way import (
+from haul.pipelines.sync.three_way import (
     ConflictRule,
     FieldChanges,
     ThreeWay,

@@ -5,7 +5,7 @@ Everything comes from the store: the run's row (outcome, times, the figures its 
 recorded), the ledger (counts per entity and status, failures by reason, done rows' times for
 the throughput chart) and the last verify result; and, for the page's sections, the stages'
 times, each service's figures, the rate budgets by name and the next command
-(`pipelines.report_parts`).
+(`pipelines.report.parts`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from typing import Any
 
 import structlog
 
-from haul.pipelines import report_parts
+from haul.pipelines.commands.failures import store_failures
+from haul.pipelines.commands.status import (
+    VERIFY_CHECKPOINT as VERIFY_CHECKPOINT,  # verify.py writes it
+)
+from haul.pipelines.commands.status import verify_after
 from haul.pipelines.engine import CHANGE, KEPT
-from haul.pipelines.failures import store_failures
-from haul.pipelines.status import VERIFY_CHECKPOINT as VERIFY_CHECKPOINT  # verify.py writes it
-from haul.pipelines.status import verify_after
+from haul.pipelines.report import parts as report_parts
 from haul.pipelines.waiting import NAMED, waiting_count, waiting_records
 from haul.state.private import open_private
 from haul.state.store import StagingStore
@@ -112,7 +114,7 @@ def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
 def gather_report(store: StagingStore) -> dict[str, Any]:
     """The report's figures, from the store (the latest run, ledger, problems, verify)."""
     from haul.pipelines.registry import services
-    from haul.pipelines.report import entity_counts, in_use
+    from haul.pipelines.report.counts import entity_counts, in_use
 
     runs = store.recent_runs(1)
     run = runs[0] if runs else {}
@@ -172,9 +174,9 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
 
 
 def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
-    """The page's sections beyond the counts (`pipelines.report_parts`)."""
+    """The page's sections beyond the counts (`pipelines.report.parts`)."""
     from haul.pipelines.registry import services
-    from haul.pipelines.report import entity_counts, in_use
+    from haul.pipelines.report.counts import entity_counts, in_use
 
     verify = store.get_checkpoint(VERIFY_CHECKPOINT)
     counts = [  # with what is staged for exports only (no load figures: "-")
@@ -196,7 +198,7 @@ def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) ->
 
 def write_reports(store: StagingStore) -> tuple[Path, Path]:
     """Write report.json and report.html beside the staging store; return their paths."""
-    from haul.pipelines.report_html import render_html
+    from haul.pipelines.report.html import render_html
 
     report = gather_report(store)
     json_path = store.path.with_name("report.json")

@@ -28,8 +28,9 @@ from pydantic import (
 )
 
 from haul.connectors.errors import HaulError
-from haul.pipelines.config_model import Model
-from haul.pipelines.config_types import (
+from haul.pipelines.config.mapping_files import read_groups_csv, read_users_csv
+from haul.pipelines.config.model import Model
+from haul.pipelines.config.types import (
     DEFAULT_PROVENANCE,
     Duration,
     Rate,
@@ -42,7 +43,6 @@ from haul.pipelines.config_types import (
     describe_errors,
     http_url,
 )
-from haul.pipelines.mapping_files import read_groups_csv, read_users_csv
 
 
 class ConfigError(HaulError):
@@ -243,6 +243,10 @@ class Remapping(Section):
         return [domain.strip().lower() for domain in domains]
 
 
+# what a back-fill rule must say for each place its answers go
+RULE_FIELDS = {"tracker": ("queue", "summary"), "wiki_grid": ("page", "title")}
+
+
 class Backfill(Section):
     """One rule that turns a survey's answers into tracker issues or rows of a wiki grid."""
 
@@ -261,7 +265,7 @@ class Backfill(Section):
 
     @model_validator(mode="after")
     def _what_the_target_needs(self) -> Backfill:
-        needed = ("queue", "summary") if self.into == "tracker" else ("page", "title")
+        needed = RULE_FIELDS[self.into]
         missing = [name for name in needed if not getattr(self, name)]
         if missing:
             raise ValueError(f"{missing[0]}: required when into = {self.into!r}")

@@ -1,7 +1,7 @@
 """`haul undo`: take a migration back from the ledger, newest first, exactly once.
 
 Every record the load wrote (a ledger row `done`, not `found` in the target before) is taken
-back by its service's `Removal` (`pipelines.removals`): deleted where the API can delete it,
+back by its service's `Removal` (`pipelines.sync.removals`): deleted where the API can delete it,
 in the reverse order of its load (newest first: a comment's file before the comment, a
 subpage before its page), or kept and named where it cannot (an issue: the tracker deletes
 none). Each deletion goes through the ledger as a write does (`engine.begin_undo`, committed,
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
+from haul.pipelines.commands.run import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.config import Config
 from haul.pipelines.engine import KEPT, begin_undo, call_off_undo, record_undone
-from haul.pipelines.removals import Removal
-from haul.pipelines.runner import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.sync.removals import Removal
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore
 

@@ -24,11 +24,11 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from haul.connectors.errors import NotFoundError
+from haul.pipelines.commands.run import open_clients, open_store
 from haul.pipelines.config import Config
-from haul.pipelines.references import SourceScan
-from haul.pipelines.run_report import VERIFY_CHECKPOINT, write_reports
-from haul.pipelines.runner import open_clients, open_store
+from haul.pipelines.report.run import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
+from haul.pipelines.sync.references import SourceScan
 from haul.state.ledger import LedgerRow
 from haul.state.private import open_private
 from haul.state.store import StagedRecord, StagingStore
@@ -281,7 +281,7 @@ class Places:
         """Note the place of one verified record (only under a parent the load made: the
         organisation objects it reuses were there before)."""
         fingerprint = spec.fingerprint
-        if fingerprint is None or spec.find_first or not row.parent_entity:
+        if fingerprint is None or spec.order.find_first or not row.parent_entity:
             return
         parent = store.ledger.target_id(row.parent_entity, row.parent or "")
         place = fingerprint.where(record, parent)

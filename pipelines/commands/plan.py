@@ -9,7 +9,7 @@ the target's configured write budget. The conflicts are kept in the store (`PLAN
 the load fails those records with the plan's reason instead of sending them, and what is
 under them as blocked; each `haul plan` replaces them.
 
-It is also a sync dry run (`pipelines.sync_preview`): a loaded record changed at the source is
+It is also a sync dry run (`pipelines.sync.preview`): a loaded record changed at the source is
 an update (with its fields), a status walk a transition, an issue gone to another queue a
 move, a mirrored deletion a delete; every change is listed, and `--changes FILE.csv` writes
 them one per row. What the scope cannot carry (a board whose queue is not migrated: `LeftOut`)
@@ -28,14 +28,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.commands.run import open_clients, open_store, plan_if_staged_since
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PLAN_CONFLICTS
-from haul.pipelines.parent_cycles import parent_cycle
+from haul.pipelines.engine.parent_cycles import parent_cycle
 from haul.pipelines.planner import Decision, Planner, SpecPlanner
-from haul.pipelines.runner import open_clients, open_store, plan_if_staged_since
 from haul.pipelines.services import LeftOut
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
-from haul.pipelines.sync_preview import (
+from haul.pipelines.sync.preview import (
     ACTIONS,
     CHANGES_HEADER,
     WRITES,

@@ -1,7 +1,7 @@
 """Removals: how `haul undo` takes back one kind of record the load wrote.
 
 A service gives one `Removal` per ledger entity it loads (`TargetParts.removals`); `haul undo`
-(`pipelines.undo`) runs them over the ledger and names none::
+(`pipelines.commands.undo`) runs them over the ledger and names none::
 
     delete(row)   -> Removed: the record deleted from the target (`deleted` False: the
                      target answered 404, it was gone already), with the recovery token the

@@ -12,26 +12,22 @@ figures are report.json's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from html import escape
-from itertools import pairwise
 from typing import Any
 
-from haul.pipelines.report import COUNTS_CAPTION, shared_budget_phrases
+from haul.pipelines.report import charts
+from haul.pipelines.report.charts import Frame
+from haul.pipelines.report.counts import COUNTS_CAPTION, shared_budget_phrases
 
 OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
-WIDTH, HEIGHT = 520, 220  # the charts' own units: they scale to the page (at most 640 px)
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 30, 44  # plot margins: tick labels and axis labels live there
-ROW = 26  # one bar's row in the horizontal bar charts
-CHAR = 7.5  # a label character's width at the charts' font size, to size the left margin
 
-STYLE = """
-body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;color:#222;max-width:760px}
-h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}
-.scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:.4em 0}
+STYLE = (
+    charts.STYLE
+    + """
+h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right;vertical-align:top}
 td:first-child,th:first-child,th.text{text-align:left}
 td.text{text-align:left;overflow-wrap:anywhere;min-width:9em}
@@ -39,74 +35,11 @@ td.name{text-align:left;white-space:nowrap}
 @media (max-width:600px){body{font-size:14px}td,th{padding:2px 4px}}
 .ok{color:#2e7d32}.bad{color:#c62828}
 code{background:#f3f3f3;padding:1px 4px;overflow-wrap:anywhere}
-figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}
-svg{width:100%;height:auto;max-width:640px}svg text{font:13px system-ui,sans-serif;fill:#333}
-ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
-ul.legend span{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}
 """
+)
 
 
 # -- charts ---------------------------------------------------------------------------------
-
-
-def _svg(ident: str, title: str, parts: list[str], height: int = HEIGHT) -> str:
-    body = "\n".join(parts)
-    return (
-        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}"'
-        f' role="img" aria-label="{escape(title)}">\n<title>{escape(title)}</title>\n{body}\n</svg>'
-    )
-
-
-def _axes(x_label: str, y_label: str, height: int = HEIGHT, left: int = LEFT) -> list[str]:
-    """Both axis lines and their labels: y's above the plot (never over its tick labels),
-    x's under the x ticks, at the right."""
-    bottom = height - BOTTOM
-    return [
-        f'<line x1="{left}" y1="{TOP}" x2="{left}" y2="{bottom}" stroke="#888"/>',
-        f'<line x1="{left}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#888"/>',
-        f'<text class="y-label" x="{left}" y="{TOP - 12}">{escape(y_label)}</text>',
-        f'<text class="x-label" x="{WIDTH - RIGHT}" y="{height - 6}" text-anchor="end">'
-        f"{escape(x_label)}</text>",
-    ]
-
-
-def _ticks_y(top: float, height: int = HEIGHT) -> list[str]:
-    bottom = height - BOTTOM
-    return [
-        f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{top:g}</text>',
-        f'<text class="tick" x="{LEFT - 6}" y="{bottom}" text-anchor="end">0</text>',
-    ]
-
-
-def _ticks_x(last: float, height: int = HEIGHT, left: int = LEFT) -> list[str]:
-    y = height - BOTTOM + 16
-    return [
-        f'<text class="tick" x="{left}" y="{y}">0</text>',
-        f'<text class="tick" x="{WIDTH - RIGHT}" y="{y}" text-anchor="end">{last:g}</text>',
-    ]
-
-
-def _plot(top: float, last: float) -> Callable[[float, float], tuple[float, float]]:
-    """(seconds, value) -> (x, y) in the plot area."""
-    span_x, span_y = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def xy(t: float, value: float) -> tuple[float, float]:
-        x = LEFT + span_x * t / (last or 1)
-        return round(x, 1), round(HEIGHT - BOTTOM - span_y * value / (top or 1), 1)
-
-    return xy
-
-
-def _figure(ident: str, caption: str, chart: str, after: str = "") -> str:
-    return f'<figure id="{ident}-figure"><figcaption>{escape(caption)}</figcaption>{chart}{after}</figure>'
-
-
-def _legend(items: Sequence[tuple[str, str]]) -> str:
-    entries = "".join(
-        f'<li><span style="background:{colour}"></span>{escape(name)}</li>'
-        for name, colour in items
-    )
-    return f'<ul class="legend">{entries}</ul>'
 
 
 def timeline_svg(stages: list[dict[str, Any]]) -> str:
@@ -115,84 +48,65 @@ def timeline_svg(stages: list[dict[str, Any]]) -> str:
     ends = [_instant(s["ended_at"]) for s in stages]
     first = min(starts)
     last = max(max(ends) - first, 0.001)
-    height = TOP + BOTTOM + ROW * len(stages)
-    left = LEFT + 10
-    span = WIDTH - left - RIGHT
-    parts = _axes("seconds since the first stage began", "stage", height, left)
-    parts += _ticks_x(round(last, 1), height, left)
+    frame = Frame(0, last, 1, charts.rows_height(len(stages)), charts.LEFT + 10)
+    body = []
     for index, (stage, start, end) in enumerate(zip(stages, starts, ends, strict=True)):
-        y = TOP + ROW * index
-        x = left + span * (start - first) / last
-        width = max(span * (end - start) / last, 2)
-        parts.append(
-            f'<text class="tick" x="{left - 6}" y="{y + ROW / 2 + 4}" text-anchor="end">'
-            f"{escape(stage['stage'])}</text>"
-        )
-        parts.append(
-            f'<rect class="stage" data-stage="{escape(stage["stage"])}" x="{x:.1f}" y="{y + 4}"'
-            f' width="{width:.1f}" height="{ROW - 8}" fill="{SERIES_COLOURS[index % 6]}">'
-            f"<title>{escape(stage['stage'])}: {stage['seconds']} s</title></rect>"
-        )
-    return _svg("stages-chart", "the stages over time", parts, height)
+        name = stage["stage"]
+        body.append(charts.row_label(frame, index, name))
+        body.append(charts.hbar(frame, index, start - first, max(end - first, start - first + 1e-9),
+                                SERIES_COLOURS[index % 6], f'class="stage" data-stage="{escape(name)}"',
+                                f"{name}: {stage['seconds']} s"))  # fmt: skip
+    return charts.chart("stages-chart", "the stages over time", frame,
+                        "seconds since the first stage began", "stage", body,
+                        ("0", f"{round(last, 1):g}"), y_ticks=False)  # fmt: skip
 
 
 def throughput_svg(points: list[dict[str, Any]]) -> str:
     """Records loaded per second over the run, as a line."""
     top = max(max(p["per_second"] for p in points), 1)
     last = max(points[-1]["second"], 1)
-    xy = _plot(top, last)
-    coords = [xy(p["second"], p["per_second"]) for p in points]
-    parts = _axes("seconds since the first record loaded", "records loaded per second")
-    parts += _ticks_y(top) + _ticks_x(last)
-    line = " ".join(f"{x},{y}" for x, y in coords)
-    parts.append(f'<polyline class="series" points="{line}" fill="none" stroke="#1565c0"/>')
-    return _svg("throughput", "records loaded per second over the run", parts)
+    frame = Frame(0, last, top)
+    line = charts.polyline(frame, [(p["second"], p["per_second"]) for p in points], "#1565c0")
+    return charts.chart("throughput", "records loaded per second over the run", frame,
+                        "seconds since the first record loaded", "records loaded per second",
+                        [line], ("0", f"{last:g}"))  # fmt: skip
 
 
 def rates_svg(lines: list[dict[str, Any]]) -> str:
     """Each rate budget that moved, as a step line; the legend is the figure's, below."""
     top = max(rate for line in lines for _, rate in line["points"]) or 1
     last = max(t for line in lines for t, _ in line["points"]) or 1
-    xy = _plot(top, last)
-    parts = _axes("seconds into the run", "requests per second allowed")
-    parts += _ticks_y(top) + _ticks_x(last)
-    for index, line in enumerate(lines):
-        points = line["points"]
-        steps = [xy(*points[0])]
-        for (_, rate), (t, next_rate) in pairwise(points):
-            steps += [xy(t, rate), xy(t, next_rate)]
-        steps.append(xy(last, points[-1][1]))
-        joined = " ".join(f"{x},{y}" for x, y in steps)
-        parts.append(
-            f'<polyline class="series" data-name="{escape(line["key"])}" points="{joined}"'
-            f' fill="none" stroke="{SERIES_COLOURS[index % 6]}" stroke-width="2"/>'
-        )
-    return _svg("rates", "the rate budgets that moved during the run", parts)
+    frame = Frame(0, last, top)
+    body = [
+        charts.steps(frame, line["points"], SERIES_COLOURS[index % 6], _named(line["key"]))
+        for index, line in enumerate(lines)
+    ]
+    return charts.chart("rates", "the rate budgets that moved during the run", frame,
+                        "seconds into the run", "requests per second allowed", body,
+                        ("0", f"{last:g}"))  # fmt: skip
+
+
+def _named(name: str) -> str:
+    return f' data-name="{escape(name)}"'
 
 
 def counts_svg(counts: list[dict[str, Any]]) -> str:
     """Loaded, failed and pending per entity, as one stacked horizontal bar each (the entity's
     name to its left, so that no two names meet however many there are)."""
-    left = max(round(CHAR * max(len(row["entity"]) for row in counts)) + 14, LEFT)
-    height = TOP + BOTTOM + ROW * len(counts)
+    left = max(round(charts.CHAR * max(len(row["entity"]) for row in counts)) + 14, charts.LEFT)
     top = max(sum(row[name] for name, _ in OUTCOMES) for row in counts) or 1
-    span = WIDTH - left - RIGHT
-    parts = _axes("records", "entity", height, left) + _ticks_x(top, height, left)
+    frame = Frame(0, top, 1, charts.rows_height(len(counts)), left)
+    body = []
     for index, row in enumerate(counts):
-        y, x = TOP + ROW * index, float(left)
-        parts.append(
-            f'<text class="tick" x="{left - 6}" y="{y + ROW / 2 + 4}" text-anchor="end">'
-            f"{escape(row['entity'])}</text>"
-        )
+        entity, at = row["entity"], 0
+        body.append(charts.row_label(frame, index, entity))
         for name, colour in OUTCOMES:
-            width = span * row[name] / top
-            parts.append(
-                f'<rect class="bar" data-entity="{escape(row["entity"])}" data-outcome="{name}"'
-                f' x="{x:.1f}" y="{y + 4}" width="{width:.1f}" height="{ROW - 8}" fill="{colour}">'
-                f"<title>{escape(row['entity'])} {name}: {row[name]}</title></rect>"
-            )
-            x += width
-    return _svg("counts", "records per entity and outcome", parts, height)
+            attrs = f'class="bar" data-entity="{escape(entity)}" data-outcome="{name}"'
+            body.append(charts.hbar(frame, index, at, at + row[name], colour, attrs,
+                                    f"{entity} {name}: {row[name]}"))  # fmt: skip
+            at += row[name]
+    return charts.chart("counts", "records per entity and outcome", frame, "records", "entity",
+                        body, ("0", f"{top:g}"), y_ticks=False)  # fmt: skip
 
 
 def _instant(value: str) -> float:
@@ -234,7 +148,7 @@ def _stages(stages: list[dict[str, Any]]) -> str:
         return '<p id="stages">No stage of this run has a recorded time yet.</p>'
     chart = timeline_svg(stages) if len(stages) > 1 else ""
     table = _table(stages, ["stage", "seconds", "started_at", "ended_at"], "stages", ["stage"])
-    return (_figure("stages", "Stages over time", chart) if chart else "") + table
+    return (charts.figure("stages", "Stages over time", chart) if chart else "") + table
 
 
 def _services(services: list[dict[str, Any]]) -> str:
@@ -262,20 +176,24 @@ def _charts(report: dict[str, Any]) -> str:
     parts, said = [], []
     points = report.get("throughput") or []
     if len(points) > 1 and len({p["per_second"] for p in points}) > 1:
-        parts.append(_figure("throughput", "Records loaded per second", throughput_svg(points)))
+        parts.append(
+            charts.figure("throughput", "Records loaded per second", throughput_svg(points))
+        )
     else:
         said.append("the load's rate did not vary (or nothing was loaded)")
     counts = report.get("counts") or []
     if any(row["failed"] or row["pending"] for row in counts):
-        legend = _legend([(name, colour) for name, colour in OUTCOMES])
+        legend = charts.legend([(name, colour) for name, colour in OUTCOMES])
         chart = counts_svg(counts)
-        parts.append(_figure("counts", "Records per entity and outcome", chart, legend))
+        parts.append(charts.figure("counts", "Records per entity and outcome", chart, legend))
     else:
         said.append("every planned record is loaded (the counts are in the tables above)")
     lines = [line for line in report.get("rate_lines") or [] if line["varied"]]
     if lines:
-        legend = _legend([(line["name"], SERIES_COLOURS[i % 6]) for i, line in enumerate(lines)])
-        parts.append(_figure("rates", "Rate budgets that moved", rates_svg(lines), legend))
+        legend = charts.legend(
+            [(line["name"], SERIES_COLOURS[i % 6]) for i, line in enumerate(lines)]
+        )
+        parts.append(charts.figure("rates", "Rate budgets that moved", rates_svg(lines), legend))
     else:
         fixed = ", ".join(
             f"{line['name']} {line['points'][-1][1]:g}/s" for line in report.get("rate_lines") or []

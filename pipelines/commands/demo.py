@@ -18,15 +18,15 @@ from typing import Any
 
 from rich.console import Console
 
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.commands.verify import verify, write_csv
+from haul.pipelines.commands.verify_cli import print_result
 from haul.pipelines.config import load_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
-from haul.pipelines.report import print_run
-from haul.pipelines.run_report import Headline, headline
-from haul.pipelines.runner import run_all
-from haul.pipelines.sandbox_config import SandboxConfig, write_sandbox_config
-from haul.pipelines.verify import verify, write_csv
-from haul.pipelines.verify_cli import print_result
+from haul.pipelines.report.counts import print_run
+from haul.pipelines.report.run import Headline, headline
 from haul.sandbox.server import start_sandbox
 
 TOKEN_ENV = "HAUL_DEMO_TOKEN"

@@ -10,10 +10,10 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.commands.run import Interrupted, open_store
+from haul.pipelines.commands.undo import UndoPlan, UndoResult, undo
 from haul.pipelines.config import Config
-from haul.pipelines.runner import Interrupted, open_store
 from haul.pipelines.stopping import GracefulStop
-from haul.pipelines.undo import UndoPlan, UndoResult, undo
 
 
 def run_undo(

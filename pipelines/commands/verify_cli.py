@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from haul.pipelines.commands.verify import VerifyResult, verify, write_csv
 from haul.pipelines.config import Config
-from haul.pipelines.verify import VerifyResult, verify, write_csv
 
 SHOWN = 50
 

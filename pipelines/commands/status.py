@@ -21,9 +21,9 @@ from typing import Any
 
 from rich.console import Console
 
+from haul.pipelines.commands.failures import problem_stage
 from haul.pipelines.engine import CHANGE, KEPT
-from haul.pipelines.failures import problem_stage
-from haul.pipelines.report import render_counts
+from haul.pipelines.report.counts import render_counts
 from haul.pipelines.services import Service, entity_named, loadable
 from haul.pipelines.streams import not_staged
 from haul.pipelines.waiting import SHOWN, Waiting, next_step, waiting_lines, waiting_records

@@ -16,7 +16,7 @@ the target's host, its page slug moved (`page`). `scan` is verify's side: what a
 target holds still says about the source (a source file id, a source web host, a login
 mapped away). What is code (`pipelines.markup`) is neither rewritten nor scanned.
 `written_as` tells a text haul wrote from the same text written again with its files'
-target ids (a three-way sync's base, `pipelines.three_way`).
+target ids (a three-way sync's base, `pipelines.sync.three_way`).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from haul.pipelines.references import without_file_ids
 from haul.pipelines.specs import Conflicted, Fields
+from haul.pipelines.sync.references import without_file_ids
 from haul.state.written import Written
 
 ConflictRule = Literal["keep-target", "source-wins"]

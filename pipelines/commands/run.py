@@ -29,8 +29,8 @@ from haul.pipelines.engine import (
 )
 from haul.pipelines.progress import Progress
 from haul.pipelines.registry import plans, services
-from haul.pipelines.report import EntityCounts, entity_counts, in_use
-from haul.pipelines.run_report import reporting
+from haul.pipelines.report.counts import EntityCounts, entity_counts, in_use
+from haul.pipelines.report.run import reporting
 from haul.pipelines.services import Service
 from haul.pipelines.specs import EntitySpec, Phase
 from haul.pipelines.streams import Extractor

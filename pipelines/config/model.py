@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from haul.pipelines.config_types import TimeZoneName, Weekday, WorkHours
+from haul.pipelines.config.types import TimeZoneName, Weekday, WorkHours
 
 STARTED_TYPES = ("inProgress",)
 FINISHED_TYPES = ("done", "cancelled")

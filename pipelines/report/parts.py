@@ -129,8 +129,8 @@ def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
 def next_step(store: StagingStore, verify: Mapping[str, Any] | None, run_end: str | None) -> str:
     """What to do next: what `haul status` would say, with `verify` as the last verify (unless
     it came before the run ended: then verify again)."""
+    from haul.pipelines.commands.status import gather_status, verify_after
     from haul.pipelines.registry import services
-    from haul.pipelines.status import gather_status, verify_after
 
     status = gather_status(store, services())
     status.verify = verify_after(verify, run_end)

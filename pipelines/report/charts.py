@@ -1,0 +1,180 @@
+"""The one chart kit: inline SVG charts for self-contained pages (nothing fetched), each with
+a title, both axes labelled and a legend below; they scale to a phone's width.
+
+    Frame(first, last, top)       a plot area: x from first to last, y from 0 to top
+    chart(ident, title, frame, x_label, y_label, body, x_ticks)
+                                  the <svg>: axes, their labels, end ticks, `body` inside
+    polyline / steps / dots / hline / hbar   marks in a frame's units
+    legend(items), figure(ident, caption, chart, after)
+    STYLE                         the pages' shared CSS (charts, legends, tables)
+
+Tick labels carry the class `tick`, the axis labels `x-label` and `y-label`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from itertools import pairwise
+
+WIDTH = 520  # the charts' own units: they scale to the page (at most 640 px)
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 30, 44  # plot margins: tick and axis labels live there
+ROW = 26  # one bar's row in a horizontal bar chart
+CHAR = 7.5  # a label character's width at the charts' font size, to size a left margin
+
+STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;color:#222;max-width:760px}
+h1{font-size:1.4em;margin:.2em 0}
+figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}
+svg{width:100%;height:auto;max-width:640px}svg text{font:13px system-ui,sans-serif;fill:#333}
+ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
+ul.legend span{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}
+.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.4em 0}
+"""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A plot area: x from `first` to `last`, y from 0 to `top`, in a chart `height` tall
+    whose plot starts `left` units in (room for long labels)."""
+
+    first: float
+    last: float
+    top: float
+    height: int = 220
+    left: int = LEFT
+
+    def __post_init__(self) -> None:  # an empty range still draws
+        object.__setattr__(self, "last", max(self.last, self.first + 1e-9))
+        object.__setattr__(self, "top", self.top or 1)
+
+    @property
+    def bottom(self) -> int:
+        """The y of the x axis."""
+        return self.height - BOTTOM
+
+    @property
+    def span(self) -> float:
+        """The plot's width in the chart's units."""
+        return WIDTH - self.left - RIGHT
+
+    def xy(self, x: float, y: float) -> tuple[float, float]:
+        """A point in the frame's units, in the chart's."""
+        px = self.left + self.span * (x - self.first) / (self.last - self.first)
+        return round(px, 1), round(self.bottom - (self.bottom - TOP) * y / self.top, 1)
+
+
+def chart(
+    ident: str,
+    title: str,
+    frame: Frame,
+    x_label: str,
+    y_label: str,
+    body: Sequence[str],
+    x_ticks: tuple[str, str],
+    *,
+    y_ticks: bool = True,
+) -> str:
+    """A chart: its title, both axes with their labels (y's above the plot, never over its
+    tick labels; x's under the x ticks, at the right), end ticks, and `body` inside."""
+    left, bottom = frame.left, frame.bottom
+    parts = [
+        f'<line x1="{left}" y1="{TOP}" x2="{left}" y2="{bottom}" stroke="#888"/>',
+        f'<line x1="{left}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#888"/>',
+        f'<text class="y-label" x="{left}" y="{TOP - 12}">{escape(y_label)}</text>',
+        f'<text class="x-label" x="{WIDTH - RIGHT}" y="{frame.height - 6}" text-anchor="end">'
+        f"{escape(x_label)}</text>",
+        f'<text class="tick" x="{left}" y="{bottom + 16}">{escape(x_ticks[0])}</text>',
+        f'<text class="tick" x="{WIDTH - RIGHT}" y="{bottom + 16}" text-anchor="end">'
+        f"{escape(x_ticks[1])}</text>",
+    ]
+    if y_ticks:
+        parts += [
+            f'<text class="tick" x="{left - 6}" y="{TOP + 4}" text-anchor="end">{frame.top:g}</text>',
+            f'<text class="tick" x="{left - 6}" y="{bottom}" text-anchor="end">0</text>',
+        ]
+    inner = "\n".join([*parts, *body])
+    return (
+        f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {frame.height}"'
+        f' role="img" aria-label="{escape(title)}">\n<title>{escape(title)}</title>\n{inner}\n</svg>'
+    )
+
+
+def polyline(
+    frame: Frame, points: Sequence[tuple[float, float]], colour: str, attrs: str = ""
+) -> str:
+    """A line through `points` (x, y in the frame's units); `attrs`: more attributes."""
+    coordinates = " ".join(f"{x},{y}" for x, y in (frame.xy(*p) for p in points))
+    return (
+        f'<polyline class="series"{attrs} points="{coordinates}" fill="none" stroke="{colour}"'
+        ' stroke-width="2"/>'
+    )
+
+
+def steps(frame: Frame, points: Sequence[tuple[float, float]], colour: str, attrs: str = "") -> str:
+    """A step line: each value holds until the next point's x, the last to the frame's end."""
+    corners = [points[0]]
+    for (_, value), (x, next_value) in pairwise(points):
+        corners += [(x, value), (x, next_value)]
+    corners.append((frame.last, points[-1][1]))
+    return polyline(frame, corners, colour, attrs)
+
+
+def dots(frame: Frame, points: Sequence[tuple[float, float]], colour: str) -> list[str]:
+    """A dot at each of `points`."""
+    return [
+        f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}" fill-opacity=".6"/>'
+        for x, y in (frame.xy(*p) for p in points)
+    ]
+
+
+def hline(frame: Frame, y: float, colour: str) -> str:
+    """A dashed horizontal line across the plot at `y`."""
+    (x1, py), (x2, _) = frame.xy(frame.first, y), frame.xy(frame.last, y)
+    return (
+        f'<line x1="{x1}" y1="{py}" x2="{x2}" y2="{py}" stroke="{colour}" stroke-dasharray="5 3"/>'
+    )
+
+
+def row_label(frame: Frame, index: int, label: str) -> str:
+    """The name of a horizontal bar chart's row `index`, left of the plot."""
+    y = TOP + ROW * index + ROW / 2 + 4
+    return (
+        f'<text class="tick" x="{frame.left - 6}" y="{y}" text-anchor="end">{escape(label)}</text>'
+    )
+
+
+def hbar(
+    frame: Frame, index: int, start: float, end: float, colour: str, attrs: str, tip: str
+) -> str:
+    """A horizontal bar in row `index` from x `start` to `end` (at least 2 units wide when
+    `end` > `start`), with its tooltip; `attrs`: its class and data attributes."""
+    (x1, _), (x2, _) = frame.xy(start, 0), frame.xy(end, 0)
+    width = max(x2 - x1, 2.0) if end > start else 0.0
+    return (
+        f'<rect {attrs} x="{x1:.1f}" y="{TOP + ROW * index + 4}" width="{width:.1f}"'
+        f' height="{ROW - 8}" fill="{colour}"><title>{escape(tip)}</title></rect>'
+    )
+
+
+def rows_height(rows: int) -> int:
+    """A horizontal bar chart's height for `rows` rows."""
+    return TOP + BOTTOM + ROW * rows
+
+
+def legend(items: Sequence[tuple[str, str]]) -> str:
+    """The names and colours of a chart's series, below it."""
+    entries = "".join(
+        f'<li><span style="background:{colour}"></span>{escape(name)}</li>'
+        for name, colour in items
+    )
+    return f'<ul class="legend">{entries}</ul>'
+
+
+def figure(ident: str, caption: str, chart: str, after: str = "") -> str:
+    """A chart with its caption (and what follows it, a legend)."""
+    return (
+        f'<figure id="{ident}-figure"><figcaption>{escape(caption)}</figcaption>{chart}{after}'
+        "</figure>"
+    )
