@@ -55,7 +55,7 @@ from haul.pipelines.tracker.organisation.layer import ORGANISATION
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
 from haul.pipelines.tracker.organisation.specs import OrganisationLoad
 from haul.pipelines.tracker.planning.layer import PLANNING, PlanningLoad, planning_load
-from haul.pipelines.tracker.planning.quiet_rules import QuietRules
+from haul.pipelines.tracker.planning.quiet_rules import QuietRules, held_in_target
 from haul.pipelines.tracker.sync.deletions import DeletionSync, deleted_counts, deleted_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.sync.preview import TrackerPreview
@@ -161,6 +161,10 @@ class TrackerService:
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
         """A shard manifest's units: one per queue, cut into windows when large."""
         return await tracker_units(config, client)
+
+    def held_in_target(self, store: StagingStore) -> list[str]:
+        """Its triggers and autoactions a killed load left switched off (see `quiet_rules`)."""
+        return held_in_target(store)
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str

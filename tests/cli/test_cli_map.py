@@ -111,8 +111,9 @@ def test_the_exports_id_map_table_holds_the_same_rows(migrated: Migration) -> No
 
 def test_map_as_json_for_one_entity(migrated: Migration) -> None:
     """`--format json --entity attachment` prints the tracker files' rows only, as objects,
-    each keyed by the path the tracker's links give it (`<issue key>/attachments/<id>`): in the
-    target, a file the target's API lists on that issue under that id."""
+    each keyed by the path the tracker's links give it (`<issue key>/attachments/<id>`) on
+    both sides: a file each side's API lists on that issue under that id (the key does not
+    repeat the issue, as the staged id `<issue key>/<id>` would make it)."""
     printed = run_haul(
         "map", "--config", migrated.config, "--format", "json", "--entity", "attachment",
         env=migrated.env,
@@ -121,19 +122,22 @@ def test_map_as_json_for_one_entity(migrated: Migration) -> None:
     rows = json.loads(printed.stdout)
     assert rows and {row["entity"] for row in rows} == {"attachment"}
     info = migrated.info
-    headers = {
-        "Authorization": f"OAuth {info['tokens']['admin']}",
-        "X-Org-ID": info["orgs"]["target"],
-    }
     for row in rows:
         source_issue, _, source_file = row["source_key"].partition("/attachments/")
         issue, _, file_id = row["target_key"].partition("/attachments/")
-        assert source_file == row["source_id"] and file_id == row["target_id"]
+        assert row["source_id"] == f"{source_issue}/{source_file}" and file_id == row["target_id"]
         assert row["moved"] is (row["source_key"] != row["target_key"])
         assert source_issue.startswith("TEST-") == issue.startswith("NEW-"), row
-        listed = httpx.get(f"{info['tracker']}/issues/{issue}/attachments", headers=headers)
-        listed.raise_for_status()
-        assert file_id in {str(file["id"]) for file in listed.json()}, row
+        assert source_file in _file_ids(info, "source", source_issue), row
+        assert file_id in _file_ids(info, "target", issue), row
+
+
+def _file_ids(info: dict[str, Any], org: str, issue: str) -> set[str]:
+    """The ids of the files the org's tracker lists on `issue`."""
+    headers = {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
+    listed = httpx.get(f"{info['tracker']}/issues/{issue}/attachments", headers=headers)
+    listed.raise_for_status()
+    return {str(file["id"]) for file in listed.json()}
 
 
 def test_map_refuses_an_entity_it_does_not_hold(migrated: Migration) -> None:
