@@ -27,6 +27,7 @@ from haul.pipelines.logs import (
     settle_console,
     without_secrets,
 )
+from haul.pipelines.pipes import guard_standard_streams
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
 from haul.pipelines.report import (
@@ -53,6 +54,8 @@ Exit status:
   2  usage or config error (every problem is listed with its key)
   3  done, but records failed (haul failures lists them)
   4  stopped by rate limiting; resumable (the message says when)
+A closed pipe (haul map | head) ends nothing: what nobody reads is dropped,
+quietly, and the exit status is the command's own.
 """
 
 CONFIG_OPTION = click.option(
@@ -92,6 +95,10 @@ class Exit(Exception):
 
 class HaulGroup(click.Group):
     """The command group, with the one handler of everything a command raises."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        guard_standard_streams()  # a closed pipe (haul map | head) drops output, stops nothing
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers.cli_fixtures import run_haul, source_queues, tokens_env, write_config
+from tests.helpers.cli_fixtures import HAUL, run_haul, source_queues, tokens_env, write_config
 
 MAPPING = {"TEST": "NEW"}
 
@@ -145,3 +146,23 @@ def test_map_refuses_an_entity_it_does_not_hold(migrated: Migration) -> None:
     printed = run_haul("map", "--config", migrated.config, "--entity", "sprint", env=migrated.env)
     assert printed.returncode == 2
     assert "sprint" in printed.stderr and "wiki_page" in printed.stderr
+
+
+@pytest.mark.parametrize("command", [["map"], ["status"]])
+def test_a_closed_pipe_on_stdout_ends_the_command_quietly(
+    migrated: Migration, command: list[str]
+) -> None:
+    """`haul map | head`: stdout is a pipe whose reader is gone (closed before haul starts, so
+    every write finds it closed): haul drops its output, says nothing, and exits as the
+    command would have (0), not with an internal error."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [str(HAUL), *command, "--config", str(migrated.config)],
+            stdout=write, stderr=subprocess.PIPE, env=migrated.env, text=True, timeout=60,
+            check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")
