@@ -37,7 +37,15 @@ from haul.pipelines.report import (
     service_lines,
     summary_json,
 )
-from haul.pipelines.runner import Interrupted, RunSummary, extract, load, open_store, run_all
+from haul.pipelines.runner import (
+    Interrupted,
+    RunSummary,
+    extract,
+    load,
+    open_store,
+    read_store,
+    run_all,
+)
 from haul.pipelines.stopping import GracefulStop
 from haul.pipelines.waiting import next_step
 from haul.state.errors import StoreError
@@ -239,7 +247,7 @@ def status_command(config_path: Path | None, manifest_path: Path | None, as_json
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
     from haul.pipelines.status import gather_status, print_status
 
-    with open_store(config.staging_path) as store:
+    with read_store(config.staging_path) as store:  # it only reads: a read-only store will do
         status = gather_status(store, services())
         counts = entity_counts(store, in_use(store, services()))
         runs = store.recent_runs(1)

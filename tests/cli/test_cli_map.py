@@ -1,7 +1,9 @@
 """`haul map` after a `haul run`: the key map lists every loaded issue with its key in the
 target as the target's API reports it, and the export's `id_map` table holds the same rows.
 
-One migration (queue TEST remapped to NEW) serves the module; nothing here changes the target.
+One migration (queue TEST remapped to NEW) serves the module, and the tests of the commands
+that only read its store at their edges (a closed pipe, a read-only store); nothing here
+changes the target.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import csv
 import io
 import json
 import os
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -166,3 +169,42 @@ def test_a_closed_pipe_on_stdout_ends_the_command_quietly(
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def _as_owner_without_privileges() -> list[str]:
+    """The prefix that runs a command so that file modes bite: as is for a user, in a user
+    namespace of its own for root (mapped to a plain uid there, it owns its files and has no
+    capability over them: a 0444 file is read-only, as for anyone)."""
+    if os.geteuid() != 0:
+        return []
+    mapped = ["unshare", "--user", "--map-user=1000", "--map-group=1000"]
+    if subprocess.run([*mapped, "true"], capture_output=True, check=False).returncode:
+        pytest.skip("root, and no user namespaces (unshare --user): file modes cannot bite")
+    return mapped
+
+
+def test_status_reads_a_read_only_store(migrated: Migration, tmp_path: Path) -> None:
+    """A copy of the store in a folder and file haul may not write (0555, 0444; in WAL mode,
+    without its -shm file, as a copy off a server is): `haul status` prints the status, as
+    for a writable store, and writes nothing there."""
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    config = tmp_path / "haul.toml"
+    config.write_text(migrated.config.read_text(encoding="utf-8"), encoding="utf-8")
+    with (
+        sqlite3.connect(migrated.directory / "staging" / "haul.db") as source,
+        sqlite3.connect(staging / "haul.db") as copy,
+    ):
+        source.backup(copy)
+    (staging / "haul.db").chmod(0o444)
+    staging.chmod(0o555)
+    try:
+        done = subprocess.run(
+            [*_as_owner_without_privileges(), str(HAUL), "status", "--config", str(config)],
+            capture_output=True, env=migrated.env, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert [path.name for path in staging.iterdir()] == ["haul.db"]
+    finally:
+        staging.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert "next: everything staged is loaded" in done.stdout, done.stdout
