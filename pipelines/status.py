@@ -330,8 +330,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
     for entity, why in status.not_staged.items():
         say(console, f"{entity} not staged by the last extract: {why}")
-    for line in status.held:
-        say(console, f"left by a stopped load in the target: {line}")
+    for held in status.held:
+        say(console, f"left by a stopped load in the target: {held}")
     for what, count in status.not_carried.items():
         say(
             console, f"not carried by the last load (the record loaded without it): {what}: {count}"
