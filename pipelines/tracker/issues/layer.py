@@ -23,7 +23,7 @@ from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker.issues.drain import IssueDrain
 from haul.pipelines.tracker.issues.export import TABLES
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
-from haul.pipelines.tracker.issues.scroll import IssueScroll
+from haul.pipelines.tracker.issues.scroll import IssueScroll, keyless_name
 from haul.pipelines.tracker.issues.specs import PLANS
 from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.layer import Layer
@@ -81,7 +81,7 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
     async def details(stats: ExtractStats) -> Details:
         return {
             "source_issue_count": await find_vanished_issues(
-                client, store, config.scope.queues, config.scope.query
+                client, store, config.scope.queues, config.scope.query, keyless_name
             ),
             "issues_staged": stats.staged["issue"],
             "issues_drained": stats.drained["issue"],

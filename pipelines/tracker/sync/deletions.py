@@ -37,7 +37,6 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.specs import Planned, RecordFailure
-from haul.pipelines.tracker.issues.scroll import keyless_name
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -126,12 +125,21 @@ def deletion_plan(mirror: bool) -> Callable[[StagingStore], Iterator[Planned]]:
     return plan
 
 
+# how an issue listed without its key is named (the issues layer's scroll names them so)
+KeylessName = Callable[[str, dict[str, Any]], str]
+
+
 async def find_vanished_issues(
-    client: TrackerClient, store: StagingStore, queues: Iterable[str], narrowing: str | None
+    client: TrackerClient,
+    store: StagingStore,
+    queues: Iterable[str],
+    narrowing: str | None,
+    keyless_name: KeylessName,
 ) -> int:
     """The source's issue count of the queues (the extract's figure); on the way, a staged
     issue the source no longer lists in its queue is staged as `deleted` (see the module
-    docstring: a queue is listed only when it counts fewer issues than are staged)."""
+    docstring: a queue is listed only when it counts fewer issues than are staged, or when
+    the last listing gave an issue without its key, named by `keyless_name`)."""
     staged = store.source_ids("issue")
     queries = {
         queue: f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "") for queue in queues
@@ -149,7 +157,8 @@ async def find_vanished_issues(
         ):
             listed |= {str(issue["key"]) for issue in page if issue.get("key")}
             keyless += [issue for issue in page if not issue.get("key")]
-        name_keyless(store, queue, keyless, unnamed)
+        names = {keyless_name(queue, issue) for issue in keyless}
+        name_keyless(store, queue, names, unnamed)
         if keyless:  # one of them may be a staged issue: none is judged gone on this listing
             log.warning("vanished_not_judged", queue=queue, listed_without_key=len(keyless))
             continue
@@ -165,24 +174,19 @@ KEYLESS_LISTED = (
 
 
 def keyless_problems(store: StagingStore, queue: str) -> set[str]:
-    """The names (`keyless_name`) of the queue's issues this listing gave without a key (the
-    scroll's own, of issues it could not stage, are the scroll's to settle)."""
-    prefix = keyless_name(queue, {"id": ""})
+    """The names of the queue's issues this listing gave without a key (the scroll's own, of
+    issues it could not stage, are the scroll's to settle)."""
     return {
         problem.source_id
         for problem in store.problems
-        if problem.entity == "issue"
-        and problem.source_id.startswith(prefix)
-        and problem.error == KEYLESS_LISTED
+        if problem.entity == "issue" and problem.parent == queue and problem.error == KEYLESS_LISTED
     }
 
 
-def name_keyless(
-    store: StagingStore, queue: str, keyless: list[dict[str, Any]], unnamed: set[str]
-) -> None:
-    """Name each issue listed without its key as a problem; forget those named before that
-    came with their key this time (a whole listing of the queue: any other would be here)."""
-    names = {keyless_name(queue, issue) for issue in keyless}
+def name_keyless(store: StagingStore, queue: str, names: set[str], unnamed: set[str]) -> None:
+    """Name each issue listed without its key (`names`) as a problem; forget those named
+    before that came with their key this time (a whole listing of the queue: any other would
+    be among `names`)."""
     with store.transaction():
         for name in sorted(names):
             if name in unnamed or store.problems.get("issue", name) is None:
