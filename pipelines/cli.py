@@ -19,7 +19,15 @@ import structlog
 from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError
-from haul.pipelines.commands.run import Interrupted, RunSummary, extract, load, open_store, run_all
+from haul.pipelines.commands.run import (
+    Interrupted,
+    RunSummary,
+    extract,
+    load,
+    open_store,
+    read_store,
+    run_all,
+)
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.logs import (
     configure_logging,
@@ -28,6 +36,7 @@ from haul.pipelines.logs import (
     settle_console,
     without_secrets,
 )
+from haul.pipelines.pipes import guard_standard_streams
 from haul.pipelines.progress import LiveProgress
 from haul.pipelines.registry import services
 from haul.pipelines.report.counts import (
@@ -53,6 +62,8 @@ Exit status:
   2  usage or config error (every problem is listed with its key)
   3  done, but records failed (haul failures lists them)
   4  stopped by rate limiting; resumable (the message says when)
+A closed pipe (haul map | head) ends nothing: what nobody reads is dropped,
+quietly, and the exit status is the command's own.
 """
 
 CONFIG_OPTION = click.option(
@@ -92,6 +103,10 @@ class Exit(Exception):
 
 class HaulGroup(click.Group):
     """The command group, with the one handler of everything a command raises."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        guard_standard_streams()  # a closed pipe (haul map | head) drops output, stops nothing
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -232,7 +247,7 @@ def status_command(config_path: Path | None, manifest_path: Path | None, as_json
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist (run haul extract)")
     from haul.pipelines.commands.status import gather_status, print_status
 
-    with open_store(config.staging_path) as store:
+    with read_store(config.staging_path) as store:  # it only reads: a read-only store will do
         status = gather_status(store, services())
         counts = entity_counts(store, in_use(store, services()))
         runs = store.recent_runs(1)

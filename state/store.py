@@ -89,22 +89,24 @@ class StagingStore:
 
     @classmethod
     def open_readonly(cls, path: str | Path, *, busy_timeout_ms: int = 10_000) -> StagingStore:
-        """Open an existing store for reading only (exports): nothing is created, migrated or
-        written. NotAStoreError for a file haul never wrote, SchemaTooNewError for a newer one.
+        """Open an existing store for reading only (exports, `haul status`): nothing is
+        created, migrated or written. NotAStoreError for a file haul never wrote,
+        SchemaTooNewError for a newer one.
+
+        A store in WAL mode is read beside its `-shm` file, which SQLite creates if it is
+        missing: in a folder this process may not write (a read-only copy), it cannot. When
+        no `-wal` file is there either, every commit is in the main file, so it is read as
+        an immutable file instead (no `-shm` needed); with a `-wal` file, the error stands.
         """
         path = Path(path)
         with store_errors(path):
-            db = sqlite_utils.Database(
-                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True),
-                execute_plugins=False,
-            )
             try:
-                db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-                check_readable(db, path)
-            except BaseException:
-                db.close()
-                raise
-        return cls(path, db, utc_now)
+                return cls(path, _read_only_db(path, busy_timeout_ms), utc_now)
+            except sqlite3.OperationalError:
+                if path.with_name(path.name + "-wal").exists():
+                    raise
+                immutable = _read_only_db(path, busy_timeout_ms, immutable=True)
+                return cls(path, immutable, utc_now)
 
     @classmethod
     def open(
@@ -522,3 +524,20 @@ def _record_dict(row: dict[str, Any]) -> StagedRecord:
         raw=parse_json(row["raw"]),
         staged_at=row["staged_at"],
     )
+
+
+def _read_only_db(
+    path: Path, busy_timeout_ms: int, *, immutable: bool = False
+) -> sqlite_utils.Database:
+    """The database at `path` opened read-only (see `StagingStore.open_readonly`), checked."""
+    options = "mode=ro&immutable=1" if immutable else "mode=ro"
+    db = sqlite_utils.Database(
+        sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True), execute_plugins=False
+    )
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        check_readable(db, path)
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -34,7 +34,7 @@ from haul.pipelines.report.run import reporting
 from haul.pipelines.services import Service
 from haul.pipelines.specs import EntitySpec, Phase
 from haul.pipelines.streams import Extractor
-from haul.state.errors import StoreError, store_errors
+from haul.state.errors import StoreAccessError, StoreError, store_errors
 from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
 from haul.state.targets import Mismatch, Target
@@ -154,6 +154,36 @@ def claim_target(config: Config, target: Endpoint, *, record: bool = True) -> No
         differ = store.targets.claim(wanted, record=record)
     if differ:
         raise TargetChangedError(config.staging_path, differ)
+
+
+@contextmanager
+def read_store(path: Path) -> Iterator[StagingStore]:
+    """The staging store at `path` for a command that only reads it (`haul status`): opened
+    as every command opens it, or, where haul may not write it (a read-only file or folder,
+    a store copied off a server), read-only as it is; a StorageError when neither works."""
+    try:
+        store = StagingStore.open(path)
+    except StoreAccessError:
+        log.info("store_read_only", path=str(path))
+        store = _read_only(path)
+    except StoreError as exc:
+        raise StorageError(str(exc)) from exc
+    try:
+        with store, store_errors(path):
+            yield store
+    except StoreError as exc:
+        raise StorageError(str(exc)) from exc
+
+
+def _read_only(path: Path) -> StagingStore:
+    try:
+        return StagingStore.open_readonly(path)
+    except StoreError as exc:
+        raise StorageError(
+            f"{exc} (haul may not write the store, and cannot read it read-only either: a "
+            "store a killed run left in WAL mode needs its -wal and -shm files or a writable "
+            "folder)"
+        ) from exc
 
 
 @contextmanager

@@ -6,6 +6,8 @@ parents, as a link is from both its ends: loaded once, from one side, so neither
 counted twice), failed, pending, waiting (a link whose other end no run brought in yet, each
 named with what it waits for);
 what the config had the last extract leave out (the changelog of a migration's config);
+what a killed load left held in the target (a service that holds anything while it loads says
+what, with `held_in_target(store)`: the tracker's triggers switched off);
 the last runs with their outcomes (a run whose process died shows as interrupted: its lock is
 free); and the next action in one line.
 """
@@ -77,6 +79,8 @@ class Status:
     undone: dict[str, tuple[int, int]] = field(default_factory=dict)
     # entity -> loaded records haul undo kept: a person changed them since haul wrote them
     kept_as_changed: dict[str, int] = field(default_factory=dict)
+    # what a killed load left held in the target (the next load gives it back), one line each
+    held: list[str] = field(default_factory=list)
 
     @property
     def waiting_total(self) -> int:
@@ -89,6 +93,12 @@ class Status:
         last = self.runs[0] if self.runs else None
         if last is not None and last["outcome"] == "running":
             return f"a haul {last['command']} run is under way (pid {last.get('pid')})"
+        if self.held:
+            return (
+                f"a stopped load left {len(self.held)} held in the target (listed above): run "
+                "haul load (or haul run), which gives them back when it ends, or switch them "
+                "on again by hand in the target"
+            )
         if self.problems:
             return f"{self.problems} records could not be extracted whole: run haul failures"
         if self.changes:
@@ -170,6 +180,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         waiting=waiting_records(store, SHOWN),
         undone=_undone(store),
         kept_as_changed=_kept_as_changed(store),
+        held=held_in_target(store, services),
     )
     for service in services:
         for entity in loadable(service):
@@ -208,6 +219,17 @@ def staged_twice(store: StagingStore, services: Sequence[Service], kind: str) ->
         for source_id in store.source_ids(kind) - planned
         if "/" in source_id and source_id.rpartition("/")[2] in ids
     )
+
+
+def held_in_target(store: StagingStore, services: Sequence[Service]) -> list[str]:
+    """What a killed load left held in the target, from each service that holds something
+    while it loads (an optional `held_in_target(store)`, as `shard_units` is)."""
+    held: list[str] = []
+    for service in services:
+        reader = getattr(service, "held_in_target", None)
+        if reader is not None:
+            held += reader(store)
+    return held
 
 
 def deleted_at_source(
@@ -322,6 +344,8 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             say(console, f"{line.entity} skipped: {line.skipped} (staged, not loaded by design)")
     for entity, why in status.not_staged.items():
         say(console, f"{entity} not staged by the last extract: {why}")
+    for held in status.held:
+        say(console, f"left by a stopped load in the target: {held}")
     for what, count in status.not_carried.items():
         say(console, f"not carried by the last load: {what}: {count}")
     for entity, (deleted, mirrored) in status.deleted.items():

@@ -210,10 +210,7 @@ def _export(
     tables = chosen_tables(store, registry, request.entities, failed)
     if problems := settings_problems(tables, ExportContext(store, config=config)):
         raise ExportOptionError(f"config error: {'; '.join(problems)}: correct the config")
-    warnings: list[str] = [
-        f"{entity}: not staged by the last extract ({why}), so its table is absent or stale"
-        for entity, why in not_staged(store).items()
-    ]
+    warnings = not_staged_warnings(store, registry, request.entities)
     out = request.out
     try:
         with layout.locked(out):
@@ -282,7 +279,8 @@ def chosen_tables(
 ) -> list[Table]:
     """The tables to write: those `names` choose (table or entity names; all when empty)
     whose entity has staged records. ExportOptionError for a name no table has. A table a
-    family cannot build, among those chosen, is noted in `failed` (when given)."""
+    family cannot build, among those chosen, is noted in `failed` (when given); one derived
+    from what the config chose not to stage is not (`not_staged_warnings`)."""
     broken: list[BrokenTable] = []
     every = registry.tables_for(store, broken)
     wanted = set(names)
@@ -291,8 +289,6 @@ def chosen_tables(
             log.warning("table_not_built", table=table.name, error=table.reason)
             if failed is not None:
                 failed[table.name] = table.reason
-    if failed is not None:
-        failed.update(unbuildable_model(store, every, wanted))
     known = {table.name for table in every} | {table.entity for table in every} - {ANY_ENTITY}
     if unknown := sorted(wanted - known):
         choices = ", ".join(sorted(known))
@@ -320,23 +316,29 @@ def settings_problems(tables: Iterable[Table], context: ExportContext) -> list[s
     return list(found)
 
 
-def unbuildable_model(
-    store: StagingStore, tables: Iterable[Table], wanted: set[str]
-) -> dict[str, str]:
-    """Derived table -> why it cannot be built: what it is derived from was not staged by
-    the last extract, by a setting (a migration's config that skips the changelog). An
-    error of the export (exit 3), not a warning, since the model would be silently absent."""
-    skipped = not_staged(store)
-    return {
-        table.name: (
-            f"cannot be built: it is derived from {table.entity}, which the last extract did "
-            f"not stage ({skipped[table.entity]}), then run haul extract and haul export again"
+def not_staged_warnings(
+    store: StagingStore, registry: Registry, names: Iterable[str] = ()
+) -> list[str]:
+    """A warning per entity the config had the last extract leave out (a migration's config
+    skips the changelog), naming the setting that stages it and the chosen tables it leaves
+    out: its own and those derived from it. The config chose so: not an error (exit 0)."""
+    wanted = set(names)
+    every = registry.tables_for(store, broken=[])  # a family's broken table: chosen_tables'
+    warnings = []
+    for entity, why in not_staged(store).items():
+        absent = [
+            table.name
+            for table in every
+            if table.entity == entity and (not wanted or wanted & {table.name, table.entity})
+        ]
+        if wanted and not absent:
+            continue
+        tables = f" ({', '.join(absent)})" if absent else ""
+        warnings.append(
+            f"{entity}: not staged by the last extract, as the config chose ({why}), so its "
+            f"tables{tables} are left out or stale"
         )
-        for table in tables
-        if table.derive is not None
-        and table.entity in skipped
-        and (not wanted or wanted & {table.name, table.entity})
-    }
+    return warnings
 
 
 def model_as_of(store: StagingStore, now: datetime) -> datetime:

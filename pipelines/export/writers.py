@@ -271,10 +271,23 @@ class XlsxWriter:
         # openpyxl's own save stamps the workbook and each zip entry with the time: without
         # them, the same rows make the same bytes
         self._book.properties.created = self._book.properties.modified = SteadyZip.MOMENT
-        ExcelWriter(self._book, SteadyZip(self._path, "w", ZIP_DEFLATED, allowZip64=True)).save()
+        book = SteadyZip(self._path, "w", ZIP_DEFLATED, allowZip64=True)
+        try:
+            ExcelWriter(self._book, book).save()
+        except BaseException:  # a full disk, say: the file is thrown away
+            with suppress(OSError, ValueError):  # closed now, not by the collector, loudly
+                book.close()
+            self.abort()
+            raise
 
     def abort(self) -> None:
-        """Nothing is open: openpyxl removes its sheets' temporary files when haul exits."""
+        """Close each sheet not yet saved: left open, its rows' writer would be closed as the
+        interpreter ends, after openpyxl closed its temporary file, and print a traceback
+        under the export's last line. openpyxl removes those files when haul exits."""
+        for sheet in self._book.worksheets:
+            if not sheet.closed:
+                with suppress(OSError, ValueError):  # thrown away: its tail does not matter
+                    sheet.close()
 
 
 class SteadyZip(ZipFile):

@@ -109,15 +109,18 @@ def settled_values(changes: FieldChanges, source: Mapping[str, Any], rule: Confl
     return values
 
 
-def conflict_message(changes: FieldChanges) -> str:
-    """The conflicts the target kept, each with both values, and how to settle them."""
+def conflict_message(changes: FieldChanges, record: str = "") -> str:
+    """The conflicts the target kept, each with both values, and how to settle them; led by
+    `record` when given (how a person finds it in the target: "page 'team/a'"), since a run's
+    last line quotes the message without the record's id."""
     named = "; ".join(
         f"{name}: source {_shown(ours, theirs)}, target {_shown(theirs, ours)}"
         for name, (ours, theirs) in changes.conflicts.items()
     )
     return (
-        f"changed on both sides, the target keeps its value: {named} (make both sides agree,"
-        ' or set [sync] conflicts = "source-wins"; then run haul load again)'
+        f"{record + ' ' if record else ''}changed on both sides, the target keeps its value: "
+        f'{named} (make both sides agree, or set [sync] conflicts = "source-wins"; then run '
+        "haul load again)"
     )
 
 
@@ -164,10 +167,11 @@ class ThreeWay:
         write: FieldWriter,
         *,
         always: bool = False,
+        record: str = "",
     ) -> Fields:
         """Write what `compared` (source, target) says the target lacks, through `write`
         (`always`: even when that is nothing); the fields haul has written now (the new base).
-        Raises `Conflicted` for the conflicts the target keeps."""
+        Raises `Conflicted` for the conflicts the target keeps (naming `record`, if given)."""
         source, target = compared
         base = self.written.base(entity, source_id)
         changes = diff_fields(source, base, target, self.written_as)
@@ -181,7 +185,7 @@ class ThreeWay:
         self._count(entity, changes, edited=bool(names) or always)
         written = base_after(source, base, changes, self.rule)
         if changes.conflicts and self.rule == "keep-target":
-            raise Conflicted(conflict_message(changes), written)
+            raise Conflicted(conflict_message(changes, record), written)
         return written
 
     def _count(self, entity: str, changes: FieldChanges, *, edited: bool) -> None:

@@ -42,7 +42,7 @@ from haul.pipelines.tracker.flow.layer import FLOW
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.layer import Layer, joined
 from haul.pipelines.tracker.organisation.layer import ORGANISATION, tracker_units
-from haul.pipelines.tracker.planning.layer import PLANNING
+from haul.pipelines.tracker.planning.layer import PLANNING, held_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
@@ -115,6 +115,10 @@ class TrackerService:
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
         """A shard manifest's units: one per queue, cut into windows when large."""
         return await tracker_units(config, client)
+
+    def held_in_target(self, store: StagingStore) -> list[str]:
+        """Its triggers and autoactions a killed load left switched off (see `quiet_rules`)."""
+        return held_in_target(store)
 
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str

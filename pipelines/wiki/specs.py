@@ -322,7 +322,7 @@ class WikiLoad:
             await self._sync(record, int(target_id), body)
 
         return await self.three_way.settle(
-            "wiki_page", record.source_id, compared, write, always=True
+            "wiki_page", record.source_id, compared, write, always=True, record=f"page '{slug}'"
         )
 
     async def _page_compared(self, record: StagedRecord, page_id: int) -> tuple[Fields, Fields]:

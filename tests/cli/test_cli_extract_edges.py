@@ -3,6 +3,7 @@ future, an issue listed without its key. Neither may make a later run skip anyth
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -85,4 +86,42 @@ def test_an_issue_listed_without_its_key_is_named_and_read_again(
 
     assert again.returncode == 0, again.stdout + again.stderr
     assert set(_staged_issues(tmp_path)) == everyone
+    assert "without a key" not in run_haul("failures", "--config", config, env=env).stdout
+
+
+def test_an_issue_the_deletion_listing_gives_without_its_key_is_named(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """A later extract lists a queue whole to look for deleted issues (the source counts one
+    fewer than are staged), and the search gives an issue without its key: that issue is
+    named by its id among the failures, counted, and the extract exits 3, nothing judged
+    deleted on that listing; the next extract (the key back) finds the deletion, exit 0."""
+    info = sandbox.info
+    queues = source_queues(info)
+    config = write_config(tmp_path, info, queues=queues)
+    env = tokens_env(info["tokens"]["admin"])
+    assert run_haul("extract", "--config", config, env=env).returncode == 0
+    queue = queues[0]
+    gone = source_issues(info, queue)[-1]["key"]
+    httpx.delete(
+        f"{info['tracker'].removesuffix('/v3')}/_sandbox/issues/{gone}", headers=_admin(info)
+    ).raise_for_status()
+    sandbox.set_faults("no_key:1.0@*/issues/_search")
+    try:
+        second = run_haul("extract", "--config", config, env=env)
+    finally:
+        sandbox.set_faults("")
+    failures = run_haul("failures", "--config", config, env=env).stdout
+
+    assert second.returncode == 3, second.stdout + second.stderr
+    named = re.findall(rf"^issue {queue}:id=\S+ \(extract\): the tracker listed an issue "
+                       "without a key, so no issue of its queue was judged deleted", failures,
+                       re.M)  # fmt: skip
+    assert len(named) == 1, failures
+    assert gone in _staged_issues(tmp_path)
+
+    third = run_haul("extract", "--config", config, env=env)
+
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert gone not in _staged_issues(tmp_path)
     assert "without a key" not in run_haul("failures", "--config", config, env=env).stdout

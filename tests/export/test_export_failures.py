@@ -4,10 +4,13 @@ same folder waits its turn; a health check that cannot be reached is only a warn
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import resource
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +19,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests.helpers.cli_fixtures import HAUL
 from tests.helpers.export_fixtures import Staged, only_folder
 
 
@@ -160,3 +164,74 @@ def test_without_out_the_export_goes_beside_the_config(staged: Staged) -> None:
     done = staged.haul("export", "--config", staged.config)
     assert done.returncode == 0, done.stderr
     assert (staged.config.parent / "exports" / "latest").exists()
+
+
+WRITE_ON_A_FULL_DISK = """
+import sys
+from pathlib import Path
+from haul.pipelines.export.tables import Column, Table
+from haul.pipelines.export.writers import XlsxWriter
+
+path = Path(sys.argv[1])
+writer = XlsxWriter(path, Table("notes", "note", (Column("text", "string", "", str),)))
+writer.write([("a note",)] * 2_000)
+path.unlink()
+path.symlink_to("/dev/full")  # every write: "No space left on device"
+try:
+    writer.close()
+except OSError as exc:
+    print(exc.errno)
+"""
+
+
+def test_an_xlsx_file_on_a_full_disk_fails_with_its_error_alone(tmp_path: Path) -> None:
+    """An XLSX file whose save meets a full disk (/dev/full refuses every write) raises its
+    OSError (ENOSPC) and leaves nothing open: no traceback of a half-written workbook follows
+    the export's last line when the interpreter ends."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this machine")
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_ON_A_FULL_DISK, str(tmp_path / "notes.xlsx")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, str(errno.ENOSPC), "")
+
+
+FULL_DISK_SCRIPT = """
+set -u
+mount -t tmpfs -o size=16m tmpfs "$OUT"
+"$HAUL" export --config "$CONFIG" --out "$OUT" --entities issues >/dev/null 2>&1 || exit 90
+find "$OUT" -type f | sort | xargs sha256sum > "$LISTING.before"
+dd if=/dev/zero of="$OUT/filler" bs=64k >/dev/null 2>&1  # until the disk is full
+"$HAUL" export --config "$CONFIG" --out "$OUT" --format xlsx
+status=$?
+rm "$OUT/filler"
+find "$OUT" -type f | sort | xargs sha256sum > "$LISTING.after"
+exit $status
+"""
+
+
+def test_an_export_onto_a_full_disk_ends_with_one_line_and_keeps_the_last_export(
+    staged: Staged, tmp_path: Path
+) -> None:
+    """A real full disk (a tmpfs filled up, mounted in a user namespace of its own, so no
+    privilege is needed): exit 1, one last line naming the folder and what to do, no
+    traceback, and the export published before it is there byte for byte."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode:
+        pytest.skip("no user namespaces here (unshare -rm): cannot mount a small disk")
+    out = tmp_path / "small-disk"
+    out.mkdir()
+    listing = tmp_path / "listing"
+    env = {**staged.env, "OUT": str(out), "HAUL": str(HAUL), "CONFIG": str(staged.config),
+           "LISTING": str(listing)}  # fmt: skip
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", FULL_DISK_SCRIPT],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"haul: export failed: the disk under {out} is full"), last
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    before = listing.with_suffix(".before").read_text()
+    assert "issues.csv" in before and "manifest.json" in before
+    assert listing.with_suffix(".after").read_text() == before

@@ -80,18 +80,21 @@ def test_the_nightly_recipe_run_twice_joins_every_cycle_time_to_an_issue(
         assert one("SELECT count(*) FROM issues WHERE summary = 'Renamed overnight'") == 1
 
 
-def test_a_migration_config_that_skipped_the_changelog_says_the_model_cannot_be_built(
+def test_a_migration_config_that_skipped_the_changelog_warns_of_the_model_and_exits_0(
     sandbox: object, tmp_path: Path
 ) -> None:
-    """A config with a [target] and no [export]: "auto" skips the changelog, so the export
-    writes the staged tables, names each model table as failed with the setting to change,
-    and exits 3."""
+    """A config with a [target] and no [export] (the README's migration): "auto" skips the
+    changelog, so the export writes the staged tables and exits 0, with one warning naming
+    the tables left out (the changelog's, the model's) and the setting that stages them."""
     staged = stage_sandbox(sandbox, tmp_path, with_target=True)
     done = staged.haul("export", "--config", staged.config, "--out", tmp_path / "out")
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert "failed: cycle_times: cannot be built" in done.stdout
-    assert "[scope] changelog" in done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "failed:" not in done.stdout
+    (warning,) = [line for line in done.stderr.splitlines() if line.startswith("haul: warning")]
+    assert "[scope] changelog" in warning and "set it to true" in warning
+    assert all(name in warning for name in ("changelog", "cycle_times", "status_intervals"))
     assert (tmp_path / "out" / "latest" / "issues.csv").is_file()
+    assert not (tmp_path / "out" / "latest" / "cycle_times.csv").exists()
 
 
 def test_a_migration_config_with_an_export_section_stages_the_changelog_and_the_model(

@@ -20,6 +20,7 @@ import pytest
 from haul.pipelines.commands.run import extract, open_clients, open_store, run_all
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.tracker.planning.quiet_rules import QUIET_RULES
+from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.sandbox_clients import tracker_call
 
@@ -105,8 +106,9 @@ async def _switch_off_and_die(orgs: Orgs) -> None:
 
 
 def test_a_run_killed_with_the_triggers_off_leaves_them_to_the_next_run(orgs: Orgs) -> None:
-    """Killed after switching the triggers off: they stay off, named in the store; the next
-    run imports the issue without a firing and switches them on again."""
+    """Killed after switching the triggers off: they stay off, and `haul status` names each
+    of them and says what to do; the next run imports the issue without a firing and switches
+    them on again."""
     queue = _listening_queue(orgs, automated=True)
     before, automatic = orgs.active("empty", queue), orgs.autoactions("empty", queue)
     assert any(automatic.values())
@@ -117,6 +119,16 @@ def test_a_run_killed_with_the_triggers_off_leaves_them_to_the_next_run(orgs: Or
     assert not any(orgs.autoactions("empty", queue).values())
     with open_store(orgs.config.staging_path) as store:
         assert (store.get_checkpoint(QUIET_RULES) or {}).get("rules")
+    status = run_haul("status", "--config", orgs.config.folder / "haul.toml",
+                      env=haul_env(environ(orgs.info)))  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    held = [line for line in status.stdout.splitlines() if "left by a stopped load" in line]
+    off = {**before, **automatic}
+    assert len(held) == sum(off.values())  # each one the run switched off, by name
+    for name, active in off.items():
+        assert any(f"'{name}' in queue {queue}" in line for line in held) == active, name
+    (last,) = [line for line in status.stdout.splitlines() if line.startswith("next: ")]
+    assert f"left {len(held)} held in the target" in last and "run haul load" in last
     orgs.run()
     assert orgs.fired(queue) == 0
     assert orgs.active("empty", queue) == before

@@ -3,7 +3,8 @@
 After a first run, people edit pages through the plain API: a page's body edited in the target
 only (its title edited at the source, so the next run re-reads it) keeps the person's body and
 takes the source's title; a body edited on both sides is a conflict, reported with both values
-(status, `haul failures`, exit 3) while the target keeps its body; with `[sync] conflicts =
+(status, `haul failures`, exit 3; the run's last line names the page) while the target keeps
+its body; with `[sync] conflicts =
 "source-wins"` the source's body is written over it and what it overwrote is recorded."""
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ async def test_a_page_edited_in_the_target_is_kept_and_one_edited_on_both_sides_
     done = run_haul("run", "--config", path, env=env)
 
     assert done.returncode == 3, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]  # the conflict, by the page's slug
+    assert last.startswith("haul: 1 record(s) failed") and f"page '{both}' changed" in last, last
     kept = await _page(info, "target", mine)
     assert kept["content"].endswith("A person's paragraph in the target.")
     assert kept["title"] == "Retitled at the source"

@@ -381,8 +381,11 @@ def _target_issue_key(target_id: str, record: StagedRecord, lookups: Lookups) ->
 
 
 def _file_path(record: StagedRecord, config: Config | None) -> str | None:
-    """A file by the path the tracker's links give it: `<issue key>/attachments/<id>`."""
-    return f"{record.parent}/attachments/{record.source_id}" if record.parent else None
+    """A file by the path the tracker's links give it: `<issue key>/attachments/<id>` (its
+    staged id is `<issue key>/<id>`: the file's own id is the part after the issue's)."""
+    if not record.parent:
+        return None
+    return f"{record.parent}/attachments/{record.source_id.rpartition('/')[2]}"
 
 
 def _target_file_path(target_id: str, record: StagedRecord, lookups: Lookups) -> str | None:

@@ -28,7 +28,7 @@ from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFinge
 from haul.pipelines.tracker.issues.limits import LimitPlanner, TargetLimits
 from haul.pipelines.tracker.issues.link_survey import LinkSurvey
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
-from haul.pipelines.tracker.issues.scroll import IssueScroll
+from haul.pipelines.tracker.issues.scroll import IssueScroll, keyless_name
 from haul.pipelines.tracker.issues.specs import PLANS, TrackerLoad
 from haul.pipelines.tracker.issues.three_way import IssueForms
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
@@ -97,7 +97,7 @@ def issue_source(client: TrackerClient, store: StagingStore, config: Config) -> 
     async def details(stats: ExtractStats) -> Details:
         return {
             "source_issue_count": await find_vanished_issues(
-                client, store, config.scope.queues, config.scope.query
+                client, store, config.scope.queues, config.scope.query, keyless_name
             ),
             "issues_staged": stats.staged["issue"],
             "issues_drained": stats.drained["issue"],

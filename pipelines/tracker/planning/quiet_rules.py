@@ -23,6 +23,7 @@ switched off (one still on is named too: switching it on again changes nothing);
 keeps those held with its own, and switches them all on after its load, even when it has no
 issue to load. A rule the target or the source no longer holds is dropped from the checkpoint
 and counted. A run that stops (an error, exit 1 or 4) switches them on too, on its way out.
+One killed cannot: `haul status` names what its checkpoint holds (`held_in_target`).
 """
 
 from __future__ import annotations
@@ -148,3 +149,21 @@ class QuietRules:
             await self.client.update_autoaction(
                 rule.queue, rule.target_id, version, {"active": active}
             )
+
+
+def held_in_target(store: StagingStore) -> list[str]:
+    """What a killed load left switched off in the target (its checkpoint names them), one
+    line each, by name, queue and target id; the next load switches them on again."""
+    kept = store.get_checkpoint(QUIET_RULES) or {}
+    rules = sorted({Rule(*row) for row in kept.get("rules", [])}, key=Rule.as_json)
+    return [
+        f"{rule.entity} {_name(store, rule)} in queue {rule.queue} (id {rule.target_id}) is "
+        "switched off"
+        for rule in rules
+    ]
+
+
+def _name(store: StagingStore, rule: Rule) -> str:
+    record = store.get_record(rule.entity, rule.source_id)
+    name = record.raw.get("name") if record is not None else None
+    return repr(str(name)) if name else rule.source_id

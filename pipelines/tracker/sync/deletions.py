@@ -11,7 +11,10 @@ How each is found, without asking the source for anything it was not asked alrea
   matching the scope's query (`find_vanished_issues`). A move inside the scope is not a
   deletion (`pipelines.tracker.sync.moves`). An issue still at the source but out of the scope now
   (moved out, or no longer matching the query) is not a deletion either: it is staged
-  `out_of_scope`, reported as such, and never deleted in the target (it is alive).
+  `out_of_scope`, reported as such, and never deleted in the target (it is alive). An issue
+  that listing gives without its key (a lagging search index) might be a staged one: no issue
+  of the queue is judged gone on it, and it is named by its id as a problem of the extract
+  (`haul failures`, exit 3), listed again by the next extract until it comes with its key.
 
 Each becomes one staged `deleted` record (what it was, its target id, why). With `[sync]
 deletions = "report"` they are listed by `haul status` and the run report; with "mirror"
@@ -126,12 +129,21 @@ def deletion_plan(mirror: bool) -> Callable[[StagingStore], Iterator[Planned]]:
     return plan
 
 
+# how an issue listed without its key is named (the issues layer's scroll names them so)
+KeylessName = Callable[[str, dict[str, Any]], str]
+
+
 async def find_vanished_issues(
-    client: TrackerClient, store: StagingStore, queues: Iterable[str], narrowing: str | None
+    client: TrackerClient,
+    store: StagingStore,
+    queues: Iterable[str],
+    narrowing: str | None,
+    keyless_name: KeylessName,
 ) -> int:
     """The source's issue count of the queues (the extract's figure); on the way, a staged
     issue the source no longer lists in its queue is staged as `deleted` (see the module
-    docstring: a queue is listed only when it counts fewer issues than are staged)."""
+    docstring: a queue is listed only when it counts fewer issues than are staged, or when
+    the last listing gave an issue without its key, named by `keyless_name`)."""
     staged = store.source_ids("issue")
     queries = {
         queue: f"Queue: {queue}" + (f" AND {narrowing}" if narrowing else "") for queue in queues
@@ -139,21 +151,52 @@ async def find_vanished_issues(
     counts = await gather_all([client.count_issues(query=query) for query in queries.values()])
     for (queue, query), count in zip(queries.items(), counts, strict=True):
         mine = {key for key in staged if key.rsplit("-", 1)[0] == queue}
-        if count >= len(mine):
+        unnamed = keyless_problems(store, queue)
+        if count >= len(mine) and not unnamed:
             continue
         listed: set[str] = set()
-        keyless = 0
+        keyless: list[dict[str, Any]] = []
         async for page in client.scroll_issues(
             query=query, per_scroll=1000, scroll_type="unsorted"
         ):
             listed |= {str(issue["key"]) for issue in page if issue.get("key")}
-            keyless += sum(not issue.get("key") for issue in page)
+            keyless += [issue for issue in page if not issue.get("key")]
+        names = {keyless_name(queue, issue) for issue in keyless}
+        name_keyless(store, queue, names, unnamed)
         if keyless:  # one of them may be a staged issue: none is judged gone on this listing
-            log.warning("vanished_not_judged", queue=queue, listed_without_key=keyless)
+            log.warning("vanished_not_judged", queue=queue, listed_without_key=len(keyless))
             continue
         for key in sorted(mine - listed):
             await _vanished(client, store, key, staged | listed)
     return sum(counts)
+
+
+KEYLESS_LISTED = (
+    "the tracker listed an issue without a key, so no issue of its queue was judged deleted "
+    "at the source; the next haul extract lists the queue again"
+)
+
+
+def keyless_problems(store: StagingStore, queue: str) -> set[str]:
+    """The names of the queue's issues this listing gave without a key (the scroll's own, of
+    issues it could not stage, are the scroll's to settle)."""
+    return {
+        problem.source_id
+        for problem in store.problems
+        if problem.entity == "issue" and problem.parent == queue and problem.error == KEYLESS_LISTED
+    }
+
+
+def name_keyless(store: StagingStore, queue: str, names: set[str], unnamed: set[str]) -> None:
+    """Name each issue listed without its key (`names`) as a problem; forget those named
+    before that came with their key this time (a whole listing of the queue: any other would
+    be among `names`)."""
+    with store.transaction():
+        for name in sorted(names):
+            if name in unnamed or store.problems.get("issue", name) is None:
+                store.problems.record("issue", name, KEYLESS_LISTED, parent=queue)
+        for name in sorted(unnamed - names):
+            store.problems.clear("issue", name)
 
 
 async def _vanished(client: TrackerClient, store: StagingStore, key: str, known: set[str]) -> None:
