@@ -14,7 +14,7 @@ in the target yet); a user the mapped login (`login`: None when the user has no 
 and no default: plain text, which pings no one); a URL on a source web host the same URL on
 the target's host, its page slug moved (`page`). `scan` is verify's side: what a text the
 target holds still says about the source (a source file id, a source web host, a login
-mapped away). What is code (`pipelines.markup`) is neither rewritten nor scanned.
+mapped away). What is code (`pipelines.sync.markup`) is neither rewritten nor scanned.
 `written_as` tells a text haul wrote from the same text written again with its files'
 target ids (a three-way sync's base, `pipelines.sync.three_way`).
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding
-from haul.pipelines.markup import outside_code, sub_outside_code
+from haul.pipelines.sync.markup import outside_code, sub_outside_code
 
 # a relative reference starts a link target, a quoted value or a word
 _STARTS = r"(?:(?<=[\s(<\"'=\[])|^)"
@@ -50,7 +50,7 @@ _MENTION = re.compile(rf"(?<![\w@.:/])(?P<form>@|staff:)(?P<login>{_LOGIN})")
 
 def file_references(text: str | None) -> list[str]:
     """The file ids a text references, in either form, relative or on any host (not in code:
-    `pipelines.markup`)."""
+    `pipelines.sync.markup`)."""
     return [m.group("inline") or m.group("file") for m in outside_code(ANY_FILE, text or "")]
 
 
@@ -124,7 +124,7 @@ class References:
 
     def rewrite(self, text: str | None) -> str | None:
         """The text with every reference it can rewrite pointing at the target; what is
-        code is written as it is (`pipelines.markup`)."""
+        code is written as it is (`pipelines.sync.markup`)."""
         if not text:
             return text
         source, notes = text, list[str]()
@@ -241,7 +241,7 @@ class SourceScan:
 
     def scan(self, text: str) -> list[str]:
         """Each reference to the source in `text`, as written; none in code (haul writes code
-        as it is: `pipelines.markup`)."""
+        as it is: `pipelines.sync.markup`)."""
         found = [
             m.group(0)
             for m in outside_code(ANY_FILE, text)

@@ -17,8 +17,8 @@ from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.export.values import parse_duration_seconds
-from haul.pipelines.markup import sub_outside_code
 from haul.pipelines.specs import RecordFailure
+from haul.pipelines.sync.markup import sub_outside_code
 from haul.pipelines.sync.references import References
 from haul.pipelines.tracker.issue_access import IssueAccess
 from haul.pipelines.tracker.issue_access import wanted as wanted_access
@@ -82,7 +82,7 @@ class QueueMap:
 
     def rewrite(self, text: str | None) -> str | None:
         """Rewrite references to keys of remapped queues inside free text (not in code:
-        `pipelines.markup`)."""
+        `pipelines.sync.markup`)."""
         if not text or not self.mapping:
             return text
         return sub_outside_code(

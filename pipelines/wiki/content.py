@@ -23,7 +23,7 @@ from typing import Any
 
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_users_csv
-from haul.pipelines.markup import sub_outside_code
+from haul.pipelines.sync.markup import sub_outside_code
 from haul.pipelines.sync.references import (
     References,
     SourceScan,
@@ -80,7 +80,7 @@ class Rewriter:
 
     def rewrite(self, content: str, page_slug: str) -> str:
         """The content with links and tracker keys pointing at their new places (code left
-        as written: `pipelines.markup`)."""
+        as written: `pipelines.sync.markup`)."""
         content = self.references.rewrite(content) or ""
         content = sub_outside_code(
             _LINK, lambda m: m.group(1) + self.link(m.group(2), page_slug), content

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from haul.pipelines.markup import code_spans
+from haul.pipelines.sync.markup import code_spans
 from haul.pipelines.sync.references import References, SourceScan, WebHosts, without_file_ids
 from haul.pipelines.tracker.transform import QueueMap
 from haul.pipelines.wiki.content import Rewriter, SlugMap
