@@ -455,14 +455,14 @@ def export_command(
     from haul.pipelines.export.errors import ExportOptionError
 
     if describe:
-        click.echo(describe_markdown(), nl=False)
+        click.echo(describe_markdown(command.service_tables(services())), nl=False)
         return
     if config_path is None and manifest_path is None:
         raise ExportOptionError("--config: give the haul TOML file to export from")
     config = _config_or_union(config_path, manifest_path)
     request = command.ExportRequest.from_options(config, **options)
     with LiveProgress() as progress:
-        result = command.run_export(config, request, progress=progress)
+        result = command.run_export(config, request, services=services(), progress=progress)
     command.print_export(result, console)
     for warning in result.warnings:
         click.echo(f"haul: warning: {warning}", err=True)

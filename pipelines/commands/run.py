@@ -191,7 +191,7 @@ def staged_run(config: Config, command: str) -> Iterator[tuple[StagingStore, Run
     """The store opened, the run recorded, and its reports written however it ends."""
     with (
         open_store(config.staging_path) as store,
-        reporting(store),  # report.json and report.html, however the run ends
+        reporting(store, services()),  # report.json and report.html, however the run ends
         recorded_run(store, command) as run,
     ):
         yield store, run

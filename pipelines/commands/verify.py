@@ -26,6 +26,7 @@ import structlog
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.commands.run import open_clients, open_store
 from haul.pipelines.config import Config
+from haul.pipelines.registry import services
 from haul.pipelines.report.run import VERIFY_CHECKPOINT, write_reports
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
 from haul.pipelines.sync.references import SourceScan
@@ -251,7 +252,7 @@ async def verify(
                 )
             result.ended_at = _now()
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
-            write_reports(store)  # the last run's report, now with this verify result
+            write_reports(store, services())  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
 

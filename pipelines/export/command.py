@@ -23,7 +23,7 @@ file keeps the rows of the subjects that moved, while the database keeps the who
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -57,6 +57,7 @@ from haul.pipelines.export.write import (
 )
 from haul.pipelines.export.writers import FORMATS
 from haul.pipelines.progress import Progress
+from haul.pipelines.services import Service
 from haul.pipelines.streams import not_staged
 from haul.state.errors import StoreError, store_errors
 from haul.state.store import StagingStore
@@ -160,25 +161,17 @@ class ExportResult:
         return sum(file.bytes for file in self.files)
 
 
-def service_pages() -> list[pages.Page]:
-    """Every service's pages (`Service.pages`), drawn beside the tables."""
-    from haul.pipelines.registry import services
-
-    return [page for service in services() for page in service.pages]
-
-
-def service_tables() -> Registry:
+def service_tables(services: Sequence[Service]) -> Registry:
     """Every service's export tables (`Service.tables`), then the key map (`id_map`: it spans
     the services), in one registry."""
-    from haul.pipelines.registry import services
-
-    return Registry.joined([*(service.tables for service in services()), Registry.of([ID_MAP])])
+    return Registry.joined([*(service.tables for service in services), Registry.of([ID_MAP])])
 
 
 def run_export(
     config: Config,
     request: ExportRequest,
     *,
+    services: Sequence[Service],
     progress: Progress | None = None,
     now: datetime | None = None,
 ) -> ExportResult:
@@ -190,10 +183,11 @@ def run_export(
         raise ExportOptionError(
             f"nothing staged yet: {path} does not exist (run haul extract first)"
         )
-    registry = service_tables()
+    registry = service_tables(services)
+    drawn = [page for service in services for page in service.pages]
     try:
         with StagingStore.open_readonly(path) as store, store_errors(path), store.snapshot():
-            return _export(store, registry, request, progress, now, config)
+            return _export(store, registry, drawn, request, progress, now, config)
     except StoreError as exc:
         raise StorageError(str(exc)) from exc
 
@@ -201,6 +195,7 @@ def run_export(
 def _export(
     store: StagingStore,
     registry: Registry,
+    drawn_pages: Sequence[pages.Page],
     request: ExportRequest,
     progress: Progress,
     now: datetime,
@@ -227,7 +222,7 @@ def _export(
                         _write_one(table, folder, request, (since, inclusive), context,
                                    progress, database, written)  # fmt: skip
                 files = written.files
-                drawn = pages.write_pages(folder, folder / duck.DATABASE, service_pages())
+                drawn = pages.write_pages(folder, folder / duck.DATABASE, drawn_pages)
                 manifest = _manifest(store, request, written, since, inclusive, now)
                 manifest["pages"] = drawn
                 manifest["restricted"] = _restricted_entry(request, context, written)

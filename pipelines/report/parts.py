@@ -3,17 +3,18 @@ service's figures, the rate budgets as people name them, and the command to run 
 
     stages(store, run, verify)    extract, load and verify: when each began and ended
     recent(store)                 the last runs, newest first
-    per_service(details, counts)  per service: its entities' counts, its requests per side
+    per_service(details, counts, services)  per service: its entities' counts, its requests per side
     rate_lines(details)           one rate budget per service and direction, named for people
-    next_step(store, verify)      what `haul status` says next, or, once all is loaded, verify
+    next_step(store, verify, end, services)  what `haul status` says next, or, once all is loaded, verify
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from haul.pipelines.services import Service
 from haul.state.store import StagingStore
 
 SIDES = ("source", "target")
@@ -79,14 +80,14 @@ def recent(store: StagingStore, limit: int = 10) -> list[dict[str, Any]]:
     ]
 
 
-def per_service(details: Mapping[str, Any], counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_service(
+    details: Mapping[str, Any], counts: list[dict[str, Any]], services: Sequence[Service]
+) -> list[dict[str, Any]]:
     """Each service with something to show: its entities' counts and, per side, its
     requests, retries, seconds waited on rate limiting, and its shared budgets' figures."""
-    from haul.pipelines.registry import services
-
     by_entity = {row["entity"]: row for row in counts}
     shown = []
-    for service in services():
+    for service in services:
         rows = [by_entity[e.name] for e in service.entities if e.name in by_entity]
         sides = {
             side: {name: details[f"{service.name}_{side}_{name}"] for name in FIGURES
@@ -126,12 +127,16 @@ def rate_lines(details: Mapping[str, Any]) -> list[dict[str, Any]]:
     return lines
 
 
-def next_step(store: StagingStore, verify: Mapping[str, Any] | None, run_end: str | None) -> str:
+def next_step(
+    store: StagingStore,
+    verify: Mapping[str, Any] | None,
+    run_end: str | None,
+    services: Sequence[Service],
+) -> str:
     """What to do next: what `haul status` would say, with `verify` as the last verify (unless
     it came before the run ended: then verify again)."""
     from haul.pipelines.commands.status import gather_status, verify_after
-    from haul.pipelines.registry import services
 
-    status = gather_status(store, services())
+    status = gather_status(store, services)
     status.verify = verify_after(verify, run_end)
     return status.next_action()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +28,7 @@ from haul.pipelines.commands.status import (
 from haul.pipelines.commands.status import verify_after
 from haul.pipelines.engine import CHANGE, KEPT
 from haul.pipelines.report import parts as report_parts
+from haul.pipelines.services import Service
 from haul.pipelines.waiting import NAMED, waiting_count, waiting_records
 from haul.state.private import open_private
 from haul.state.store import StagingStore
@@ -111,9 +112,8 @@ def failures_by_reason(store: StagingStore) -> list[dict[str, Any]]:
     return [cause.as_dict() for cause in store_failures(store).causes[:50]]
 
 
-def gather_report(store: StagingStore) -> dict[str, Any]:
+def gather_report(store: StagingStore, services: Sequence[Service]) -> dict[str, Any]:
     """The report's figures, from the store (the latest run, ledger, problems, verify)."""
-    from haul.pipelines.registry import services
     from haul.pipelines.report.counts import entity_counts, in_use
 
     runs = store.recent_runs(1)
@@ -142,7 +142,7 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
                 "pending": row.pending,
                 "waiting": row.waiting,
             }
-            for row in entity_counts(store, in_use(store, services()))
+            for row in entity_counts(store, in_use(store, services))
             if row.loadable
         ],
         # every record waiting for a later run, with what it waits for (the first NAMED)
@@ -170,12 +170,13 @@ def gather_report(store: StagingStore) -> dict[str, Any]:
         "failures_by_reason": failures_by_reason(store),
         "throughput": throughput(store, run.get("started_at"), run.get("ended_at")),
         "verify": store.get_checkpoint(VERIFY_CHECKPOINT),
-    } | _parts(store, run, details)
+    } | _parts(store, run, details, services)
 
 
-def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+def _parts(
+    store: StagingStore, run: dict[str, Any], details: dict[str, Any], services: Sequence[Service]
+) -> dict[str, Any]:
     """The page's sections beyond the counts (`pipelines.report.parts`)."""
-    from haul.pipelines.registry import services
     from haul.pipelines.report.counts import entity_counts, in_use
 
     verify = store.get_checkpoint(VERIFY_CHECKPOINT)
@@ -185,22 +186,22 @@ def _parts(store: StagingStore, run: dict[str, Any], details: dict[str, Any]) ->
         if r.loadable else
         {"entity": r.entity, "staged": r.in_store, "to_load": "-", "loaded": "-", "failed": "-",
          "pending": "-"}
-        for r in entity_counts(store, in_use(store, services()))
+        for r in entity_counts(store, in_use(store, services))
     ]  # fmt: skip
     return {
         "stages": report_parts.stages(store, run, verify),
         "runs": report_parts.recent(store),
-        "services": report_parts.per_service(details, counts),
+        "services": report_parts.per_service(details, counts, services),
         "rate_lines": report_parts.rate_lines(details),
-        "next": report_parts.next_step(store, verify, run.get("ended_at")),
+        "next": report_parts.next_step(store, verify, run.get("ended_at"), services),
     }
 
 
-def write_reports(store: StagingStore) -> tuple[Path, Path]:
+def write_reports(store: StagingStore, services: Sequence[Service]) -> tuple[Path, Path]:
     """Write report.json and report.html beside the staging store; return their paths."""
     from haul.pipelines.report.html import render_html
 
-    report = gather_report(store)
+    report = gather_report(store, services)
     json_path = store.path.with_name("report.json")
     html_path = store.path.with_name("report.html")
     # private like the store they describe: they name records and people
@@ -213,12 +214,12 @@ def write_reports(store: StagingStore) -> tuple[Path, Path]:
 
 
 @contextmanager
-def reporting(store: StagingStore) -> Iterator[None]:
+def reporting(store: StagingStore, services: Sequence[Service]) -> Iterator[None]:
     """Write the reports when the block ends, however it ends (place it outside the run)."""
     try:
         yield
     finally:
         try:
-            write_reports(store)
+            write_reports(store, services)
         except Exception as exc:  # a report must never hide what the run did
             log.warning("report_failed", error=f"{type(exc).__name__}: {exc}")

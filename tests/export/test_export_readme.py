@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.export.command import service_tables
 from haul.pipelines.export.describe import describe_markdown, readme_copy
+from haul.pipelines.registry import services
 from tests.helpers.export_fixtures import haul_env, only_folder
 
 README = Path(__file__).parents[2] / "README.md"
@@ -34,7 +36,9 @@ def cron_command() -> str:
 def test_the_column_reference_is_the_registrys() -> None:
     """README.md's table list is what `haul export --describe` prints (regenerate it with
     `python -m haul.pipelines.export.describe README.md`)."""
-    assert readme_copy(README.read_text(encoding="utf-8")) == describe_markdown().strip("\n")
+    assert readme_copy(README.read_text(encoding="utf-8")) == describe_markdown(
+        service_tables(services())
+    ).strip("\n")
 
 
 def test_every_recipe_runs_the_cron_lines_commands() -> None:

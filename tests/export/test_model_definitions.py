@@ -20,6 +20,7 @@ from haul.pipelines.config import ConfigError, load_config
 from haul.pipelines.config.model import Model
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.errors import ExportOptionError
+from haul.pipelines.registry import services
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
 from haul.pipelines.tracker.flow.settings_check import model_findings
@@ -216,7 +217,7 @@ def test_model_statuses_and_types_the_staged_data_lacks_stop_the_export(exported
     config = load_config(directory / "typo.toml")
     out = directory / "typo-out"
     with pytest.raises(ExportOptionError) as caught:
-        run_export(config, ExportRequest.from_options(config, out=out))
+        run_export(config, ExportRequest.from_options(config, out=out), services=services())
     message = str(caught.value)
     assert caught.value.exit_code == 2
     assert "[model] start_statuses: 'inProgres'" in message

@@ -13,6 +13,7 @@ from typing import Any
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.export.command import model_as_of, service_tables
 from haul.pipelines.export.tables import ExportContext, Table
+from haul.pipelines.registry import services
 from haul.state.store import StagingStore
 from tests.helpers import cli_fixtures
 
@@ -78,7 +79,7 @@ def run_haul(
 def tracker_tables(store_path: Path | None = None) -> dict[str, Table]:
     """Every service's tables by name; with a store, the ones built from what it staged too
     (one per grid or survey, the custom fields' table)."""
-    registry = service_tables()
+    registry = service_tables(services())
     if store_path is None:
         return {table.name: table for table in registry.tables}
     with StagingStore.open_readonly(store_path) as store:
@@ -88,7 +89,7 @@ def tracker_tables(store_path: Path | None = None) -> dict[str, Table]:
 def expected_rows(store_path: Path) -> dict[str, int]:
     """Table -> the rows it should have: its staged records, or their items (checklists);
     a derived table's, what its function computes as of the export's instant."""
-    registry = service_tables()
+    registry = service_tables(services())
     expected = {}
     with StagingStore.open_readonly(store_path) as store:
         context = ExportContext(store, as_of=model_as_of(store, datetime.now(UTC)))

@@ -157,11 +157,14 @@ async def test_the_export_has_the_structure_and_a_typed_column_per_custom_field(
 
     from haul.pipelines.commands.run import extract
     from haul.pipelines.export.command import ExportRequest, run_export
+    from haul.pipelines.registry import services
 
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), mapping={}))
     await extract(config, environ=environ(info))
-    result = run_export(config, ExportRequest(out=tmp_path / "exports", format="parquet"))
+    result = run_export(
+        config, ExportRequest(out=tmp_path / "exports", format="parquet"), services=services()
+    )
     rows = {file.table: file.rows for file in result.files}
     for table in ("components", "versions", "boards", "board_columns", "sprints", "fields"):
         assert rows.get(table, 0) > 0, table

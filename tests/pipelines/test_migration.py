@@ -232,7 +232,7 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
         # the counts table has no row of zeros for it; `haul status` says why instead
         assert "changelog" not in {row.entity for row in entity_counts(store, services())}
         assert gather_status(store, services()).not_staged == {"changelog": reason}
-    exported = run_export(skip, ExportRequest(out=tmp_path / "exports"))
+    exported = run_export(skip, ExportRequest(out=tmp_path / "exports"), services=services())
     (warning,) = exported.warnings  # the config chose so: a warning naming what is left out
     assert warning.startswith("changelog: not staged by the last extract, as the config chose")
     assert reason in warning and "cycle_times" in warning

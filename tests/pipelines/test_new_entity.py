@@ -210,7 +210,9 @@ async def test_a_new_entity_kind_moves_through_every_shared_command(
         ("note", "text", "edited by hand")
     ]
 
-    exported = run_export(config, ExportRequest(out=tmp_path / "exports"))
+    exported = run_export(
+        config, ExportRequest(out=tmp_path / "exports"), services=registry.services()
+    )
     assert {file.table: file.rows for file in exported.files}["notes"] == 5
     with open_store(config.staging_path) as store:
         counted = {row.entity: row.in_store for row in entity_counts(store, registry.services())}

@@ -25,6 +25,7 @@ from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import VerifyResult, verify
 from haul.pipelines.config import Config, Export, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.registry import services
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import (
     KINDS,
@@ -177,7 +178,7 @@ def test_the_export_has_a_row_per_staged_entity_and_sub_record(
     out = tmp_path_factory.mktemp("entity-export")
     every = Export(restricted="include")  # every staged record, team-only ones too
     request = ExportRequest(out=out, format="csv", entities=tuple(ENTITY_TABLES), settings=every)
-    result = run_export(migrated.config, request)
+    result = run_export(migrated.config, request, services=services())
     tables = {
         file.table: list(csv.DictReader(io.StringIO((result.folder / file.file).read_text())))
         for file in result.files
