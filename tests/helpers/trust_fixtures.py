@@ -96,10 +96,3 @@ def load_under_way(sandbox: Any, directory: Path) -> tuple[Path, dict[str, str],
 
     wait_for(loading, 60, "the load to load records and be held")
     return config, env, load
-
-
-def asked_to_stop(directory: Path) -> bool:
-    """Whether the haul process of the staging store under `directory` logged that a signal
-    asked it to stop (it then finishes the requests in flight)."""
-    log = staging_db(directory).parent / "haul.log"
-    return log.exists() and "stop_requested" in log.read_text(encoding="utf-8")

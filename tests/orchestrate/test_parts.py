@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from haul.orchestrate.parts import PartFailed, run_part_or_raise
-from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, haul_env, wait_for
+from tests.helpers.cli_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
+    asked_to_stop,
+    haul_env,
+    wait_for,
+)
 from tests.helpers.shard_manifests import plan_shards
 
 HELD = "hold:part@/v3/statuses"
@@ -58,12 +64,6 @@ def haul_processes(manifest: Path) -> list[int]:
     return found
 
 
-def asked_to_stop(store_folder: Path) -> bool:
-    """Whether the haul process of the store in `store_folder` logged a stop request."""
-    log = store_folder / "haul.log"
-    return log.exists() and "stop_requested" in log.read_text()
-
-
 def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> None:
     """SIGINT to the task only: its haul child stops at a safe point (its own words on the
     task's stderr) and no process of the part is left."""
@@ -88,7 +88,8 @@ def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> 
             assert [pid for pid in haul_processes(manifest) if pid != task.pid]
             os.kill(task.pid, signal.SIGINT)
             # the child asked to stop (in its log) finishes the held read, then stops
-            wait_for(lambda: asked_to_stop(tmp_path / "stores" / "first"), 60, "a stop asked")
+            store = tmp_path / "stores" / "first" / "haul.db"
+            wait_for(lambda: asked_to_stop(store), timeout=60, what="the part asked to stop")
             sandbox.release("part")
             _, stderr = task.communicate(timeout=120)
         finally:
