@@ -221,9 +221,12 @@ class BudgetFile:
 def _open_own(path: Path) -> int:
     """The file at `path` opened for reading and writing, made first if nothing is there;
     NotABudgetFile (nothing written) unless it is haul's own."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not os.path.lexists(path):
-        _make(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(path):
+            _make(path)
+    except OSError as error:
+        raise NotABudgetFile(path, f"haul cannot make it: {error.strerror or error}") from None
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:
