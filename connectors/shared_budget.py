@@ -272,9 +272,10 @@ def lock_holders(fd: int) -> list[int]:
         for fields in (line.split() for line in lines)
         if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{info.st_ino}")
     ]
-    # an overlay file system (a container's) shows the device of the layer below it
-    exact = [pid for ident, pid in held if ident == f"{device}:{info.st_ino}"]
-    return exact or [pid for _, pid in held]
+    # an overlay file system (a container's) shows the device of the layer below it; a holder
+    # in another pid namespace shows as pid 0: not one this machine can name
+    exact = [pid for ident, pid in held if ident == f"{device}:{info.st_ino}" and pid > 0]
+    return exact or [pid for _, pid in held if pid > 0]
 
 
 _files: dict[tuple[Path, int], BudgetFile] = {}
