@@ -45,10 +45,10 @@ One that is stopped (SIGSTOP, a debugger) or hung keeps it: a sharer waits for t
 naming the file and the holder's pid (Linux's ``/proc/locks``; a holder on another machine of a
 shared volume cannot be named). A file cut short by a kill in the middle of a write keeps
 parsing (its tail is ignored), and one that does not parse starts afresh (logged as
-``shared_budget_reset``): the limit is learned again. On a shared volume the machines' clocks must agree (NTP keeps them within milliseconds);
-Linux's NFS client maps ``flock`` onto the server's locks, and takes the lock as its cue to
-read the file afresh. Cost: two locked read-writes of a small file per request, tens of
-microseconds each on a local disk.
+``shared_budget_reset``): the limit is learned again. On a shared volume the machines' clocks
+must agree (NTP keeps them within milliseconds); Linux's NFS client maps ``flock`` onto the
+server's locks, and takes the lock as its cue to read the file afresh. Cost: two locked
+read-writes of a small file per request, tens of microseconds each on a local disk.
 """
 
 from __future__ import annotations
