@@ -32,6 +32,8 @@ connectors, has its own small tree (`haul.state.errors`) that the runner transla
     │   ├── AmbiguousWriteError       a write may have been applied: ask the target first
     │   └── ScrollExpiredError        the scroll is gone: restart the listing from a watermark
     ├── StorageError                  the staging store cannot be used (see haul.state.errors)
+    ├── (shared_budget) NotABudgetFile  exit 2: the shared budget's path is not haul's file;
+    │   BudgetFileLocked              its lock held past the wait (a stopped holder)
     └── (pipelines) ConfigError       exit 2, PreflightError, ScrollStalled, Interrupted, ...;
                                       RecordFailure (exit 3: this record is not loaded) and
                                       RecordWaiting (it waits for one a later run brings in)

@@ -63,7 +63,12 @@ from haul.connectors.retrying import (
     waiting_aside,
 )
 from haul.connectors.server_clock import ServerClock
-from haul.connectors.shared_budget import SharedBudget, bucket_key, shared_budget_for
+from haul.connectors.shared_budget import (
+    LOCK_WAIT,
+    SharedBudget,
+    bucket_key,
+    shared_budget_for,
+)
 from haul.connectors.transport import AiohttpTransport, env_proxy
 
 log = structlog.get_logger("haul.connectors")
@@ -135,6 +140,7 @@ class HttpCore:
         max_rate: float | None = None,
         budget_share: int = 1,
         shared_budget: str | Path | None = None,
+        shared_budget_wait: float = LOCK_WAIT,
         max_connections: int = 32,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -155,6 +161,7 @@ class HttpCore:
         self._patience = Patience(rate_limit=rate_limit_patience, outage=outage_patience)
         self._deadline = request_timeout
         self._sleep = sleep
+        self._shared_budget_wait = shared_budget_wait
         # budgets wait in real time: the injected `sleep` is the retries' (tests skip it)
         self._read_budget = self._budget(
             read_rate, "read", max_rate, budget_share, shared_budget, token
@@ -215,7 +222,13 @@ class HttpCore:
             token=token,
         )
         return shared_budget_for(
-            shared, rate, key=key, service=self.service, direction=direction, ceiling=ceiling
+            shared,
+            rate,
+            key=key,
+            service=self.service,
+            direction=direction,
+            ceiling=ceiling,
+            lock_wait=self._shared_budget_wait,
         )
 
     def rate_history(self) -> dict[str, list[tuple[float, float]]]:

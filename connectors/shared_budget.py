@@ -32,28 +32,40 @@ lock is held for that read-modify-write only, never across a wait.
   run report reads the figures: this process's rate, and the sum over the processes that
   shared the bucket with it, against the limit.
 
+Ownership: haul writes only a file it made. It makes the file whole (its first bytes are
+``MAGIC``, the start of the JSON object ``{"haul":"shared budget 1",...``) under a name of its
+own and links it into place, so a file at the path always starts with them; it opens the path
+without following a symbolic link. A symbolic link there, anything but a regular file, or a
+file that does not start with ``MAGIC`` (an empty one included) is refused, untouched
+(`NotABudgetFile`, exit 2).
+
 Robustness: ``flock`` is released when its holder dies, so a killed process holds nothing up.
-A file cut short by a kill in the middle of a write keeps parsing (its tail is ignored), and
-one that does not parse starts afresh (logged as ``shared_budget_reset``): the limit is learned
-again. On a shared volume the machines' clocks must agree (NTP keeps them within milliseconds);
-Linux's NFS client maps ``flock`` onto the server's locks, and takes the lock as its cue to
-read the file afresh. Cost: two locked read-writes of a small file per request, tens of
-microseconds each on a local disk.
+One that is stopped (SIGSTOP, a debugger) or hung keeps it: a sharer waits for the lock at most
+``lock_wait`` seconds (``[tuning] shared_budget_wait``), then stops (`BudgetFileLocked`, exit 1)
+naming the file and the holder's pid (Linux's ``/proc/locks``; a holder on another machine of a
+shared volume cannot be named). A file cut short by a kill in the middle of a write keeps
+parsing (its tail is ignored), and one that does not parse starts afresh (logged as
+``shared_budget_reset``): the limit is learned again. On a shared volume the machines' clocks
+must agree (NTP keeps them within milliseconds); Linux's NFS client maps ``flock`` onto the
+server's locks, and takes the lock as its cue to read the file afresh. Cost: two locked
+read-writes of a small file per request, tens of microseconds each on a local disk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +73,7 @@ from typing import Any
 import structlog
 
 from haul.connectors.budget import HORIZON, AdaptiveBudget, FixedBudget
+from haul.connectors.errors import HaulError
 from haul.connectors.retrying import is_throttle
 
 log = structlog.get_logger("haul.connectors")
@@ -70,6 +83,9 @@ ANSWERED_OVER = 4.0  # and its answers (the adaptive budget's MEASURED_OVER)
 STALE = 5.0  # seconds after which a silent process's figures leave the sums
 FORGET = 3600.0  # and after which it leaves the file
 CLOCK_SLACK = 1.0  # seconds a slot clock may be ahead past any reservation before it restarts
+LOCK_WAIT = 30.0  # seconds a sharer waits for the file's lock (held microseconds at a time)
+MARK = "shared budget 1"  # the file's "haul" field: what the file is, and its format's version
+MAGIC = b'{"haul":"' + MARK.encode() + b'",'  # the first bytes of every file haul made
 # the budgets' fields every sharer reads and writes: the slot clock and the pause, and what an
 # adaptive budget learned of the service's limit
 FIXED_FIELDS = ("_next_slot",)
@@ -110,21 +126,55 @@ def bucket_key(*, service: str, direction: str, base_url: str, org: str, token: 
     return f"{service} {direction} {base_url} org {org} token {fingerprint}"
 
 
+class NotABudgetFile(HaulError):
+    """The shared budget's path holds something haul did not make: a symbolic link, something
+    other than a regular file, or a file that does not start as haul's do. Left untouched."""
+
+    exit_code = 2
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(
+            f"the shared budget file {path} is not one haul made ({why}); haul leaves it "
+            "untouched: name another file in [tuning] shared_budget, or remove this one if "
+            "nothing else uses it"
+        )
+        self.path = path
+
+
+class BudgetFileLocked(HaulError):
+    """Another process held the shared budget file's lock for longer than a sharer waits."""
+
+    def __init__(self, path: Path, waited: float, holders: list[int]) -> None:
+        holder = (
+            f"pid {', '.join(map(str, holders))}"
+            if holders
+            else "a process this machine cannot see (on another machine of a shared volume?)"
+        )
+        super().__init__(
+            f"stopped: the shared budget file {path} stayed locked for {waited:g} s by "
+            f"{holder} (stopped or hung: it holds the lock for microseconds when it runs); "
+            "resume or end that process, or give [tuning] shared_budget_wait more time, then "
+            "run the same command to resume"
+        )
+        self.path = path
+        self.holders = holders
+
+
 class BudgetFile:
     """The buckets in one file, read and written whole under an exclusive flock; one object
     per file per process (`budget_file`), whose threads take turns."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = _open_own(path)
         self._turn = threading.Lock()
 
     @contextmanager
-    def bucket(self, key: str) -> Iterator[dict[str, Any]]:
-        """The bucket `key`, locked; what the caller changed in it is written back."""
+    def bucket(self, key: str, *, lock_wait: float = LOCK_WAIT) -> Iterator[dict[str, Any]]:
+        """The bucket `key`, locked (BudgetFileLocked past `lock_wait` seconds); what the
+        caller changed in it is written back."""
         with self._turn:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._lock(lock_wait)
             try:
                 state = self._read()
                 buckets = state.setdefault("buckets", {})
@@ -133,13 +183,27 @@ class BudgetFile:
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
+    def _lock(self, lock_wait: float) -> None:
+        """Take the lock, trying again at growing intervals (at most 50 ms) until the
+        deadline: a blocking flock would wait for a stopped holder forever."""
+        deadline = time.monotonic() + lock_wait
+        pause = 0.0005
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BudgetFileLocked(self.path, lock_wait, lock_holders(self._fd)) from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.05)
+
     def _read(self) -> dict[str, Any]:
         data = os.pread(self._fd, os.fstat(self._fd).st_size, 0).decode(errors="replace")
-        if not data.strip():
-            return {}
         try:
             # a write cut short by a kill leaves the old tail after the new end: ignored
-            state, _ = json.JSONDecoder().raw_decode(data.lstrip())
+            state, _ = json.JSONDecoder().raw_decode(data)
         except ValueError:
             state = None
         if not isinstance(state, dict):
@@ -148,9 +212,70 @@ class BudgetFile:
         return state
 
     def _write(self, state: dict[str, Any]) -> None:
-        data = json.dumps(state, separators=(",", ":")).encode()
+        whole = {"haul": MARK, "buckets": state.get("buckets", {})}  # MAGIC first
+        data = json.dumps(whole, separators=(",", ":")).encode()
         os.pwrite(self._fd, data, 0)
         os.ftruncate(self._fd, len(data))
+
+
+def _open_own(path: Path) -> int:
+    """The file at `path` opened for reading and writing, made first if nothing is there;
+    NotABudgetFile (nothing written) unless it is haul's own."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(path):
+            _make(path)
+    except OSError as error:
+        raise NotABudgetFile(path, f"haul cannot make it: {error.strerror or error}") from None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        why = "it is a symbolic link" if error.errno == errno.ELOOP else error.strerror
+        raise NotABudgetFile(path, why or str(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotABudgetFile(path, "it is not a regular file")
+        if os.pread(fd, len(MAGIC), 0) != MAGIC:
+            raise NotABudgetFile(path, f"it does not start with {MAGIC.decode()}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _make(path: Path) -> None:
+    """Write an empty budget file under a name of this process's, then link it to `path`:
+    whoever opens `path` finds a whole file (another process may link its own first)."""
+    made = path.with_name(f".{path.name}.{os.getpid()}.new")
+    fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(MAGIC + b'"buckets":{}}')
+        with suppress(FileExistsError):  # another process linked its own first: taken
+            os.link(made, path)
+    finally:
+        made.unlink(missing_ok=True)
+
+
+def lock_holders(fd: int) -> list[int]:
+    """The pids holding a flock on the open file `fd`, from Linux's /proc/locks (lines like
+    ``3: FLOCK  ADVISORY  WRITE 1234 fe:00:2361240 0 EOF``; a waiter's has ``->`` after the
+    number); none where there is no /proc/locks or the holder is on another machine."""
+    info = os.fstat(fd)
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    held = [
+        (fields[5], int(fields[4]))
+        for fields in (line.split() for line in lines)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{info.st_ino}")
+    ]
+    # an overlay file system (a container's) shows the device of the layer below it; a holder
+    # in another pid namespace shows as pid 0: not one this machine can name
+    exact = [pid for ident, pid in held if ident == f"{device}:{info.st_ino}" and pid > 0]
+    return exact or [pid for _, pid in held if pid > 0]
 
 
 _files: dict[tuple[Path, int], BudgetFile] = {}
@@ -160,8 +285,10 @@ _files_lock = threading.Lock()
 def budget_file(path: str | Path) -> BudgetFile:
     """This process's one BudgetFile for `path` (flock locks belong to an open file: two
     opens in one process would not exclude each other on every file system, and a forked
-    child shares its parent's open file, so it opens its own)."""
-    key = (Path(path).expanduser().resolve(), os.getpid())
+    child shares its parent's open file, so it opens its own). Its folder is resolved, the
+    file itself not: a symbolic link at `path` is refused, never followed."""
+    given = Path(path).expanduser()
+    key = (given.parent.resolve() / given.name, os.getpid())
     with _files_lock:
         if key not in _files:
             _files[key] = BudgetFile(key[0])
@@ -219,10 +346,12 @@ class SharedBudget:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         member: str | None = None,
+        lock_wait: float = LOCK_WAIT,
     ) -> None:
         self.local = local
         self.file = file
         self.key = key
+        self.lock_wait = lock_wait
         self.member = member or f"{socket.gethostname()}:{os.getpid()}"
         self._sleep = sleep
         self._clock = local.clock
@@ -265,7 +394,7 @@ class SharedBudget:
     def figures(self) -> dict[str, Any]:
         """For the run report: this process's requests per second, and the sum over every
         process that shared the bucket while it ran, against the limit (learned or set)."""
-        with self.file.bucket(self.key) as bucket:
+        with self.file.bucket(self.key, lock_wait=self.lock_wait) as bucket:
             self._pull(bucket, self._clock())
             members = dict(bucket.get("members", {}))
         mine = members.get(self.member) or self._figures.row(self._clock(), self.rate)
@@ -285,7 +414,7 @@ class SharedBudget:
     @contextmanager
     def _synced(self) -> Iterator[float]:
         """The bucket locked and read into the local budget; written back after."""
-        with self.file.bucket(self.key) as bucket:
+        with self.file.bucket(self.key, lock_wait=self.lock_wait) as bucket:
             now = self._clock()
             self._pull(bucket, now)
             yield now
@@ -335,9 +464,11 @@ def shared_budget_for(
     direction: str,
     ceiling: float | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    lock_wait: float = LOCK_WAIT,
 ) -> SharedBudget:
     """A fixed budget for a number, an adaptive one for "auto", shared through the file at
-    `path` by every process that names it with the same `key` (see `bucket_key`)."""
+    `path` by every process that names it with the same `key` (see `bucket_key`), waiting
+    for its lock at most `lock_wait` seconds."""
     local: FixedBudget | SharedAdaptiveBudget
     if rate == "auto":
         local = SharedAdaptiveBudget(
@@ -347,4 +478,4 @@ def shared_budget_for(
         raise ValueError(f'a rate is a positive number or "auto", not {rate!r}')
     else:
         local = FixedBudget(float(rate), clock=time.time, sleep=sleep, horizon=HORIZON)
-    return SharedBudget(local, budget_file(path), key, sleep=sleep)
+    return SharedBudget(local, budget_file(path), key, sleep=sleep, lock_wait=lock_wait)

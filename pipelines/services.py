@@ -232,6 +232,7 @@ def core_options(endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning)
         "max_rate": endpoint.max_rps,
         "budget_share": endpoint.budget_share,
         "shared_budget": tuning.shared_budget,
+        "shared_budget_wait": tuning.shared_budget_wait,
         "rate_limit_patience": tuning.rate_limit_patience,
         "outage_patience": tuning.outage_patience,
         "request_timeout": tuning.request_timeout,

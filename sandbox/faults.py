@@ -30,6 +30,12 @@ pattern on the request path (no GLOB: every path):
                             which ones is a pure function of the issue key, not a dice roll
 - ``worklog_cap:N``         ``POST /worklog/_search`` answers at most N records (the service's
                             cap is 10 000), so a test can make a client split its windows
+- ``hold:NAME``             hold the request, unanswered and not applied, until the test
+                            releases the hold (``RunningSandbox.release(NAME)``, or ``POST
+                            /_sandbox/holds/NAME/release``); then it goes
+                            on as any other (its other faults too), as do those that come
+                            after. Replacing the spec releases every hold. A test holds a run
+                            at a point of its choosing this way, without racing it
 - ``ratelimit:RPS[:reads|:writes][:bare][:420][:per=org|:per=token]``
                             a real limit: a token bucket of RPS requests per second (a fifth
                             of a second of burst) for each service and each org (``per=org``,
@@ -54,6 +60,7 @@ Paths under ``/_sandbox/`` are never faulted nor counted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import json
 import math
@@ -88,6 +95,7 @@ _KINDS = (
     "ratelimit",
     "links_missed",
     "worklog_cap",
+    "hold",
 )
 SERVED = ("links_missed", "worklog_cap")  # read by the routes themselves, never rolled
 CONTROL_PREFIX = "/_sandbox/"
@@ -107,6 +115,7 @@ class Fault:
     headers: bool = True  # a ratelimit's 429 says RateLimit-*
     throttle: str = "429"  # what a ratelimit answers beyond its limit: "429" or "420"
     byte_ms: float = 100.0  # a dribble's pause between two bytes
+    gate: str = ""  # a hold's name
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
@@ -150,6 +159,8 @@ def _parse_item(item: str) -> Fault:
             return Fault(kind, rate=_rate(rate), latency_ms=float(hold), glob=glob)
         if kind == "ratelimit":
             return _ratelimit(args, glob)
+        if kind == "hold":
+            return _hold(args, glob)
         if kind == "worklog_cap":
             return Fault(kind, rps=float(int(args)), glob=glob)
         if kind == "dribble":
@@ -180,6 +191,12 @@ def _ratelimit(args: str, glob: str | None) -> Fault:
     )
 
 
+def _hold(name: str, glob: str | None) -> Fault:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError("expected hold:NAME, NAME of letters, digits, _ and -")
+    return Fault("hold", gate=name, glob=glob)
+
+
 def _rate(text: str) -> float:
     rate = float(text)
     if not 0.0 <= rate <= 1.0:
@@ -201,6 +218,36 @@ class Decision:
     headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429 or 420
     hold_s: float = 0.0  # slow_after: how long the reply waits once the request is applied
     byte_ms: float = 0.0  # a dribble's pause between two bytes
+    gate: Gate | None = None  # a hold the request waits at first
+
+
+class Gate:
+    """Where held requests wait (on the server's loop) until a test releases them (from any
+    thread); once released, it holds nothing more."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._released = False
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self.held = 0  # requests held so far, released or not
+
+    async def passed(self) -> None:
+        """Returns once the gate is released (at once if it is)."""
+        event = asyncio.Event()
+        with self._lock:
+            if self._released:
+                return
+            self.held += 1
+            self._waiting.append((asyncio.get_running_loop(), event))
+        await event.wait()
+
+    def release(self) -> None:
+        with self._lock:
+            self._released = True
+            waiting, self._waiting = self._waiting, []
+        for loop, event in waiting:
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(event.set)
 
 
 class FaultPlan:
@@ -210,16 +257,40 @@ class FaultPlan:
         self._rng = random.Random(f"faults:{seed}")
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, str, int], TokenBucket] = {}
+        self._gates: dict[str, Gate] = {}
         self.spec = ""
         self._faults: tuple[Fault, ...] = ()
         self.set(spec)
 
     def set(self, spec: str) -> None:
-        """Replace every fault; ValueError (and no change) if the spec is malformed."""
+        """Replace every fault, releasing every hold; ValueError (and no change) if the spec
+        is malformed."""
         faults = parse_faults(spec)
+        gates = {fault.gate: Gate() for fault in faults if fault.kind == "hold"}
         with self._lock:
             self.spec, self._faults = spec, faults
             self._buckets.clear()
+            gates, self._gates = self._gates, gates
+        for gate in gates.values():
+            gate.release()
+
+    def release(self, name: str) -> int:
+        """Let the requests the hold `name` keeps go on, and those after them; how many it
+        held. ValueError if the spec has no such hold."""
+        gate = self._gate(name)
+        gate.release()
+        return gate.held
+
+    def held(self, name: str) -> int:
+        """How many requests the hold `name` has held so far (released or not)."""
+        return self._gate(name).held
+
+    def _gate(self, name: str) -> Gate:
+        with self._lock:
+            gate = self._gates.get(name)
+        if gate is None:
+            raise ValueError(f"no hold:{name} in the fault spec {self.spec!r}")
+        return gate
 
     def decide(
         self, path: str, org: str = "", *, method: str = "GET", host: str = "", token: str = ""
@@ -235,6 +306,8 @@ class FaultPlan:
                 if not bucket.take():
                     return _limited(fault, bucket.wait())
             faults = [fault for fault in self._faults if fault.applies_to(path)]
+            hold = next((f for f in faults if f.kind == "hold"), None)
+            gate = self._gates.get(hold.gate) if hold else None
             delay_ms = sum(
                 f.latency_ms + self._rng.uniform(0, f.jitter_ms)
                 for f in faults
@@ -243,17 +316,22 @@ class FaultPlan:
             hits = [
                 f
                 for f in faults
-                if f.kind not in ("latency", "ratelimit", *SERVED)
+                if f.kind not in ("latency", "ratelimit", "hold", *SERVED)
                 and (f.kind != "refuse" or not is_read(method, path))
                 and (f.kind != "html_delete" or method.upper() == "DELETE")
                 and self._rng.random() < f.rate
             ]
         first = hits[0] if hits else None
         if first is None:
-            return Decision(delay_ms / 1000)
+            return Decision(delay_ms / 1000, gate=gate)
         hold_s = first.latency_ms / 1000 if first.kind == "slow_after" else 0.0
         return Decision(
-            delay_ms / 1000, first.kind, first.retry_after, hold_s=hold_s, byte_ms=first.byte_ms
+            delay_ms / 1000,
+            first.kind,
+            first.retry_after,
+            hold_s=hold_s,
+            byte_ms=first.byte_ms,
+            gate=gate,
         )
 
     def served(self, kind: str) -> Fault | None:
@@ -367,6 +445,8 @@ class FaultMiddleware:
             host=_host_of(scope),
             token=_token_of(scope),
         )
+        if decision.gate is not None:
+            await decision.gate.passed()
         if decision.delay_s:
             await asyncio.sleep(decision.delay_s)
         if decision.action == "drop_before":

@@ -56,8 +56,17 @@ class RunningSandbox:
         self._thread = thread
 
     def set_faults(self, spec: str) -> None:
-        """Replace the fault spec at runtime; ValueError if it is malformed."""
+        """Replace the fault spec at runtime (releasing every hold); ValueError if it is
+        malformed."""
         self._faults.set(spec)
+
+    def release(self, hold: str) -> None:
+        """Let the requests the fault ``hold:NAME`` keeps go on, and those after them."""
+        self._faults.release(hold)
+
+    def held(self, hold: str) -> int:
+        """How many requests the fault ``hold:NAME`` has held so far (released or not)."""
+        return self._faults.held(hold)
 
     def set_limits(self, limits: Limits) -> None:
         """Serve these hard limits from now on, in every organisation's tracker."""
@@ -78,6 +87,7 @@ class RunningSandbox:
 
     def stop(self) -> None:
         """Stop serving and wait for the server thread to finish."""
+        self._faults.set("")  # a held request would keep its server from stopping
         for server in self._servers:
             server.should_exit = True
         self._thread.join(STOP_TIMEOUT_S)

@@ -298,7 +298,15 @@ class Tuning(Section):
         "(the parts of a sharded run): on one machine or a shared volume, every process naming "
         "the same file keeps, together with the others, to one budget per token, service and "
         'direction; an "auto" budget\'s learned limit is shared too. Processes with tokens of '
-        "their own keep budgets of their own in it. Relative to the config file's folder.",
+        "their own keep budgets of their own in it. Relative to the config file's folder. "
+        "haul writes only a file it made: a symbolic link there, or a file of anything "
+        "else, is refused (exit 2).",
+    )
+    shared_budget_wait: Duration = Field(
+        30.0,
+        gt=0,
+        description="How long a process waits for the shared budget file's lock (each holder "
+        'keeps it for microseconds) before it stops (exit 1) naming the holder\'s pid ("30s").',
     )
     bulk_reads: bool = Field(
         True,
@@ -573,7 +581,9 @@ def _resolved(config: Config, base: Path) -> Config:
     export = config.export
     tuning = config.tuning
     if tuning.shared_budget is not None:
-        shared = (base / tuning.shared_budget.expanduser()).resolve()
+        given = base / tuning.shared_budget.expanduser()
+        # the folder resolved, the file not: a symbolic link there is refused, not followed
+        shared = given.parent.resolve() / given.name
         tuning = tuning.model_copy(update={"shared_budget": shared})
     if export is not None and export.out is not None:
         export = export.model_copy(update={"out": (base / export.out.expanduser()).resolve()})

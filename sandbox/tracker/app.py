@@ -3,6 +3,8 @@ envelope everywhere, ``/_sandbox/*`` control endpoints, and the fault middleware
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -181,6 +183,26 @@ async def put_faults(request: Request) -> Response:
     return JSONResponse({"spec": spec})
 
 
+async def get_hold(request: Request) -> Response:
+    """GET /_sandbox/holds/{name}: {"held": n}, the requests the fault hold:NAME has held."""
+    _control(request)
+    return JSONResponse({"held": _holds(request, request.app.state.faults.held)})
+
+
+async def release_hold(request: Request) -> Response:
+    """POST /_sandbox/holds/{name}/release: the requests hold:NAME keeps go on; 404 if the
+    spec has no such hold."""
+    _control(request)
+    return JSONResponse({"held": _holds(request, request.app.state.faults.release)})
+
+
+def _holds(request: Request, action: Callable[[str], int]) -> int:
+    try:
+        return action(request.path_params["name"])
+    except ValueError as error:
+        raise ApiError(404, str(error)) from None
+
+
 async def get_stats(request: Request) -> Response:
     _control(request)
     return JSONResponse(request.app.state.stats.snapshot())
@@ -202,6 +224,8 @@ def _routes() -> list[Route]:
         *api,
         Route("/_sandbox/faults", get_faults, methods=["GET"]),
         Route("/_sandbox/faults", put_faults, methods=["PUT"]),
+        Route("/_sandbox/holds/{name}", get_hold, methods=["GET"]),
+        Route("/_sandbox/holds/{name}/release", release_hold, methods=["POST"]),
         Route("/_sandbox/stats", get_stats, methods=["GET"]),
         Route("/_sandbox/notified", get_notified, methods=["GET"]),
         Route("/_sandbox/issues/{key}", changes.vanish_issue, methods=["DELETE"]),

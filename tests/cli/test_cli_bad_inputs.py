@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 
 from tests.helpers.cli_fixtures import (
+    asked_to_stop,
     counts_table,
     files_containing,
     haul_env,
     run_haul,
     staging_db,
     tokens_env,
+    wait_for,
     write_config,
 )
 
@@ -183,9 +185,9 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
     config = write_config(tmp_path, info, queues=list(info["queues"]["source"]))
     env = tokens_env(token)
     assert run_haul("extract", "--config", config, env=env).returncode == 0
-    # slow imports keep the load going for several seconds even on a busy machine; the ledger
-    # is read directly (a `haul status` per poll took longer than the load once, under load)
-    sandbox.set_faults("latency:120@*/_import")
+    # held comment imports keep the load going until it is asked to stop, and then let it
+    # finish what it has in flight
+    sandbox.set_faults("hold:comments@*/comments/_import")
     load = subprocess.Popen(
         [str(HAUL), "load", "--config", str(config)],
         env=env,
@@ -193,11 +195,16 @@ def test_sigterm_mid_load_stops_cleanly_and_the_rerun_finishes(
         stderr=subprocess.PIPE,
         text=True,
     )
+    store = staging_db(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not loaded_issues(staging_db(tmp_path)):
-            time.sleep(0.05)
+        wait_for(
+            lambda: loaded_issues(store) and sandbox.held("comments"),
+            timeout=60,
+            what="a first issue loaded and a comment held",
+        )
         load.send_signal(signal.SIGTERM)
+        wait_for(lambda: asked_to_stop(store), timeout=60, what="the load asked to stop")
+        sandbox.set_faults("")
         out, err = load.communicate(timeout=60)
     finally:
         sandbox.set_faults("")

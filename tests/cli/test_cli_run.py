@@ -139,32 +139,28 @@ def test_the_token_is_in_no_output_and_no_file(migrated: Migration) -> None:
 
 
 def test_a_second_load_while_one_runs_is_refused_naming_the_holder(migrated: Migration) -> None:
-    """While a `haul load` holds the store (slowed down by the sandbox), another exits 1 with
-    "another haul run holds the store", the holder's pid and command; the first then ends
-    normally. (Both loads find nothing left to do: the store is already migrated.)"""
-    config, env = migrated.config, migrated.env
-    # Each request waits 2 s (1 s left too thin a margin on a loaded machine): the first load
-    # holds the store for many seconds while its requests crawl; the second needs two
-    # requests before it asks for the store.
-    migrated.sandbox.set_faults("latency:2000")
+    """While a `haul load` holds the store (held by the sandbox at its first read after it
+    took the store), another exits 1 with "another haul run holds the store", the holder's
+    pid and command; the first, released, then ends normally. (Both loads find nothing left
+    to do: the store is already migrated.)"""
+    config, env, sandbox = migrated.config, migrated.env, migrated.sandbox
+    # a load reads the target's statuses once it holds the store; /myself, which it asks
+    # before, is not held
+    sandbox.set_faults("hold:statuses@/v3/statuses")
     first = start_haul("load", "--config", config, env=env)
     try:
-        wait_for(
-            lambda: "load running" in run_haul("status", "--config", config, env=env).stdout,
-            timeout=30,
-            what="haul status to show the first load running",
-        )
+        wait_for(lambda: sandbox.held("statuses"), timeout=60, what="the first load to be held")
 
         second = run_haul("load", "--config", config, env=env)
 
-        assert first.poll() is None, "the first load ended too soon to prove anything"
+        assert first.poll() is None
         assert second.returncode == 1
         assert second.stderr.startswith("haul: another haul run holds the store")
         assert f"pid {first.pid} " in second.stderr
         assert "command 'load'" in second.stderr
         assert second.stdout == ""
     finally:
-        migrated.sandbox.set_faults("")  # let the first load finish at full speed
+        sandbox.set_faults("")  # releases the first load
         out, err = finish(first)
 
     assert first.returncode == 0, err

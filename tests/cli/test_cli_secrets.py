@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.cli_fixtures import (
+    asked_to_stop,
     files_containing,
     finish,
     run_haul,
@@ -102,13 +103,21 @@ def an_internal_error(sandbox: Any, config: Path, env: dict[str, str]) -> Ended:
 
 
 def _signalled(sandbox: Any, config: Path, env: dict[str, str], *signals: int) -> Ended:
-    # slow imports keep the load going for seconds, even on a busy machine
-    sandbox.set_faults("latency:120@*/_import")
+    # held comment imports keep the load going until the signals are in
+    sandbox.set_faults("hold:comments@*/comments/_import")
     load = start_haul("load", "--config", config, env=env)
+    store = staging_db(config.parent)
     try:
-        wait_for(lambda: loaded_issues(staging_db(config.parent)), 60, "a first issue loaded")
+        wait_for(
+            lambda: loaded_issues(store) and sandbox.held("comments"),
+            timeout=60,
+            what="a first issue loaded and a comment held",
+        )
         for signum in signals:
             load.send_signal(signum)
+        if signals[0] != signal.SIGKILL:
+            wait_for(lambda: asked_to_stop(store), timeout=60, what="the load asked to stop")
+        sandbox.set_faults("")  # what is in flight ends; nothing new starts
         out, err = finish(load)
     finally:
         if load.poll() is None:

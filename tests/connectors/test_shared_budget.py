@@ -21,6 +21,10 @@ from structlog.testing import capture_logs
 
 from haul.connectors.budget import AdaptiveBudget, FixedBudget, budget_for
 from haul.connectors.shared_budget import (
+    MAGIC,
+    MARK,
+    BudgetFileLocked,
+    NotABudgetFile,
     SharedAdaptiveBudget,
     SharedBudget,
     bucket_key,
@@ -32,6 +36,11 @@ from tests.connectors.shared_budget_workers import KEY, hold_the_lock, read_myse
 SPAWN = multiprocessing.get_context("spawn")
 JOIN = 120.0  # seconds a worker may take before the test calls it stuck
 SPENT = {"RateLimit-Remaining": "0", "RateLimit-Reset": "1", "RateLimit-Policy": "40;w=1"}
+
+
+def made_by_haul(state: dict[str, Any]) -> str:
+    """The text of a budget file haul wrote holding `state`."""
+    return json.dumps({"haul": MARK, **state}, separators=(",", ":"))
 
 
 def run_all(*processes: Any) -> None:
@@ -82,6 +91,73 @@ def test_a_process_killed_holding_the_lock_holds_nothing_up(tmp_path: Path) -> N
     assert len(out.get(timeout=JOIN)) == 1
 
 
+@pytest.mark.parametrize(
+    "plant",
+    [
+        pytest.param(lambda path, kept: path.symlink_to(kept), id="symlink"),
+        pytest.param(lambda path, kept: path.write_text('{"buckets": {}}'), id="foreign"),
+        pytest.param(lambda path, kept: path.write_bytes(b""), id="empty"),
+        pytest.param(lambda path, kept: path.mkdir(), id="folder"),
+    ],
+)
+def test_a_file_haul_did_not_make_is_refused_untouched(tmp_path: Path, plant: Any) -> None:
+    """A symbolic link at the budget's path (even to a budget file haul made), a file
+    haul did not write, an empty one, a folder: refused (exit 2) naming the path and why;
+    the file pointed to keeps its bytes, its mode and its time."""
+    kept = tmp_path / "kept.json"
+    kept.write_text(made_by_haul({"buckets": {}}))
+    kept.chmod(0o644)
+    before = kept.read_bytes(), kept.stat()
+    path = tmp_path / "budget.json"
+    plant(path, kept)
+    with pytest.raises(NotABudgetFile) as refused:
+        budget_file(path)
+    assert refused.value.exit_code == 2
+    assert str(path) in str(refused.value)
+    assert (kept.read_bytes(), kept.stat()) == before
+
+
+def test_a_file_haul_made_starts_with_its_mark_and_is_opened_again(tmp_path: Path) -> None:
+    """The file haul makes is 0600, JSON, and starts with MAGIC; another opening takes it."""
+    path = tmp_path / "budget.json"
+    with budget_file(path).bucket(KEY) as bucket:
+        bucket["shared"] = {"_next_slot": 1.0}
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.read_bytes().startswith(MAGIC)
+    assert json.loads(path.read_text())["buckets"][KEY] == {"shared": {"_next_slot": 1.0}}
+    assert [p.name for p in tmp_path.iterdir()] == ["budget.json"]
+    other = type(budget_file(path))(path)
+    with other.bucket(KEY) as bucket:
+        assert bucket == {"shared": {"_next_slot": 1.0}}
+
+
+def test_a_stopped_holder_of_the_lock_is_named_after_the_wait(tmp_path: Path) -> None:
+    """A process stopped (SIGSTOP) while it holds the file's lock: a sharer waits
+    `lock_wait` seconds, then raises BudgetFileLocked (exit 1) naming the file and the
+    holder's pid."""
+    path = tmp_path / "budget.json"
+    held = SPAWN.Event()
+    holder = SPAWN.Process(target=hold_the_lock, args=(str(path), held), name="holder")
+    holder.start()
+    try:
+        assert held.wait(JOIN), "the holder never took the lock"
+        os.kill(holder.pid or 0, signal.SIGSTOP)
+        with (
+            pytest.raises(BudgetFileLocked) as locked,
+            budget_file(path).bucket(KEY, lock_wait=0.2),
+        ):
+            pass
+    finally:
+        os.kill(holder.pid or 0, signal.SIGKILL)
+        os.kill(holder.pid or 0, signal.SIGCONT)
+        holder.join(JOIN)
+    assert locked.value.exit_code == 1
+    assert str(path) in str(locked.value)
+    assert f"pid {holder.pid} " in str(locked.value)
+    with budget_file(path).bucket(KEY):  # the lock went with the holder
+        pass
+
+
 def shared(path: Path, member: str, rate: float | str = "auto") -> SharedBudget:
     """A shared budget as a process named `member` would have it (two in one test: two
     processes, as far as the file can tell)."""
@@ -126,11 +202,11 @@ async def test_a_file_cut_short_keeps_what_it_holds(tmp_path: Path) -> None:
     that does not parse at all starts afresh, said in the log."""
     path = tmp_path / "b.json"
     state = {"buckets": {KEY: {"shared": {"_next_slot": 0.0, "rate": 7.0, "good": 9.0}}}}
-    path.write_text(json.dumps(state) + '"}},"leftover":{')
+    path.write_text(made_by_haul(state) + '"}},"leftover":{')
     budget = shared(path, "one")
     await budget.acquire()
     assert budget.rate == 7.0
-    path.write_text('{"buckets": {"tr')
+    path.write_text(MAGIC.decode() + '"buckets": {"tr')
     fresh = shared(tmp_path / "other.json", "two")
     fresh.file = type(budget.file)(path)
     with capture_logs() as logs:
@@ -196,7 +272,7 @@ async def test_a_slot_clock_set_far_ahead_starts_again_from_now(tmp_path: Path) 
     written) is not waited for: the next slot is now."""
     path = tmp_path / "b.json"
     ahead = {"buckets": {KEY: {"shared": {"_next_slot": time.time() + 3600}}}}
-    path.write_text(json.dumps(ahead))
+    path.write_text(made_by_haul(ahead))
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:

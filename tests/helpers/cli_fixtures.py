@@ -150,6 +150,13 @@ def staging_db(directory: Path) -> Path:
     return directory / "staging" / "haul.db"
 
 
+def asked_to_stop(store: Path) -> bool:
+    """Whether the haul process of the staging store `store` logged that a signal asked it
+    to stop (it then finishes the requests in flight, and starts nothing new)."""
+    log = store.with_name("haul.log")
+    return log.exists() and "stop_requested" in log.read_text(encoding="utf-8")
+
+
 def counts_table(output: str) -> dict[str, dict[str, int | str]]:
     """The per-entity table haul prints, as entity -> {"staged", "to load", "loaded", "failed",
     "pending"}, named by the table's own header.

@@ -75,20 +75,24 @@ def loaded_rows(directory: Path, entity: str) -> list[tuple[str, str, str]]:
     return [(s, t, owner(s, p).replace("TEST-", "NEW-")) for s, t, p in rows]
 
 
+HELD = "comments"  # the hold that keeps a load under way: see load_under_way
+
+
 def load_under_way(sandbox: Any, directory: Path) -> tuple[Path, dict[str, str], Any]:
-    """Extract the sandbox, then start a load slowed at its imports; return (config, env,
-    the load process) once its first record is done. The caller ends it and clears faults."""
+    """Extract the sandbox, then start a load whose comment imports the sandbox holds; return
+    (config, env, the load process) once records are done and a comment is held: the load
+    stays under way until the caller releases the hold (or clears the faults) or ends it."""
     info = sandbox.info
     config = write_config(directory, info, queues=source_queues(info))
     env = tokens_env(info["tokens"]["admin"])
     assert run_haul("extract", "--config", config, env=env).returncode == 0
-    sandbox.set_faults("latency:300@*/_import")  # held long enough for a status beside it
+    sandbox.set_faults(f"hold:{HELD}@*/comments/_import")  # after the issues they are on
     load = start_haul("load", "--config", config, env=env)
 
     def loading() -> bool:
         with sqlite3.connect(staging_db(directory)) as db:
             query = "SELECT count(*) FROM ledger WHERE status = 'done'"
-            return bool(db.execute(query).fetchone()[0])
+            return bool(db.execute(query).fetchone()[0]) and sandbox.held(HELD) > 0
 
-    wait_for(loading, 60, "the load to start loading")
+    wait_for(loading, 60, "the load to load records and be held")
     return config, env, load

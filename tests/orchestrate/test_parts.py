@@ -18,8 +18,16 @@ from pathlib import Path
 import pytest
 
 from haul.orchestrate.parts import PartFailed, run_part_or_raise
-from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, haul_env, wait_for
+from tests.helpers.cli_fixtures import (
+    SOURCE_TOKEN_ENV,
+    TARGET_TOKEN_ENV,
+    asked_to_stop,
+    haul_env,
+    wait_for,
+)
 from tests.helpers.shard_manifests import plan_shards
+
+HELD = "hold:part@/v3/statuses"
 
 # the task: the first part, as every orchestrator's task runs it
 TASK = """
@@ -61,9 +69,9 @@ def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> 
     task's stderr) and no process of the part is left."""
     from haul.sandbox import server as sandbox_server
 
-    # every request slowed down (a second: at 300 ms a loaded machine let the part end first):
-    # the first part is still under way when the task is stopped
-    with sandbox_server.start_sandbox(size="tiny", seed=5, latency_ms=1000) as sandbox:
+    # the part's reads of the statuses are held (it asks them once it holds its store and
+    # catches signals): the part is under way, and stays so, until the test lets them go on
+    with sandbox_server.start_sandbox(size="tiny", seed=5, faults=HELD) as sandbox:
         info = sandbox.info
         manifest = plan_shards(tmp_path, info, 2)
         token = info["tokens"]["admin"]
@@ -76,11 +84,13 @@ def test_a_stopped_task_stops_its_part_and_leaves_no_process(tmp_path: Path) -> 
             text=True,
         )
         try:
-            # the part's store exists once its haul process catches signals
-            store = tmp_path / "stores" / "first" / "haul.db"
-            wait_for(store.exists, timeout=60, what="the first part's store")
+            wait_for(lambda: sandbox.held("part"), timeout=60, what="the first part held")
             assert [pid for pid in haul_processes(manifest) if pid != task.pid]
             os.kill(task.pid, signal.SIGINT)
+            # the child asked to stop (in its log) finishes the held read, then stops
+            store = tmp_path / "stores" / "first" / "haul.db"
+            wait_for(lambda: asked_to_stop(store), timeout=60, what="the part asked to stop")
+            sandbox.release("part")
             _, stderr = task.communicate(timeout=120)
         finally:
             if task.poll() is None:

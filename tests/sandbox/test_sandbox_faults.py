@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 from haul.sandbox.faults import FaultPlan, parse_faults
 from haul.sandbox.server import RunningSandbox, start_sandbox
+from tests.helpers.cli_fixtures import wait_for
 from tests.helpers.sandbox_clients import client_for
 
 ISSUE = {"queue": "TEST", "summary": "s", "createdAt": "2023-01-01", "createdBy": "alice"}
@@ -94,6 +96,50 @@ def test_slow_after_applies_the_request_and_holds_its_reply(fresh: RunningSandbo
         assert client.get("/issues/TEST-9").json()["summary"] == "s"
 
 
+def test_a_hold_keeps_requests_unanswered_and_unapplied_until_released(
+    fresh: RunningSandbox,
+) -> None:
+    """hold:NAME@GLOB: a matching request gets no reply and is not applied (other paths are
+    answered) until the test releases the hold; then it is applied and answered, and the
+    requests after it pass at once."""
+    fresh.set_faults("hold:imports@*/_import")
+    with client_for(fresh, "target") as client, ThreadPoolExecutor(1) as pool:
+        held = pool.submit(client.post, "/issues/_import", json={**ISSUE, "key": "TEST-10"})
+        wait_for(lambda: fresh.held("imports") == 1, timeout=30, what="the import to be held")
+        with client_for(fresh, "target") as beside:
+            assert beside.get("/issues/TEST-10").status_code == 404
+        assert not held.done()
+
+        fresh.release("imports")
+
+        assert held.result(timeout=30).status_code == 201
+        assert client.post("/issues/_import", json={**ISSUE, "key": "TEST-11"}).status_code == 201
+        assert fresh.held("imports") == 1
+
+
+def test_replacing_the_spec_releases_every_hold(fresh: RunningSandbox) -> None:
+    """A held request goes on when the spec is replaced; a hold is released over HTTP
+    too (admin token), and one the spec does not name is a 404 there, a ValueError here."""
+    base = fresh.info["tracker"].removesuffix("/v3")
+    admin = {"Authorization": f"OAuth {fresh.info['tokens']['admin']}"}
+    fresh.set_faults("hold:reads@/v3/myself")
+    with client_for(fresh, "source") as client, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(client.get, "/myself")
+        wait_for(lambda: fresh.held("reads") == 1, timeout=30, what="the read to be held")
+        fresh.set_faults("hold:again@/v3/myself")
+        assert first.result(timeout=30).status_code == 200
+
+        second = pool.submit(client.get, "/myself")
+        wait_for(lambda: fresh.held("again") == 1, timeout=30, what="the read to be held")
+        assert httpx.get(f"{base}/_sandbox/holds/again", headers=admin).json() == {"held": 1}
+        released = httpx.post(f"{base}/_sandbox/holds/again/release", headers=admin)
+        assert released.json() == {"held": 1}
+        assert second.result(timeout=30).status_code == 200
+    assert httpx.post(f"{base}/_sandbox/holds/other/release", headers=admin).status_code == 404
+    with pytest.raises(ValueError, match="no hold:other"):
+        fresh.release("other")
+
+
 def test_faults_are_repeatable_per_seed() -> None:
     """The dice are seeded: the same seed fails the same requests."""
 
@@ -154,6 +200,7 @@ def test_stats_count_requests_by_route(fresh: RunningSandbox) -> None:
         "ratelimit:0",
         "ratelimit:5:sideways",
         "ratelimit:5:reads:writes",
+        "hold:a b",
     ],
 )
 def test_malformed_specs(fresh: RunningSandbox, spec: str) -> None:

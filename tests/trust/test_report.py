@@ -17,6 +17,7 @@ from tests.helpers.trust_fixtures import (
     source_queues,
     staging_db,
     tokens_env,
+    wait_for,
     write_config,
 )
 
@@ -222,11 +223,14 @@ def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_p
 def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:
     import signal
 
-    from tests.helpers.trust_fixtures import load_under_way, stop
+    from tests.helpers.cli_fixtures import asked_to_stop
+    from tests.helpers.trust_fixtures import HELD, load_under_way, stop
 
     try:
         _, _, load = load_under_way(sandbox, tmp_path)
         load.send_signal(signal.SIGTERM)
+        wait_for(lambda: asked_to_stop(staging_db(tmp_path)), 60, "the load to be asked to stop")
+        sandbox.release(HELD)  # the comments in flight are imported; nothing new starts
         stop(load, timeout=60)
     finally:
         sandbox.set_faults("")
