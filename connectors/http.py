@@ -117,6 +117,30 @@ def ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+@dataclasses.dataclass(frozen=True)
+class CoreOptions:
+    """How a core talks to its service, beyond who it is (service, URL, token, org): the auth
+    scheme, timeouts, retries and patience, the rate budgets and the connection pool."""
+
+    auth_scheme: str = "OAuth"
+    timeout: float = 30.0
+    request_timeout: float = 120.0
+    max_attempts: int | None = None
+    max_backoff: float = 30.0
+    rate_limit_patience: float = 900.0
+    outage_patience: float = 300.0
+    read_rate: float | str = "auto"
+    write_rate: float | str = "auto"
+    max_rate: float | None = None
+    budget_share: int = 1
+    shared_budget: str | Path | None = None
+    shared_budget_wait: float = LOCK_WAIT
+    max_connections: int = 32
+
+
+OPTION_NAMES = frozenset(field.name for field in dataclasses.fields(CoreOptions))
+
+
 class HttpCore:
     """Authenticated, rate-limited, retrying requests to one service for one org."""
 
@@ -128,25 +152,13 @@ class HttpCore:
         token: str,
         org_id: str | None = None,
         cloud_org_id: str | None = None,
-        auth_scheme: str = "OAuth",
-        timeout: float = 30.0,
-        request_timeout: float = 120.0,
-        max_attempts: int | None = None,
-        max_backoff: float = 30.0,
-        rate_limit_patience: float = 900.0,
-        outage_patience: float = 300.0,
-        read_rate: float | str = "auto",
-        write_rate: float | str = "auto",
-        max_rate: float | None = None,
-        budget_share: int = 1,
-        shared_budget: str | Path | None = None,
-        shared_budget_wait: float = LOCK_WAIT,
-        max_connections: int = 32,
+        options: CoreOptions = CoreOptions(),  # frozen: one shared default is safe
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if (org_id is None) == (cloud_org_id is None):
             raise ValueError("give exactly one of org_id and cloud_org_id")
+        o = options
         self.service = service
         self.base_url = base_url.rstrip("/")
         self.org_id = str(org_id if org_id is not None else cloud_org_id)
@@ -156,45 +168,52 @@ class HttpCore:
         self.answered = False  # any reply in this command: see "First contact" above
         self.server_clock = ServerClock()  # the service's "now", from its replies' Date
         self._token = token
-        self._max_attempts = max_attempts
-        self._max_backoff = max_backoff
-        self._patience = Patience(rate_limit=rate_limit_patience, outage=outage_patience)
-        self._deadline = request_timeout
+        self._max_attempts = o.max_attempts
+        self._max_backoff = o.max_backoff
+        self._patience = Patience(rate_limit=o.rate_limit_patience, outage=o.outage_patience)
+        self._deadline = o.request_timeout
         self._sleep = sleep
-        self._shared_budget_wait = shared_budget_wait
+        self._shared_budget_wait = o.shared_budget_wait
         # budgets wait in real time: the injected `sleep` is the retries' (tests skip it)
         self._read_budget = self._budget(
-            read_rate, "read", max_rate, budget_share, shared_budget, token
+            o.read_rate, "read", o.max_rate, o.budget_share, o.shared_budget, token
         )
         self._write_budget = self._budget(
-            write_rate, "write", max_rate, budget_share, shared_budget, token
+            o.write_rate, "write", o.max_rate, o.budget_share, o.shared_budget, token
         )
         # Queue here, not in httpcore: its pool rescans every waiting request against every
         # connection on each state change, which costs more CPU than the requests themselves.
-        self._in_flight = asyncio.Semaphore(max_connections)
+        self._in_flight = asyncio.Semaphore(o.max_connections)
         org_header = "X-Org-ID" if org_id is not None else "X-Cloud-Org-ID"
         self._headers = httpx.Headers(
             {
                 "Accept": "*/*",
                 "Accept-Encoding": "gzip, deflate",
                 "User-Agent": USER_AGENT,
-                "Authorization": f"{auth_scheme} {token}",
+                "Authorization": f"{o.auth_scheme} {token}",
                 org_header: self.org_id,
             }
         )
-        self._timeouts = httpx.Timeout(timeout).as_dict()
+        self._timeouts = httpx.Timeout(o.timeout).as_dict()
         self._first_timeouts = {
             **self._timeouts,
-            "connect": min(timeout, FIRST_CONTACT_CONNECT_TIMEOUT),
+            "connect": min(o.timeout, FIRST_CONTACT_CONNECT_TIMEOUT),
         }
         # Requests go straight to the transport, not through httpx.AsyncClient: its cookie
         # jar, auth flow and URL merging cost more CPU per request than aiohttp's whole
         # exchange (bench/http_overhead.py). Redirects are followed here (see _send).
         self._transport = transport or AiohttpTransport(
             ssl_context=ssl_context(),
-            max_connections=max_connections,
+            max_connections=o.max_connections,
             proxy=env_proxy(self.base_url),
         )
+
+    @classmethod
+    def of(cls, **settings: Any) -> HttpCore:
+        """A core from flat keyword settings: those of `CoreOptions` gathered into its options,
+        the rest (service, base_url, token, org_id or cloud_org_id, transport, sleep) as given."""
+        options = {name: settings.pop(name) for name in list(settings) if name in OPTION_NAMES}
+        return cls(**settings, options=CoreOptions(**options))
 
     def __repr__(self) -> str:
         return f"HttpCore({self.service!r}, {self.base_url!r}, org={self.org_id!r})"
@@ -796,8 +815,9 @@ class ServiceClient:
         cloud_org_id: str | None = None,
         **core_options: Any,
     ) -> Self:
-        """A client with its own core; ``core_options`` are HttpCore's keyword arguments."""
-        core = HttpCore(
+        """A client with its own core; ``core_options``: `CoreOptions`' fields, a transport and a
+        sleep, as keywords (`HttpCore.of`)."""
+        core = HttpCore.of(
             service=cls.service,
             base_url=base_url,
             token=token,

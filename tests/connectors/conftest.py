@@ -42,7 +42,7 @@ def make_core(sleep: RecordingSleep) -> Callable[..., HttpCore]:
             "sleep": sleep,
         }
         settings.update(options)
-        return HttpCore(**settings)
+        return HttpCore.of(**settings)
 
     return build
 

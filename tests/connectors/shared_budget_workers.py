@@ -47,7 +47,7 @@ def read_myself(
     when given) until `answers` replies came; (requests sent, 429s answered) go to `out`."""
 
     async def main() -> tuple[int, int]:
-        core = HttpCore(
+        core = HttpCore.of(
             service="tracker",
             base_url=info["tracker"],
             token=info["tokens"][token],

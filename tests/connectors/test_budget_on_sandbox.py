@@ -26,7 +26,7 @@ def sandbox() -> Iterator[RunningSandbox]:
 
 def auto_core(info: dict[str, Any], **options: Any) -> HttpCore:
     """A core on the sandbox's source org with an "auto" read budget."""
-    return HttpCore(
+    return HttpCore.of(
         service="tracker",
         base_url=info["tracker"],
         token=info["tokens"]["admin"],

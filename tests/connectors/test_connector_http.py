@@ -84,7 +84,7 @@ async def test_cloud_org_uses_its_own_header_and_scheme(make_core):
 def test_exactly_one_org_id_is_required(orgs):
     """Neither or both org ids: ValueError before anything is sent."""
     with pytest.raises(ValueError, match="exactly one"):
-        HttpCore(service="tracker", base_url=BASE, token=TOKEN, **orgs)
+        HttpCore.of(service="tracker", base_url=BASE, token=TOKEN, **orgs)
 
 
 async def test_retry_after_in_seconds_is_honoured(make_core, sleep):
@@ -370,7 +370,7 @@ async def test_at_most_max_connections_requests_are_in_flight() -> None:
         in_flight -= 1
         return httpx.Response(200, json={})
 
-    core = HttpCore(
+    core = HttpCore.of(
         service="tracker",
         base_url=BASE,
         token=TOKEN,

@@ -291,7 +291,9 @@ async def test_a_closed_port_on_loopback_fails_within_seconds() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    core = HttpCore(service="wiki", base_url=f"http://127.0.0.1:{port}/v1", token="t", org_id="1")
+    core = HttpCore.of(
+        service="wiki", base_url=f"http://127.0.0.1:{port}/v1", token="t", org_id="1"
+    )
     started = time.monotonic()
     async with core:
         with pytest.raises(UnreachableError, match=f"wiki at http://127.0.0.1:{port} cannot"):

@@ -129,7 +129,7 @@ async def test_reads_through_a_420_limit_all_arrive(sandbox: RunningSandbox) -> 
     info = sandbox.info
     sandbox.set_faults("ratelimit:5:reads:420")
     try:
-        async with HttpCore(
+        async with HttpCore.of(
             service="tracker",
             base_url=info["tracker"],
             token=info["tokens"]["admin"],

@@ -91,7 +91,7 @@ def core_for(base_url: str, **options: object) -> HttpCore:
         "sleep": lambda _: asyncio.sleep(0),
     }
     settings.update(options)
-    return HttpCore(**settings)
+    return HttpCore.of(**settings)
 
 
 async def test_a_reply_is_read_decoded_and_the_connection_reused() -> None:

@@ -37,7 +37,7 @@ async def test_a_request_waiting_out_a_429_lends_its_place_to_the_next_item() ->
     async def retry_wait(seconds: float) -> None:  # the Retry-After ends once b is loaded
         await asyncio.wait_for(b_done.wait(), PATIENCE)
 
-    core = HttpCore(
+    core = HttpCore.of(
         service="tracker",
         base_url="https://tracker.test/v3",
         token="t",

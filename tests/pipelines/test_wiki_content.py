@@ -91,7 +91,7 @@ def _wiki(slugs: list[str]) -> Any:
         slug = request.url.params["slug"]
         return httpx.Response(200, json={"id": slugs.index(slug), "slug": slug, "attributes": {}})
 
-    core = HttpCore(
+    core = HttpCore.of(
         service="wiki", base_url="https://wiki.test/v1", token="t", org_id="1",
         transport=httpx.MockTransport(handler),
     )  # fmt: skip
