@@ -18,9 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from haul.pipelines.export.tables import ExportContext, Restriction
-from haul.pipelines.tracker.entities.access import ROLE_PEOPLE
-from haul.pipelines.tracker.entities.bodies import KINDS
 from haul.state.store import StagedRecord, StagingStore
+
+# the entity kinds (parents' types first), and each role with the entity's field naming its
+# people: the vocabulary the entities' load and every export's access columns share
+KINDS = ("portfolio", "project", "goal")
+ROLE_PEOPLE = {  # a role and the entity's field that names its people
+    "AUTHOR": "author",
+    "OWNER": "lead",
+    "MEMBER": "teamUsers",
+    "CLIENT": "clients",
+    "FOLLOWER": "followers",
+}
 
 
 def _logins(store: StagingStore) -> dict[str, str]:

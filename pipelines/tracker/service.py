@@ -41,7 +41,7 @@ from haul.pipelines.tracker.entities.layer import ENTITIES
 from haul.pipelines.tracker.flow.layer import FLOW
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.layer import Layer, joined
-from haul.pipelines.tracker.organisation.layer import ORGANISATION, tracker_units
+from haul.pipelines.tracker.organisation.layer import ORGANISATION, stage_target, tracker_units
 from haul.pipelines.tracker.planning.layer import PLANNING, held_in_target
 from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.target import TrackerTarget
@@ -107,6 +107,8 @@ class TrackerService:
         self, config: Config, client: TrackerClient, store: StagingStore, *, read_only: bool = False
     ) -> TargetParts:
         """Every layer's part of the load into one target org, the context built once."""
+        if not read_only:
+            await stage_target(client, store)
         target = await TrackerTarget.of(config, client, store, read_only=read_only)
         target.preflight()
         check_rules(config, store, "tracker")

@@ -14,16 +14,14 @@ staged issues need.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.specs import RecordWaiting
-from haul.pipelines.streams import Extractor
 from haul.pipelines.sync.references import (
     References,
     SourceScan,
@@ -31,8 +29,6 @@ from haul.pipelines.sync.references import (
     moved_slug,
     web_hosts,
 )
-from haul.pipelines.tracker.organisation.streams import dictionary_streams, tracker_list
-from haul.pipelines.tracker.sync.moves import TargetKeys
 from haul.pipelines.tracker.transform import (
     DictionaryMap,
     MissingDictionaryValues,
@@ -71,8 +67,6 @@ class TrackerTarget:
     ) -> TrackerTarget:
         """The target context; `read_only` takes the target as the store holds it (staged by
         the last load or plan) and writes nothing to the store."""
-        if not read_only:
-            await stage_target(client, store)
         transform = build_transform(store, config)
         keys = TargetKeys(store, transform.queues)
         transform.references = tracker_references(
@@ -92,17 +86,6 @@ def mentions(transform: Transform, config: Config) -> Callable[[str], str | None
     """A mentioned source login's target login (`references.mention_login`)."""
     users = transform.users
     return mention_login(users.explicit, users.target_logins, config.mapping.default_user)
-
-
-async def stage_target(client: TrackerClient, store: StagingStore) -> None:
-    """Stage the target org's dictionaries, queues, users and fields under `target.`."""
-    fields = tracker_list("target.field", client.list_fields)
-
-    async def myself() -> list[dict[str, Any]]:
-        return [await client.myself()]
-
-    me = tracker_list("target.myself", myself, id_key="login")
-    await Extractor(store, [*dictionary_streams(client, prefix="target."), fields, me]).run()
 
 
 def default_user(store: StagingStore, config: Config) -> str | None:
@@ -273,3 +256,37 @@ def source_scan(
     away = {login for login in source_logins if logins(login) not in (login,)}
     hosts = tuple(hosts for hosts in web_hosts(config) if hosts is not None)
     return SourceScan(files, hosts, away)
+
+
+def moved_issues(store: StagingStore) -> dict[str, str]:
+    """Every old key a staged issue had -> its key now."""
+    return {
+        alias: key
+        for _, key, aliases in store.iter_lists("issue", "aliases")
+        for alias in aliases
+        if isinstance(alias, str)
+    }
+
+
+@dataclass
+class TargetKeys:
+    """The target key of a source issue: followed through its moves, then the key its loaded
+    ledger row holds (a moved issue's new one), else the queue mapping's."""
+
+    store: StagingStore
+    queues: QueueMap
+    _moved: dict[str, str] | None = field(default=None, repr=False)
+
+    def current(self, source_key: str) -> str:
+        """The source key the issue has now."""
+        if self._moved is None:
+            self._moved = moved_issues(self.store)
+        return self._moved.get(source_key, source_key)
+
+    def key(self, source_key: str) -> str:
+        """Where the issue is (or will be) in the target."""
+        current = self.current(source_key)
+        row = self.store.ledger.get("issue", current)
+        if row is not None and row.status == "done" and row.target_id:
+            return row.target_id
+        return self.queues.key(current)

@@ -29,6 +29,7 @@ from haul.pipelines.sync.references import SourcePaths, unset_web_hosts
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
+from haul.pipelines.tracker.organisation.streams import stage_target
 from haul.pipelines.tracker.planning.remote_links import application_findings
 from haul.pipelines.tracker.sync.texts import files_not_migrated
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
@@ -49,6 +50,7 @@ async def checked_target(
         return None
     if not _issues_staged(config, store) and not config.scope.entity_types:
         return None
+    await stage_target(client, store)
     return await TrackerTarget.of(config, client, store)
 
 

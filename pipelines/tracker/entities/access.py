@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from haul.pipelines.tracker.export_access import ROLE_PEOPLE
+
 LEVELS = ("READ", "WRITE", "GRANT")
 Record = dict[str, Any]
 Acl = dict[str, dict[str, list[str]]]  # level -> {"users": uids, "groups": ids, "roles": names}
@@ -155,13 +157,6 @@ def current(reply: Record, team_access: bool) -> EntityAccess:
     return EntityAccess(team_access, _sorted(acl))
 
 
-ROLE_PEOPLE = {  # a role and the entity's field that names its people
-    "AUTHOR": "author",
-    "OWNER": "lead",
-    "MEMBER": "teamUsers",
-    "CLIENT": "clients",
-    "FOLLOWER": "followers",
-}
 People = Mapping[str, list[str]]  # role -> the uids it names on one entity
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.entities.access import EntityAccess, EntityHolders, wanted
+from haul.pipelines.tracker.export_access import KINDS
 from haul.pipelines.tracker.transform import Transform, import_time
 from haul.state.store import StagedRecord, StagingStore
 
-KINDS = ("portfolio", "project", "goal")  # parents' types first
 PARENT_TYPE = {"portfolio": "portfolio", "project": "portfolio", "goal": "goal"}
 PEOPLE_LISTS = ("teamUsers", "clients", "followers")
 PLAIN = ("description", "entityStatus", "start", "end")

@@ -14,8 +14,7 @@ from haul.pipelines.export.columns import (
 )
 from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Item, Table
-from haul.pipelines.tracker.entities.bodies import KINDS
-from haul.pipelines.tracker.export_access import of_entity, of_parent_entity
+from haul.pipelines.tracker.export_access import KINDS, of_entity, of_parent_entity
 from haul.pipelines.tracker.issues.export import checklist_items, people, person
 from haul.state.store import StagingStore
 

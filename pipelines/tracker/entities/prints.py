@@ -20,7 +20,6 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import HashSink
 from haul.pipelines.specs import Fields, Fingerprint
 from haul.pipelines.tracker.entities.access import (
-    ROLE_PEOPLE,
     Acl,
     People,
     current,
@@ -29,6 +28,7 @@ from haul.pipelines.tracker.entities.access import (
 )
 from haul.pipelines.tracker.entities.bodies import PARENT_TYPE, PEOPLE_LISTS, PLAIN, EntityBodies
 from haul.pipelines.tracker.entities.extract import FIELDS
+from haul.pipelines.tracker.export_access import ROLE_PEOPLE
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import ref_id
 from haul.state.store import StagedRecord

@@ -56,7 +56,7 @@ from haul.pipelines.tracker.sync.fields import (
     updatable,
 )
 from haul.pipelines.tracker.sync.files import REPLACED, FileReplacement, plan_replacements
-from haul.pipelines.tracker.sync.moves import TargetKeys, move_in_target, moved_issues
+from haul.pipelines.tracker.sync.moves import move_in_target
 from haul.pipelines.tracker.sync.statuses import StatusSync, carried_by_import, plan_statuses
 from haul.pipelines.tracker.sync.texts import (
     COMMENT_TEXT,
@@ -65,7 +65,7 @@ from haul.pipelines.tracker.sync.texts import (
     plan_comment_references,
     plan_issue_references,
 )
-from haul.pipelines.tracker.target import LinkWaits
+from haul.pipelines.tracker.target import LinkWaits, TargetKeys, moved_issues
 from haul.pipelines.tracker.transform import Transform, milliseconds
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore

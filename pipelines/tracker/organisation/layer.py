@@ -25,11 +25,15 @@ from haul.pipelines.tracker.organisation.export import TABLES
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
 from haul.pipelines.tracker.organisation.specs import ORG_PLANS, OrganisationLoad, board_plans
-from haul.pipelines.tracker.organisation.streams import dictionary_streams, structure_streams
+from haul.pipelines.tracker.organisation.streams import (
+    dictionary_streams,
+    stage_target,
+    structure_streams,
+)
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
 
-__all__ = ["ORGANISATION", "tracker_units"]  # a shard manifest's units: the queues
+__all__ = ["ORGANISATION", "stage_target", "tracker_units"]  # the target's staging; the units
 
 
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:

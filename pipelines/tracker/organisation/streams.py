@@ -16,7 +16,8 @@ from typing import Any
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import ConfigError
-from haul.pipelines.streams import ListStream, RowsStream
+from haul.pipelines.streams import Extractor, ListStream, RowsStream
+from haul.state.store import StagingStore
 
 Fetch = Callable[[], Awaitable[list[dict[str, Any]]]]
 
@@ -124,3 +125,14 @@ async def queue_configs(client: TrackerClient, queues: Sequence[str]) -> list[di
                "permissions": scheme}  # fmt: skip
         rows.append({"source_id": queue, "parent": queue, "raw": raw})
     return rows
+
+
+async def stage_target(client: TrackerClient, store: StagingStore) -> None:
+    """Stage the target org's dictionaries, queues, users and fields under `target.`."""
+    fields = tracker_list("target.field", client.list_fields)
+
+    async def myself() -> list[dict[str, Any]]:
+        return [await client.myself()]
+
+    me = tracker_list("target.myself", myself, id_key="login")
+    await Extractor(store, [*dictionary_streams(client, prefix="target."), fields, me]).run()

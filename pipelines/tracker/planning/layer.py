@@ -38,8 +38,7 @@ from haul.pipelines.tracker.planning.queue_rules import (
 from haul.pipelines.tracker.planning.quiet_rules import QuietRules, held_in_target
 from haul.pipelines.tracker.planning.remote_links import PLAN_REMOTE_LINKS, RemoteLinkLoad
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
-from haul.pipelines.tracker.sync.moves import TargetKeys
-from haul.pipelines.tracker.target import TrackerTarget
+from haul.pipelines.tracker.target import TargetKeys, TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 

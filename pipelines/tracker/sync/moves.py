@@ -16,14 +16,13 @@ with the deletion of what was staged under the old key (`delete_record`, `delete
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import structlog
 
 from haul.connectors.errors import AmbiguousWriteError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import RecordFailure, Renamed
-from haul.pipelines.tracker.transform import QueueMap
+from haul.pipelines.tracker.target import moved_issues
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -32,16 +31,6 @@ log = structlog.get_logger(__name__)
 UNDER_ISSUE = (
     "comment", "comment_attachment", "worklog", "attachment", "checklist", "link", "issue_status",
 )  # fmt: skip
-
-
-def moved_issues(store: StagingStore) -> dict[str, str]:
-    """Every old key a staged issue had -> its key now."""
-    return {
-        alias: key
-        for _, key, aliases in store.iter_lists("issue", "aliases")
-        for alias in aliases
-        if isinstance(alias, str)
-    }
 
 
 def follow_moves(store: StagingStore) -> Iterator[Renamed]:
@@ -64,30 +53,6 @@ def follow_moves(store: StagingStore) -> Iterator[Renamed]:
 def issue_renamed(old: str, new: str) -> Renamed:
     """The ledger rows of issue `old` and of everything under it, now under `new`."""
     return Renamed(("issue",), old, new, under=UNDER_ISSUE, parents=True)
-
-
-@dataclass
-class TargetKeys:
-    """The target key of a source issue: followed through its moves, then the key its loaded
-    ledger row holds (a moved issue's new one), else the queue mapping's."""
-
-    store: StagingStore
-    queues: QueueMap
-    _moved: dict[str, str] | None = field(default=None, repr=False)
-
-    def current(self, source_key: str) -> str:
-        """The source key the issue has now."""
-        if self._moved is None:
-            self._moved = moved_issues(self.store)
-        return self._moved.get(source_key, source_key)
-
-    def key(self, source_key: str) -> str:
-        """Where the issue is (or will be) in the target."""
-        current = self.current(source_key)
-        row = self.store.ledger.get("issue", current)
-        if row is not None and row.status == "done" and row.target_id:
-            return row.target_id
-        return self.queues.key(current)
 
 
 async def move_in_target(
