@@ -32,7 +32,7 @@ from haul.pipelines.report import EntityCounts, entity_counts, in_use
 from haul.pipelines.run_report import reporting
 from haul.pipelines.services import Service
 from haul.pipelines.specs import EntitySpec, Phase
-from haul.pipelines.streams import Extractor
+from haul.pipelines.streams import NOT_STAGED, Extractor, not_staged
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
@@ -84,7 +84,8 @@ class Portion:
     the listings it skips (staged entities another part stages) and the load phases it
     holds back: their records wait, named, for the part that loads them."""
 
-    skip_streams: frozenset[str] = frozenset()
+    skip_streams: frozenset[str] = frozenset()  # named in the store as not staged, and why
+    skip_reason: str = ""
     held_from: Phase | None = None  # records of this phase and later are held
     held_reason: str = ""
     hold_unplanned: bool = False  # and records that require one this store does not plan
@@ -238,8 +239,9 @@ def _raise_if_stopped(stage: Stage) -> None:
 
 
 async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSummary:
-    parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
     skip = stage.portion.skip_streams
+    _say_not_staged(stage.store, skip, stage.portion.skip_reason)
+    parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
     extractor = Extractor(
         stage.store,
         [stream for part in parts for stream in part.streams if stream.entity not in skip],
@@ -258,6 +260,13 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
     details.update(_traffic(sources, "source"))
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
+
+
+def _say_not_staged(store: StagingStore, skipped: frozenset[str], because: str) -> None:
+    """Name in the store the listings this portion skips: its plans then plan for the whole
+    scope what those listings' records would have said they need (the organisation)."""
+    if skipped:
+        store.set_checkpoint(NOT_STAGED, {**not_staged(store), **dict.fromkeys(skipped, because)})
 
 
 def plan_if_staged_since(store: StagingStore, config: Config) -> int:

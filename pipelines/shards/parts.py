@@ -55,6 +55,7 @@ log = structlog.get_logger(__name__)
 FINISHED = "shards.finished"  # in a part's store: {"part", "exit"} once it ended
 GATHERED = "shards.gathered."  # in the last part's store, per part: the finish it gathered
 TREE_LISTINGS = frozenset({"issue"})  # the staged entities of the listings the first part skips
+LISTED_BY_SHARDS = "listed by the shards of the manifest (this part makes their organisation)"
 HELD_FOR_LAST = "waits for the last part of the shard manifest (haul run --part last)"
 
 
@@ -109,9 +110,9 @@ def _shard_scope(base: Config, part: Part) -> dict[str, Any]:
 def portion(part: Part) -> Portion:
     """What share of a whole run `part` does (see the module docstring)."""
     if part.name == FIRST:
-        return Portion(TREE_LISTINGS, Phase.TREES, HELD_FOR_LAST)
+        return Portion(TREE_LISTINGS, LISTED_BY_SHARDS, Phase.TREES, HELD_FOR_LAST)
     if part.is_shard:
-        return Portion(frozenset(), Phase.PLANNING_LINKS, HELD_FOR_LAST, hold_unplanned=True)
+        return Portion(frozenset(), "", Phase.PLANNING_LINKS, HELD_FOR_LAST, hold_unplanned=True)
     return Portion()
 
 
