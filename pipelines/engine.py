@@ -657,6 +657,27 @@ def retry_failed_rows(store: StagingStore, specs: Sequence[EntitySpec] = ()) -> 
         return store.ledger.retry_failed() + len(waiting)
 
 
+def resend_what_shows(store: StagingStore, specs: Sequence[EntitySpec]) -> int:
+    """Mark changed every loaded record of `specs` that shows others (a text showing files),
+    in one transaction; how many. Its refresh reads the target and writes it again only where
+    the store now knows more of what it shows (a sharded migration's union holds the files
+    another part loaded than the text's)."""
+    marked = 0
+    with store.transaction():
+        for spec in specs:
+            if spec.shows is None or spec.refresh is None:
+                continue
+            done = [
+                row.source_id for row in store.ledger.iter_rows(entity=spec.name, status="done")
+            ]
+            for source_id in done:
+                record = store.get_record(spec.staged, source_id)
+                if record is not None and any(True for _ in spec.shows(record)):
+                    store.ledger.resend(spec.name, source_id)
+                    marked += 1
+    return marked
+
+
 def _resend_what_shows(store: StagingStore, specs: Sequence[EntitySpec], failed: set[Ref]) -> None:
     for spec in specs:
         if spec.shows is None or spec.refresh is None or not failed:

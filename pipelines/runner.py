@@ -24,6 +24,7 @@ from haul.pipelines.engine import (
     hold_back,
     hold_back_unplanned,
     plan_ledger,
+    resend_what_shows,
     retry_failed_rows,
 )
 from haul.pipelines.progress import Progress
@@ -89,6 +90,9 @@ class Portion:
     held_from: Phase | None = None  # records of this phase and later are held
     held_reason: str = ""
     hold_unplanned: bool = False  # and records that require one this store does not plan
+    # a checkpoint: while it says {"pending": true}, every loaded text that shows files is
+    # written again where the store now knows more of them (`engine.resend_what_shows`)
+    resend_shown_mark: str | None = None
 
 
 WHOLE = Portion()  # an ordinary run: everything
@@ -193,12 +197,13 @@ async def load(
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
     stop_requested: Callable[[], bool] = lambda: False,
+    portion: Portion = WHOLE,
 ) -> RunSummary:
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
         with staged_run(config, "load") as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested)
+            stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
             summary.problems = store.problems.count()
@@ -288,6 +293,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     if retry_failed:
         retry_failed_rows(store, [spec for part in parts for spec in part.specs])
     specs = _held_back([spec for part in parts for spec in part.specs], store, stage.portion)
+    _resend_shown(store, specs, stage.portion.resend_shown_mark)
     engine = LoadEngine(
         store,
         specs,
@@ -343,6 +349,16 @@ def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -
     if portion.hold_unplanned:
         hold_back_unplanned(store, loaded, portion.held_reason)
     return loaded
+
+
+def _resend_shown(store: StagingStore, specs: list[EntitySpec], mark: str | None) -> None:
+    """While the checkpoint `mark` asks for it, mark every loaded text that shows files
+    changed (its refresh writes it again), and clear the mark in the same transaction."""
+    if mark is None or not (store.get_checkpoint(mark) or {}).get("pending"):
+        return
+    with store.transaction():
+        log.info("texts_shown_again", rows=resend_what_shows(store, specs))
+        store.set_checkpoint(mark, {"pending": False})
 
 
 def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:

@@ -54,6 +54,9 @@ log = structlog.get_logger(__name__)
 
 FINISHED = "shards.finished"  # in a part's store: {"part", "exit"} once it ended
 GATHERED = "shards.gathered."  # in the last part's store, per part: the finish it gathered
+# in the last part's store: {"pending": true} once a part was gathered whose texts may show
+# files another part loaded; the last part's load then writes those texts again
+TEXTS_TO_SHOW_AGAIN = "shards.texts_to_show_again"
 TREE_LISTINGS = frozenset({"issue"})  # the staged entities of the listings the first part skips
 LISTED_BY_SHARDS = "listed by the shards of the manifest (this part makes their organisation)"
 HELD_FOR_LAST = "waits for the last part of the shard manifest (haul run --part last)"
@@ -152,7 +155,13 @@ async def run_part_async(
     _mark(config, None)
     if part.name == LAST:
         _gather_parts(manifest, config)
-        return await load(config, progress=progress, environ=environ, stop_requested=stop_requested)
+        return await load(
+            config,
+            progress=progress,
+            environ=environ,
+            stop_requested=stop_requested,
+            portion=Portion(resend_shown_mark=TEXTS_TO_SHOW_AGAIN),
+        )
     return await run_all(
         config,
         progress=progress,
@@ -185,6 +194,8 @@ def _gather_parts(manifest: Manifest, config: Config) -> None:
             ended = finished(manifest, part)
             if ended is None or union.get_checkpoint(GATHERED + part.name) == ended:
                 continue
+            # set first: a gather killed half way still leaves its texts to be shown again
+            union.set_checkpoint(TEXTS_TO_SHOW_AGAIN, {"pending": True})
             files = gather_blobs(union, manifest.store_path(part))
             copied = gather(
                 union, manifest.store_path(part), GATHERED + part.name, ended, name=part.name
