@@ -6,13 +6,17 @@ and runs the ordinary runner over it, so it is exactly once and resumable like a
 `Portion` says what share of the whole run it does:
 
 - ``first`` stages the organisation (and the planning layer, whose records it holds for the
-  last part) and loads the organisation objects: it lists no trees.
+  last part) and loads the organisation objects: it lists no trees, and says so in its store
+  (`Portion.skip_reason`), so its plans make the organisation of every queue in scope, not of
+  the queues its (absent) issues are in: the shards find it all, even in an empty org.
 - a shard stages and loads its trees and the links inside it; a link to a record it does not
   plan (another shard's issue), the planning layer's links and the autoactions, triggers and
   macros wait (held) for the last part: two shards running at once never both make a link.
 - ``last`` gathers every other part's store into its own (`haul.state.union`), wakes every
   waiting row (a link whose other end another shard loaded now finds it in the union's
   ledger) and loads: the links across shards, the planning layer, the autoactions last.
+  Once per gather, every loaded text that shows files is refreshed (`TEXTS_TO_SHOW_AGAIN`):
+  one written by a shard whose file another shard loaded is written again with it known.
 
 A part refuses to start (exit 1) before the parts it `needs` have finished; a part that
 ended (exit 0 or 3: done, maybe with failed records) says so in its own store
@@ -113,9 +117,16 @@ def _shard_scope(base: Config, part: Part) -> dict[str, Any]:
 def portion(part: Part) -> Portion:
     """What share of a whole run `part` does (see the module docstring)."""
     if part.name == FIRST:
-        return Portion(TREE_LISTINGS, LISTED_BY_SHARDS, Phase.TREES, HELD_FOR_LAST)
+        return Portion(
+            skip_streams=TREE_LISTINGS,
+            skip_reason=LISTED_BY_SHARDS,
+            held_from=Phase.TREES,
+            held_reason=HELD_FOR_LAST,
+        )
     if part.is_shard:
-        return Portion(frozenset(), "", Phase.PLANNING_LINKS, HELD_FOR_LAST, hold_unplanned=True)
+        return Portion(
+            held_from=Phase.PLANNING_LINKS, held_reason=HELD_FOR_LAST, hold_unplanned=True
+        )
     return Portion()
 
 
