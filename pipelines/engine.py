@@ -657,11 +657,15 @@ def retry_failed_rows(store: StagingStore, specs: Sequence[EntitySpec] = ()) -> 
         return store.ledger.retry_failed() + len(waiting)
 
 
-def resend_what_shows(store: StagingStore, specs: Sequence[EntitySpec]) -> int:
-    """Mark changed every loaded record of `specs` that shows others (a text showing files),
-    in one transaction; how many. Its refresh reads the target and writes it again only where
-    the store now knows more of what it shows (a sharded migration's union holds the files
-    another part loaded than the text's)."""
+def resend_what_shows(
+    store: StagingStore,
+    specs: Sequence[EntitySpec],
+    apart: Callable[[Ref, list[Ref]], bool] = lambda record, shown: bool(shown),
+) -> int:
+    """Mark changed every loaded record of `specs` whose text shows others `apart` from it (by
+    default: any), in one transaction; how many. Its refresh reads the target and writes it
+    again only where the store now knows more of what it shows (a sharded migration's union
+    holds the files another part loaded than the text's)."""
     marked = 0
     with store.transaction():
         for spec in specs:
@@ -672,7 +676,7 @@ def resend_what_shows(store: StagingStore, specs: Sequence[EntitySpec]) -> int:
             ]
             for source_id in done:
                 record = store.get_record(spec.staged, source_id)
-                if record is not None and any(True for _ in spec.shows(record)):
+                if record is not None and apart(Ref(spec.staged, source_id), [*spec.shows(record)]):
                     store.ledger.resend(spec.name, source_id)
                     marked += 1
     return marked

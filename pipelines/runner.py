@@ -32,7 +32,7 @@ from haul.pipelines.registry import plans, services
 from haul.pipelines.report import EntityCounts, entity_counts, in_use
 from haul.pipelines.run_report import reporting
 from haul.pipelines.services import Service
-from haul.pipelines.specs import EntitySpec, Phase
+from haul.pipelines.specs import EntitySpec, Phase, Ref
 from haul.pipelines.streams import NOT_STAGED, Extractor, not_staged
 from haul.state.errors import StoreError, store_errors
 from haul.state.runs import RunHandle
@@ -90,9 +90,11 @@ class Portion:
     held_from: Phase | None = None  # records of this phase and later are held
     held_reason: str = ""
     hold_unplanned: bool = False  # and records that require one this store does not plan
-    # a checkpoint: while it says {"pending": true}, every loaded text that shows files is
-    # written again where the store now knows more of them (`engine.resend_what_shows`)
+    # a checkpoint: while it says {"pending": true}, every loaded text that shows files
+    # `shown_apart` from it (in the store given) is written again where the store now knows
+    # more of them (`engine.resend_what_shows`)
     resend_shown_mark: str | None = None
+    shown_apart: Callable[[StagingStore], Callable[[Ref, list[Ref]], bool]] | None = None
 
 
 WHOLE = Portion()  # an ordinary run: everything
@@ -293,7 +295,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     if retry_failed:
         retry_failed_rows(store, [spec for part in parts for spec in part.specs])
     specs = _held_back([spec for part in parts for spec in part.specs], store, stage.portion)
-    _resend_shown(store, specs, stage.portion.resend_shown_mark)
+    _resend_shown(store, specs, stage.portion)
     engine = LoadEngine(
         store,
         specs,
@@ -351,13 +353,19 @@ def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -
     return loaded
 
 
-def _resend_shown(store: StagingStore, specs: list[EntitySpec], mark: str | None) -> None:
-    """While the checkpoint `mark` asks for it, mark every loaded text that shows files
-    changed (its refresh writes it again), and clear the mark in the same transaction."""
+def _resend_shown(store: StagingStore, specs: list[EntitySpec], portion: Portion) -> None:
+    """While the portion's checkpoint asks for it, mark changed every loaded text that shows
+    files apart from it (its refresh writes it again), and clear the mark in the same
+    transaction."""
+    mark = portion.resend_shown_mark
     if mark is None or not (store.get_checkpoint(mark) or {}).get("pending"):
         return
     with store.transaction():
-        log.info("texts_shown_again", rows=resend_what_shows(store, specs))
+        if portion.shown_apart is None:
+            marked = resend_what_shows(store, specs)
+        else:
+            marked = resend_what_shows(store, specs, portion.shown_apart(store))
+        log.info("texts_shown_again", rows=marked)
         store.set_checkpoint(mark, {"pending": False})
 
 

@@ -15,8 +15,9 @@ and runs the ordinary runner over it, so it is exactly once and resumable like a
 - ``last`` gathers every other part's store into its own (`haul.state.union`), wakes every
   waiting row (a link whose other end another shard loaded now finds it in the union's
   ledger) and loads: the links across shards, the planning layer, the autoactions last.
-  Once per gather, every loaded text that shows files is refreshed (`TEXTS_TO_SHOW_AGAIN`):
-  one written by a shard whose file another shard loaded is written again with it known.
+  Once per gather (`TEXTS_TO_SHOW_AGAIN`), every loaded text that shows a file another part
+  staged (`PartsHolding`: a comment of one shard linking to a file of another) is refreshed:
+  written again with that file known.
 
 A part refuses to start (exit 1) before the parts it `needs` have finished; a part that
 ended (exit 0 or 3: done, maybe with failed records) says so in its own store
@@ -52,7 +53,7 @@ from haul.pipelines.runner import (
 )
 from haul.pipelines.shards.manifest import FIRST, LAST, Manifest, Part, read_manifest
 from haul.pipelines.specs import Phase
-from haul.state.union import gather, gather_blobs, plan_waiting_again
+from haul.state.union import PartsHolding, gather, gather_blobs, plan_waiting_again
 
 log = structlog.get_logger(__name__)
 
@@ -171,7 +172,10 @@ async def run_part_async(
             progress=progress,
             environ=environ,
             stop_requested=stop_requested,
-            portion=Portion(resend_shown_mark=TEXTS_TO_SHOW_AGAIN),
+            portion=Portion(
+                resend_shown_mark=TEXTS_TO_SHOW_AGAIN,
+                shown_apart=lambda union: PartsHolding(union).apart,
+            ),
         )
     return await run_all(
         config,

@@ -92,6 +92,7 @@ def test_the_plan_is_deterministic_and_parts_wait_for_what_they_need(tmp_path: P
 
 
 @pytest.mark.slow  # two sandboxes, six parts and a whole run: over a minute (small: minutes)
+@pytest.mark.timeout(1800)  # the small org: over 5 minutes on a loaded machine
 @pytest.mark.parametrize("size", ["tiny", "small"])
 def test_four_shards_equal_one_process(tmp_path: Path, size: str) -> None:
     """plan --shards 4 into the empty org, then first, every shard (one SIGKILLed mid-load and
