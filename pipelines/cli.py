@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import structlog
@@ -49,6 +49,9 @@ from haul.pipelines.report.counts import (
 from haul.pipelines.stopping import GracefulStop
 from haul.pipelines.waiting import next_step
 from haul.state.errors import StoreError
+
+if TYPE_CHECKING:
+    from haul.pipelines.commands.verify import Difference
 
 console = Console()
 log = structlog.get_logger(__name__)
@@ -329,11 +332,20 @@ def verify_command(
     csv_path: Path | None,
 ) -> None:
     """Read the target back and compare every loaded record field by field (exit 3 on any
-    difference). With --manifest: over the union of every part (the last part's store)."""
+    difference). With --manifest: over the union of every part (the last part's store), and
+    the source counted whole against the manifest's shards (one missing is a difference)."""
     from haul.pipelines.commands.verify_cli import run_verify
 
-    raise Exit(run_verify(_config_or_union(config_path, manifest_path), sample, entities,
-                          csv_path, console))  # fmt: skip
+    config = _config_or_union(config_path, manifest_path)
+    uncovered = _not_in_manifest(manifest_path) if manifest_path is not None else []
+    raise Exit(run_verify(config, sample, entities, csv_path, console, uncovered))
+
+
+def _not_in_manifest(manifest_path: Path) -> list[Difference]:
+    from haul.pipelines.shards.coverage import uncovered
+    from haul.pipelines.shards.manifest import read_manifest
+
+    return asyncio.run(uncovered(read_manifest(manifest_path)))
 
 
 @main.command("report")

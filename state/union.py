@@ -21,6 +21,9 @@ were planned by a part that saw only its share: `plan_waiting_again` has the uni
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +145,35 @@ def plan_waiting_again(union: StagingStore, planned_mark: str) -> int:
         forgotten = union.db.execute("DELETE FROM ledger WHERE status = 'waiting'").rowcount
         union.db.execute("DELETE FROM checkpoints WHERE name = ?", [planned_mark])
     return int(forgotten)
+
+
+class PartsHolding:
+    """Which parts staged a record of the union, as each was last gathered: `apart(record,
+    others)` says whether some of `others` came from no part that staged `record` (a text of
+    one shard showing a file of another). Read from `<store>.gathered`, one entity at a time."""
+
+    def __init__(self, union: StagingStore) -> None:
+        self._held = union.path.with_name(union.path.name + ".gathered")
+        self._by_entity: dict[str, dict[str, set[str]]] = {}
+
+    def parts(self, entity: str, source_id: str) -> set[str]:
+        """The parts that staged the record (none: the union made or staged it itself)."""
+        if entity not in self._by_entity:
+            self._by_entity[entity] = self._read(entity)
+        return self._by_entity[entity].get(source_id, set())
+
+    def apart(self, record: tuple[str, str], others: Sequence[tuple[str, str]]) -> bool:
+        own = self.parts(*record)
+        return any(not (self.parts(*other) & own) for other in others)
+
+    def _read(self, entity: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        if not self._held.exists():
+            return found
+        with closing(sqlite3.connect(f"file:{self._held}?mode=ro", uri=True)) as held:
+            rows = held.execute(
+                "SELECT source_id, part FROM keys WHERE tbl = 'records' AND entity = ?", [entity]
+            )
+            for source_id, part in rows:
+                found.setdefault(source_id, set()).add(part)
+        return found

@@ -25,6 +25,7 @@ from haul.pipelines.engine import (
     hold_back,
     hold_back_unplanned,
     plan_ledger,
+    resend_what_shows,
     retry_failed_rows,
 )
 from haul.pipelines.progress import Progress
@@ -32,8 +33,8 @@ from haul.pipelines.registry import plans, services
 from haul.pipelines.report.counts import EntityCounts, entity_counts, in_use
 from haul.pipelines.report.run import reporting
 from haul.pipelines.services import Service
-from haul.pipelines.specs import EntitySpec, Phase
-from haul.pipelines.streams import Extractor
+from haul.pipelines.specs import EntitySpec, Phase, Ref
+from haul.pipelines.streams import NOT_STAGED, Extractor, not_staged
 from haul.state.errors import StoreAccessError, StoreError, store_errors
 from haul.state.runs import RunHandle
 from haul.state.store import StagingStore
@@ -86,10 +87,16 @@ class Portion:
     the listings it skips (staged entities another part stages) and the load phases it
     holds back: their records wait, named, for the part that loads them."""
 
-    skip_streams: frozenset[str] = frozenset()
+    skip_streams: frozenset[str] = frozenset()  # named in the store as not staged, and why
+    skip_reason: str = ""
     held_from: Phase | None = None  # records of this phase and later are held
     held_reason: str = ""
     hold_unplanned: bool = False  # and records that require one this store does not plan
+    # a checkpoint: while it says {"pending": true}, every loaded text that shows files
+    # `shown_apart` from it (in the store given) is written again where the store now knows
+    # more of them (`engine.resend_what_shows`)
+    resend_shown_mark: str | None = None
+    shown_apart: Callable[[StagingStore], Callable[[Ref, list[Ref]], bool]] | None = None
 
 
 WHOLE = Portion()  # an ordinary run: everything
@@ -255,13 +262,14 @@ async def load(
     environ: Mapping[str, str] = os.environ,
     retry_failed: bool = False,
     stop_requested: Callable[[], bool] = lambda: False,
+    portion: Portion = WHOLE,
 ) -> RunSummary:
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
         claim_target(config, target)
         with staged_run(config, "load") as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested)
+            stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
             summary.problems = store.problems.count()
@@ -303,8 +311,9 @@ def _raise_if_stopped(stage: Stage) -> None:
 
 
 async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSummary:
-    parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
     skip = stage.portion.skip_streams
+    _say_not_staged(stage.store, skip, stage.portion.skip_reason)
+    parts = [await service.source(stage.config, client, stage.store) for service, client in sources]
     extractor = Extractor(
         stage.store,
         [stream for part in parts for stream in part.streams if stream.entity not in skip],
@@ -323,6 +332,13 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
     details.update(_traffic(sources, "source"))
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
+
+
+def _say_not_staged(store: StagingStore, skipped: frozenset[str], because: str) -> None:
+    """Name in the store the listings this portion skips: its plans then plan for the whole
+    scope what those listings' records would have said they need (the organisation)."""
+    if skipped:
+        store.set_checkpoint(NOT_STAGED, {**not_staged(store), **dict.fromkeys(skipped, because)})
 
 
 def plan_if_staged_since(store: StagingStore, config: Config) -> int:
@@ -344,6 +360,7 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     if retry_failed:
         retry_failed_rows(store, [spec for part in parts for spec in part.specs])
     specs = _held_back([spec for part in parts for spec in part.specs], store, stage.portion)
+    _resend_shown(store, specs, stage.portion)
     engine = LoadEngine(
         store,
         specs,
@@ -401,6 +418,22 @@ def _held_back(specs: list[EntitySpec], store: StagingStore, portion: Portion) -
     if portion.hold_unplanned:
         hold_back_unplanned(store, loaded, portion.held_reason)
     return loaded
+
+
+def _resend_shown(store: StagingStore, specs: list[EntitySpec], portion: Portion) -> None:
+    """While the portion's checkpoint asks for it, mark changed every loaded text that shows
+    files apart from it (its refresh writes it again), and clear the mark in the same
+    transaction."""
+    mark = portion.resend_shown_mark
+    if mark is None or not (store.get_checkpoint(mark) or {}).get("pending"):
+        return
+    with store.transaction():
+        if portion.shown_apart is None:
+            marked = resend_what_shows(store, specs)
+        else:
+            marked = resend_what_shows(store, specs, portion.shown_apart(store))
+        log.info("texts_shown_again", rows=marked)
+        store.set_checkpoint(mark, {"pending": False})
 
 
 def _traffic(clients: list[tuple[Service, Any]], side: str) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from haul.pipelines.commands.verify import VerifyResult, verify, write_csv
+from haul.pipelines.commands.verify import Difference, VerifyResult, verify, write_csv
 from haul.pipelines.config import Config
 
 SHOWN = 50
@@ -20,10 +21,14 @@ def run_verify(
     entities: str | None,
     csv_path: Path | None,
     console: Console,
+    found_before: Sequence[Difference] = (),
 ) -> int:
-    """Verify, print the result, write the CSV; return 0 when all match, else 3."""
+    """Verify, print the result, write the CSV; return 0 when all match, else 3.
+    `found_before`: differences found another way, reported first (what a shard manifest
+    does not cover)."""
     wanted = [name.strip() for name in (entities or "").split(",") if name.strip()]
     result = asyncio.run(verify(config, sample=sample, entities=wanted))
+    result.differences[:0] = found_before
     print_result(result, console)
     path = csv_path or config.staging_path.with_name("verify.csv")
     write_csv(path, result.differences)

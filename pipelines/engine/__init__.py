@@ -14,26 +14,30 @@ Three rooms, each drawn in its own docstring:
 
     walk.py    (with trees.py)  which record loads when: phases, trees, waves of siblings
     record.py  one record exactly once: look first, send, settle an uncertain write, refresh
-    writes.py  the ledger's only writer: every move of a row, and the count it adds to
+    writes.py  (with upkeep.py) the ledger's only writer: every move of a row, and the count
+               it adds to; the ledger planned, held, retried
 """
 
 from haul.pipelines.engine.record import PLAN_CONFLICTS, PlannedConflict, planned_conflicts
+from haul.pipelines.engine.upkeep import (
+    PlanFn,
+    forget,
+    hold_back,
+    hold_back_unplanned,
+    plan_ledger,
+    rename,
+    resend_what_shows,
+    retry_failed_rows,
+    settle,
+)
 from haul.pipelines.engine.walk import LoadEngine
 from haul.pipelines.engine.writes import (
     CHANGE,
     KEPT,
     LoadStats,
-    PlanFn,
     begin_undo,
     call_off_undo,
-    forget,
-    hold_back,
-    hold_back_unplanned,
-    plan_ledger,
     record_undone,
-    rename,
-    retry_failed_rows,
-    settle,
 )
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "planned_conflicts",
     "record_undone",
     "rename",
+    "resend_what_shows",
     "retry_failed_rows",
     "settle",
 ]

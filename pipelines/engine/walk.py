@@ -22,7 +22,7 @@ meanwhile (`concurrency.for_each`'s `lend`). Each record is `RecordLoader`'s; ea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -31,7 +31,8 @@ import structlog
 from haul.pipelines.concurrency import for_each, gather_all
 from haul.pipelines.engine.record import RecordLoader, planned_conflicts
 from haul.pipelines.engine.trees import Trees
-from haul.pipelines.engine.writes import LedgerWrites, LoadStats, plan_ledger, wake_waiting
+from haul.pipelines.engine.upkeep import plan_ledger
+from haul.pipelines.engine.writes import LedgerWrites, LoadStats
 from haul.pipelines.progress import Progress
 from haul.pipelines.specs import EntitySpec, Phase, Ref
 from haul.state.ledger import LedgerRow
@@ -254,3 +255,16 @@ class LoadEngine:
         if not row.parent_entity:
             return None
         return self.ledger.target_id(row.parent_entity, row.parent or "")
+
+
+def wake_waiting(writes: LedgerWrites, specs: Mapping[str, EntitySpec]) -> None:
+    """Put back to pending each waiting row whose wait may be over: the ledger plans a record
+    it `requires` now (this migration brings its other end in)."""
+    store = writes.store
+    for row in list(store.ledger.iter_rows(status="waiting")):
+        spec = specs.get(row.entity)
+        record = store.get_record(spec.staged, row.source_id) if spec else None
+        if spec is None or record is None:
+            continue  # no longer staged, or of a service not loaded now: it stays named
+        if any(store.ledger.get(*ref) is not None for ref in spec.requires(record)):
+            writes.wake(row)

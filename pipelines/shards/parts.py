@@ -6,13 +6,18 @@ and runs the ordinary runner over it, so it is exactly once and resumable like a
 `Portion` says what share of the whole run it does:
 
 - ``first`` stages the organisation (and the planning layer, whose records it holds for the
-  last part) and loads the organisation objects: it lists no trees.
+  last part) and loads the organisation objects: it lists no trees, and says so in its store
+  (`Portion.skip_reason`), so its plans make the organisation of every queue in scope, not of
+  the queues its (absent) issues are in: the shards find it all, even in an empty org.
 - a shard stages and loads its trees and the links inside it; a link to a record it does not
   plan (another shard's issue), the planning layer's links and the autoactions, triggers and
   macros wait (held) for the last part: two shards running at once never both make a link.
 - ``last`` gathers every other part's store into its own (`haul.state.union`), wakes every
   waiting row (a link whose other end another shard loaded now finds it in the union's
   ledger) and loads: the links across shards, the planning layer, the autoactions last.
+  Once per gather (`TEXTS_TO_SHOW_AGAIN`), every loaded text that shows a file another part
+  staged (`PartsHolding`: a comment of one shard linking to a file of another) is refreshed:
+  written again with that file known.
 
 A part refuses to start (exit 1) before the parts it `needs` have finished; a part that
 ended (exit 0 or 3: done, maybe with failed records) says so in its own store
@@ -55,13 +60,17 @@ from haul.pipelines.shards.manifest import (
     read_manifest,
 )
 from haul.pipelines.specs import Phase
-from haul.state.union import gather, gather_blobs, plan_waiting_again
+from haul.state.union import PartsHolding, gather, gather_blobs, plan_waiting_again
 
 log = structlog.get_logger(__name__)
 
 FINISHED = "shards.finished"  # in a part's store: {"part", "exit"} once it ended
 GATHERED = "shards.gathered."  # in the last part's store, per part: the finish it gathered
+# in the last part's store: {"pending": true} once a part was gathered whose texts may show
+# files another part loaded; the last part's load then writes those texts again
+TEXTS_TO_SHOW_AGAIN = "shards.texts_to_show_again"
 TREE_LISTINGS = frozenset({"issue"})  # the staged entities of the listings the first part skips
+LISTED_BY_SHARDS = "listed by the shards of the manifest (this part makes their organisation)"
 HELD_FOR_LAST = "waits for the last part of the shard manifest (haul run --part last)"
 
 
@@ -116,9 +125,16 @@ def _shard_scope(base: Config, part: Part) -> dict[str, Any]:
 def portion(part: Part) -> Portion:
     """What share of a whole run `part` does (see the module docstring)."""
     if part.name == FIRST:
-        return Portion(TREE_LISTINGS, Phase.TREES, HELD_FOR_LAST)
+        return Portion(
+            skip_streams=TREE_LISTINGS,
+            skip_reason=LISTED_BY_SHARDS,
+            held_from=Phase.TREES,
+            held_reason=HELD_FOR_LAST,
+        )
     if part.is_shard:
-        return Portion(frozenset(), Phase.PLANNING_LINKS, HELD_FOR_LAST, hold_unplanned=True)
+        return Portion(
+            held_from=Phase.PLANNING_LINKS, held_reason=HELD_FOR_LAST, hold_unplanned=True
+        )
     return Portion()
 
 
@@ -160,7 +176,16 @@ async def run_part_async(
     _mark(config, None)
     if part.name == LAST:
         _gather_parts(manifest, config)
-        return await load(config, progress=progress, environ=environ, stop_requested=stop_requested)
+        return await load(
+            config,
+            progress=progress,
+            environ=environ,
+            stop_requested=stop_requested,
+            portion=Portion(
+                resend_shown_mark=TEXTS_TO_SHOW_AGAIN,
+                shown_apart=lambda union: PartsHolding(union).apart,
+            ),
+        )
     return await run_all(
         config,
         progress=progress,
@@ -193,6 +218,8 @@ def _gather_parts(manifest: Manifest, config: Config) -> None:
             ended = finished(manifest, part)
             if ended is None or union.get_checkpoint(GATHERED + part.name) == ended:
                 continue
+            # set first: a gather killed half way still leaves its texts to be shown again
+            union.set_checkpoint(TEXTS_TO_SHOW_AGAIN, {"pending": True})
             files = gather_blobs(union, manifest.store_path(part))
             copied = gather(
                 union, manifest.store_path(part), GATHERED + part.name, ended, name=part.name

@@ -2,7 +2,8 @@
 
 Status shows every part: its scope, its store, whether it ended (and how), and what its ledger
 holds (loaded, failed, waiting, pending). The report and verify read the last part's store,
-which is the union of every part's (`haul.state.union`): one report over the whole migration.
+which is the union of every part's (`haul.state.union`): one report over the whole migration;
+verify also counts the source against the manifest's shards (`pipelines.shards.coverage`).
 """
 
 from __future__ import annotations

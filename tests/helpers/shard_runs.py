@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tests.helpers.crash_runs import HAUL
 
@@ -29,3 +31,20 @@ def plan(config: Path, manifest: Path, shards: int, env: dict[str, str]) -> None
          str(manifest)], env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert planned.returncode == 0, planned.stdout + planned.stderr
+
+
+def into_empty_org(config: Path, info: dict[str, Any]) -> Path:
+    """The config at `config` moved to load into the sandbox's `empty` org: no queue, field
+    or board of the source there yet (write it with no queue mapping)."""
+    text = config.read_text(encoding="utf-8")
+    target = f'org_id = "{info["orgs"]["target"]}"'
+    assert target in text
+    config.write_text(text.replace(target, f'org_id = "{info["orgs"]["empty"]}"'), "utf-8")
+    return config
+
+
+def source_references_left(verified: str) -> int:
+    """The count `haul verify` prints of the references to the source left in the target."""
+    found = re.search(r"references to the source left in the target: (\d+)", verified)
+    assert found, verified
+    return int(found.group(1))

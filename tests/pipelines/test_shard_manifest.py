@@ -141,3 +141,30 @@ def test_a_part_config_narrows_the_base_to_its_scope_store_and_tokens(tmp_path: 
     assert config.scope.queues == ("A", "B")
     assert (config.scope.wiki_roots, config.scope.surveys, config.backfill) == ((), (), ())
     assert config.source.token_env == "TOKEN"
+
+
+def test_a_store_that_lists_no_issues_plans_the_organisation_of_every_scoped_queue(
+    tmp_path: Path,
+) -> None:
+    """The first part of a manifest lists no issues (its shards do): its queues, and their
+    configurations, are every queue in scope, not those its (absent) issues are in; a store
+    that lists issues plans only the queues they are in."""
+    from haul.pipelines.streams import NOT_STAGED
+    from haul.pipelines.tracker.organisation.configured import plan_configs
+    from haul.pipelines.tracker.organisation.specs import plan_queues
+    from haul.state.store import StagingStore
+
+    def planned(store: StagingStore) -> tuple[list[str], list[str]]:
+        queues = [item.record.source_id for item in plan_queues(store)]
+        return sorted(queues), sorted(item.record.source_id for item in plan_configs(store))
+
+    with StagingStore.open(tmp_path / "haul.db") as store:
+        store.upsert_records("queue", [{"source_id": q, "raw": {"key": q}} for q in "ABC"])
+        scoped = [{"source_id": q, "parent": q, "raw": {"key": q}} for q in "AB"]
+        store.upsert_records("queue_config", scoped)
+        issue = {"source_id": "1", "raw": {"key": "A-1", "queue": {"key": "A"}}}
+        store.upsert_records("issue", [issue])
+        assert planned(store) == (["A"], ["A"])
+        store.db.execute("DELETE FROM records WHERE entity = 'issue'")
+        store.set_checkpoint(NOT_STAGED, {"issue": "listed by the shards"})
+        assert planned(store) == (["A", "B"], ["A", "B"])

@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,13 @@ import pytest
 from tests.helpers.crash_runs import HAUL, finish
 from tests.helpers.haul_fixtures import TOKEN_ENV, client_for, source_queues, write_config
 from tests.helpers.org_snapshot import org_structure
-from tests.helpers.shard_runs import haul_manifest, plan, run_ok
+from tests.helpers.shard_runs import (
+    haul_manifest,
+    into_empty_org,
+    plan,
+    run_ok,
+    source_references_left,
+)
 from tests.helpers.twin_snapshots import MAPPING, snapshot_source, snapshot_target
 
 ADMIN = "robot"  # the sandbox's migrating admin
@@ -48,9 +56,11 @@ def one_process(tmp_path: Path, start: Any, size: str = "tiny") -> dict[str, Any
     with start(size=size, seed=11) as sandbox:
         info = sandbox.info
         queues = source_queues(info)
-        config = write_config(tmp_path / "whole", info, queues=queues, mapping=MAPPING)
-        finish(config, "run", {**os.environ, TOKEN_ENV: info["tokens"]["admin"]})
-        return load_moved(snapshot_target(info, queues))
+        config = write_config(tmp_path / "whole", info, queues=queues, mapping={})
+        finish(
+            into_empty_org(config, info), "run", {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
+        )
+        return load_moved(snapshot_target(info, queues, org="empty", mapping={}))
 
 
 def test_the_plan_is_deterministic_and_parts_wait_for_what_they_need(tmp_path: Path) -> None:
@@ -82,11 +92,13 @@ def test_the_plan_is_deterministic_and_parts_wait_for_what_they_need(tmp_path: P
 
 
 @pytest.mark.slow  # two sandboxes, six parts and a whole run: over a minute (small: minutes)
+@pytest.mark.timeout(1800)  # the small org: over 5 minutes on a loaded machine
 @pytest.mark.parametrize("size", ["tiny", "small"])
 def test_four_shards_equal_one_process(tmp_path: Path, size: str) -> None:
-    """plan --shards 4, then first, every shard, last: the target equals a one-process
-    migration's, verify over the manifest exits 0, and status names every part done. On the
-    small org too, as the issue's done-when asks."""
+    """plan --shards 4 into the empty org, then first, every shard (one SIGKILLed mid-load and
+    run again), last: the target equals a one-process migration's into a twin sandbox's empty
+    org, text by text, verify over the manifest exits 0 with no reference to the source left,
+    and status names every part done. On the small org too, as the issue's done-when asks."""
     from haul.sandbox import server as sandbox_server
 
     (tmp_path / "whole").mkdir()
@@ -96,15 +108,17 @@ def test_four_shards_equal_one_process(tmp_path: Path, size: str) -> None:
         info = sandbox.info
         queues = source_queues(info)
         env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
-        config = write_config(tmp_path / "sharded", info, queues=queues, mapping=MAPPING)
+        config = write_config(tmp_path / "sharded", info, queues=queues, mapping={})
         manifest = tmp_path / "sharded" / "manifest.json"
-        plan(config, manifest, 4, env)
+        plan(into_empty_org(config, info), manifest, 4, env)
         parts = [part["part"] for part in json.loads(manifest.read_text())["parts"]]
         assert parts[0] == "first" and parts[-1] == "last" and len(parts) == 6
         for part in parts:
+            if part == "2":
+                assert kill_part_after(manifest, part, env, loaded=20)
             run_ok(manifest, "run", "--part", part, env=env)
-        actual = load_moved(snapshot_target(info, queues))
-        run_ok(manifest, "verify", env=env)
+        actual = load_moved(snapshot_target(info, queues, org="empty", mapping={}))
+        assert source_references_left(run_ok(manifest, "verify", env=env)) == 0
         status = json.loads(run_ok(manifest, "status", "--json", env=env))
     assert [row["state"] for row in status["parts"]] == ["done"] * 6
     assert sorted(actual) == sorted(expected)
@@ -170,40 +184,108 @@ def assert_export_has_every_file(manifest: Path, env: dict[str, str]) -> None:
     assert [sha256 for sha256 in named if not blobs.intact(sha256)] == []
 
 
-def test_killed_parts_rerun_lose_and_duplicate_nothing(tmp_path: Path) -> None:
-    """The first part, a shard and the last part SIGKILLed mid-load, then run again (the two
-    shards at once): the target equals the source (each record once, the links across the
-    shards made from one side), and verify over the manifest exits 0. The default run's
-    representative of the sharded migration."""
+@dataclass(frozen=True)
+class Sharded:
+    """A sharded migration of the tiny org into the sandbox's empty org, done."""
+
+    info: dict[str, Any]
+    queues: list[str]
+    manifest: Path
+    env: dict[str, str]
+    shown: tuple[str, str]  # (issue, file): a comment on the issue shows a file of another shard
+
+
+def show_a_file_across_shards(info: dict[str, Any], manifest: Path) -> tuple[str, str]:
+    """Comment at the source on an issue of shard 1 with a link to a file of an issue of
+    shard 2 (the source's markup); (the issue's key, the file's source id)."""
+    shards = json.loads(manifest.read_text())["parts"][1:-1]
+    here, there = (shard["scope"]["queues"][0] for shard in shards)
+
+    async def comment() -> tuple[str, str]:
+        async with client_for(info, "source") as source:
+            async for page in source.scroll_issues(query=f"Queue: {there}"):
+                for issue in page:
+                    if files := await source.list_attachments(issue["key"]):
+                        link = f"[{files[0]['name']}](/{issue['key']}/attachments/{files[0]['id']})"
+                        text = f"The same as {link}"
+                        await source.core.post_json(
+                            f"/issues/{here}-1/comments", json={"text": text}
+                        )
+                        return f"{here}-1", str(files[0]["id"])
+        raise AssertionError(f"no issue of {there} has a file")
+
+    return asyncio.run(comment())
+
+
+@pytest.fixture(scope="module")
+def into_empty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sharded]:
+    """plan --shards 2 into the empty org (no queue, field or board there yet); the first
+    part, a shard and the last part SIGKILLed mid-load, then run again (the two shards at
+    once)."""
     from haul.sandbox import server as sandbox_server
 
+    directory = tmp_path_factory.mktemp("shards-into-empty")
     with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
         info = sandbox.info
         queues = source_queues(info)
         env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
-        config = write_config(tmp_path, info, queues=queues, mapping=MAPPING)
-        manifest = tmp_path / "manifest.json"
+        config = into_empty_org(write_config(directory, info, queues=queues, mapping={}), info)
+        manifest = directory / "manifest.json"
         plan(config, manifest, 2, env)
+        shown = show_a_file_across_shards(info, manifest)
         assert kill_part_after(manifest, "first", env, loaded=3)
         run_ok(manifest, "run", "--part", "first", env=env)
         assert kill_part_after(manifest, "1", env, loaded=40)
         run_at_once(manifest, ("1", "2"), env)  # as an orchestrator's mapped tasks run
         assert kill_part_after(manifest, "last", env, loaded=5)
         run_ok(manifest, "run", "--part", "last", env=env)
-        run_ok(manifest, "verify", env=env)
-        assert "every part" in run_ok(manifest, "report", env=env)
-        assert_export_has_every_file(manifest, env)
-        status = json.loads(run_ok(manifest, "status", "--json", env=env))
-        assert [row["state"] for row in status["parts"]] == ["done"] * 4
-        source = snapshot_source(info, queues)
-        actual = snapshot_target(info, queues)
-        structure = source_structure(info, queues)
+        yield Sharded(info, queues, manifest, env, shown)
+
+
+def test_killed_parts_rerun_into_an_empty_org_lose_and_duplicate_nothing(
+    into_empty: Sharded,
+) -> None:
+    """Into an org without the queues, the first part makes the organisation every shard
+    needs; with parts killed and run again, the target equals the source (each record once,
+    the links across the shards made from one side, every text's references rewritten), and
+    verify over the manifest exits 0 with no reference to the source left. The default run's
+    representative of the sharded migration."""
+    info, queues, manifest, env = (into_empty.info, into_empty.queues, into_empty.manifest,
+                                   into_empty.env)  # fmt: skip
+    assert source_references_left(run_ok(manifest, "verify", env=env)) == 0
+    assert "every part" in run_ok(manifest, "report", env=env)
+    assert_export_has_every_file(manifest, env)
+    status = json.loads(run_ok(manifest, "status", "--json", env=env))
+    assert [row["state"] for row in status["parts"]] == ["done"] * 4
+    source = snapshot_source(info, queues)
+    actual = snapshot_target(info, queues, org="empty", mapping={})
+    structure = source_structure(info, queues)
+    key, file_id = into_empty.shown
+    across = [c for c in actual[key]["comments"] if "The same as" in str(c)]
+    assert len(across) == 1 and f"/attachments/{file_id})" not in str(across[0])
+    source.pop(key), actual.pop(key)  # the file's link names another issue's id on each side
     assert actual.pop("structure") == structure  # no organisation object made twice
     assert sorted(actual) == sorted(source)
     for key, issue in source.items():
         if actual[key]["updatedBy"] == ADMIN:  # a remote link moved it (see load_moved)
             issue = {**issue, "updatedAt": actual[key]["updatedAt"], "updatedBy": ADMIN}
         assert actual[key] == issue, key
+
+
+def test_verify_fails_when_the_manifest_lacks_a_shard(into_empty: Sharded) -> None:
+    """A manifest with a shard taken out (the last part no longer needing it) fails verify:
+    the source, counted whole, holds records no shard of it moves; exit 3, naming them."""
+    manifest = json.loads(into_empty.manifest.read_text())
+    gone = manifest["parts"][2]
+    assert gone["scope"] is not None
+    manifest["parts"].remove(gone)
+    manifest["parts"][-1]["needs"].remove(gone["part"])
+    lacking = into_empty.manifest.with_name("lacking.json")
+    lacking.write_text(json.dumps(manifest))
+    verified = haul_manifest(lacking, "verify", env=into_empty.env)
+    assert verified.returncode == 3, verified.stdout + verified.stderr
+    for queue in gone["scope"]["queues"]:
+        assert f"shard manifest queue {queue}" in verified.stdout
 
 
 def wiki_forms_target(info: dict[str, Any]) -> dict[str, Any]:

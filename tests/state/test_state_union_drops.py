@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from haul.state import StagingStore
-from haul.state.union import gather
+from haul.state.union import PartsHolding, gather
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
@@ -73,3 +73,22 @@ def test_a_first_gather_drops_nothing(tmp_path: Path) -> None:
     stage(one, "comment", "A-1/2")
     assert gather_part(union_path, one, 1)["records_dropped"] == 0
     assert held(union_path, "comment")[0] == ["A-1/1", "A-1/2"]
+
+
+def test_the_union_says_which_records_came_from_other_parts(tmp_path: Path) -> None:
+    """A comment of shard 1 and the files it shows: its own issue's (the same part) are not
+    apart from it, another shard's are, and so is one no part staged."""
+    one, two = tmp_path / "1" / "haul.db", tmp_path / "2" / "haul.db"
+    union_path = tmp_path / "last" / "haul.db"
+    stage(one, "comment", "A-1/1")
+    stage(one, "attachment", "A-1/10")
+    stage(two, "attachment", "B-1/20")
+    gather_part(union_path, one, 1)
+    gather_part(union_path, two, 1)
+    with StagingStore.open(union_path) as union:
+        holding = PartsHolding(union)
+        comment = ("comment", "A-1/1")
+        assert holding.parts(*comment) == {"1"}
+        assert not holding.apart(comment, [("attachment", "A-1/10")])
+        assert holding.apart(comment, [("attachment", "A-1/10"), ("attachment", "B-1/20")])
+        assert holding.apart(comment, [("attachment", "gone")])

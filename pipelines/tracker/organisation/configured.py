@@ -10,13 +10,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from haul.pipelines.specs import Planned, Ref
+from haul.pipelines.streams import not_staged
 from haul.state.store import StagedRecord, StagingStore
 
 Record = dict[str, Any]
 
 
 def planned_queues(store: StagingStore) -> set[str]:
-    """The source queues the load makes or finds: those the staged issues are in."""
+    """The source queues the load makes or finds: those the staged issues are in; in a store
+    whose extract lists no issues (the first part of a shard manifest: its shards list them,
+    and find what it made), every scoped queue, each of which has its configuration staged."""
+    if "issue" in not_staged(store):
+        return {record.source_id for record in store.iter_records("queue_config")}
     used = store.distinct_values("issue", "queue", "key")
     return {record.source_id for record in store.iter_records("queue") if record.source_id in used}
 

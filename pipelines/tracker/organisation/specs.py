@@ -32,7 +32,7 @@ from haul.pipelines.specs import (
     Sender,
 )
 from haul.pipelines.tracker.organisation.board_scope import board_of, carried_boards
-from haul.pipelines.tracker.organisation.configured import configured_values
+from haul.pipelines.tracker.organisation.configured import configured_values, planned_queues
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
@@ -82,8 +82,8 @@ def plan_dictionary(entity: str) -> Callable[[StagingStore], Iterator[Planned]]:
 
 
 def plan_queues(store: StagingStore) -> Iterator[Planned]:
-    """The queues the staged issues are in."""
-    used = store.distinct_values("issue", "queue", "key")
+    """The queues the staged issues are in (`planned_queues`)."""
+    used = planned_queues(store)
     for record in store.iter_records("queue"):
         if record.source_id in used:
             yield Planned(record, None, record.source_id)
