@@ -28,6 +28,7 @@ from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, Endpoint, Tuning, load_config
 from haul.pipelines.export.columns import identifier, value
 from haul.pipelines.export.command import ExportRequest, run_export
+from haul.pipelines.export.pages import Page as ExportPage
 from haul.pipelines.export.tables import Registry, Table
 from haul.pipelines.findings import Finding
 from haul.pipelines.report.counts import entity_counts
@@ -135,6 +136,7 @@ class NotesService:
     name: str = "notes"
     entities: tuple[Entity, ...] = (Entity("note"),)
     tables: Registry = TABLES
+    pages: tuple[ExportPage, ...] = ()  # no page beside its table
     clients: list[NotesClient] = field(default_factory=list)
     section: ClassVar[str] = "notes"
 
