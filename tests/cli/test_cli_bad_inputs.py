@@ -134,7 +134,10 @@ def test_html_with_200_is_named_not_a_traceback(sandbox: Any, tmp_path: Path) ->
     assert_clean_failure(done, 1, "text/html", "not JSON", token=token)
 
 
-@pytest.mark.parametrize("fault", ["short_body", "cut_body"])
+@pytest.mark.parametrize(
+    "fault",
+    [pytest.param("short_body", marks=pytest.mark.slow), "cut_body"],  # one by default
+)
 def test_a_download_cut_short_is_a_failed_record_then_mended(
     sandbox: Any, tmp_path: Path, fault: str
 ) -> None:

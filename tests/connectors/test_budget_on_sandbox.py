@@ -51,6 +51,7 @@ async def hammer(core: HttpCore, seconds: float, workers: int = 16) -> int:
     return done
 
 
+@pytest.mark.slow  # the shared budget's processes on the sandbox stay in the default run
 async def test_auto_settles_near_a_real_limit_with_few_429s(sandbox: RunningSandbox) -> None:
     """Once found (the first seconds), the limit is seldom passed: under 3% of requests
     answered 429 (the sandbox counts), and the rate stays around the limit."""

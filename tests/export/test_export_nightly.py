@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from haul.connectors.tracker import TrackerClient
 from tests.helpers.export_fixtures import Staged, expected_rows
@@ -74,6 +75,7 @@ def test_since_last_exports_only_what_the_next_extract_changed(staged: Staged) -
     assert (out / "latest").resolve() == third
 
 
+@pytest.mark.slow  # --since last, above, is the default run's incremental export
 def test_since_a_date_keeps_what_was_staged_from_then(staged: Staged) -> None:
     """--since DATE: a date after the extract exports no rows; an instant before it (in any
     zone), every row."""

@@ -171,6 +171,7 @@ def start_and_wait_for_its_folder(staged: Staged, out: Path) -> subprocess.Popen
     return child
 
 
+@pytest.mark.slow  # test_export_failures' failed write is the default run's no-partial test
 def test_an_export_killed_anywhere_leaves_no_partial_folder(staged: Staged) -> None:
     """SIGKILL at random instants while `haul export` writes: every dated folder there is
     whole, and `latest` still names the previous export unless the new one was whole

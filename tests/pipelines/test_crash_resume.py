@@ -220,7 +220,7 @@ def kill_sync_at_random(config: Path, env: dict[str, str], rng: random.Random) -
 @pytest.mark.parametrize(
     "conflicts",
     [
-        pytest.param("keep-target", id="field-edits+keep-target"),
+        pytest.param("keep-target", id="field-edits+keep-target", marks=pytest.mark.slow),
         pytest.param("source-wins", id="field-edits+source-wins", marks=pytest.mark.slow),
     ],
 )

@@ -117,6 +117,7 @@ def test_killed_in_the_entity_phase_loads_each_entity_and_sub_record_once(
         assert verified.ok, verified.differences[:5]
 
 
+@pytest.mark.slow  # the entity phase's kills above are the default run's entity kill test
 def test_a_sync_killed_among_its_entity_changes_carries_each_once(tmp_path: Path) -> None:
     """After a complete first run, one change of each kind at the source (a project's fields,
     a comment edited and one added, a checklist changed and one emptied, a goal renamed and

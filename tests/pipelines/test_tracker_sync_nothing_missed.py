@@ -10,6 +10,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, run_all
@@ -51,6 +53,7 @@ async def _remote_links(client: TrackerClient, key: str) -> list[tuple[str, str]
     return sorted((str(r["object"]["application"]["id"]), str(r["object"]["key"])) for r in links)
 
 
+@pytest.mark.slow  # test_tracker_sync's every kind of change is the default run's
 async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     sandbox: Any, tmp_path: Path
 ) -> None:

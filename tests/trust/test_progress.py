@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from haul.pipelines.progress import LiveProgress, plain_line
@@ -64,6 +65,7 @@ def test_off_a_terminal_a_stage_says_when_it_starts_and_ends_and_no_line_twice()
     assert len(lines) == len(set(lines))
 
 
+@pytest.mark.slow  # the cron-logged load below is the default run's CLI progress test
 def test_piped_progress_prints_each_count_once_through_the_cli(tmp_path: Path) -> None:
     """`haul run` with stderr piped, on a sandbox slow enough that the run outlasts the old
     10 s reprint: each stage starts and ends once, and no task's count is printed twice."""
