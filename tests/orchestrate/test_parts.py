@@ -30,8 +30,11 @@ from tests.helpers.shard_manifests import plan_shards
 HELD = "hold:part@/v3/statuses"
 
 # the task: the first part, as every orchestrator's task runs it
+# SIGINT as an orchestrator's task process gets it (KeyboardInterrupt): a suite started in the
+# background by a shell inherits SIGINT ignored, which would make the task deaf to the test
 TASK = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from haul.orchestrate.parts import run_part_or_raise
 run_part_or_raise(sys.argv[1], "first")
 """
