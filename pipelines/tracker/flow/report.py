@@ -45,12 +45,6 @@ def day_frame(first: float, last: float, top: float) -> charts.Frame:
     return charts.Frame(first, max(last, first + 1), max(top, 1), HEIGHT)
 
 
-def svg(ident: str, title: str, frame: charts.Frame, x_label: str, y_label: str, body: list[str],
-        x_ticks: tuple[str, str]) -> str:  # fmt: skip
-    """A chart of this page (the kit's `chart`)."""
-    return charts.chart(ident, title, frame, x_label, y_label, body, x_ticks)
-
-
 def sampled(days: list[int]) -> list[int]:
     """At most MOST_POINTS of `days`, evenly, the last always kept."""
     step = max(1, -(-len(days) // MOST_POINTS))
@@ -87,7 +81,7 @@ def cumulative_flow(db: duckdb.DuckDBPyConnection, export_day: int) -> str:
         polyline(frame, [(d, bisect.bisect_right(times, d)) for d in days], COLOURS[name])
         for name, times in series.items()
     ]
-    chart = svg("cfd", "issues arrived, started and finished by each day", frame, "day",
+    chart = charts.chart("cfd", "issues arrived, started and finished by each day", frame, "day",
                 "issues", body, (_iso(first), _iso(export_day)))  # fmt: skip
     return figure("cfd", "Cumulative flow", chart, legend([(n, COLOURS[n]) for n in series]))
 
@@ -116,7 +110,7 @@ def cycle_scatter(db: duckdb.DuckDBPyConnection, lines: dict[int, float]) -> str
     body = dots(frame, points, "#1565c0") + [
         hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
     ]
-    chart = svg("cycle-scatter", "cycle time of each finished issue, by the day it finished",
+    chart = charts.chart("cycle-scatter", "cycle time of each finished issue, by the day it finished",
                 frame, "finished", "cycle days", body,
                 (_iso(points[0][0]), _iso(points[-1][0])))  # fmt: skip
     return figure("cycle-scatter", "Cycle time", chart, legend(_percentile_legend(lines)))
@@ -130,7 +124,7 @@ def throughput(db: duckdb.DuckDBPyConnection) -> str:
     weeks = list(range(min(counts), max(counts) + 1, 7))
     points = [(week, counts.get(week, 0)) for week in weeks]
     frame = day_frame(weeks[0], weeks[-1], max(counts.values()))
-    chart = svg("throughput", "issues finished per week", frame, "week", "finished",
+    chart = charts.chart("throughput", "issues finished per week", frame, "week", "finished",
                 [polyline(frame, points, "#2e7d32"), *dots(frame, points, "#2e7d32")],
                 (_iso(weeks[0]), _iso(weeks[-1])))  # fmt: skip
     return figure("throughput", "Throughput per week", chart)
@@ -151,7 +145,7 @@ def aging(db: duckdb.DuckDBPyConnection, lines: dict[int, float], as_of: datetim
     body = dots(frame, ages, "#6a1b9a") + [
         hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
     ]
-    chart = svg("aging", "age of each issue in progress now, oldest first", frame,
+    chart = charts.chart("aging", "age of each issue in progress now, oldest first", frame,
                 "issues in progress, oldest first", "days since started", body,
                 ("1", str(len(ages))))  # fmt: skip
     return figure("aging", "Aging work in progress", chart, legend(_percentile_legend(lines)))
@@ -166,7 +160,7 @@ def wip(db: duckdb.DuckDBPyConnection) -> str | None:
     counts = {_day(day): count for day, count in rows}
     days = sampled(sorted(counts))
     frame = day_frame(days[0], days[-1], max(counts.values()))
-    chart = svg("wip", "issues in progress at each day's end", frame, "day", "in progress",
+    chart = charts.chart("wip", "issues in progress at each day's end", frame, "day", "in progress",
                 [polyline(frame, [(d, counts[d]) for d in days], "#1565c0")],
                 (_iso(days[0]), _iso(days[-1])))  # fmt: skip
     return figure("wip", "Work in progress per day", chart)
