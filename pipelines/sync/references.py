@@ -158,7 +158,7 @@ class References:
 
     def written_as(self, written: object, now: object) -> bool:
         """Whether `now` is the text haul wrote as `written` (a base), once haul wrote it again
-        with its files' target ids (`sync.texts`): the same text, each file id the same or
+        with its files' target ids (the tracker's `children.texts`): the same text, each file id the same or
         the source file's target id. A file id changed otherwise is a change of the text."""
         if written == now:
             return True

@@ -1,7 +1,8 @@
 """What one layer folder of the tracker hands the service: one small `Layer` object.
 
 The tracker is cut along DESIGN's load layers, one folder each (`organisation/`, `issues/`,
-`entities/`, `planning/`, `backfill/`, `sync/`, `flow/`, `checks/`); each folder's `layer.py`
+`children/`, `links/`, `entities/`, `planning/`, `backfill/`, `changes/`, `flow/`,
+`checks/`); each folder's `layer.py`
 builds its `Layer`, and `pipelines.tracker.service` lists them in load order and loops::
 
     layer.name                              the folder's name

@@ -5,20 +5,19 @@ The tracker is cut along DESIGN's load layers, one folder each, each handing the
 checks); the service concatenates them in the order of `LAYERS`::
 
     organisation/   dictionaries, fields, queues, components, versions, boards, sprints
-    issues/         issues and their comments, worklogs, attachments, checklists, links
+    issues/         the issue record: its scroll, import, moves, status walks, access list
+    children/       what hangs under an issue: its drain, comments, worklogs, files, checklist
+    links/          the links between issues, once both ends exist
     entities/       projects, portfolios, goals and what hangs off them
     planning/       saved filters, dashboards, remote links, autoactions
     backfill/       form answers loaded as issues
-    sync/           status changes, moves, deletions at the source (planned last)
+    changes/        deletions at the source (planned last), undo, the sync's preview
     flow/           the analysts' flow model (export tables, a check of [model])
     checks/         what `haul check` finds
 
-The load, plan and verify need the target's dictionaries, queues and users: the target context
-(`pipelines.tracker.target.TrackerTarget`) is built once per command and handed to every part:
-it stages them under `target.` (not for verify, which writes nothing but its results), builds
-the transform from both orgs' staged dictionaries, and its preflight stops before any write if
-the target lacks a queue or a dictionary key. Back-filled form answers load here as issues
-(`pipelines.tracker.backfill`).
+The target context (`target.TrackerTarget`: both orgs' dictionaries, queues and users, staged
+under `target.` except for verify) is built once per command and handed to every layer; its
+preflight stops before any write if the target lacks a queue or a dictionary key.
 """
 
 from __future__ import annotations
@@ -36,34 +35,40 @@ from haul.pipelines.services import Details, Entity, SourceParts, TargetParts, c
 from haul.pipelines.shards.units import Unit
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.tracker.backfill.layer import BACKFILL
+from haul.pipelines.tracker.changes.layer import CHANGES
 from haul.pipelines.tracker.checks.layer import CHECKS, checked_target
+from haul.pipelines.tracker.children.layer import CHILDREN
 from haul.pipelines.tracker.entities.layer import ENTITIES
 from haul.pipelines.tracker.flow.layer import FLOW
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.layer import Layer, joined
+from haul.pipelines.tracker.links.layer import LINKS
 from haul.pipelines.tracker.organisation.layer import ORGANISATION, stage_target, tracker_units
 from haul.pipelines.tracker.planning.layer import PLANNING, held_in_target
-from haul.pipelines.tracker.sync.layer import SYNC
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
 
-# DESIGN's load order: the organisation as configured, the trees and the links between them,
-# the planning layer (its entities first, autoactions last); then the back-filled answers (their
-# issues stand alone) and the sync (its deletions are found once everything else is planned);
-# the flow model and the checks load nothing. The engine plans, and the reports list, in this
-# order; the specs' phases order the load itself.
-LAYERS: tuple[Layer, ...] = (ORGANISATION, ISSUES, ENTITIES, PLANNING, BACKFILL, SYNC, FLOW, CHECKS)
-ENTITIES_IN_ORDER = tuple(entity for layer in LAYERS for entity in layer.entities)
-# the export lists the issues' tables first, then what is derived from them, the planning layer
-# and the organisation's structure (`haul export --describe`, README's column reference)
+# DESIGN's load order: the organisation, the trees and their links, the planning layer, the
+# back-filled answers, the changes (deletions found once all else is planned); the flow model
+# and the checks load nothing. Plans and reports follow it; the specs' phases order the load.
+LAYERS: tuple[Layer, ...] = (
+    ORGANISATION, ISSUES, CHILDREN, LINKS, ENTITIES, PLANNING, BACKFILL, CHANGES, FLOW, CHECKS,
+)  # fmt: skip
+# the export's order: the issues' tables, what is derived from them, planning, the structure
 TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, ORGANISATION)
 
 
 class TrackerService:
-    """The issue tracker: issues and everything hanging off them."""
+    """The issue tracker, as its `layers` hand it (`LAYERS`, or a test's: one more kind)."""
 
     name: str = "tracker"
-    entities: tuple[Entity, ...] = ENTITIES_IN_ORDER
+
+    def __init__(self, layers: tuple[Layer, ...] = LAYERS) -> None:
+        self.layers = layers
+
+    @property
+    def entities(self) -> tuple[Entity, ...]:
+        return tuple(entity for layer in self.layers for entity in layer.entities)
 
     @property
     def tables(self) -> Registry:
@@ -71,11 +76,11 @@ class TrackerService:
 
     @property
     def pages(self) -> tuple[Page, ...]:
-        return tuple(page for layer in LAYERS for page in layer.pages)
+        return tuple(page for layer in self.layers for page in layer.pages)
 
     def plans(self, config: Config) -> Mapping[str, PlanFn]:
         # in the layers' order: moves followed before the issues are planned, deletions last
-        return {name: plan for layer in LAYERS for name, plan in layer.plans(config).items()}
+        return {name: plan for layer in self.layers for name, plan in layer.plans(config).items()}
 
     def configured(self, endpoint: Endpoint) -> bool:
         return bool(getattr(endpoint, "tracker_url", None))
@@ -91,7 +96,7 @@ class TrackerService:
     async def source(
         self, config: Config, client: TrackerClient, store: StagingStore
     ) -> SourceParts:
-        parts = [layer.source(client, store, config) for layer in LAYERS if layer.source]
+        parts = [layer.source(client, store, config) for layer in self.layers if layer.source]
 
         async def details(stats: ExtractStats) -> Details:
             found: Details = {}
@@ -112,7 +117,7 @@ class TrackerService:
         target = await TrackerTarget.of(config, client, store, read_only=read_only)
         target.preflight()
         check_rules(config, store, "tracker")
-        return joined([await layer.target(target) for layer in LAYERS if layer.target])
+        return joined([await layer.target(target) for layer in self.layers if layer.target])
 
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
         """A shard manifest's units: one per queue, cut into windows when large."""
@@ -126,11 +131,10 @@ class TrackerService:
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
         target = await checked_target(config, client, store, side)
-        found = []
-        for layer in LAYERS:
-            if layer.checks is not None:
-                found += await layer.checks(config, client, store, side, target)
-        return found
+        checks = [layer.checks for layer in self.layers if layer.checks]
+        return [
+            found for check in checks for found in await check(config, client, store, side, target)
+        ]
 
     async def checks_across(
         self,
@@ -140,11 +144,8 @@ class TrackerService:
         store: StagingStore | None,
     ) -> list[Finding]:
         """Where the target queues' permissions differ from the source queues' (read-only)."""
-        found = []
-        for layer in LAYERS:
-            if layer.checks_across is not None:
-                found += await layer.checks_across(config, source, target, store)
-        return found
+        checks = [layer.checks_across for layer in self.layers if layer.checks_across]
+        return [found for check in checks for found in await check(config, source, target, store)]
 
 
 TRACKER = TrackerService()

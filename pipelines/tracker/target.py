@@ -60,6 +60,8 @@ class TrackerTarget:
     uids: dict[str, str]  # a target login -> its uid
     myself: str | None  # the target token's own login (staged as `target.myself`)
     read_only: bool = False  # the command writes to neither the target nor the store (verify)
+    # what the layers build once per target and share, by its type (the trees' `TreeLoad`)
+    parts: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     async def of(

@@ -283,7 +283,7 @@ class Transform:
 
     def text(self, value: str | None) -> str | None:
         """A text as the target holds it: its references to the source rewritten (a file
-        not in the target yet is left for `pipelines.tracker.sync.texts` to patch), and the
+        not in the target yet is left for `pipelines.tracker.children.texts` to patch), and the
         keys of remapped queues."""
         return self.queues.rewrite(self.references.rewrite(value))
 

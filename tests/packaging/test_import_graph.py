@@ -32,28 +32,31 @@ TRACKER = "haul.pipelines.tracker"
 TRACKER_LAYERS = (
     "organisation",
     "issues",
+    "children",
+    "links",
     "entities",
     "planning",
     "backfill",
-    "sync",
+    "changes",
     "flow",
     "checks",
 )
 # what a layer lets modules outside its folder import, besides its `layer` module (which only the
 # service imports), and why
 TRACKER_SHARED = {
-    "issues.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
+    "issues.kinds": "the trees' kind contract: every kind of issues/children/links loads with it",
+    "issues.scroll": "the issue listing: the link survey and the source's issue count list so",
+    "issues.statuses": "the drain stages an issue's status as the status kind plans it",
+    "issues.fields": "the issue field table: what the import writes, what a sync's edit changes",
+    "issues.verify": "the preview compares a record as verify does",
+    "issues.record": "the preview asks the issue record for its three-way diff, read only",
     "issues.export": "the person and checklist columns every tracker table writes the same way",
     "issues.limits": "`haul check` names the records over a target limit as the load fails them",
-    "sync.statuses": "an issue's send carries its status through the target's workflow",
-    "sync.texts": "a text written again once the files it shows are in, with the issue's rows",
-    "sync.moves": "a moved issue's rows and target key (the key map every later layer reads)",
-    "sync.fields": "the issue field table: what the import writes, what a sync's edit changes",
-    "sync.since_drain": "what an earlier drain staged: the listings a later drain may skip",
-    "sync.deletions": "an issue found deleted at the source, planned and sent with the issues",
-    "sync.preview": "`haul plan`'s preview of a sync, built with the issues' verifier and edits",
-    "sync.checklists": "a checklist edited at the source, replayed by the checklist's refresh",
-    "sync.files": "a file replaced at the source, found by the drain, loaded under the new file",
+    "children.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
+    "children.checklist_sync": "a checklist's items as haul wrote them: undo and the preview",
+    "children.replaced": "a file replaced at the source: the preview names the old copy",
+    "children.texts": "`haul check` names the files a text shows that are not migrated",
+    "changes.deletions": "an issue gone from the source: its links and queue rules still plan",
     "organisation.streams": "the tracker's listings: the target's dictionaries, saved filters",
     "backfill.addresses": "`haul check` matches the back-fill's authors as the load does",
     "planning.remote_links": "`haul check` asks for the applications remote links point into",
@@ -226,14 +229,14 @@ def test_tracker_layers_form_no_circle() -> None:
             if node is not None and node != importer:
                 graph[importer].add(node)
                 graph.setdefault(node, set())
-    assert {"target", "transform", "layer", "issues", "sync"} <= set(graph)
+    assert {"target", "transform", "layer", "issues", "children", "changes"} <= set(graph)
     assert cycles(graph) == []
 
 
 @pytest.mark.fast
 def test_tracker_folders_stay_small() -> None:
     """At most 8 files at the top of pipelines/tracker, at most 13 in each layer folder (the
-    issues and sync layers hold the bulk and incremental reads, the target's limits, text
+    issues and children layers hold the bulk and incremental reads, the target's limits, text
     patches and undo), and every folder there is a layer the service lists."""
     top = ROOT / "pipelines" / "tracker"
     files = [path.name for path in top.glob("*.py")]

@@ -1,11 +1,11 @@
 """How an edited checklist is replayed: the fewest writes that turn the target's items into
-the source's (`pipelines.tracker.sync.checklists.checklist_edits`)."""
+the source's (`pipelines.tracker.children.checklist_sync.checklist_edits`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from haul.pipelines.tracker.sync.checklists import checklist_edits
+from haul.pipelines.tracker.children.checklist_sync import checklist_edits
 
 
 def _target(*texts: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
 from haul.pipelines.sync.three_way_items import settle_items
-from haul.pipelines.tracker.sync.checklists import item_rule
+from haul.pipelines.tracker.children.checklist_sync import item_rule
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import (

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.tracker.issues.link_survey import LinkSurvey
+from haul.pipelines.tracker.children.link_survey import LinkSurvey
 from tests.helpers.haul_fixtures import client_for
 
 

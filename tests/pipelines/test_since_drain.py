@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.tracker.issues.drain import IssueDrain, child_rows
-from haul.pipelines.tracker.sync.since_drain import (
+from haul.pipelines.tracker.children.drain import IssueDrain, child_rows
+from haul.pipelines.tracker.children.since_drain import (
     EarlierDrain,
     comments_unchanged,
     listings_to_skip,

@@ -35,8 +35,8 @@ ORGANISATION = (
 FOUND_FIRST = tuple(name for name in ORGANISATION if name != "queue_config")
 TRACKER = (
     *ORGANISATION,
-    *("issue", "comment", "comment_attachment", "worklog", "attachment", "checklist"),
-    *("issue_access", "link"),
+    *("issue", "issue_access", "comment", "comment_attachment", "worklog", "attachment"),
+    *("checklist", "link"),
     *("remote_link", "autoaction", "trigger", "macro"),
 )
 WIKI = (

@@ -1,12 +1,12 @@
 """The sync's field table and its three-way rule, read without I/O.
 
-One table (`pipelines.tracker.sync.fields.ISSUE_FIELDS`) says how a later run carries each
+One table (`pipelines.tracker.issues.fields.ISSUE_FIELDS`) says how a later run carries each
 field the first load's `_import` carries; the sandbox, faithful to the service, says which
 fields its import takes and which its ordinary edit changes: the two must agree."""
 
 from __future__ import annotations
 
-from haul.pipelines.tracker.sync.fields import (
+from haul.pipelines.tracker.issues.fields import (
     ISSUE_FIELDS,
     Carry,
     FieldChanges,

@@ -11,7 +11,7 @@ import pytest
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
-from haul.pipelines.tracker.sync.texts import ISSUE_TEXT
+from haul.pipelines.tracker.children.texts import ISSUE_TEXT
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.tracker.issues.drain import IssueDrain
+from haul.pipelines.tracker.children.drain import IssueDrain
 from haul.pipelines.tracker.issues.scroll import IssueScroll, since_watermark
 from haul.state.store import StagingStore
 
@@ -66,7 +66,7 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
     """Counters at zero, no time spent, no attachment refs: changelog, links and remote links
     only (nothing on an issue says whether it has links or remote links); no remote links
     when the org has no application for one to point into."""
-    from haul.pipelines.tracker.issues.drain import checklist_of, listings_needed
+    from haul.pipelines.tracker.children.drain import checklist_of, listings_needed
 
     bare = {
         "key": "TEST-1",
@@ -93,7 +93,7 @@ def test_an_issue_is_asked_only_for_the_listings_it_has() -> None:
 
 def test_an_issue_that_says_nothing_is_asked_for_everything_it_might_have() -> None:
     """Without counters or embedded refs (an older reply shape), nothing is assumed away."""
-    from haul.pipelines.tracker.issues.drain import listings_needed
+    from haul.pipelines.tracker.children.drain import listings_needed
 
     assert listings_needed({"key": "TEST-2", "spent": "P1D"}) == [
         "changelog",

@@ -17,8 +17,8 @@ from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
-from haul.pipelines.tracker.issues.specs import CHECKLIST_MOVES_UPDATED
-from haul.pipelines.tracker.sync.files import REPLACED
+from haul.pipelines.tracker.children.checklists import CHECKLIST_MOVES_UPDATED
+from haul.pipelines.tracker.children.replaced import REPLACED
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config

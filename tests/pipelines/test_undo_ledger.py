@@ -15,8 +15,8 @@ from haul.pipelines.commands.undo import Undoer, plan_undo
 from haul.pipelines.engine import begin_undo
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.sync.removals import Removal, Removed
+from haul.pipelines.tracker.changes.undo import TrackerRemovals
 from haul.pipelines.tracker.service import TrackerService
-from haul.pipelines.tracker.sync.undo import TrackerRemovals
 from haul.pipelines.wiki.service import WikiService
 from haul.pipelines.wiki.undo import WikiRemovals
 from haul.state.ledger import LedgerRow

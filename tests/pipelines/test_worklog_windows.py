@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import httpx
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
+from haul.pipelines.tracker.children.worklog_bulk import BulkWorklogs
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 CROWDED = "2024-06-01T12:00:00.000"  # more records at this millisecond than a reply holds

@@ -27,11 +27,11 @@ from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.sync.references import SourcePaths, unset_web_hosts
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
+from haul.pipelines.tracker.children.texts import files_not_migrated
 from haul.pipelines.tracker.issue_access import access_findings
 from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.organisation.streams import stage_target
 from haul.pipelines.tracker.planning.remote_links import application_findings
-from haul.pipelines.tracker.sync.texts import files_not_migrated
 from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
 from haul.pipelines.tracker.transform import TransformError, user_refs
 from haul.state.store import StagingStore

@@ -15,7 +15,7 @@ out (no target account) is a `conflict` naming them: the load narrows the list a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,6 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec, target_of
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
-from haul.pipelines.tracker.issues.specs import PLANS
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
@@ -39,12 +38,13 @@ class TrackerPlanner:
     queue_key: Any
     # a staged issue -> the holders its access list leaves out (no target account)
     unmapped_access: Callable[[dict[str, Any]], tuple[str, ...]] = lambda raw: ()
+    tree: Collection[str] = ()  # the entities of the trees' kinds (`TreeLoad.kinds`)
     _issues: dict[str, Decision] = field(default_factory=dict)
     _going_to: dict[str, str] = field(default_factory=dict)  # target key -> the issue made there
 
     async def decide(self, row: LedgerRow, record: StagedRecord) -> Decision:
         """create, skip or conflict for one pending ledger row, and why."""
-        if row.entity not in PLANS:  # a back-fill: decided like any other spec's
+        if row.entity not in self.tree:  # a back-fill: decided like any other spec's
             return await SpecPlanner(self.store, self.specs).decide(row, record)
         if row.entity == "issue":
             return await self._issue(record.source_id)

@@ -14,14 +14,23 @@ uids, dictionary values as target ids, times as instants.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issue_access import held
+from haul.pipelines.tracker.issues.fields import (
+    ISSUE_FIELDS,
+    Carry,
+    body_key,
+    carry_of,
+    edit_value,
+    updatable,
+    why_differs,
+)
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.sync.fields import why_differs
-from haul.pipelines.tracker.sync.texts import COMMENT_TEXT, ISSUE_TEXT
+from haul.pipelines.tracker.issues.kinds import COMMENT_TEXT, ISSUE_TEXT
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import (
     ESTIMATES,
@@ -80,7 +89,7 @@ class TrackerVerifier:
     def known(self, row: LedgerRow, name: str, expected: Any, found: Any) -> str:
         """Why an issue's field or a comment's text (or either written again with its files)
         differs, when its base tells: a person's edit in the target, a conflict, or a field
-        no update call changes (`sync.fields.why_differs`)."""
+        no update call changes (`fields.why_differs`)."""
         entity = _TEXT_OF.get(row.entity, row.entity)
         if entity not in ("issue", "comment"):
             return ""
@@ -236,3 +245,46 @@ def _local(issue: Fields, key: str) -> Any:
     if key in issue:
         return issue[key]
     return next((v for k, v in issue.items() if k.rpartition("--")[2] == key and "--" in k), None)
+
+
+# what the edit sends for a dictionary field: its key (ids differ between orgs)
+_KEYED = ("type", "priority")
+_KEPT = (Carry.UPDATE, Carry.IMPORT_ONLY)
+
+
+@dataclass(frozen=True)
+class IssueForms:
+    """The compared form of an issue's fields, on either side, and the edit that carries them."""
+
+    verifier: TrackerVerifier
+    transform: Transform
+
+    def source(self, record: StagedRecord) -> Fields:
+        """The staged issue's fields that a sync compares, as the load writes them (every
+        field of the table present, empty ones as None)."""
+        structure = self.transform.structure
+        with structure.counting_nothing() if structure is not None else nullcontext():
+            fields = self.verifier.issue_fields(record)
+        named = {name: None for name, carry in ISSUE_FIELDS.items() if carry in _KEPT}
+        return named | {
+            name: value for name, value in fields.items() if carry_of(body_key(name)) in _KEPT
+        }
+
+    def target(self, found: Fields, wanted: Fields) -> Fields:
+        """The target issue `found`'s fields that a sync compares (those `wanted` names)."""
+        fields = self.verifier.target_fields(found, wanted)
+        return {name: fields.get(name) for name in wanted}
+
+    def edit(self, record: StagedRecord, source: Fields, names: list[str]) -> dict[str, Any]:
+        """The edit body that sets the fields `names` to the source's values."""
+        body = self.transform.issue_body(record.raw)
+        edit: dict[str, Any] = {}
+        for name in names:
+            if not updatable(name):
+                continue
+            key = body_key(name)
+            if key in _KEYED:
+                edit[key] = {"key": source[name]} if source.get(name) else None
+            else:
+                edit[key] = edit_value(key, body.get(key))
+        return edit

@@ -30,8 +30,8 @@ import structlog
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, Ref, each_record
 from haul.pipelines.streams import RowsStream
+from haul.pipelines.tracker.changes.deletions import DELETED, deleted_row
 from haul.pipelines.tracker.planning.queries import QueryRewriter
-from haul.pipelines.tracker.sync.deletions import DELETED, deleted_row
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagedRecord, StagingStore
 

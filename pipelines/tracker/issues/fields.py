@@ -6,9 +6,9 @@ that body can hold, how a later run carries it (any other key is a custom field,
 queue-local, carried by an ordinary edit like the fields named `UPDATE`):
 
     UPDATE       an ordinary edit (PATCH /issues/{key}); compared three ways (below)
-    TRANSITION   status and resolution: through the target's own workflow (`sync.statuses`)
+    TRANSITION   status and resolution: through the target's own workflow (`statuses`)
     ACCESS       the access list: its own ledger record, narrowed, failing closed (`issue_access`)
-    MOVE         the queue and the key: moved in the target (`sync.moves`)
+    MOVE         the queue and the key: moved in the target (`record.move_in_target`)
     IDENTITY     what the issue was made with and never changes (creation, `unique`)
     OWN_TIME     each side's own time of a change
     IMPORT_ONLY  the import sets it and no update call changes it: a change at the source is
@@ -17,7 +17,7 @@ queue-local, carried by an ordinary edit like the fields named `UPDATE`):
 Three ways, per field (`diff_fields`): haul keeps, for each issue it wrote, the fields as it wrote
 them (the base, `state.written`); a field changed only at the source is carried, one changed
 only in the target is kept, one changed on both sides is a conflict. Values are compared in
-one form for both sides (`issues.three_way` builds it); the rule itself is every record's
+one form for both sides (`verify.IssueForms` builds it); the rule itself is every record's
 (`pipelines.sync.three_way`).
 """
 

@@ -9,7 +9,7 @@ How each is found, without asking the source for anything it was not asked alrea
   counts fewer than are staged does it list the queue's keys, and each staged key missing
   there is asked for once: gone (404), moved to a queue outside the scope, or no longer
   matching the scope's query (`find_vanished_issues`). A move inside the scope is not a
-  deletion (`pipelines.tracker.sync.moves`). An issue still at the source but out of the scope now
+  deletion (`pipelines.tracker.issues.record.follow_moves`). An issue still at the source but out of the scope now
   (moved out, or no longer matching the query) is not a deletion either: it is staged
   `out_of_scope`, reported as such, and never deleted in the target (it is alive). An issue
   that listing gives without its key (a lagging search index) might be a staged one: no issue
@@ -40,7 +40,7 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.specs import Fields, Planned, RecordFailure
-from haul.pipelines.tracker.sync.undo import changed_in_target
+from haul.pipelines.tracker.changes.undo import changed_in_target
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.pipelines.sync.references import References, file_references, without_file_ids
+from haul.pipelines.tracker.issues.kinds import COMMENT_TEXT, ISSUE_TEXT, Kind, TreeLoad
 from haul.state.hashing import content_hash
 from haul.state.store import StagedRecord, StagingStore
-
-ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
 
 
 def plan_issue_references(store: StagingStore) -> Iterator[Planned]:
@@ -74,16 +74,25 @@ class TextPatches:
     references: References
     text: Callable[[str | None], str | None]  # the transform's: references, then keys
 
-    def specs(self) -> list[EntitySpec]:
-        return [
-            EntitySpec(ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
-                       self.find_description, refresh=self.refresh_description,
-                       shows=lambda r: self.files_shown(r.raw.get("description"))),
-            EntitySpec(COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
-                       self.find_comment, refresh=self.refresh_comment,
-                       requires=lambda r: [Ref("comment", r.source_id)],
-                       shows=lambda r: self.files_shown(r.raw.get("text"))),
-        ]  # fmt: skip
+    @classmethod
+    def of(cls, load: TreeLoad) -> TextPatches:
+        transform = load.transform
+        return cls(load.client, load.store, transform.references, transform.text)
+
+    def description_spec(self) -> EntitySpec:
+        return EntitySpec(
+            ISSUE_TEXT, "issue", plan_issue_references, self.send_description,
+            self.find_description, refresh=self.refresh_description,
+            shows=lambda r: self.files_shown(r.raw.get("description")),
+        )  # fmt: skip
+
+    def comment_spec(self) -> EntitySpec:
+        return EntitySpec(
+            COMMENT_TEXT, "comment", plan_comment_references, self.send_comment,
+            self.find_comment, refresh=self.refresh_comment,
+            requires=lambda r: [Ref("comment", r.source_id)],
+            shows=lambda r: self.files_shown(r.raw.get("text")),
+        )  # fmt: skip
 
     def files_shown(self, text: str | None) -> list[Ref]:
         """The staged files a text shows: one that failed and loads on a retry has the text
@@ -189,3 +198,17 @@ def _loaded(record: StagedRecord, issue_key: str | None) -> str:
     if issue_key is None:
         raise RecordFailure(f"the issue of {record.entity} {record.source_id} is not loaded")
     return issue_key
+
+
+# a description that shows files, written again once they are in (under its issue)
+DESCRIPTION = Kind(
+    Entity(ISSUE_TEXT, staged="issue", optional=True),
+    plan_issue_references,
+    lambda load: TextPatches.of(load).description_spec(),
+)
+# a comment's text that shows files, written again once they are in (requires its comment)
+COMMENT_TEXT_KIND = Kind(
+    Entity(COMMENT_TEXT, staged="comment", optional=True),
+    plan_comment_references,
+    lambda load: TextPatches.of(load).comment_spec(),
+)

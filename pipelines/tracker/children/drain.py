@@ -1,7 +1,7 @@
 """The tracker's issue drain: an issue's comments, worklogs, changelog, links, remote links,
 attachments (bytes into the blob store, checked against their listed size), checklist, and the
 status it holds, as a record of its own (`issue_status`: a sync carries a new one through the target's
-workflow, see `sync.statuses`).
+workflow, see `issues.statuses`).
 
 It asks only for what the issue says it has (`listings_needed`): the service already told the
 comment counters, the time spent, the attachments (with ``expand=attachments``) and the
@@ -30,11 +30,11 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
 from haul.pipelines.streams import Row
-from haul.pipelines.tracker.issues.link_survey import LinkSurvey
-from haul.pipelines.tracker.issues.worklog_bulk import BulkWorklogs
-from haul.pipelines.tracker.sync.files import REPLACED, replaced_files
-from haul.pipelines.tracker.sync.since_drain import EarlierDrain, listings_to_skip
-from haul.pipelines.tracker.sync.statuses import status_row
+from haul.pipelines.tracker.children.link_survey import LinkSurvey
+from haul.pipelines.tracker.children.replaced import REPLACED, replaced_files
+from haul.pipelines.tracker.children.since_drain import EarlierDrain, listings_to_skip
+from haul.pipelines.tracker.children.worklog_bulk import BulkWorklogs
+from haul.pipelines.tracker.issues.statuses import status_row
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -91,7 +91,7 @@ class IssueDrain:
 
     async def fetch(self, issue: StagedRecord) -> dict[str, list[Row]]:
         """Ask only for what the issue says it has (see `listings_needed`), and, where an
-        earlier drain staged it, only for what changed since (`sync.since_drain`)."""
+        earlier drain staged it, only for what changed since (`since_drain`)."""
         key = issue.source_id
         assert self.applications is not None  # set in __post_init__
         remote_links = await self.applications.any() is not False

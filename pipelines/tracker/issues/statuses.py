@@ -22,7 +22,9 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.specs import Planned, RecordFailure, Ref, Settled
+from haul.pipelines.services import Entity
+from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, Settled
+from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore
 
@@ -216,3 +218,21 @@ def done_statuses(store: StagingStore) -> set[str]:
         for row in store.iter_records("target.status")
         if row.raw.get("type") in DONE_TYPES
     }
+
+
+def status_spec(load: TreeLoad) -> EntitySpec:
+    """Each status change carried through the target's workflow, counted as a transition."""
+    statuses = StatusSync(load.client, load.transform, load.keys.key, done_statuses(load.store))
+
+    async def send(record: StagedRecord, parent: str | None) -> str:
+        steps = statuses.steps
+        done = await statuses.send(record, parent)
+        if statuses.steps > steps:
+            load.changes[("issue", "transitioned")] += 1
+        return done
+
+    return EntitySpec("issue_status", "issue_status", plan_statuses, send, statuses.find)
+
+
+# a status changed at the source after the load
+ISSUE_STATUS = Kind(Entity("issue_status", optional=True), plan_statuses, status_spec)

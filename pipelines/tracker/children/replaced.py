@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Planned, Ref
+from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
 from haul.state.store import StagedRecord, StagingStore
 
 REPLACED = "attachment_replaced"  # the staged entity and its ledger rows
@@ -110,3 +112,12 @@ class FileReplacement:
         if old is not None and old in {str(item.get("id")) for item in listed}:
             return None
         return f"replaced {old}"
+
+
+def replacement_spec(load: TreeLoad) -> EntitySpec:
+    """Old files deleted once their replacements are in."""
+    return FileReplacement(load.client, load.store, load.keys.key, load.changes).spec()
+
+
+# a file uploaded again under its name: planned once every attachment is
+REPLACEMENT = Kind(Entity(REPLACED, optional=True), plan_replacements, replacement_spec)

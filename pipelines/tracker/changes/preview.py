@@ -18,14 +18,14 @@ from typing import Any
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.sync.preview import Change, updated
 from haul.pipelines.sync.three_way_items import settle_items
-from haul.pipelines.tracker.sync.checklists import (
+from haul.pipelines.tracker.children.checklist_sync import (
     ChecklistEdits,
     checklist_edits,
     item_rule,
     source_items,
 )
-from haul.pipelines.tracker.sync.fields import FieldChanges, import_only
-from haul.pipelines.tracker.sync.files import REPLACED, described
+from haul.pipelines.tracker.children.replaced import REPLACED, described
+from haul.pipelines.tracker.issues.fields import FieldChanges, import_only
 from haul.pipelines.tracker.transform import Transform
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
@@ -43,7 +43,7 @@ REFRESHED = {"comment": ("text",), "worklog": ("duration", "comment")}
 class FieldPreview:
     """One issue's fields the next load changes: `update` field -> (the target's value, the
     source's), `conflicts` field -> (the source's value, the target's); `not_updatable`: the
-    fields changed at the source that no update call can change (`sync.fields.import_only`),
+    fields changed at the source that no update call can change (`issues.fields.import_only`),
     field -> (the target's value, the source's)."""
 
     update: dict[str, tuple[Any, Any]] = field(default_factory=dict)
@@ -59,7 +59,7 @@ class TrackerPreview:
     store: StagingStore
     transform: Transform
     compare: Compare
-    # the issue load's three-way diff of one issue (`TrackerLoad.field_changes`), read only
+    # the issue load's three-way diff of one issue (`issues.record.IssueRecord.field_changes`), read only
     field_changes: Callable[[StagedRecord, str], Awaitable[tuple[FieldChanges, Fields]]]
 
     def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
@@ -89,7 +89,7 @@ class TrackerPreview:
 
     async def pending_field_changes(self, row: LedgerRow, record: StagedRecord) -> FieldPreview:
         """The hook: per issue, the fields the next load updates and those in conflict, three
-        ways (`sync.fields.diff_fields`: the source, what haul last wrote, the target now):
+        ways (`issues.fields.diff_fields`: the source, what haul last wrote, the target now):
         a field changed only in the target is kept, so it is in neither."""
         changes, target = await self.field_changes(record, row.target_id or "")
         fixed = set(import_only(changes.carried))

@@ -28,7 +28,7 @@ from haul.pipelines.sync.removals import (
     deleted_by,
     with_record,
 )
-from haul.pipelines.tracker.sync.checklists import item_fields
+from haul.pipelines.tracker.children.checklist_sync import item_fields
 from haul.pipelines.tracker.transform import QueueMap, milliseconds
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagingStore

@@ -1,0 +1,1 @@
+"""The children layer: what hangs under an issue (`layer.CHILDREN`)."""

@@ -1,0 +1,84 @@
+"""An issue's checklist: its items written after everything else of the issue.
+
+The API takes a checklist only as an ordinary edit (`_import` has no checklist field, nothing
+sets `updatedAt` later), so the issue's `updatedAt` becomes the load's time: counted under what
+the run did not carry. The row's written base is each item's target id as written, which a later
+run settles item by item three ways (`checklist_sync`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haul.pipelines.services import Entity
+from haul.pipelines.specs import EntitySpec, Fields, Sent, Unclaimed, each_record
+from haul.pipelines.tracker.children.checklist_sync import (
+    checklist_base,
+    replay_checklist,
+    settle_checklist,
+    source_items,
+)
+from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, issue_of
+from haul.state.store import StagedRecord
+
+PLAN_CHECKLISTS = each_record("checklist", parent=issue_of)
+CHECKLIST_MOVES_UPDATED = (
+    "issue updatedAt: moved to the load's time by the issue's checklist (the API adds a"
+    " checklist only as an edit, after the import)"
+)
+
+
+class Checklists:
+    """Writes, finds and refreshes checklists in one target org."""
+
+    def __init__(self, load: TreeLoad) -> None:
+        self.load = load
+
+    def spec(self) -> EntitySpec:
+        return EntitySpec("checklist", "checklist", PLAN_CHECKLISTS, self.send, self.find,
+                          refresh=self.refresh)  # fmt: skip
+
+    def _items(self, record: StagedRecord) -> list[dict[str, Any]]:
+        return [self.load.transform.checklist_body(item) for item in record.raw["items"]]
+
+    def _source_items(self, record: StagedRecord) -> list[tuple[str, dict[str, Any]]]:
+        return source_items(record.raw["items"], self._items(record))
+
+    async def send(self, record: StagedRecord, parent: str | None) -> Sent:
+        """The items, after everything else of the issue; answers each item's target id as
+        written (the base of a three-way sync)."""
+        load = self.load
+        key, items = load.parent_key(record, parent), self._items(record)
+        if items:  # else emptied at the source before it was ever loaded: nothing to write
+            await load.client.add_checklist_items(key, items)
+            load.kept[CHECKLIST_MOVES_UPDATED] += 1
+        written = await checklist_base(load.client, key, self._source_items(record))
+        return Sent(f"{key}/checklist", written=written)
+
+    async def find(
+        self, record: StagedRecord, parent: str | None, unclaimed: Unclaimed
+    ) -> Sent | None:
+        if parent is None:
+            return None
+        found = await self.load.probe.checklist(parent, self._items(record))
+        if found is None:
+            return None
+        written = await checklist_base(self.load.client, parent, self._source_items(record))
+        return Sent(found, written=written)
+
+    async def refresh(self, record: StagedRecord, target_id: str) -> Fields:
+        """A checklist edited at the source: its items three ways (`checklist_sync`): edited,
+        added and removed in the target where only the source changed them, a person's edit
+        kept, an item edited on both sides a conflict; the issue where it is now."""
+        load = self.load
+        key, items = load.issue_key(record), self._source_items(record)
+        base = load.store.written.base("checklist", record.source_id)
+        if base is None:  # written before three-way sync: the target made the source's
+            if await replay_checklist(load.client, key, self._items(record)):
+                load.changes[("checklist", "updated")] += 1
+            return await checklist_base(load.client, key, items)
+        where = (key, record.source_id)
+        return await settle_checklist(load.client, where, items, base["items"], load.three_way)
+
+
+CHECKLIST = Kind(Entity("checklist"), PLAN_CHECKLISTS, lambda load: Checklists(load).spec())

@@ -1,0 +1,1 @@
+"""The links layer: links between issues, loaded once both ends exist."""
