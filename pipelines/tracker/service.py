@@ -55,7 +55,7 @@ from haul.state.store import StagingStore
 LAYERS: tuple[Layer, ...] = (ORGANISATION, ISSUES, ENTITIES, PLANNING, BACKFILL, SYNC, FLOW, CHECKS)
 ENTITIES_IN_ORDER = tuple(entity for layer in LAYERS for entity in layer.entities)
 # the export lists the issues' tables first, then what is derived from them, the planning layer
-# and the organisation's structure (`haul export --describe`, README's column reference)
+# and the organisation's structure (`haul export --describe`, the docs' table reference)
 TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, ORGANISATION)
 
 
