@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-all lint bench clean browser
+.PHONY: demo test test-fast test-all lint docs bench clean browser
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,6 +32,12 @@ browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 	  || echo 'chromium not installed: the report browser test will be skipped'
+
+# the docs site: docs/ (mkdocs.yml) into build/site; --strict makes a broken link or a page
+# left out of the nav an error. The configuration and table references are generated from the
+# code at build time (docs/hooks.py); `.venv/bin/mkdocs serve` shows the site while you edit.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
 TYPECHECK := build/typecheck
 PACKAGES := connectors state pipelines sandbox orchestrate

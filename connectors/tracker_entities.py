@@ -31,7 +31,7 @@ def _entity(kind: str, entity_id: str) -> str:
 
 # what a write that takes them sends so that no one is notified: the spec lets the entity
 # family's writes, moving an issue, creating one and bulk changes say so; the tracker's other
-# writes take no such option (README, "Quiet writes")
+# writes take no such option (docs/how-to/nightly-sync.md, "Quiet writes")
 QUIET = {"notify": "false", "notifyAuthor": "false"}
 
 

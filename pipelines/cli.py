@@ -212,7 +212,7 @@ def run_command(
     as_json: bool,
 ) -> None:
     """Extract, load, then check counts (exit 3 when records failed; see haul failures).
-    With --manifest and --part: one part of a sharded migration (see README, Sharded runs)."""
+    With --manifest and --part: one part of a sharded migration (see docs/how-to/shards.md)."""
     if manifest_path is not None:
         if part is None or config_path is not None:
             raise click.UsageError("--manifest runs one part: give --part, and no --config")
@@ -406,7 +406,7 @@ def plan_command(
 ) -> None:
     """After extract: what the load would create, update, transition, move, delete, skip and
     find in conflict (writes nothing). With --shards N --manifest FILE: write a shard
-    manifest from the source's counts instead (see README, Sharded runs)."""
+    manifest from the source's counts instead (see docs/how-to/shards.md)."""
     from haul.pipelines.commands.plan import make_plan, print_plan, write_changes, write_conflicts
 
     config = open_config(config_path)
@@ -593,7 +593,9 @@ def sandbox_group() -> None:
 )
 @click.option("--latency-ms", default=0.0, show_default=True, help="Added to every request.")
 @click.option(
-    "--faults", default="", help="e.g. '429:0.05,drop_after:0.05@*/_import' (see the README)."
+    "--faults",
+    default="",
+    help="e.g. '429:0.05,drop_after:0.05@*/_import' (see docs/reference/sandbox.md).",
 )
 def sandbox_serve(
     host: str, port: int, seed: int, size: str, latency_ms: float, faults: str

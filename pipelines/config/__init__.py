@@ -250,18 +250,35 @@ RULE_FIELDS = {"tracker": ("queue", "summary"), "wiki_grid": ("page", "title")}
 class Backfill(Section):
     """One rule that turns a survey's answers into tracker issues or rows of a wiki grid."""
 
-    survey: SurveyId
-    into: Literal["tracker", "wiki_grid"]
-    queue: str | None = None
-    summary: Template | None = None
-    description: Template | None = None
-    fields: dict[str, Template] = Field(default_factory=dict)
+    survey: SurveyId = Field(description="The survey whose answers this rule loads.")
+    into: Literal["tracker", "wiki_grid"] = Field(
+        description="Where each answer goes: a tracker issue, or a row of a wiki grid."
+    )
+    queue: str | None = Field(
+        None, description="into = tracker (required): the target queue (made when it lacks it)."
+    )
+    summary: Template | None = Field(
+        None, description="into = tracker (required): the issue's summary; {slug} is an answer."
+    )
+    description: Template | None = Field(
+        None, description="The issue's description (default: every question and its answer)."
+    )
+    fields: dict[str, Template] = Field(
+        default_factory=dict,
+        description="Issue field -> template (priority and type by key; other fields as text).",
+    )
     values: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="Per field: an answer's value -> the target's key."
     )
-    created_by: Template | None = None
-    page: Slug | None = None
-    title: str | None = None
+    created_by: Template | None = Field(
+        None,
+        description="The issue's author: a target login, or an address matched to a user "
+        "(default: the survey's author, else mapping.default_user).",
+    )
+    page: Slug | None = Field(
+        None, description="into = wiki_grid (required): the target page that holds the grid."
+    )
+    title: str | None = Field(None, description="into = wiki_grid (required): the grid's title.")
 
     @model_validator(mode="after")
     def _what_the_target_needs(self) -> Backfill:
@@ -326,10 +343,16 @@ class Tuning(Section):
 class Export(Section):
     """Defaults of `haul export` (its options win), and the calendar of its flow model."""
 
-    out: Path | None = None
-    format: Literal["csv", "parquet", "xlsx"] = "csv"
-    keep: int | None = Field(None, gt=0)
-    healthcheck_url: str | None = None
+    out: Path | None = Field(
+        None, description="Where the dated folders go (default: exports beside the config)."
+    )
+    format: Literal["csv", "parquet", "xlsx"] = Field("csv", description="The files' format.")
+    keep: int | None = Field(
+        None, gt=0, description="Keep the newest N dated folders (default: keep all)."
+    )
+    healthcheck_url: str | None = Field(
+        None, description="GET after a good export (a dead man's switch)."
+    )
     restricted: Literal["exclude", "include"] = Field(
         "exclude",
         description="What the export does with content the source restricts (a wiki page or "
@@ -339,10 +362,18 @@ class Export(Section):
     )
     # the flow model: business seconds count these days and hours, in this zone, whose
     # days and ISO weeks also bound issue_daily and flow_weekly
-    work_days: tuple[Weekday, ...] = Field(("mon", "tue", "wed", "thu", "fri"), min_length=1)
-    work_hours: WorkHours = "09:00-18:00"
-    timezone: TimeZoneName = "UTC"
-    daily_since: date | None = None  # issue_daily's first day ([model] daily_since wins)
+    work_days: tuple[Weekday, ...] = Field(
+        ("mon", "tue", "wed", "thu", "fri"),
+        min_length=1,
+        description="The flow model's working days ([model] work_days wins).",
+    )
+    work_hours: WorkHours = Field(
+        "09:00-18:00", description='Its working hours ("24:00" ends the day).'
+    )
+    timezone: TimeZoneName = Field("UTC", description="The zone of its days and hours.")
+    daily_since: date | None = Field(
+        None, description="issue_daily's first day ([model] daily_since wins)."
+    )
 
     @field_validator("healthcheck_url")
     @classmethod

@@ -1,7 +1,7 @@
 """The flow model's definitions as config (`[model]`): which statuses start and finish work,
 how a reopened issue's cycle counts, business time less a holiday calendar (checked against
-an independent day-by-day count), `model_info`, and the README's analysts' queries run
-against a real export."""
+an independent day-by-day count), `model_info`, and the analysts' queries of docs/how-to/exports.md run against a real
+export."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ from haul.pipelines.tracker.flow.model import Interval, StatusInfo, cycle_time
 from haul.pipelines.tracker.flow.settings_check import model_findings
 from haul.pipelines.tracker.flow.tables import defined
 from haul.state.store import StagingStore
+from tests.helpers.docs_pages import doc
 from tests.helpers.export_fixtures import Staged, only_folder, stage_sandbox
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXPORTS_PAGE = doc("how-to/exports.md")
 OPEN = StatusInfo("open", "Open", "new")
 WORK = StatusInfo("inProgress", "In progress", "inProgress")
 REVIEW = StatusInfo("inReview", "In review", "inProgress")
@@ -262,18 +263,18 @@ def test_issue_daily_covers_each_issues_whole_life_by_default(exported: Path) ->
         assert last == export_day or (done is not None and last == done + timedelta(days=30)), key
 
 
-def readme_queries() -> list[str]:
-    text = README.read_text(encoding="utf-8")
+def analyst_queries() -> list[str]:
+    text = EXPORTS_PAGE.read_text(encoding="utf-8")
     part = text[text.index("<!-- analyst-queries") :]
-    part = part[: part.index("\n\n**") if "\n\n**" in part else len(part)]
+    part = part[: part.index("\n## ") if "\n## " in part else len(part)]
     return re.findall(r"```sql\n(.*?)```", part, re.DOTALL)
 
 
-def test_the_readme_answers_the_six_questions_with_one_query_each(exported: Path) -> None:
+def test_the_docs_answer_the_six_questions_with_one_query_each(exported: Path) -> None:
     """Cycle time by queue and week, time in status, throughput, WIP, aging and CFD: each
     query runs and answers; throughput adds up to the finished issues, the CFD's last day
     holds every issue, and the time in status leaves the ongoing intervals out."""
-    queries = readme_queries()
+    queries = analyst_queries()
     assert len(queries) == 6
     with duckdb.connect(str(exported), read_only=True) as db:
         db.execute("SET TimeZone = 'UTC'")

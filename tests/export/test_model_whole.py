@@ -1,4 +1,4 @@
-"""Every export's haul.duckdb is whole: after the README's nightly recipe (an incremental
+"""Every export's haul.duckdb is whole: after the docs' nightly recipe (an incremental
 extract, then `haul export --since last`) the database joins every model row to its issue,
 while the files stay incremental; a migration's config whose extract skipped the changelog
 gets an error naming why the model is missing, not a silent export without it."""
@@ -34,7 +34,7 @@ async def rename(info: dict, key: str, summary: str) -> None:
 
 
 def nightly(staged: Staged, out: Path) -> Path:
-    """One night of the README's recipe: an incremental extract, then the export."""
+    """One night of the docs' recipe: an incremental extract, then the export."""
     extracted = staged.haul("extract", "--config", staged.config)
     assert extracted.returncode == 0, extracted.stderr
     done = staged.haul(
@@ -83,7 +83,7 @@ def test_the_nightly_recipe_run_twice_joins_every_cycle_time_to_an_issue(
 def test_a_migration_config_that_skipped_the_changelog_warns_of_the_model_and_exits_0(
     sandbox: object, tmp_path: Path
 ) -> None:
-    """A config with a [target] and no [export] (the README's migration): "auto" skips the
+    """A config with a [target] and no [export] (the docs' migration): "auto" skips the
     changelog, so the export writes the staged tables and exits 0, with one warning naming
     the tables left out (the changelog's, the model's) and the setting that stages them."""
     staged = stage_sandbox(sandbox, tmp_path, with_target=True)

@@ -1,4 +1,4 @@
-"""A new kind of record, added the way README.md's "Adding an entity or a service" says.
+"""A new kind of record, added the way docs/contributing/adding.md says.
 
 A small fake service, `notes`, with one entity kind, `note`, is plugged in beside the real ones
 (`registry.added`): its client speaks to an in-memory service over `httpx.MockTransport` (a

@@ -170,7 +170,7 @@ async def holding_comments(info: dict[str, Any], queue: str, at_least: int) -> l
         return await holding(source, queue, "comments", at_least)
 
 
-# the ordinary writes that take no `notify` (README, "Quiet writes"): all a sync may send loud
+# the ordinary writes that take no `notify` (docs/how-to/nightly-sync.md, "Quiet writes"): all a sync may send loud
 CANNOT_ASK = {
     "PATCH /v3/issues/{key}",
     "POST /v3/issues/{key}/transitions/{transition}/_execute",

@@ -1,29 +1,26 @@
-"""The README's back-fill example stays true: its `[[backfill]]` rules, added to a config for the
+"""The docs' back-fill example stays true (docs/how-to/backfill.md): its `[[backfill]]` rules, added to a config for the
 sandbox as they are written (only the survey's placeholder id replaced by the sandbox's support
 survey), pass `haul check` and `haul plan` without a conflict."""
 
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.cli_fixtures import SOURCE_TOKEN_ENV, TARGET_TOKEN_ENV, run_haul, tokens_env
+from tests.helpers.docs_pages import blocks, doc
 
-README = Path(__file__).parents[2] / "README.md"
-PLACEHOLDER = "0123456789abcdef01234567"  # the survey id the README's examples show
+PLACEHOLDER = "0123456789abcdef01234567"  # the survey id the docs' examples show
 
 
 def backfill_example() -> str:
-    """The README's example of back-fill rules: the TOML block with one rule of each kind
-    (not the configuration reference, which shows every key once)."""
-    blocks = re.findall(r"```toml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    """The back-fill page's example: the TOML block with one rule of each kind."""
     (example,) = [
-        textwrap.dedent(block)
-        for block in blocks
-        if 'into = "wiki_grid"' in block and "[source]" not in block
+        block.body
+        for block in blocks(doc("how-to/backfill.md"), "toml")
+        if 'into = "wiki_grid"' in block.body and "[source]" not in block.body
     ]
     return example
 
@@ -38,7 +35,7 @@ def plan_rows(output: str) -> dict[str, list[int]]:
     return rows
 
 
-def test_the_readme_backfill_example_passes_check_and_plan(sandbox: Any, tmp_path: Path) -> None:
+def test_the_docs_backfill_example_passes_check_and_plan(sandbox: Any, tmp_path: Path) -> None:
     """On the sandbox, with the support survey in scope: check finds no error, the extract
     stages the answers, and the plan creates one issue per answer and the grid, with no
     conflict and nothing blocked."""

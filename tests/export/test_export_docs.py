@@ -1,5 +1,6 @@
-"""The README's export section stays true: its column reference is the registry's, and its
-cron line, run as written against a sandbox, extracts then exports."""
+"""The exports page of the docs stays true (docs/how-to/exports.md): its cron line, run as
+written against a sandbox, extracts then exports, and its other recipes run the same commands.
+(Its table reference is generated: tests/docs/test_docs_site.py.)"""
 
 from __future__ import annotations
 
@@ -12,33 +13,23 @@ import sys
 from pathlib import Path
 
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
-from haul.pipelines.export.command import service_tables
-from haul.pipelines.export.describe import describe_markdown, readme_copy
-from haul.pipelines.registry import services
+from tests.helpers.docs_pages import blocks, doc
 from tests.helpers.export_fixtures import haul_env, only_folder
 
-README = Path(__file__).parents[2] / "README.md"
+EXPORTS = doc("how-to/exports.md")
 CRON_HOME = "/srv/haul"
 
 
 def fenced(language: str) -> list[str]:
-    """The bodies of the README's code blocks in `language`."""
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    """The bodies of the exports page's code blocks in `language`."""
+    return [block.body for block in blocks(EXPORTS, language)]
 
 
 def cron_command() -> str:
-    """The command of the README's crontab line (its five schedule fields dropped)."""
+    """The command of the page's crontab line (its five schedule fields dropped)."""
     (block,) = fenced("crontab")
     (line,) = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
     return line.split(None, 5)[5]
-
-
-def test_the_column_reference_is_the_registrys() -> None:
-    """README.md's table list is what `haul export --describe` prints (regenerate it with
-    `python -m haul.pipelines.export.describe README.md`)."""
-    assert readme_copy(README.read_text(encoding="utf-8")) == describe_markdown(
-        service_tables(services())
-    ).strip("\n")
 
 
 def test_every_recipe_runs_the_cron_lines_commands() -> None:
@@ -60,7 +51,7 @@ def test_every_recipe_runs_the_cron_lines_commands() -> None:
 
 
 def test_the_cron_line_extracts_then_exports(tmp_path: Path) -> None:
-    """The crontab line, in a folder laid out as the README says (.venv, haul.toml, haul.env),
+    """The crontab line, in a folder laid out as the page says (.venv, haul.toml, haul.env),
     run by /bin/sh: exit 0, and a dated folder of Parquet files with its manifest."""
     from haul.sandbox import server as sandbox_server
 

@@ -1,15 +1,15 @@
-"""The README's command examples run as written: each `.venv/bin/haul ...` line of its shell
-blocks (the quick reference under "Using it", the nightly export's), in the README's order, by
-/bin/sh in a folder laid out as the README says (.venv, haul.toml), against a sandbox, exits 0.
+"""The docs' command examples run as written: each `.venv/bin/haul ...` line of the shell
+blocks of the command reference (docs/reference/commands.md) and of the exports page
+(docs/how-to/exports.md), in that order, by /bin/sh in a folder laid out as they say (.venv,
+haul.toml), against a sandbox, exits 0.
 
 Only what cannot run here is left out, each for its reason (`NOT_HERE`). The crontab line and
-the back-fill rules have tests of their own (tests/export/test_export_readme.py,
-test_cli_readme_backfill.py).
+the back-fill rules have tests of their own (tests/export/test_export_docs.py,
+test_cli_backfill_example.py).
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,19 +17,21 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_fixtures import source_queues, tokens_env, write_config
+from tests.helpers.docs_pages import blocks, doc
 
-README = Path(__file__).parents[2] / "README.md"
+PAGES = (doc("reference/commands.md"), doc("how-to/exports.md"))
 
 NOT_HERE = {
     "sandbox serve": "serves until stopped (tests/cli/test_cli_sandbox_serve.py starts it)",
 }
 
 
-def readme_commands() -> list[str]:
-    """Every `.venv/bin/haul` line of the README's sh blocks, in order (comments kept: sh
+def doc_commands() -> list[str]:
+    """Every `.venv/bin/haul` line of the pages' sh blocks, in order (comments kept: sh
     drops them), less those `NOT_HERE` names."""
-    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    lines = [line for block in blocks for line in block.splitlines()]
+    lines = [
+        line for page in PAGES for block in blocks(page, "sh") for line in block.body.splitlines()
+    ]
     return [
         line
         for line in lines
@@ -37,17 +39,17 @@ def readme_commands() -> list[str]:
     ]
 
 
-def test_the_readme_lists_the_commands_this_test_runs() -> None:
-    """The quick reference and the nightly block are found, one command of each kind."""
-    commands = readme_commands()
+def test_the_docs_list_the_commands_this_test_runs() -> None:
+    """The command reference and the nightly block are found, one command of each kind."""
+    commands = doc_commands()
     verbs = {line.split()[1] for line in commands}
     assert verbs >= {"check", "extract", "plan", "load", "run", "status", "verify", "export"}
     assert {"failures", "map", "undo", "config-schema", "--help"} <= verbs
 
 
 @pytest.mark.slow  # a haul process per example, about forty seconds; none is skipped
-def test_every_readme_example_runs_as_written(tmp_path: Path) -> None:
-    """Each example, run by /bin/sh in the README's layout against a tiny sandbox (a
+def test_every_doc_example_runs_as_written(tmp_path: Path) -> None:
+    """Each example, run by /bin/sh in the docs' layout against a tiny sandbox (a
     migration's config: a [target], no [export]), exits 0, and `haul map > keys.csv` writes
     the key map."""
     from haul.sandbox import server as sandbox_server
@@ -57,7 +59,7 @@ def test_every_readme_example_runs_as_written(tmp_path: Path) -> None:
         write_config(tmp_path, info, queues=source_queues(info))
         (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
         env = tokens_env(info["tokens"]["admin"])
-        for command in readme_commands():
+        for command in doc_commands():
             done = subprocess.run(
                 ["/bin/sh", "-c", command],
                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
