@@ -20,7 +20,7 @@ from haul.pipelines.commands.run import extract, load
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
-from haul.pipelines.tracker.organisation.board_scope import carried_boards, left_out
+from haul.pipelines.tracker.organisation.boards import carried_boards, left_out
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 

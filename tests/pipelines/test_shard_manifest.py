@@ -151,7 +151,7 @@ def test_a_store_that_lists_no_issues_plans_the_organisation_of_every_scoped_que
     that lists issues plans only the queues they are in."""
     from haul.pipelines.streams import NOT_STAGED
     from haul.pipelines.tracker.organisation.configured import plan_configs
-    from haul.pipelines.tracker.organisation.specs import plan_queues
+    from haul.pipelines.tracker.organisation.dictionaries import plan_queues
     from haul.state.store import StagingStore
 
     def planned(store: StagingStore) -> tuple[list[str], list[str]]:

@@ -48,7 +48,7 @@ from haul.pipelines.tracker.organisation.configured import (
     workflow_ids,
     workflow_steps,
 )
-from haul.pipelines.tracker.organisation.specs import ORG, Snapshots
+from haul.pipelines.tracker.organisation.objects import ORG, Snapshots
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagedRecord, StagingStore

@@ -1,7 +1,8 @@
 """The organisation as configured, loaded first: dictionary values, field categories, global
 and local fields, queues with their workflows, issue-type configuration and permissions
 (`configuration`), components, versions, boards with their columns, every sprint; each
-matched in the target by identity and created only when missing (`specs`).
+matched in the target by identity and created only when missing (`objects`: one module per
+kind, `dictionaries`, `fields`, `queue_objects`, `boards`).
 
 Its extract lists the source's dictionaries and structure (`streams`); its export tables are
 the structure's (`export`); across the two orgs, `haul check` compares the migrated queues'
@@ -17,14 +18,16 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.organisation.board_scope import board_findings
-from haul.pipelines.tracker.organisation.board_scope import left_out as boards_left_out
+from haul.pipelines.tracker.organisation import boards as boards_
+from haul.pipelines.tracker.organisation import dictionaries, fields, queue_objects
+from haul.pipelines.tracker.organisation.boards import board_findings, board_plans
+from haul.pipelines.tracker.organisation.boards import left_out as boards_left_out
 from haul.pipelines.tracker.organisation.configuration import queue_configuration
 from haul.pipelines.tracker.organisation.configured import plan_configs, plan_workflows
 from haul.pipelines.tracker.organisation.export import TABLES
+from haul.pipelines.tracker.organisation.objects import OrgObjects
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
-from haul.pipelines.tracker.organisation.specs import ORG_PLANS, OrganisationLoad, board_plans
 from haul.pipelines.tracker.organisation.streams import (
     dictionary_streams,
     stage_target,
@@ -39,7 +42,12 @@ __all__ = ["ORGANISATION", "stage_target", "tracker_units"]  # the target's stag
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:
     """The dictionaries' and the structure's plans, parents before children (a queue before
     its configuration, the workflows that configuration names before it)."""
-    plans = {**ORG_PLANS, **board_plans(config.scope.queues)}
+    plans = {
+        **dictionaries.PLANS,
+        **fields.PLANS,
+        **queue_objects.PLANS,
+        **board_plans(config.scope.queues),
+    }
     queue_at = list(plans).index("queue")
     ordered = list(plans.items())
     ordered.insert(queue_at + 1, ("queue_config", plan_configs))
@@ -59,18 +67,19 @@ async def organisation_target(target: TrackerTarget) -> TargetPart:
     the target could not take (a field left out of a structure, a queue's setting)."""
     transform = target.transform
     configuration = await queue_configuration(target)
-    organisation = OrganisationLoad(target.client, target.store, transform,
-                                    target.config.mapping.create_missing,
-                                    restrict=configuration.restrict_new_queue,
-                                    queues=target.config.scope.queues)  # fmt: skip
+    objects = OrgObjects(target.client, target.store, transform,
+                         target.config.mapping.create_missing,
+                         restrict=configuration.restrict_new_queue,
+                         queues=target.config.scope.queues)  # fmt: skip
+    kinds = (dictionaries, fields, queue_objects, boards_)  # in the order siblings load
 
     def not_carried() -> dict[str, int]:
         dropped = transform.structure.dropped if transform.structure else {}
         carried = {f"{field}: {why}": n for (field, why), n in sorted(dropped.items())}
-        return carried | configuration.not_carried() | organisation.kept
+        return carried | configuration.not_carried() | objects.kept
 
     return TargetPart(
-        organisation.specs() + configuration.specs(),
+        [spec for kind in kinds for spec in kind.specs(objects)] + configuration.specs(),
         not_carried=not_carried,
         left_out=lambda: boards_left_out(target.store, target.config.scope.queues),
     )
