@@ -17,7 +17,7 @@ from haul.pipelines.planner import Decision, SpecPlanner
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.wiki.access import staged_with_access
 from haul.pipelines.wiki.access_sync import PageAccess
-from haul.pipelines.wiki.specs import WikiLoad
+from haul.pipelines.wiki.load import WikiLoad
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 

@@ -32,15 +32,16 @@ from haul.pipelines.shards.units import Unit
 from haul.pipelines.specs import Planned
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.sync.references import References, SourcePaths, unset_web_hosts
+from haul.pipelines.wiki import attachments, comments, grid_load, mirrored, pages
 from haul.pipelines.wiki.access_checks import WikiPlanner, access_findings
 from haul.pipelines.wiki.access_sync import PageAccess, holder_map
 from haul.pipelines.wiki.backfill import GridBackfill, grid_plans
 from haul.pipelines.wiki.content import Rewriter, SlugMap, wiki_references
 from haul.pipelines.wiki.deletions import DELETED, deleted_counts, deletion_plan
 from haul.pipelines.wiki.export import TABLES
+from haul.pipelines.wiki.load import WikiLoad
 from haul.pipelines.wiki.moves import follow_page_moves
 from haul.pipelines.wiki.ownership import PageOwnership
-from haul.pipelines.wiki.specs import PLANS, WikiLoad
 from haul.pipelines.wiki.streams import Listed, PageDrain, PageTree
 from haul.pipelines.wiki.undo import WikiRemovals
 from haul.pipelines.wiki.verify import WikiVerifier
@@ -60,6 +61,10 @@ ENTITIES = (
     # [sync] deletions = "mirror": the grid rows of answers the source deleted leave the grid
     Entity("backfill_grid_deletion", staged="survey_answer_deleted", optional=True),
 )
+
+# the kinds of wiki record, one module each, in the order a page's rows load (`load`)
+KINDS = (pages, attachments, grid_load, comments)
+PLANS = {name: plan for kind in KINDS for name, plan in kind.PLANS.items()}
 
 
 class WikiService:
@@ -142,7 +147,9 @@ class WikiService:
             return {"wiki_page": pages}
 
         check_rules(config, store, "wiki_grid")
-        specs = load.specs() + GridBackfill(client, store, config).specs()
+        kinds = (*KINDS, mirrored)
+        specs = [spec for kind in kinds for spec in kind.specs(load)]
+        specs += GridBackfill(client, store, config).specs()
         verifier = WikiVerifier(client, load)
         planner = WikiPlanner(store, {spec.name: spec for spec in specs}, access, load)
 

@@ -24,7 +24,7 @@ from haul.pipelines.verifying import Fields
 from haul.pipelines.wiki.access import current, readers
 from haul.pipelines.wiki.backfill import survey_grid
 from haul.pipelines.wiki.grids import columns_of, rows_of
-from haul.pipelines.wiki.specs import WikiLoad
+from haul.pipelines.wiki.load import WikiLoad
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
