@@ -22,6 +22,7 @@ README = Path(__file__).parents[2] / "README.md"
 
 NOT_HERE = {
     "sandbox serve": "serves until stopped (tests/cli/test_cli_sandbox_serve.py starts it)",
+    "init --sandbox": "names the sandbox's port, writes haul.toml (tests/cli/test_cli_init.py)",
 }
 
 
