@@ -547,14 +547,19 @@ SIDE_FLAGS = (
     ("wiki-url", "its wiki's API root (ends in /v1; - for none)"),
     ("forms-url", "its forms service's API root (ends in /v1; - for none)"),
     ("org", "its org id (X-Org-ID)"),
-    ("token-env", "the variable holding its token (default HAUL_SOURCE_TOKEN, HAUL_TARGET_TOKEN;"
-     " with --sandbox HAUL_SANDBOX_TOKEN)"),
-)  # fmt: skip
+    ("token-env", "the variable holding its token ({default})"),
+)
+TOKEN_ENV_DEFAULTS = {
+    "source": "default HAUL_SOURCE_TOKEN; with --sandbox HAUL_SANDBOX_TOKEN",
+    "target": "default HAUL_TARGET_TOKEN; with --sandbox the source's",
+}
 
 
 def _side_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--source-tracker-url, ..., --target-token-env: each answers its question of haul init."""
     for side in ("target", "source"):
         for flag, what in reversed(SIDE_FLAGS):
+            what = what.format(default=TOKEN_ENV_DEFAULTS[side])
             command = click.option(f"--{side}-{flag}", help=f"The {side} org: {what}.")(command)
     return command
 

@@ -2,7 +2,8 @@
 
 The demo, the tests and the benchmarks all migrate a sandbox's source org into its target
 org; this is the one place that turns the JSON line (URLs, org ids, source queues) into a
-config file. Tokens are named (`token_env`), never written.
+config file for them (`haul init --sandbox` writes a commented one for people:
+`commands.init`). Tokens are named (`token_env`), never written.
 """
 
 from __future__ import annotations
