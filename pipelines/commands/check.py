@@ -64,6 +64,9 @@ async def probe(
         await client.__aexit__(None, None, None)
         fix = "correct the service's URL in the config"
         return Probe(Finding("error", f"{name}: {exc}", fix), None, "url")
+    except BaseException:  # any other reply: the caller says it, the client closed first
+        await client.__aexit__(None, None, None)
+        raise
     return Probe(Finding("ok", f"{name}: the token is accepted"), client)
 
 

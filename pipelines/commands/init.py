@@ -63,9 +63,11 @@ def write_config_text(out: Path, text: str, force: bool) -> None:
     """Write `text` to `out` once the config's loader accepts it (in the same folder, so its
     relative paths mean what they will mean); a file that exists only with `force`."""
     refuse_to_overwrite(out, force)
-    folder = out.parent if str(out.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, draft = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".toml")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        handle, draft = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".toml")
+    except OSError as exc:
+        raise InitError(f"--out: cannot write in {out.parent}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)

@@ -70,7 +70,8 @@ def test_no_input_takes_the_flags_and_stops_on_what_does_not_pass(
     sandbox: Any, tmp_path: Path
 ) -> None:
     """With --no-input nothing is asked: flags that pass write the file; a token the service
-    rejects, or a value not given, is exit 2 naming its flag, and nothing is written."""
+    rejects, or a value not given, is exit 2 naming its flag, and so is a draft haul check
+    finds an error in (a queue the source lacks): nothing is written."""
     info, config = sandbox.info, tmp_path / "haul.toml"
     flags = [
         "init", "--no-input", "--out", config,
@@ -88,6 +89,12 @@ def test_no_input_takes_the_flags_and_stops_on_what_does_not_pass(
     unnamed = invoke_haul(*flags[:-4], env={"SRC_TOKEN": info["tokens"]["admin"]})
     assert unnamed.exit_code == 2
     assert "--queues" in unnamed.stderr
+    assert not config.exists()
+
+    no_such_queue = [*flags[:-3], "NOPE", *flags[-2:]]
+    checked = invoke_haul(*no_such_queue, env={"SRC_TOKEN": info["tokens"]["admin"]})
+    assert checked.exit_code == 2
+    assert "not written" in checked.stderr and "NOPE is not a queue" in checked.stderr
     assert not config.exists()
 
     done = invoke_haul(*flags, env={"SRC_TOKEN": info["tokens"]["admin"]})
