@@ -85,10 +85,26 @@ def export_lines(tokens: Mapping[str, str]) -> list[str]:
     return [f"export {name}={shlex.quote(token)}" for name, token in tokens.items()]
 
 
+def variable_problem(name: str) -> str | None:
+    """Why `name` cannot be a token's variable, or None. The name itself is never repeated:
+    what was typed where a variable's name belongs may be the token."""
+    if not VARIABLE.fullmatch(name) or _token_like(name):
+        return (
+            "not a variable's name (letters, digits and _, as HAUL_SOURCE_TOKEN): give the "
+            "name of the variable that holds the token, never the token"
+        )
+    return None
+
+
+def _token_like(name: str) -> bool:
+    """Long, with lower case and digits: a token pasted, not a name a person chose."""
+    return len(name) >= 20 and any(c.islower() for c in name) and any(c.isdigit() for c in name)
+
+
 def variable_name(name: str, flag: str) -> str:
     """A token's variable as a shell can export it; anything else is an error naming `flag`."""
-    if not VARIABLE.fullmatch(name):
-        raise InitError(f"{flag}: {name!r} is not a variable's name (letters, digits, _)")
+    if (problem := variable_problem(name)) is not None:
+        raise InitError(f"{flag}: {problem}")
     return name
 
 

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.commands.check import probe, run_check
-from haul.pipelines.commands.init import SERVICES, URL_NOTES, VARIABLE, InitError
+from haul.pipelines.commands.init import SERVICES, URL_NOTES, InitError, variable_problem
 from haul.pipelines.config import Endpoint, Tuning, parse_config
 from haul.pipelines.config.types import describe_errors, http_url
 from haul.pipelines.config.writing import Setting, Table, commented_toml
@@ -181,9 +181,9 @@ def _ask_access(
         side.token_env = asker.ask(
             f"{section}_token_env", "the environment variable that holds its token", default_env
         )
-        if VARIABLE.fullmatch(side.token_env):
+        if (problem := variable_problem(side.token_env)) is None:
             break
-        asker.refused(f"{section}_token_env", f"{side.token_env!r} is not a variable's name")
+        asker.refused(f"{section}_token_env", problem)
     if asker.interactive and (again or not tokens.get(side.token_env, "").strip()):
         set_or_not = "is set" if tokens.get(side.token_env) else "is not set"
         tokens[side.token_env] = click.prompt(

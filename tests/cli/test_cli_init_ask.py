@@ -70,7 +70,8 @@ def test_no_input_takes_the_flags_and_stops_on_what_does_not_pass(
     sandbox: Any, tmp_path: Path
 ) -> None:
     """With --no-input nothing is asked: flags that pass write the file; a token the service
-    rejects, or a value not given, is exit 2 naming its flag, and so is a draft haul check
+    rejects, a token given where its variable's name belongs (not repeated), or a value not
+    given, is exit 2 naming its flag, and so is a draft haul check
     finds an error in (a queue the source lacks): nothing is written."""
     info, config = sandbox.info, tmp_path / "haul.toml"
     flags = [
@@ -80,6 +81,13 @@ def test_no_input_takes_the_flags_and_stops_on_what_does_not_pass(
         "--target-org", info["orgs"]["target"], "--target-token-env", "SRC_TOKEN",
         "--queues", "DEV", "--wiki-roots", info["wiki_roots"]["source"][0],
     ]  # fmt: skip
+
+    pasted = [info["tokens"]["admin"] if flag == "SRC_TOKEN" else flag for flag in flags]
+    mistaken = invoke_haul(*pasted, env={"SRC_TOKEN": info["tokens"]["admin"]})
+    assert mistaken.exit_code == 2
+    assert "--source-token-env: not a variable's name" in mistaken.stderr
+    assert info["tokens"]["admin"] not in mistaken.output
+    assert not config.exists()
 
     rejected = invoke_haul(*flags, env={"SRC_TOKEN": "not-the-token"})
     assert rejected.exit_code == 2
