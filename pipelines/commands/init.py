@@ -45,6 +45,12 @@ URL_NOTES = {
     "tracker_web_url": "where its issues show in a browser",
     "wiki_web_url": "where its pages show in a browser",
 }
+# what the source's table says of its keys, above it (the target's: that they are the same)
+SIDE_KEYS = [
+    "*_url: each service's API root; *_web_url: where the org's issues and pages show in a",
+    "browser (links to the source's in texts are rewritten to the target's); org_id: the org",
+    "(X-Org-ID); token_env: the variable that holds its token.",
+]
 
 
 class InitError(HaulError):
@@ -78,6 +84,11 @@ def write_config_text(out: Path, text: str, force: bool) -> None:
         os.replace(draft, out)
     finally:
         Path(draft).unlink(missing_ok=True)
+
+
+def side_keys(section: str) -> list[str]:
+    """The comment lines that explain a side's keys: in full above [source] only."""
+    return SIDE_KEYS if section == "source" else ["Its keys are those of [source]."]
 
 
 def export_lines(tokens: Mapping[str, str]) -> list[str]:
@@ -220,14 +231,12 @@ def _sandbox_side(
     settings = []
     for service, key in SERVICES:
         if info.get(service):
-            settings.append(Setting(key, info[service], URL_NOTES[key]))
-            if web.get(service):  # texts link to it: rewritten to the target's
-                settings.append(
-                    Setting(f"{key[:-4]}_web_url", web[service], URL_NOTES[f"{key[:-4]}_web_url"])
-                )
-    settings.append(Setting("org_id", info["orgs"][side], f"the sandbox's {side} org"))
-    settings.append(Setting("token_env", token_env, "the variable holding its token"))
-    return Table(side, about, settings, after or [])
+            settings.append(Setting(key, info[service]))
+            if web.get(service):
+                settings.append(Setting(f"{service}_web_url", web[service]))
+    settings.append(Setting("org_id", info["orgs"][side]))
+    settings.append(Setting("token_env", token_env))
+    return Table(side, [*about, *side_keys(side)], settings, after or [])
 
 
 def _empty_org(info: Mapping[str, Any]) -> list[str]:
@@ -305,7 +314,7 @@ def init_sandbox(
         f"{len(setting.value)} {setting.key.replace('_', ' ')}" for setting in scope
     )
     say(
-        f"wrote {out}: the sandbox's source org ({counted}) into its target org; with the "
-        f"export line(s) below set: haul check --config {out}, then haul run and haul verify"
+        f"wrote {out}: the sandbox's source org ({counted}) into its target org; export "
+        f"what haul init printed on stdout, then: haul check --config {out}, haul run, haul verify"
     )
     return export_lines(sandbox_tokens(info, envs))

@@ -28,7 +28,13 @@ from pydantic import ValidationError
 
 from haul.connectors.errors import HaulError
 from haul.pipelines.commands.check import probe, run_check
-from haul.pipelines.commands.init import SERVICES, URL_NOTES, InitError, variable_problem
+from haul.pipelines.commands.init import (
+    SERVICES,
+    URL_NOTES,
+    InitError,
+    side_keys,
+    variable_problem,
+)
 from haul.pipelines.config import Endpoint, Tuning, parse_config
 from haul.pipelines.config.types import describe_errors, http_url
 from haul.pipelines.config.writing import Setting, Table, commented_toml
@@ -308,17 +314,14 @@ def real_config(source: Side, target: Side | None, scope: Mapping[str, Any], sta
 
 
 def _side_table(side: Side, about: list[str]) -> Table:
-    settings = [Setting(key, url, URL_NOTES[key]) for key, url in side.urls.items()]
-    settings += [
-        Setting("org_id", side.org, "the org id (X-Org-ID)"),
-        Setting("token_env", side.token_env, "the variable holding its token"),
-    ]
+    settings = [Setting(key, url) for key, url in side.urls.items()]
+    settings += [Setting("org_id", side.org), Setting("token_env", side.token_env)]
     web_hints = [
-        f'{key[:-4]}_web_url = "https://..."   # {URL_NOTES[f"{key[:-4]}_web_url"]} (both sides\')'
-        for key in ("tracker_url", "wiki_url")
-        if key in side.urls
+        f'{service}_web_url = "https://..."   # give both sides\' or neither'
+        for service, key in SERVICES
+        if key in side.urls and f"{service}_web_url" in URL_NOTES
     ]
-    return Table(side.section, about, settings, after=web_hints)
+    return Table(side.section, [*about, *side_keys(side.section)], settings, after=web_hints)
 
 
 def _flag(key: str) -> str:
