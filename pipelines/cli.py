@@ -542,6 +542,75 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool, include_changed: b
     )
 
 
+SIDE_FLAGS = (
+    ("tracker-url", "its tracker's API root (ends in /v3; - for none)"),
+    ("wiki-url", "its wiki's API root (ends in /v1; - for none)"),
+    ("forms-url", "its forms service's API root (ends in /v1; - for none)"),
+    ("org", "its org id (X-Org-ID)"),
+    ("token-env", "the variable holding its token ({default})"),
+)
+TOKEN_ENV_DEFAULTS = {
+    "source": "default HAUL_SOURCE_TOKEN; with --sandbox HAUL_SANDBOX_TOKEN",
+    "target": "default HAUL_TARGET_TOKEN; with --sandbox the source's",
+}
+
+
+def _side_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--source-tracker-url, ..., --target-token-env: each answers its question of haul init."""
+    for side in ("target", "source"):
+        for flag, what in reversed(SIDE_FLAGS):
+            what = what.format(default=TOKEN_ENV_DEFAULTS[side])
+            command = click.option(f"--{side}-{flag}", help=f"The {side} org: {what}.")(command)
+    return command
+
+
+@main.command("init")
+@click.option("--sandbox", metavar="URL_OR_FILE",
+              help="A running sandbox: its tracker URL as printed (http://127.0.0.1:PORT/v3), or "
+              "a file holding its JSON line (- for stdin). Without it: real services, asked.")  # fmt: skip
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("haul.toml"),
+              show_default=True, help="The config file to write.")  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace --out if it exists (exit 2 otherwise).")
+@click.option("--no-input", is_flag=True,
+              help="Ask nothing: flags and defaults only; a value that does not pass is exit 2.")  # fmt: skip
+@_side_flags
+@click.option("--queues", help="Tracker queue keys to move, comma-separated.")
+@click.option("--wiki-roots", help="Wiki subtrees (slugs) to move, comma-separated.")
+@click.option("--surveys", help='Survey ids whose answers to stage, comma-separated, or "all".')
+@click.option("--staging", help="The staging database, relative to --out's folder (haul.db).")
+def init_command(
+    sandbox: str | None, out: Path, force: bool, no_input: bool, **given: str | None
+) -> None:
+    """Write a commented haul.toml. For a running sandbox (--sandbox): every org, web host,
+    queue, wiki root and survey filled in; the token's export line printed on stdout. For real
+    services: each value asked with its default shown (or given by its flag), each URL, org
+    and token probed as haul check probes them, and only what answered written. No token is
+    ever written (exit 2: the file exists without --force, or a value did not pass)."""
+    from haul.pipelines.commands.init import refuse_to_overwrite, write_config_text
+
+    refuse_to_overwrite(out, force)  # before asking anything
+    if sandbox is not None:
+        from haul.pipelines.commands.init import init_sandbox
+
+        exports = init_sandbox(sandbox, out, force, given, say=_say)
+        click.echo(
+            "# the sandbox's tokens are throwaway: they open only this sandbox, and die with it"
+        )
+        for line in exports:
+            click.echo(line)
+        return
+    from haul.pipelines.commands.init_ask import ask_config
+
+    text, token_envs = ask_config(dict(given), interactive=not no_input, out=out, say=_say)
+    write_config_text(out, text, force)
+    _say(f"wrote {out}; its tokens come from {', '.join(token_envs)} (never from the file): "
+         f"export them where haul runs, then haul check --config {out}")  # fmt: skip
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

@@ -5,7 +5,8 @@ serve`` / ``python -m haul.sandbox`` (a rehearsal).  Of haul's own modules only 
 ``demo`` and ``sandbox`` commands import this package (besides tests and benchmarks), and it
 imports none of them: it is the other side of the wire.
 
-Layout: ``server`` (threads, ports, the JSON line), ``faults`` (fault spec, request counting,
+Layout: ``server`` (threads, ports, the JSON line), ``info`` (that line asked over HTTP:
+``GET /_sandbox/info``), ``faults`` (fault spec, request counting,
 connection drops), ``timefmt`` (wire times), and what the three services share: ``people``
 (the persons every organisation has, and the two accounts the tokens act as), ``world`` (the
 organisations one process serves, the tokens that open them, who a request's credentials

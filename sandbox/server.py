@@ -155,10 +155,11 @@ def start_sandbox(
     for number, token in enumerate(world.more_admin_tokens, start=2):
         info["tokens"][f"admin_{number}"] = token
     # the web hosts each org's texts link to (`sandbox.web`): a config's tracker_web_url, ...
-    info["web"] = {role: web_urls(world.org_by_role(role).id) for role in ("source", "target")}
+    info["web"] = {role: web_urls(org_id) for role, org_id in info["orgs"].items()}
     info["queues"] = {"source": sorted(world.org_by_role("source").queues)}
     info["wiki_roots"] = {"source": roots_for(size)}
     info["surveys"] = {"source": survey_ids_for(world)}
+    world.info = info  # what `GET /_sandbox/info` tells
     return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread, world)
 
 

@@ -11,7 +11,8 @@ not open anything".
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.requests import Request
 
@@ -31,6 +32,8 @@ class World:
     # the admin's other tokens (as from other OAuth apps of the same account): a token of
     # its own for each of several processes, for limits kept per token
     more_admin_tokens: tuple[str, ...] = ()
+    # the JSON line `haul sandbox serve` prints, once every port listens (`GET /_sandbox/info`)
+    info: dict[str, Any] = field(default_factory=dict)
 
     def org_by_role(self, role: str) -> Org:
         return next(org for org in self.orgs.values() if org.role == role)

@@ -15,12 +15,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from rich.console import Console
 
 from haul.connectors.errors import AuthError, HaulError, UnreachableError
-from haul.pipelines.config import Config, Endpoint
+from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.findings import Finding
 from haul.pipelines.registry import services
 from haul.pipelines.services import Service
@@ -28,25 +29,45 @@ from haul.state.private import make_private_folder
 from haul.state.store import StagingStore
 
 
-async def _probe(
-    service: Service, endpoint: Endpoint, environ: Mapping[str, str], config: Config
-) -> tuple[list[Finding], Any]:
+@dataclass(frozen=True)
+class Probe:
+    """What one read-only call found of a service's URL, org and token: the finding, the
+    client left open for the checks that follow (None when it failed), and which setting to
+    correct when it failed ("token": the token or the org; "url": the service's URL)."""
+
+    finding: Finding
+    client: Any = None
+    wrong: Literal["", "token", "url"] = ""
+
+
+async def probe(
+    service: Service, endpoint: Endpoint, environ: Mapping[str, str], tuning: Tuning
+) -> Probe:
+    """Ask the service who the token is, as `haul check` does first; a client that answered
+    is left open (the caller closes it)."""
     name = f"{service.name} {endpoint.section} org {endpoint.org}"
     try:
-        client = service.client(endpoint, environ, config.tuning)
+        client = service.client(endpoint, environ, tuning)
     except HaulError as exc:
-        return [Finding("error", f"{name}: {exc}", f"export {endpoint.token_env}")], None
+        return Probe(
+            Finding("error", f"{name}: {exc}", f"export {endpoint.token_env}"), None, "token"
+        )
     await client.__aenter__()
     try:
         await client.myself()
     except AuthError as exc:
         await client.__aexit__(None, None, None)
-        return [Finding("error", f"{name}: the token is rejected ({exc})",
-                        f"put a valid token for this org in {endpoint.token_env}")], None  # fmt: skip
+        rejected = f"{name}: the token is rejected ({exc})"
+        fix = f"put a valid token for this org in {endpoint.token_env}"
+        return Probe(Finding("error", rejected, fix), None, "token")
     except UnreachableError as exc:  # seconds, not the outage patience: see connectors.http
         await client.__aexit__(None, None, None)
-        return [Finding("error", f"{name}: {exc}", "correct the service's URL in the config")], None
-    return [Finding("ok", f"{name}: the token is accepted")], client
+        fix = "correct the service's URL in the config"
+        return Probe(Finding("error", f"{name}: {exc}", fix), None, "url")
+    except BaseException:  # any other reply: the caller says it, the client closed first
+        await client.__aexit__(None, None, None)
+        raise
+    return Probe(Finding("ok", f"{name}: the token is accepted"), client)
 
 
 def _file_bytes_needed(store: StagingStore) -> int:
@@ -116,9 +137,9 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
             for service in services():
                 if not service.configured(endpoint):
                     continue
-                probed, client = await _probe(service, endpoint, environ, config)
-                findings += probed
-                if client is not None:
+                probed = await probe(service, endpoint, environ, config.tuning)
+                findings.append(probed.finding)
+                if (client := probed.client) is not None:
                     clients.append(client)
                     opened[service.name, side] = client
                     findings += await service.checks(config, client, store, side)

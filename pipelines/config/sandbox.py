@@ -2,7 +2,8 @@
 
 The demo, the tests and the benchmarks all migrate a sandbox's source org into its target
 org; this is the one place that turns the JSON line (URLs, org ids, source queues) into a
-config file. Tokens are named (`token_env`), never written.
+config file for them (`haul init --sandbox` writes a commented one for people:
+`commands.init`). Tokens are named (`token_env`), never written.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from haul.pipelines.config.writing import toml_list, toml_table, toml_value
 
 SERVICE_URLS = (("tracker", "tracker_url"), ("wiki", "wiki_url"), ("forms", "forms_url"))
 
@@ -45,22 +48,22 @@ def sandbox_config_text(info: Mapping[str, Any], options: SandboxConfig) -> str:
         )
     lines += ["[scope]"]
     if "tracker" in options.services:
-        lines.append(f"queues = {_toml_list(queues)}")
+        lines.append(f"queues = {toml_list(queues)}")
     wiki = "wiki" in options.services and info.get("wiki")
     if wiki:
         roots = options.wiki_roots
         lines.append(
-            f"wiki_roots = {_toml_list(roots if roots is not None else info['wiki_roots']['source'])}"
+            f"wiki_roots = {toml_list(roots if roots is not None else info['wiki_roots']['source'])}"
         )
     if "forms" in options.services and info.get("forms"):
         surveys = options.surveys if options.surveys is not None else info["surveys"]["source"]
-        lines.append(f"surveys = {_toml_list(surveys)}")
-    lines += [f"{key} = {_toml_value(value)}" for key, value in options.scope_extra.items()]
-    lines += ["", "[mapping]", f"queues = {_toml_table(options.queue_mapping)}"]
+        lines.append(f"surveys = {toml_list(surveys)}")
+    lines += [f"{key} = {toml_value(value)}" for key, value in options.scope_extra.items()]
+    lines += ["", "[mapping]", f"queues = {toml_table(options.queue_mapping)}"]
     if wiki and options.wiki_mapping:
-        lines.append(f"wiki_roots = {_toml_table(options.wiki_mapping)}")
-    lines += [f"{key} = {_toml_value(value)}" for key, value in options.mapping_extra.items()]
-    lines += ["", "[staging]", f"path = {_toml_value(options.staging_path)}", ""]
+        lines.append(f"wiki_roots = {toml_table(options.wiki_mapping)}")
+    lines += [f"{key} = {toml_value(value)}" for key, value in options.mapping_extra.items()]
+    lines += ["", "[staging]", f"path = {toml_value(options.staging_path)}", ""]
     return "\n".join(lines) + options.sections
 
 
@@ -78,34 +81,11 @@ def _endpoint(
     lines = [f"[{section}]"]
     for service, key in SERVICE_URLS:
         if service in options.services and info.get(service):
-            lines.append(f"{key} = {_toml_value(info[service])}")
+            lines.append(f"{key} = {toml_value(info[service])}")
             web = (info.get("web") or {}).get(section, {}).get(service)
             if web:  # the org's web host, which its texts link to
-                lines.append(f"{service}_web_url = {_toml_value(web)}")
-    lines.append(f"org_id = {_toml_value(info['orgs'][section])}")
-    lines.append(f"token_env = {_toml_value(token_env)}")
-    lines += [f"{key} = {_toml_value(value)}" for key, value in options.endpoint_extra.items()]
+                lines.append(f"{service}_web_url = {toml_value(web)}")
+    lines.append(f"org_id = {toml_value(info['orgs'][section])}")
+    lines.append(f"token_env = {toml_value(token_env)}")
+    lines += [f"{key} = {toml_value(value)}" for key, value in options.endpoint_extra.items()]
     return [*lines, ""]
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, list):
-        return _toml_list(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
-
-
-def _toml_list(values: list[str]) -> str:
-    return "[" + ", ".join(_toml_value(value) for value in values) + "]"
-
-
-def _toml_table(mapping: Mapping[str, str]) -> str:
-    return (
-        "{ "
-        + ", ".join(f"{_toml_value(key)} = {_toml_value(value)}" for key, value in mapping.items())
-        + " }"
-    )

@@ -13,6 +13,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from haul.sandbox.faults import FaultMiddleware, FaultPlan, RequestStats, route_name
+from haul.sandbox.info import sandbox_info
 from haul.sandbox.tracker import routes_edits as edits
 from haul.sandbox.tracker import routes_planning as planning
 from haul.sandbox.tracker.api.context import json_object, world_of
@@ -222,6 +223,7 @@ def _routes() -> list[Route]:
     ]
     return [
         *api,
+        Route("/_sandbox/info", sandbox_info, methods=["GET"]),
         Route("/_sandbox/faults", get_faults, methods=["GET"]),
         Route("/_sandbox/faults", put_faults, methods=["PUT"]),
         Route("/_sandbox/holds/{name}", get_hold, methods=["GET"]),

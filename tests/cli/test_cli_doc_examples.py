@@ -23,6 +23,7 @@ PAGES = (doc("reference/commands.md"), doc("how-to/exports.md"))
 
 NOT_HERE = {
     "sandbox serve": "serves until stopped (tests/cli/test_cli_sandbox_serve.py starts it)",
+    "init --sandbox": "names the sandbox's port, writes haul.toml (tests/cli/test_cli_init.py)",
 }
 
 

@@ -16,6 +16,7 @@ COMMANDS = {
     ("demo",): ("sandbox", "--size", "--seed", "--workdir"),
     ("undo",): ("Take the migration back", "deletes none", "--dry-run", "--yes", "--config"),
     ("config-schema",): ("JSON Schema",),
+    ("init",): ("commented haul.toml", "--sandbox", "--out", "--force", "--no-input"),
     ("sandbox",): ("stand-in", "serve"),
     ("sandbox", "serve"): ("JSON line", "--size", "--seed", "--port", "--faults"),
 }

@@ -256,3 +256,17 @@ def count_issues(info: dict[str, Any], org: str, queue: str) -> int:
 
 def _headers(info: dict[str, Any], org: str = "source") -> dict[str, str]:
     return {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"][org]}
+
+
+def invoke_haul(
+    *args: str | Path, input: str | None = None, env: dict[str, str | None] | None = None
+) -> Any:
+    """Run `haul ARGS...` in this process (click's CliRunner: stdin from `input`, the
+    environment changed by `env`) and return its result (`exit_code`, `stdout`, `stderr`):
+    for commands that are quick and talk to the sandbox of this process, or to nothing."""
+    from click.testing import CliRunner
+
+    from haul.pipelines.cli import main
+
+    runner = CliRunner()
+    return runner.invoke(main, [str(arg) for arg in args], input=input, env=env)
