@@ -22,7 +22,8 @@ A row::
     [route.example]                           # the page's examples, copied as data
     page = "https://..."                      # where they were copied from
     request = '''{...}'''                     # sent to the sandbox, which must accept it
-    reply = '''{...}'''                       # parsed by haul's connector
+    reply = '''{...}'''                       # parsed by haul's connector...
+    connector = ["get_issue", "TEST-1"]       # ...through this client method
     bind = {createdBy = "user"}               # body values swapped for the sandbox org's own
     pending = "..."                           # the sandbox does not accept it yet (an xfail)
 
@@ -66,7 +67,9 @@ class Example:
     reply: Any = None
     query: dict[str, str] = field(default_factory=dict)
     bind: dict[str, str] = field(default_factory=dict)
-    pending: str = ""
+    pending: str = ""  # why the sandbox does not accept it yet: the test is a strict xfail
+    v2_request: Any = None  # the v2 page's example where it differs from the v3 one
+    connector: tuple[Any, ...] = ()  # the connector method (and arguments) that reads the reply
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,8 @@ class Row:
     v2: str = ""
     no_page: str = ""  # why no vendor page is named (a sandbox-only route)
     live: str = ""
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # name -> "string|number"...
+    open_fields: bool = False  # the page lets a body name the org's own fields too
     required: tuple[str, ...] = ()
     example: Example | None = None
 
@@ -105,9 +109,10 @@ def _row(service: str, entry: dict[str, Any]) -> Row:
     method, path = entry.pop("route").split(" ", 1)
     example = entry.pop("example", None)
     if example is not None:
-        for part in ("request", "reply"):
+        for part in ("request", "reply", "v2_request"):
             if part in example:
                 example[part] = json.loads(example[part])
+        example["connector"] = tuple(example.get("connector", ()))
         example = Example(**example)
     required = tuple(entry.pop("required", ()))
     return Row(service, method, path, example=example, required=required, **entry)

@@ -1,0 +1,222 @@
+"""The route table against the wire: one small migration of all three services runs through a
+recording proxy in front of the sandbox, and
+
+- every request haul sent has a row in the table (a route called without a row fails here);
+- haul's own request body for a row carries only the fields the vendor's page documents, with
+  the documented JSON types;
+- each documented request example is sent to the sandbox and accepted (2xx);
+- each documented reply example is parsed by haul's connector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from haul.connectors.forms import FormsClient
+from haul.connectors.tracker import TrackerClient
+from haul.connectors.wiki import WikiClient
+from haul.pipelines.commands.run import run_all
+from haul.pipelines.config import load_config
+from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from tests.helpers.forms_backfill import PAGE, rules
+from tests.helpers.haul_fixtures import TOKEN_ENV, environ
+from tests.helpers.recording_proxy import NO_BODY, RecordingProxy, Sent
+from tests.helpers.route_table import SERVICES, Row, all_rows, find_row, json_type, load_rows
+
+CLIENTS = {"tracker": TrackerClient, "wiki": WikiClient, "forms": FormsClient}
+ROWS = all_rows()
+
+
+@dataclass
+class Migrated:
+    info: dict[str, Any]
+    sent: dict[str, list[Sent]]
+    complete: bool
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The tiny source org's TEST queue (with its planning layer), a wiki root and two surveys
+    back-filled, migrated by `run_all` through the recording proxy; then the sandbox stays up
+    for the examples."""
+    from haul.sandbox import server as sandbox_server
+
+    directory = tmp_path_factory.mktemp("routes")
+    with sandbox_server.start_sandbox(size="tiny", seed=23) as sandbox:
+        info = sandbox.info
+        with RecordingProxy({service: info[service] for service in SERVICES}) as proxy:
+            support, _, feedback = info["surveys"]["source"]
+            options = SandboxConfig(
+                source_token_env=TOKEN_ENV, queues=["TEST"], services=SERVICES,
+                endpoint_extra={"read_rps": 2000, "write_rps": 2000},
+                wiki_roots=[PAGE], surveys=[support, feedback], sections=rules(info),
+                scope_extra={"entities": "all"},
+            )  # fmt: skip
+            config = write_sandbox_config(directory, {**info, **proxy.urls}, options)
+            summary = asyncio.run(run_all(load_config(config), environ=environ(info)))
+            yield Migrated(info, proxy.sent, summary.complete)
+
+
+def test_the_migration_through_the_proxy_completes(migrated: Migrated) -> None:
+    assert migrated.complete
+    assert all(migrated.sent[service] for service in SERVICES)
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_every_request_haul_sends_has_a_row(migrated: Migrated, service: str) -> None:
+    rows = load_rows(service)
+    unlisted = sorted(
+        {
+            f"{s.method} {s.path}"
+            for s in migrated.sent[service]
+            if not find_row(rows, s.method, s.path)
+        }
+    )
+    assert unlisted == [], f"add a [[route]] to tests/routes/{service}.toml for: {unlisted}"
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_haul_sends_only_the_documented_fields(migrated: Migrated, service: str) -> None:
+    """For each row that keeps its page's field list, every body haul sent on that route names
+    only those fields (a row with ``open_fields`` takes the org's own fields too), each with a
+    documented JSON type."""
+    rows = load_rows(service)
+    wrong: set[str] = set()
+    for sent in migrated.sent[service]:
+        row = find_row(rows, sent.method, sent.path)
+        if row is None or not row.fields or not isinstance(sent.body, dict):
+            continue
+        for name, value in sent.body.items():
+            documented = row.fields.get(name)
+            if documented is None:
+                if not row.open_fields:
+                    wrong.add(f"{row.route}: {name} is not documented")
+            elif json_type(value) not in documented.split("|"):
+                wrong.add(f"{row.route}: {name} is {json_type(value)}, documented {documented}")
+    assert sorted(wrong) == []
+
+
+# -- the pages' examples ---------------------------------------------------------------
+
+
+def _with_examples(part: str) -> list[Any]:
+    rows = [row for row in ROWS if row.example and getattr(row.example, part) is not None]
+    return [
+        pytest.param(
+            row,
+            id=row.route,
+            marks=[pytest.mark.xfail(strict=True, reason=row.example.pending)]
+            if row.example and row.example.pending and part == "request"
+            else [],
+        )
+        for row in rows
+    ]
+
+
+@pytest.fixture(scope="module")
+def values(migrated: Migrated) -> dict[str, Any]:
+    """The source org's own values the examples are bound to (a path parameter or a body
+    value named by the row's ``bind``): a queue, a user, an issue imported from the page's own
+    example (so that its time window fits the other import examples), a page, a survey."""
+    info = migrated.info
+    headers = _headers(info)
+    tracker = httpx.Client(base_url=info["tracker"], headers=headers, timeout=30)
+    wiki = httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
+    me = tracker.get("/myself").json()
+    imported = _row("tracker", "POST /v3/issues/_import")
+    assert imported.example and isinstance(imported.example.request, dict)
+    base = {"queue": "TEST", "user": me["login"], "uid": int(me["uid"])}
+    issue = tracker.post("/issues/_import", json=_bound(imported.example.request, imported, base))
+    issue.raise_for_status()
+    other = tracker.post("/issues/_import", json=_bound(imported.example.request, imported, base))
+    page = wiki.get("/pages", params={"slug": PAGE}).json()
+    return {
+        **base,
+        "key": issue.json()["key"],
+        "other_key": other.json()["key"],
+        "idx": page["id"],
+        "survey_id": info["surveys"]["source"][0],
+    }
+
+
+@pytest.mark.parametrize("row", _with_examples("request"))
+def test_the_documented_request_example_is_accepted(
+    migrated: Migrated, values: dict[str, Any], row: Row
+) -> None:
+    assert row.example is not None
+    info = migrated.info
+    path = row.path.format(**{name: values[name] for name in _params(row.path)})
+    url = info[row.service].removesuffix("/v3").removesuffix("/v1") + path
+    body = _bound(row.example.request, row, values)
+    reply = httpx.request(
+        row.method, url, headers=_headers(info), timeout=30, params=row.example.query,
+        json=None if body is None else body,
+    )  # fmt: skip
+    assert reply.is_success, f"{row.example.page}: {reply.status_code} {reply.text[:300]}"
+    if row.v2 and row.path.startswith("/v3/"):  # the sandbox serves the v2 form alike
+        assert row.example.v2_request is None or _accepted_v2(info, row, values)
+
+
+@pytest.mark.parametrize("row", _with_examples("reply"))
+def test_the_documented_reply_example_parses(row: Row) -> None:
+    """The page's reply, served for any request, read by the connector method the row names."""
+    assert row.example is not None and row.example.connector
+    reply = row.example.reply
+    client = CLIENTS[row.service].connect(
+        base_url="https://vendor.example/v1",
+        token="t",
+        org_id="1",
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, json=reply)),
+    )
+    name, *args = row.example.connector
+    got = asyncio.run(_drain(getattr(client, name)(*args)))
+    assert got not in (None, [], {}), f"{row.route}: {name} read nothing from {reply!r}"[:300]
+
+
+async def _drain(call: Any) -> Any:
+    if inspect.isasyncgen(call):
+        return [item async for item in call]
+    return await call
+
+
+def _accepted_v2(info: dict[str, Any], row: Row, values: dict[str, Any]) -> bool:
+    assert row.example is not None
+    path = "/v2/" + row.path.removeprefix("/v3/")
+    path = path.format(**{name: values[name] for name in _params(row.path)})
+    url = info["tracker"].removesuffix("/v3") + path
+    body = _bound(row.example.v2_request, row, values)
+    return httpx.request(row.method, url, headers=_headers(info), json=body, timeout=30).is_success
+
+
+def _bound(body: Any, row: Row, values: dict[str, Any]) -> Any:
+    """The example with each top-level value the row binds replaced by the org's own."""
+    if not isinstance(body, dict) or row.example is None:
+        return body
+    return {k: values[row.example.bind[k]] if k in row.example.bind else v for k, v in body.items()}
+
+
+def _params(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def _row(service: str, route: str) -> Row:
+    return next(row for row in load_rows(service) if row.route == route)
+
+
+def _headers(info: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"OAuth {info['tokens']['admin']}", "X-Org-ID": info["orgs"]["source"]}
+
+
+def test_the_examples_bind_only_known_values() -> None:
+    known = {"queue", "user", "uid", "key", "other_key", "idx", "survey_id"}
+    for row in ROWS:
+        if row.example:
+            assert set(row.example.bind.values()) <= known, row.route
+            if row.example.request is not None:
+                assert set(_params(row.path)) <= known, row.route
