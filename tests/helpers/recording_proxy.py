@@ -58,6 +58,7 @@ class RecordingProxy:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        self._loop.close()
 
     async def _start(self) -> None:
         self._session = aiohttp.ClientSession(auto_decompress=False)

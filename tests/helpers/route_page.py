@@ -48,7 +48,7 @@ def _summary() -> str:
     ]
     for service in SERVICES:
         rows = load_rows(service)
-        paged = sum(bool(r.v3 or r.v2) for r in rows)
+        paged = sum(bool(r.page or r.v2) for r in rows)
         examples = sum(r.example is not None for r in rows)
         lines.append(f"| {service} | {len(rows)} | {paged} | {examples} | {len(rows) - examples} |")
     return "\n".join(lines) + "\n"
@@ -73,7 +73,8 @@ def _line(row: Row) -> str:
 
 
 def _page(row: Row) -> str:
-    links = [f"[{name}]({url})" for name, url in (("v3", row.v3), ("v2", row.v2)) if url]
+    first = "v3" if row.service == "tracker" else "v1"
+    links = [f"[{name}]({url})" for name, url in ((first, row.page), ("v2", row.v2)) if url]
     if links:
         return ", ".join(links)
     return row.no_page or "not found"

@@ -15,7 +15,7 @@ A row::
 
     [[route]]
     route = "POST /v3/issues/_import"         # method and path template, as the sandbox serves it
-    v3 = "https://..."                        # the vendor's reference page (v2: the older one)
+    page = "https://..."                      # the vendor's reference page (v2: the older one)
     live = "tracker/issues/import_.json"      # a recorded live reply in tests/live_replies/
     fields = {queue = "string", ...}          # the documented request fields and JSON types
     required = ["queue", ...]
@@ -70,6 +70,7 @@ class Example:
     pending: str = ""  # why the sandbox does not accept it yet: the test is a strict xfail
     v2_request: Any = None  # the v2 page's example where it differs from the v3 one
     connector: tuple[Any, ...] = ()  # the connector method (and arguments) that reads the reply
+    kwargs: dict[str, Any] = field(default_factory=dict)  # its keyword arguments
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ class Row:
     service: str
     method: str
     path: str
-    v3: str = ""
-    v2: str = ""
+    page: str = ""  # the vendor's reference page (the tracker's: for API v3)
+    v2: str = ""  # the tracker's v2 page, where it differs
     no_page: str = ""  # why no vendor page is named (a sandbox-only route)
     live: str = ""
     fields: dict[str, str] = field(default_factory=dict)  # name -> "string|number"...

@@ -26,7 +26,7 @@ from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from tests.helpers.forms_backfill import PAGE, rules
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
-from tests.helpers.recording_proxy import NO_BODY, RecordingProxy, Sent
+from tests.helpers.recording_proxy import RecordingProxy, Sent
 from tests.helpers.route_table import SERVICES, Row, all_rows, find_row, json_type, load_rows
 
 CLIENTS = {"tracker": TrackerClient, "wiki": WikiClient, "forms": FormsClient}
@@ -125,22 +125,21 @@ def values(migrated: Migrated) -> dict[str, Any]:
     value named by the row's ``bind``): a queue, a user, an issue imported from the page's own
     example (so that its time window fits the other import examples), a page, a survey."""
     info = migrated.info
-    headers = _headers(info)
-    tracker = httpx.Client(base_url=info["tracker"], headers=headers, timeout=30)
-    wiki = httpx.Client(base_url=info["wiki"], headers=headers, timeout=30)
-    me = tracker.get("/myself").json()
     imported = _row("tracker", "POST /v3/issues/_import")
     assert imported.example and isinstance(imported.example.request, dict)
-    base = {"queue": "TEST", "user": me["login"], "uid": int(me["uid"])}
-    issue = tracker.post("/issues/_import", json=_bound(imported.example.request, imported, base))
-    issue.raise_for_status()
-    other = tracker.post("/issues/_import", json=_bound(imported.example.request, imported, base))
-    page = wiki.get("/pages", params={"slug": PAGE}).json()
+    with httpx.Client(base_url=info["tracker"], headers=_headers(info), timeout=30) as tracker:
+        me = tracker.get("/myself").json()
+        found = {"queue": "TEST", "user": me["login"], "uid": int(me["uid"])}
+        body = _bound(imported.example.request, imported, found)
+        keys = [tracker.post("/issues/_import", json=body).json()["key"] for _ in range(3)]
+    with httpx.Client(base_url=info["wiki"], headers=_headers(info), timeout=30) as wiki:
+        page = wiki.get("/pages", params={"slug": PAGE}).json()["id"]
+        comment = wiki.post(f"/pages/{page}/comments", json={"body": "a thread"}).json()["id"]
     return {
-        **base,
-        "key": issue.json()["key"],
-        "other_key": other.json()["key"],
-        "idx": page["id"],
+        **found,
+        **dict(zip(("key", "other_key", "third_key"), keys, strict=True)),
+        "idx": page,
+        "comment_id": comment,
         "survey_id": info["surveys"]["source"][0],
     }
 
@@ -175,7 +174,7 @@ def test_the_documented_reply_example_parses(row: Row) -> None:
         transport=httpx.MockTransport(lambda request: httpx.Response(200, json=reply)),
     )
     name, *args = row.example.connector
-    got = asyncio.run(_drain(getattr(client, name)(*args)))
+    got = asyncio.run(_drain(getattr(client, name)(*args, **row.example.kwargs)))
     assert got not in (None, [], {}), f"{row.route}: {name} read nothing from {reply!r}"[:300]
 
 
@@ -214,7 +213,17 @@ def _headers(info: dict[str, Any]) -> dict[str, str]:
 
 
 def test_the_examples_bind_only_known_values() -> None:
-    known = {"queue", "user", "uid", "key", "other_key", "idx", "survey_id"}
+    known = {
+        "queue",
+        "user",
+        "uid",
+        "key",
+        "other_key",
+        "third_key",
+        "idx",
+        "comment_id",
+        "survey_id",
+    }
     for row in ROWS:
         if row.example:
             assert set(row.example.bind.values()) <= known, row.route

@@ -74,12 +74,12 @@ def test_every_row_names_a_vendor_page_or_says_why_not() -> None:
     """A row either names vendor pages (https, on the vendor's hosts) or is counted as "not
     found" on the published page; a sandbox-only route says so instead."""
     for row in all_rows():
-        for url in (row.v3, row.v2, row.example.page if row.example else ""):
+        for url in (row.page, row.v2, row.example.page if row.example else ""):
             if url:
                 parts = urlsplit(url)
                 assert parts.scheme == "https" and parts.hostname, (row.route, url)
                 assert parts.hostname.endswith(VENDOR_HOSTS), (row.route, url)
-        assert not (row.no_page and row.v3), f"{row.route}: a page and a reason for none"
+        assert not (row.no_page and row.page), f"{row.route}: a page and a reason for none"
 
 
 def test_every_live_reply_a_row_names_is_kept() -> None:
