@@ -132,13 +132,16 @@ def values(migrated: Migrated) -> dict[str, Any]:
         found = {"queue": "TEST", "user": me["login"], "uid": int(me["uid"])}
         body = _bound(imported.example.request, imported, found)
         keys = [tracker.post("/issues/_import", json=body).json()["key"] for _ in range(3)]
+        macro = tracker.get("/queues/TEST/macros").json()[0]["id"]
     with httpx.Client(base_url=info["wiki"], headers=_headers(info), timeout=30) as wiki:
         page = wiki.get("/pages", params={"slug": PAGE}).json()["id"]
         comment = wiki.post(f"/pages/{page}/comments", json={"body": "a thread"}).json()["id"]
     return {
         **found,
         **dict(zip(("key", "other_key", "third_key"), keys, strict=True)),
+        "macro_id": macro,
         "idx": page,
+        "page_ref": {"id": page},
         "comment_id": comment,
         "survey_id": info["surveys"]["source"][0],
     }
@@ -213,17 +216,9 @@ def _headers(info: dict[str, Any]) -> dict[str, str]:
 
 
 def test_the_examples_bind_only_known_values() -> None:
-    known = {
-        "queue",
-        "user",
-        "uid",
-        "key",
-        "other_key",
-        "third_key",
-        "idx",
-        "comment_id",
-        "survey_id",
-    }
+    """A row binds only the values the `values` fixture finds (a typo fails here, fast)."""
+    known = {"queue", "user", "uid", "key", "other_key", "third_key", "macro_id"}
+    known |= {"idx", "page_ref", "comment_id", "survey_id"}
     for row in ROWS:
         if row.example:
             assert set(row.example.bind.values()) <= known, row.route
