@@ -133,6 +133,7 @@ def values(migrated: Migrated) -> dict[str, Any]:
         body = _bound(imported.example.request, imported, found)
         keys = [tracker.post("/issues/_import", json=body).json()["key"] for _ in range(3)]
         macro = tracker.get("/queues/TEST/macros").json()[0]["id"]
+        category = tracker.get("/fields/categories").json()[0]["id"]
     with httpx.Client(base_url=info["wiki"], headers=_headers(info), timeout=30) as wiki:
         page = wiki.get("/pages", params={"slug": PAGE}).json()["id"]
         comment = wiki.post(f"/pages/{page}/comments", json={"body": "a thread"}).json()["id"]
@@ -140,6 +141,7 @@ def values(migrated: Migrated) -> dict[str, Any]:
         **found,
         **dict(zip(("key", "other_key", "third_key"), keys, strict=True)),
         "macro_id": macro,
+        "category_id": category,
         "idx": page,
         "page_ref": {"id": page},
         "comment_id": comment,
@@ -217,7 +219,7 @@ def _headers(info: dict[str, Any]) -> dict[str, str]:
 
 def test_the_examples_bind_only_known_values() -> None:
     """A row binds only the values the `values` fixture finds (a typo fails here, fast)."""
-    known = {"queue", "user", "uid", "key", "other_key", "third_key", "macro_id"}
+    known = {"queue", "user", "uid", "key", "other_key", "third_key", "macro_id", "category_id"}
     known |= {"idx", "page_ref", "comment_id", "survey_id"}
     for row in ROWS:
         if row.example:
