@@ -142,6 +142,7 @@ def values(migrated: Migrated) -> dict[str, Any]:
         **dict(zip(("key", "other_key", "third_key"), keys, strict=True)),
         "macro_id": macro,
         "category_id": category,
+        "entity_type": "project",
         "idx": page,
         "page_ref": {"id": page},
         "comment_id": comment,
@@ -219,7 +220,17 @@ def _headers(info: dict[str, Any]) -> dict[str, str]:
 
 def test_the_examples_bind_only_known_values() -> None:
     """A row binds only the values the `values` fixture finds (a typo fails here, fast)."""
-    known = {"queue", "user", "uid", "key", "other_key", "third_key", "macro_id", "category_id"}
+    known = {
+        "queue",
+        "user",
+        "uid",
+        "key",
+        "other_key",
+        "third_key",
+        "macro_id",
+        "category_id",
+        "entity_type",
+    }
     known |= {"idx", "page_ref", "comment_id", "survey_id"}
     for row in ROWS:
         if row.example:
