@@ -31,6 +31,10 @@ from tests.helpers.route_table import SERVICES, Row, all_rows, find_row, json_ty
 
 CLIENTS = {"tracker": TrackerClient, "wiki": WikiClient, "forms": FormsClient}
 ROWS = all_rows()
+VALUES = (  # what `values` finds in the source org, for the examples to bind
+    *("queue", "queue_ref", "user", "uid", "key", "other_key", "third_key", "macro_id"),
+    *("category_id", "entity_type", "board_ref", "idx", "page_ref", "comment_id", "survey_id"),
+)
 
 
 @dataclass
@@ -137,20 +141,26 @@ def values(migrated: Migrated) -> dict[str, Any]:
         keys = [tracker.post("/issues/_import", json=body).json()["key"] for _ in range(3)]
         macro = tracker.get("/queues/TEST/macros").json()[0]["id"]
         category = tracker.get("/fields/categories").json()[0]["id"]
+        queue = tracker.get("/queues/TEST").json()
+        board = tracker.get("/boards").json()[0]["id"]
     with httpx.Client(base_url=info["wiki"], headers=_headers(info), timeout=30) as wiki:
         page = wiki.get("/pages", params={"slug": PAGE}).json()["id"]
         comment = wiki.post(f"/pages/{page}/comments", json={"body": "a thread"}).json()["id"]
-    return {
+    found = {
         **found,
         **dict(zip(("key", "other_key", "third_key"), keys, strict=True)),
         "macro_id": macro,
         "category_id": category,
         "entity_type": "project",
+        "queue_ref": {"id": queue["id"], "key": queue["key"]},
+        "board_ref": {"id": str(board)},
         "idx": page,
         "page_ref": {"id": page},
         "comment_id": comment,
         "survey_id": info["surveys"]["source"][0],
     }
+    assert set(found) == set(VALUES)
+    return found
 
 
 @pytest.mark.parametrize("row", _with_examples("request"))
@@ -223,18 +233,7 @@ def _headers(info: dict[str, Any]) -> dict[str, str]:
 
 def test_the_examples_bind_only_known_values() -> None:
     """A row binds only the values the `values` fixture finds (a typo fails here, fast)."""
-    known = {
-        "queue",
-        "user",
-        "uid",
-        "key",
-        "other_key",
-        "third_key",
-        "macro_id",
-        "category_id",
-        "entity_type",
-    }
-    known |= {"idx", "page_ref", "comment_id", "survey_id"}
+    known = set(VALUES)
     for row in ROWS:
         if row.example:
             assert set(row.example.bind.values()) <= known, row.route
