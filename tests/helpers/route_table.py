@@ -68,7 +68,6 @@ class Example:
     query: dict[str, str] = field(default_factory=dict)
     bind: dict[str, str] = field(default_factory=dict)
     pending: str = ""  # why the sandbox does not accept it yet: the test is a strict xfail
-    v2_request: Any = None  # the v2 page's example where it differs from the v3 one
     connector: tuple[Any, ...] = ()  # the connector method (and arguments) that reads the reply
     kwargs: dict[str, Any] = field(default_factory=dict)  # its keyword arguments
 
@@ -110,7 +109,7 @@ def _row(service: str, entry: dict[str, Any]) -> Row:
     method, path = entry.pop("route").split(" ", 1)
     example = entry.pop("example", None)
     if example is not None:
-        for part in ("request", "reply", "v2_request"):
+        for part in ("request", "reply"):
             if part in example:
                 example[part] = json.loads(example[part])
         example["connector"] = tuple(example.get("connector", ()))
