@@ -54,17 +54,17 @@ def test_every_path_a_connector_spells_reaches_a_row() -> None:
 
 def test_every_row_is_served_or_called() -> None:
     """A row for a route neither the sandbox serves nor a connector calls is a stale row."""
-    served = served_routes()
+    served, rows = served_routes(), all_rows()
     called = {
         row.route
         for module, shapes in connector_paths().items()
         for shape in shapes
-        for row in rows_for_shape(all_rows(), shape)
+        for row in rows_for_shape(rows, shape)
         if row.service == service_of_connector(module)
     }
     stale = [
         f"{row.service}: {row.route}"
-        for row in all_rows()
+        for row in rows
         if row.route not in served[row.service] and row.route not in called
     ]
     assert stale == []
@@ -111,6 +111,5 @@ def test_the_page_counts_the_rows_whose_example_was_not_found() -> None:
         rows = load_rows(service)
         missing = sum(row.example is None for row in rows)
         assert f"| {service} | {len(rows)} |" in text
-        assert text.count("| not found |") >= 0
         summary = next(line for line in text.splitlines() if line.startswith(f"| {service} |"))
         assert summary.rstrip(" |").endswith(f"| {missing}")
