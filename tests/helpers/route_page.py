@@ -66,10 +66,10 @@ def _service_table(service: str, rows: list[Row]) -> str:
 
 
 def _line(row: Row) -> str:
-    return (
-        f"| {row.method} | `{row.path}` | {_page(row)} | {_example(row)} | "
-        f"{', '.join(f'`{name}`' for name in row.fields)} | {_live(row)} |"
-    )
+    fields = ", ".join(f"`{name}`" for name in row.fields)
+    if row.open_fields:
+        fields += " and the org's own fields"
+    return f"| {row.method} | `{row.path}` | {_page(row)} | {_example(row)} | {fields} | {_live(row)} |"
 
 
 def _page(row: Row) -> str:
