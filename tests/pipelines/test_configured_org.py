@@ -7,7 +7,8 @@ Importing the issues fires no trigger (the sandbox counts firings); verify passe
 the queue of a trigger changed in the target by hand; a later run carries a macro changed and
 a trigger deleted at the source. The sandbox takes macros in the v3 form alone
 (`v3_only:macros`), as a service that follows its v3 reference: a macro written in the v2 form
-would be refused, not carried.
+would be refused, not carried. The empty org is a Russian one: the group of every person is
+"Все сотрудники" there, id 1 as everywhere.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
     from haul.sandbox import server as sandbox_server
 
     directory = tmp_path_factory.mktemp("configured-org")
-    with sandbox_server.start_sandbox(size="tiny", seed=5, faults="v3_only:macros") as sandbox:
+    with sandbox_server.start_sandbox(
+        size="tiny", seed=5, faults="v3_only:macros", languages={"empty": "ru"}
+    ) as sandbox:
         info = sandbox.info
         path = into_empty_org(directory, info)
         config = load_config(path)
@@ -125,6 +128,15 @@ def test_macros_arrive_with_their_field_changes_where_only_the_v3_form_is_taken(
     carried = {m["name"]: m["fieldChanges"] for m in target.queues[queue].macros}
     assert carried["Need info"][0] == {"field": "tags", "add": ["needinfo"]}
     assert all(carried.values()) and len(carried) == 2
+
+
+def test_the_group_of_every_person_keeps_its_access_in_a_russian_org(moved: Moved) -> None:
+    """The source's "All employees" reads and creates in every queue; in the Russian target
+    the same group (id 1, "Все сотрудники") does, mapped by its id rather than its name."""
+    for queue in source_queues(moved.info):
+        reply = moved.raw("empty", "GET", f"/queues/{queue}/permissions/groups/1")
+        assert reply["group"]["display"] == "Все сотрудники"
+        assert {"READ", "CREATE"} <= set(reply["permissions"]), queue
 
 
 def sprints(client: Any) -> dict[str, list[tuple[Any, ...]]]:
