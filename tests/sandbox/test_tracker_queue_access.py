@@ -157,13 +157,14 @@ def test_the_group_of_every_person_is_named_as_the_service_names_it(
 def test_a_russian_org_names_the_group_of_every_person_in_russian_under_id_1() -> None:
     """The group's name follows the organisation's language, its id does not: removing id 1
     from a queue's scheme (as the vendor's importer does) works in either language."""
-    with start_sandbox(seed=1, size="tiny", languages={"target": "ru"}) as russian:
-        with client_for(russian, "target") as target:
-            everyone = [g for g in target.get("/groups").json() if g["id"] == "1"]
-            assert [(g["name"], g["display"]) for g in everyone] == [("Все сотрудники",) * 2]
-            removed = target.patch(
-                "/queues/NEW/permissions", json={"read": {"groups": {"remove": [1]}}}
-            )
-            assert removed.status_code == 200, removed.text
-            read = held(target.get("/queues/NEW/permissions/groups/1"))
-            assert "READ" not in read
+    with (
+        start_sandbox(seed=1, size="tiny", languages={"target": "ru"}) as russian,
+        client_for(russian, "target") as target,
+    ):
+        everyone = [g for g in target.get("/groups").json() if g["id"] == "1"]
+        assert [(g["name"], g["display"]) for g in everyone] == [("Все сотрудники",) * 2]
+        removed = target.patch(
+            "/queues/NEW/permissions", json={"read": {"groups": {"remove": [1]}}}
+        )
+        assert removed.status_code == 200, removed.text
+        assert "READ" not in held(target.get("/queues/NEW/permissions/groups/1"))
