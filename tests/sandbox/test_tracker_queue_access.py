@@ -147,7 +147,7 @@ def test_the_group_of_every_person_is_named_as_the_service_names_it(
     for org, client in (("source", source), ("target", target)):
         groups = client.get("/groups").json()
         everyone = [g for g in groups if g["name"] == "All employees"]
-        assert [(g["display"], g["id"]) for g in everyone] == [("All employees", "1")], org
+        assert [(g["display"], g["id"]) for g in everyone] == [("All employees", 1)], org
         assert "everyone" not in {g["name"] for g in groups}
     assert held(plain.get("/queues/TEST/permissions/users/heidi"))["READ"] == {
         "groups": ["All employees"]
@@ -161,7 +161,7 @@ def test_a_russian_org_names_the_group_of_every_person_in_russian_under_id_1() -
         start_sandbox(seed=1, size="tiny", languages={"target": "ru"}) as russian,
         client_for(russian, "target") as target,
     ):
-        everyone = [g for g in target.get("/groups").json() if g["id"] == "1"]
+        everyone = [g for g in target.get("/groups").json() if g["id"] == 1]
         assert [(g["name"], g["display"]) for g in everyone] == [("Все сотрудники",) * 2]
         removed = target.patch(
             "/queues/NEW/permissions", json={"read": {"groups": {"remove": [1]}}}
