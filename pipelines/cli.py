@@ -666,13 +666,31 @@ def sandbox_group() -> None:
     default="",
     help="e.g. '429:0.05,drop_after:0.05@*/_import' (see docs/reference/sandbox.md).",
 )
+@click.option(
+    "--language",
+    "languages",
+    multiple=True,
+    metavar="ROLE=LANG",
+    help="An organisation's language (en or ru; en unless told), e.g. target=ru.",
+)
 def sandbox_serve(
-    host: str, port: int, seed: int, size: str, latency_ms: float, faults: str
+    host: str,
+    port: int,
+    seed: int,
+    size: str,
+    latency_ms: float,
+    faults: str,
+    languages: tuple[str, ...],
 ) -> None:
     """Serve the sandbox; prints one JSON line (URLs, org ids, tokens), then serves until stopped."""
     from haul.sandbox.server import serve
 
-    serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults)
+    told = dict(item.partition("=")[::2] for item in languages)
+    try:
+        serve(host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults,
+              languages=told)  # fmt: skip
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--language/--faults") from None
 
 
 def _run_stage(stage: Callable[..., Any], config: Config, **options: Any) -> RunSummary:

@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", choices=list(SIZES), default="tiny")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--faults", default="", help="e.g. '429:0.1:2@*/_import,latency:20+10'")
+    parser.add_argument(
+        "--language", action="append", default=[], metavar="ROLE=LANG",
+        help="an organisation's language, e.g. target=ru (en unless told)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     serve(
         host=args.host,
@@ -24,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
         size=args.size,
         latency_ms=args.latency_ms,
         faults=args.faults,
+        languages=dict(item.partition("=")[::2] for item in args.language),
     )
 
 

@@ -30,6 +30,9 @@ pattern on the request path (no GLOB: every path):
                             which ones is a pure function of the issue key, not a dice roll
 - ``worklog_cap:N``         ``POST /worklog/_search`` answers at most N records (the service's
                             cap is 10 000), so a test can make a client split its windows
+- ``v3_only:macros``        macros take their field changes in the v3 form alone
+                            (``issueUpdate``); the v2 ``fieldChanges`` is a 422 (a service
+                            that follows its v3 reference; see ``tracker.planning.macro_forms``)
 - ``hold:NAME``             hold the request, unanswered and not applied, until the test
                             releases the hold (``RunningSandbox.release(NAME)``, or ``POST
                             /_sandbox/holds/NAME/release``); then it goes
@@ -96,8 +99,9 @@ _KINDS = (
     "links_missed",
     "worklog_cap",
     "hold",
+    "v3_only",
 )
-SERVED = ("links_missed", "worklog_cap")  # read by the routes themselves, never rolled
+SERVED = ("links_missed", "worklog_cap", "v3_only")  # read by the routes themselves, never rolled
 CONTROL_PREFIX = "/_sandbox/"
 THROTTLES = ("429", "420")  # the statuses that ask a client to slow down
 
@@ -116,6 +120,7 @@ class Fault:
     throttle: str = "429"  # what a ratelimit answers beyond its limit: "429" or "420"
     byte_ms: float = 100.0  # a dribble's pause between two bytes
     gate: str = ""  # a hold's name
+    route: str = ""  # the routes a v3_only holds to their v3 form
     glob: str | None = None
 
     def applies_to(self, path: str) -> bool:
@@ -161,6 +166,10 @@ def _parse_item(item: str) -> Fault:
             return _ratelimit(args, glob)
         if kind == "hold":
             return _hold(args, glob)
+        if kind == "v3_only":
+            if args != "macros":
+                raise ValueError("expected v3_only:macros")
+            return Fault(kind, route=args, glob=glob)
         if kind == "worklog_cap":
             return Fault(kind, rps=float(int(args)), glob=glob)
         if kind == "dribble":

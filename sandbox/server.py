@@ -13,7 +13,7 @@ import secrets
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +22,7 @@ import uvicorn
 from haul.sandbox.faults import FaultPlan, RequestStats, combine_spec
 from haul.sandbox.forms.app import build_forms_app
 from haul.sandbox.forms.seed import survey_ids_for
+from haul.sandbox.groups import ALL_STAFF_NAMES
 from haul.sandbox.tracker.app import build_tracker_app
 from haul.sandbox.tracker.model import Limits
 from haul.sandbox.tracker.seed.generate import build_world
@@ -34,6 +35,7 @@ AppBuilder = Callable[[World, FaultPlan, RequestStats], object]
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
+ROLES = ("source", "target", "empty")
 
 
 class RunningSandbox:
@@ -124,14 +126,19 @@ def start_sandbox(
     size: str = "tiny",
     latency_ms: float = 0.0,
     faults: str = "",
+    languages: Mapping[str, str] | None = None,
 ) -> RunningSandbox:
     """Start uvicorn in a background thread (its own event loop); return once it is listening.
 
     `port` is the tracker's; every other service listens on a free port of its own.
+    `languages` gives an organisation (by role) a language other than English: ``{"target":
+    "ru"}``; ValueError for a role or a language the sandbox does not have.
     """
     world = build_world(
         seed, size, admin_token=secrets.token_urlsafe(24), user_token=secrets.token_urlsafe(24)
     )
+    for role, language in (languages or {}).items():
+        set_language(world, role, language)
     world.more_admin_tokens = tuple(secrets.token_urlsafe(24) for _ in range(MORE_ADMIN_TOKENS))
     plan = FaultPlan(combine_spec(latency_ms, faults), seed=seed)
     stats = RequestStats()
@@ -163,6 +170,16 @@ def start_sandbox(
     return RunningSandbox(info, plan, stats, [server for server, _ in servers], thread, world)
 
 
+def set_language(world: World, role: str, language: str) -> None:
+    """Give the organisation of `role` the language `language` (see `start_sandbox`)."""
+    if role not in ROLES or language not in ALL_STAFF_NAMES:
+        raise ValueError(
+            f"bad language {role}={language}: expected ROLE=LANG, ROLE one of {', '.join(ROLES)},"
+            f" LANG one of {', '.join(ALL_STAFF_NAMES)}"
+        )
+    world.org_by_role(role).language = language
+
+
 def serve(
     *,
     host: str = "127.0.0.1",
@@ -171,11 +188,13 @@ def serve(
     size: str = "tiny",
     latency_ms: float = 0.0,
     faults: str = "",
+    languages: Mapping[str, str] | None = None,
 ) -> None:
     """Blocking: start, print ONE JSON line on stdout (flush), serve until SIGINT/SIGTERM."""
     sandbox = start_sandbox(
-        host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults
-    )
+        host=host, port=port, seed=seed, size=size, latency_ms=latency_ms, faults=faults,
+        languages=languages,
+    )  # fmt: skip
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -309,6 +309,9 @@ class Org:
     # the logins of people who left the org: still listed and found (``dismissed``), as the
     # real services keep them, but no page access may be given to them
     left: set[str] = field(default_factory=set)
+    # the organisation's language ("en" or "ru"): the names the service gives what it makes
+    # itself (the group of every person: ``sandbox.groups``)
+    language: str = "en"
 
     def __post_init__(self) -> None:
         self._logins = {user.login: user.uid for user in self.users.values()}

@@ -1,6 +1,9 @@
 """The system fields and categories every organisation comes with, as ``GET /fields`` lists them.
 
 Ids and keys are the service's; category ids are fixed and the same in every organisation.
+Types are the service's as its own export gives them (the vendor's importer's sample
+``global_fields.yaml``): a moment (``createdAt``, ``updatedAt``, ``resolvedAt``, ...) is a
+``datetime``, a day (``deadline``, ``start``, ``end``) a ``date``, ``description`` a ``text``.
 """
 
 from __future__ import annotations
@@ -21,24 +24,24 @@ CATEGORIES = (
 # id, English name, Russian name, schema type, array item type, readonly, category
 _ROWS = (
     ("summary", "Summary", "Задача", "string", None, False, SYSTEM),
-    ("description", "Description", "Описание", "string", None, False, SYSTEM),
+    ("description", "Description", "Описание", "text", None, False, SYSTEM),
     ("key", "Key", "Ключ", "string", None, True, SYSTEM),
     ("queue", "Queue", "Очередь", "queue", None, False, SYSTEM),
     ("status", "Status", "Статус", "status", None, True, SYSTEM),
     ("previousStatus", "Previous status", "Предыдущий статус", "status", None, True, SYSTEM),
-    ("statusStartTime", "Status start time", "Начало статуса", "date", None, True, SYSTEM),
+    ("statusStartTime", "Status start time", "Начало статуса", "datetime", None, True, SYSTEM),
     ("statusType", "Status type", "Тип статуса", "statusType", None, True, SYSTEM),
     ("type", "Type", "Тип", "issuetype", None, False, SYSTEM),
     ("priority", "Priority", "Приоритет", "priority", None, False, SYSTEM),
     ("resolution", "Resolution", "Резолюция", "resolution", None, True, SYSTEM),
-    ("resolvedAt", "Resolved", "Решена", "date", None, True, SYSTEM),
+    ("resolvedAt", "Resolved", "Решена", "datetime", None, True, SYSTEM),
     ("resolvedBy", "Resolved by", "Кем решена", "user", None, True, SYSTEM),
     ("assignee", "Assignee", "Исполнитель", "user", None, False, SYSTEM),
     ("author", "Reporter", "Автор", "user", None, False, SYSTEM),
     ("createdBy", "Created by", "Создатель", "user", None, True, SYSTEM),
-    ("createdAt", "Created", "Создана", "date", None, True, SYSTEM),
+    ("createdAt", "Created", "Создана", "datetime", None, True, SYSTEM),
     ("updatedBy", "Updated by", "Изменил", "user", None, True, SYSTEM),
-    ("updatedAt", "Updated", "Обновлена", "date", None, True, SYSTEM),
+    ("updatedAt", "Updated", "Обновлена", "datetime", None, True, SYSTEM),
     ("followers", "Followers", "Наблюдатели", "array", "user", False, SYSTEM),
     ("access", "Access", "Доступ", "array", "user", False, SYSTEM),
     ("tags", "Tags", "Теги", "array", "string", False, SYSTEM),
@@ -63,7 +66,7 @@ _ROWS = (
     ("deadline", "Deadline", "Дедлайн", "date", None, False, SYSTEM),
     ("start", "Start", "Начало", "date", None, False, SYSTEM),
     ("end", "End", "Конец", "date", None, False, SYSTEM),
-    ("lastCommentUpdatedAt", "Commented", "Прокомментирована", "date", None, True, SYSTEM),
+    ("lastCommentUpdatedAt", "Commented", "Прокомментирована", "datetime", None, True, SYSTEM),
     (
         "commentWithoutExternalMessageCount",
         "Comments",

@@ -132,7 +132,7 @@ def _seed_restricted(wiki: WikiOrg, org: Org, rng: random.Random) -> None:
             if kind == "user":
                 entry.user = org.find_user(name)
             else:
-                entry.group = wiki.groups.by_name[name]
+                entry.group = wiki.groups.named(name)
             page.access.entries.append(entry)
         if slug in FURNISHED:
             page.attachments.append(

@@ -5,7 +5,10 @@ One `haul run` of the tiny org into the empty org (no queue mapping) is shared b
 the official SDK then reads the same triggers, macros, sprints and versions in both orgs.
 Importing the issues fires no trigger (the sandbox counts firings); verify passes, then names
 the queue of a trigger changed in the target by hand; a later run carries a macro changed and
-a trigger deleted at the source.
+a trigger deleted at the source. The sandbox takes macros in the v3 form alone
+(`v3_only:macros`), as a service that follows its v3 reference: a macro written in the v2 form
+would be refused, not carried. The empty org is a Russian one: the group of every person is
+"Все сотрудники" there, id 1 as everywhere.
 """
 
 from __future__ import annotations
@@ -60,7 +63,9 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
     from haul.sandbox import server as sandbox_server
 
     directory = tmp_path_factory.mktemp("configured-org")
-    with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
+    with sandbox_server.start_sandbox(
+        size="tiny", seed=5, faults="v3_only:macros", languages={"empty": "ru"}
+    ) as sandbox:
         info = sandbox.info
         path = into_empty_org(directory, info)
         config = load_config(path)
@@ -82,10 +87,17 @@ def _json(value: Any) -> str:
 
 
 def triggers(client: Any, queue: str) -> list[tuple[Any, ...]]:
+    """Each trigger's settings; a transition's status by key (its reference's id is the
+    org's own)."""
     return sorted(
-        (t["name"], _json(t["conditions"]), _json(t["actions"]), t["active"])
+        (t["name"], _json(t["conditions"]), _json([_by_key(a) for a in t["actions"]]), t["active"])
         for t in client.queues[queue].triggers
     )
+
+
+def _by_key(action: dict[str, Any]) -> dict[str, Any]:
+    status = action.get("status")  # the SDK reads a reference as an object of its own
+    return action if status is None or isinstance(status, str) else {**action, "status": status.key}
 
 
 def macros(client: Any, queue: str) -> list[tuple[Any, ...]]:
@@ -100,6 +112,31 @@ def test_every_queues_triggers_and_macros_read_the_same_in_both_orgs(moved: Move
     for queue in source_queues(moved.info):
         assert triggers(target, queue) == triggers(source, queue) != []
         assert macros(target, queue) == macros(source, queue) != []
+
+
+def test_macros_arrive_with_their_field_changes_where_only_the_v3_form_is_taken(
+    moved: Moved,
+) -> None:
+    """The target takes `issueUpdate` alone (the v2 `fieldChanges` is refused there), and
+    every migrated macro reads back with the source's field changes."""
+    queue = source_queues(moved.info)[0]
+    target = moved.sdk("empty")
+    with pytest.raises(sdk.exceptions.UnprocessableEntity):
+        target.queues[queue].collection.macros.create(
+            name="v2 form", fieldChanges=[{"field": "tags", "add": ["x"]}]
+        )
+    carried = {m["name"]: m["fieldChanges"] for m in target.queues[queue].macros}
+    assert carried["Need info"][0] == {"field": "tags", "add": ["needinfo"]}
+    assert all(carried.values()) and len(carried) == 2
+
+
+def test_the_group_of_every_person_keeps_its_access_in_a_russian_org(moved: Moved) -> None:
+    """The source's "All employees" reads and creates in every queue; in the Russian target
+    the same group (id 1, "Все сотрудники") does, mapped by its id rather than its name."""
+    for queue in source_queues(moved.info):
+        reply = moved.raw("empty", "GET", f"/queues/{queue}/permissions/groups/1")
+        assert reply["group"]["display"] == "Все сотрудники"
+        assert {"READ", "CREATE"} <= set(reply["permissions"]), queue
 
 
 def sprints(client: Any) -> dict[str, list[tuple[Any, ...]]]:

@@ -25,3 +25,14 @@ def test_a_group_mapped_to_a_group_the_target_lacks_is_named_by_that_target_grou
     plain = wanted(entity, {"acl": {"READ": {"groups": [{"id": "15", "display": "sales"}]}}},
                    holders)  # fmt: skip
     assert plain.unmapped == ("group sales",)
+
+
+def test_the_group_of_every_person_maps_to_id_1_whatever_its_name() -> None:
+    """A Russian target names the group of every person "Все сотрудники": the English
+    source's "All employees" (id 1 in every org) still maps to it, by id."""
+    holders = EntityHolders(login_of=lambda ref: None, uids={},
+                            groups={"Все сотрудники": "1", "engineering": "7003"})  # fmt: skip
+    entity = {"fields": {"teamAccess": False}}
+    permissions = {"acl": {"READ": {"groups": [{"id": "1", "display": "All employees"}]}}}
+    access = wanted(entity, permissions, holders)
+    assert (access.acl["READ"]["groups"], access.unmapped) == (["1"], ())

@@ -43,3 +43,18 @@ def test_the_patch_replaces_every_code_so_nothing_the_target_had_stays_open() ->
     assert body["read"] == {"users": ["alice"], "groups": ["7009"], "roles": []}
     assert body["create"] == {"users": [], "groups": [], "roles": []}
     assert body["write"] == {"users": [], "groups": [], "roles": ["author"]}
+
+
+def test_the_group_of_every_person_maps_by_its_id_whatever_each_language_calls_it() -> None:
+    """Id 1 in every org: an English source's "All employees" is a Russian target's "Все
+    сотрудники", sent as id 1; the groups file can still map it elsewhere."""
+    russian = Holders(
+        login_of=lambda ref: None, logins={}, groups={"Все сотрудники": "1", "engineering": "7003"}
+    )
+    scheme = {"read": {"groups": [{"id": "1", "display": "All employees"}]}}
+    names, unmapped = mapped_scheme(scheme, russian)
+    assert (names["read"], unmapped) == (["group:Все сотрудники"], [])
+    assert scheme_body(names, russian)["read"]["groups"] == ["1"]
+    elsewhere = Holders(login_of=russian.login_of, logins={}, groups=russian.groups,
+                        group_file={"All employees": "engineering"})  # fmt: skip
+    assert mapped_scheme(scheme, elsewhere)[0]["read"] == ["group:engineering"]

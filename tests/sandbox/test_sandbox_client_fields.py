@@ -45,8 +45,10 @@ def test_an_import_may_carry_the_project_and_checklist_system_fields(tiny: dict[
     with client(tiny, "target") as target:
         reply = target.post("/issues/_import", json=body)
         by_key = target.post("/issues/_import", json={**body, "type": "bug"})
+        unknown = target.post("/issues/_import", json={**body, "type": "noSuchType"})
     assert reply.status_code == 201, reply.text
-    assert by_key.status_code == 422 and "type" in by_key.json()["errors"]  # ids, as the notes say
+    assert by_key.status_code == 201 and by_key.json()["type"]["key"] == "bug"  # keys, as ids
+    assert unknown.status_code == 422 and "type" in unknown.json()["errors"]
 
 
 def test_a_goal_keeps_its_key_results_and_a_project_has_none(tiny: dict[str, Any]):

@@ -201,6 +201,7 @@ def test_stats_count_requests_by_route(fresh: RunningSandbox) -> None:
         "ratelimit:5:sideways",
         "ratelimit:5:reads:writes",
         "hold:a b",
+        "v3_only:issues",
     ],
 )
 def test_malformed_specs(fresh: RunningSandbox, spec: str) -> None:

@@ -74,7 +74,7 @@ class TestIssueImport:
             ({"updatedAt": "2022-12-31T00:00:00.000+0000", "updatedBy": "bob"}, "updatedAt"),
             ({"updatedAt": "2999-01-01T00:00:00.000+0000", "updatedBy": "bob"}, "updatedAt"),
             ({"resolvedAt": FEB, "resolvedBy": "bob"}, "resolution"),
-            ({"status": "open"}, "status"),
+            ({"status": "noSuchStatus"}, "status"),
             ({"type": 999}, "type"),
             ({"priority": {"key": "normal"}}, "priority"),
             ({"assignee": "ghost"}, "assignee"),
@@ -114,6 +114,26 @@ class TestIssueImport:
             "/issues/_import", json={**body, "createdBy": "alice", "status": mapped}
         )
         assert by_login.status_code == 201 and by_login.json()["status"]["key"] == "inProgress"
+
+    def test_dictionary_keys_are_taken_as_ids_are(self, target: httpx.Client) -> None:
+        """status, type, priority and resolution by key, as the vendor's importer sends
+        them, land as the same values ids would give."""
+        body = {"queue": "NEW", "summary": "s", "createdAt": JAN, "createdBy": "alice"}
+        body |= {"updatedAt": FEB, "updatedBy": "bob", "resolvedAt": FEB, "resolvedBy": "bob"}
+        keys = {"status": "closed", "type": "bug", "priority": "minor", "resolution": "fixed"}
+        reply = target.post("/issues/_import", json={**body, **keys})
+        assert reply.status_code == 201, reply.text
+        assert {name: reply.json()[name]["key"] for name in keys} == keys
+
+    def test_an_unknown_key_is_a_clear_422(self, target: httpx.Client) -> None:
+        """A key the organisation lacks is refused, naming the field and what it takes."""
+        body = {"queue": "NEW", "summary": "s", "createdAt": JAN, "createdBy": "alice"}
+        reply = target.post("/issues/_import", json={**body, "type": "noSuchType"})
+        assert reply.status_code == 422
+        assert reply.json()["errors"] == {
+            "type": "Unknown type 'noSuchType': a key or a numeric id of this organization's"
+            " issuetypes"
+        }
 
     def test_existing_key_and_unique_conflict(self, target: httpx.Client) -> None:
         """A key or unique seen before is a 409; _findByUnique finds the first issue."""

@@ -87,6 +87,42 @@ def test_a_created_issue_fires_an_active_trigger_listening_for_creation(
     assert _firings(tiny, "FIRE") == 1
 
 
+def test_a_macro_written_as_issue_update_reads_back_as_field_changes(
+    tiny: dict[str, Any],
+) -> None:
+    """The v3 reference's `issueUpdate` (a value, null, or operators per field) is kept and
+    read back as `fieldChanges`, as a macro written in the v2 form is; both at once is a 422."""
+    client = sdk_client(tiny, "empty")
+    queue = _new_queue(client, "MACROS")
+    macros = queue.collection.macros
+    update = {"tags": {"add": "New tag"}, "resolution": None, "description": "New issue"}
+    made = macros.create(name="v3", body="Done", issueUpdate=update)
+    assert macros[str(made.id)].fieldChanges == [
+        {"field": "tags", "add": "New tag"},
+        {"field": "resolution", "set": None},
+        {"field": "description", "set": "New issue"},
+    ]
+    made.update(issueUpdate={"tags": {"remove": ["old"]}})
+    assert macros[str(made.id)].fieldChanges == [{"field": "tags", "remove": ["old"]}]
+    with pytest.raises(sdk.exceptions.UnprocessableEntity):
+        macros.create(name="both", issueUpdate=update, fieldChanges=[])
+
+
+def test_a_transition_reads_back_alike_whether_seeded_or_made(tiny: dict[str, Any]) -> None:
+    """A `Transition` action's status reads back as the status's reference, for a seeded
+    trigger and for one made through the API with the status's key."""
+    source = sdk_client(tiny, "source")
+    queue = source.queues.get_all()[0]
+    seeded = next(t for t in queue.triggers if t["name"] == "Reopen on comment")
+    made = queue.collection.triggers.create(
+        name="Reopen too", actions=[{"type": "Transition", "status": "open"}]
+    )
+    for trigger in (seeded, made):
+        status = trigger["actions"][0]["status"]
+        assert (status.key, status.id) == ("open", str(source.statuses["open"].id))
+    made.delete()
+
+
 def _new_queue(client: Any, key: str) -> Any:
     lead = client.myself.login
     return client.queues.create(

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import ya_wiki_api
 
-from haul.sandbox.groups import MEMBERS
+from haul.sandbox.groups import ALL_STAFF_ID, MEMBERS
 from haul.sandbox.people import ADMIN_LOGIN, USER_LOGIN
 from haul.sandbox.server import RunningSandbox
 from haul.sandbox.wiki.seed import RESTRICTED
@@ -215,7 +215,8 @@ def test_groups_have_the_same_names_and_members_but_their_own_ids_in_each_org(
 ) -> None:
     source, target = groups(sandbox, "source"), groups(sandbox, "target", token="admin")
     assert set(source) == set(target) == set(MEMBERS)
-    assert not {g["id"] for g in source.values()} & {g["id"] for g in target.values()}
+    shared = {g["id"] for g in source.values()} & {g["id"] for g in target.values()}
+    assert shared == {ALL_STAFF_ID}  # the group of every person has one id everywhere
     for name in MEMBERS:
         logins = [m["username"] for m in source[name]["members"]]
         assert logins == [m["username"] for m in target[name]["members"]] == list(MEMBERS[name])

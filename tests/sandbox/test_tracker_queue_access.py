@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from haul.sandbox.server import RunningSandbox
+from haul.sandbox.server import RunningSandbox, start_sandbox
 from tests.helpers.sandbox_clients import client_for
 from tests.helpers.sandbox_shapes import assert_like_recording
 
@@ -141,16 +141,30 @@ def test_the_group_of_every_person_is_named_as_the_service_names_it(
     source: httpx.Client, target: httpx.Client, plain: httpx.Client
 ) -> None:
     """The tracker's help names the group of all an organisation's employees "All employees":
-    `GET /groups` lists it so (name and display) in both orgs, under ids of each, and the
-    plain user reads a queue through it."""
-    found = {}
+    `GET /groups` lists it so (name and display) in both orgs, under the id 1 of every org
+    (the vendor's importer's `ALL_PARTICIPANTS_GROUP_ID`), and the plain user reads a queue
+    through it."""
     for org, client in (("source", source), ("target", target)):
         groups = client.get("/groups").json()
         everyone = [g for g in groups if g["name"] == "All employees"]
-        assert [g["display"] for g in everyone] == ["All employees"], org
+        assert [(g["display"], g["id"]) for g in everyone] == [("All employees", 1)], org
         assert "everyone" not in {g["name"] for g in groups}
-        found[org] = everyone[0]["id"]
-    assert found["source"] != found["target"]
     assert held(plain.get("/queues/TEST/permissions/users/heidi"))["READ"] == {
         "groups": ["All employees"]
     }
+
+
+def test_a_russian_org_names_the_group_of_every_person_in_russian_under_id_1() -> None:
+    """The group's name follows the organisation's language, its id does not: removing id 1
+    from a queue's scheme (as the vendor's importer does) works in either language."""
+    with (
+        start_sandbox(seed=1, size="tiny", languages={"target": "ru"}) as russian,
+        client_for(russian, "target") as target,
+    ):
+        everyone = [g for g in target.get("/groups").json() if g["id"] == 1]
+        assert [(g["name"], g["display"]) for g in everyone] == [("Все сотрудники",) * 2]
+        removed = target.patch(
+            "/queues/NEW/permissions", json={"read": {"groups": {"remove": [1]}}}
+        )
+        assert removed.status_code == 200, removed.text
+        assert "READ" not in held(target.get("/queues/NEW/permissions/groups/1"))

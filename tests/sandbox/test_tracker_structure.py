@@ -281,3 +281,14 @@ class TestDictionariesAndQueues:
         config = [{"issueType": "task", "workflow": "oicn", "resolutions": []}]
         unknown = raw.post("/queues/", json={**body, "key": "LAB3", "issueTypesConfig": config})
         assert unknown.status_code == 422 and "workflow 'oicn'" in unknown.text
+
+
+def test_system_fields_have_the_types_the_service_exports(raw: httpx.Client) -> None:
+    """A moment is a `datetime`, a day a `date`, the description a `text`, as the vendor's
+    own export of its system fields gives them (the importer's sample `global_fields.yaml`)."""
+    reply = raw.get("/fields")
+    assert_like_recording("fields/list", reply.status_code, reply.json())
+    types = {field["id"]: field["schema"]["type"] for field in reply.json()}
+    moments = ("createdAt", "updatedAt", "resolvedAt", "statusStartTime", "lastCommentUpdatedAt")
+    assert {name: types[name] for name in moments} == dict.fromkeys(moments, "datetime")
+    assert (types["deadline"], types["description"], types["summary"]) == ("date", "text", "string")

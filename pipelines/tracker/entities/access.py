@@ -6,7 +6,8 @@ the entity's author, lead, clients, followers and participants). `wanted` maps i
 
 - a user by `[mapping] users_file` or the same login (never `default_user`: that would give
   the default account a level the source never gave it), as its target uid;
-- a group by `[mapping] groups_file` or the same name, as its target id;
+- a group by `[mapping] groups_file` or the same name, as its target id (the group of every
+  person by its id, 1 in every org: `all_staff`);
 - roles as they are (they name the entity's own people, mapped the same way);
 - **fail closed**: when a holder has no target holder (or the author of a team-only entity
   that names AUTHOR), the entity keeps none of its entries nor opens to everyone: it is
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
 from haul.pipelines.tracker.export_access import ROLE_PEOPLE
 
 LEVELS = ("READ", "WRITE", "GRANT")
@@ -64,6 +66,8 @@ class EntityHolders:
         else by its name; an id the target does not list maps to none (where it lists no
         groups, an id the file gives is taken as it is)."""
         name, gid = str(ref.get("display") or ref.get("name") or ""), str(ref.get("id") or "")
+        if is_all_staff(gid, name, self.group_file):  # by its id: its name is the language's
+            return ALL_STAFF_ID
         target = self.group_file.get(name) or self.group_file.get(gid) or name
         target = target.removeprefix("dir:")
         if target in self.groups:

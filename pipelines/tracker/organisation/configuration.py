@@ -9,7 +9,7 @@ workflow and resolutions, used by a staged issue or not) and its permission sche
   phase CONFIGURATION: before any issue) sets the target queue's `issueTypesConfig` and its
   permission scheme. The scheme is the source's, mapped: a user by `[mapping] users_file` or
   the same login (never the default user), a group by `[mapping] groups_file` or the same
-  name, roles as they are. **Fail closed**: a holder that maps to no one is left out of every
+  name (the group of every person by its id, 1 in every org: `all_staff`), roles as they are. **Fail closed**: a holder that maps to no one is left out of every
   code it held, which narrows access, never widens it, and is counted and named as not carried.
 - A queue haul **creates** is restricted to that scheme right after its creation, in the same
   send (`restrict_new_queue`), before its first issue can arrive; the configuration's own send
@@ -40,6 +40,7 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config.mapping_files import read_groups_csv
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, RecordFailure, Ref
+from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
 from haul.pipelines.tracker.organisation.configured import (
     config_items,
     plan_configs,
@@ -136,8 +137,11 @@ class Holders:
 
     def group(self, ref: Record) -> str | None:
         """A source group's target name: the groups file's (a name, or `dir:<id>`), else its
-        own name; one the target does not list maps to none."""
+        own name (the group of every person: the target's, by id: `all_staff`); one the target
+        does not list maps to none."""
         name, gid = str(ref.get("display") or ref.get("name") or ""), str(ref.get("id") or "")
+        if is_all_staff(gid, name, self.group_file):  # by its id: its name is the language's
+            return next((n for n, i in self.groups.items() if i == ALL_STAFF_ID), None)
         target = (self.group_file.get(name) or self.group_file.get(gid) or name).removeprefix(
             "dir:"
         )

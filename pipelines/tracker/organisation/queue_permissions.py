@@ -10,7 +10,7 @@ queue (`GET /queues/{id}/permissions/users/{user}` or `.../groups/{group}`), abo
   most `MAX_USERS` a queue, the most frequent first (the rest are counted, not asked): theirs
   is the work that moves, and asking about a whole directory costs a request a person;
 - every group of the source that maps to a target group (`mapping.groups_file`, else the same
-  name): an organisation has few, and a group's grant reaches members no issue names.
+  name; the group of every person by its id: `all_staff`): an organisation has few, and a group's grant reaches members no issue names.
 
 A user maps through `mapping.users_file`, else the same login; one the target does not know
 is not compared (the load gives its records to the default user, whose permissions are not
@@ -29,6 +29,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
+from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
 from haul.pipelines.tracker.transform import user_refs
 from haul.state.store import StagingStore
 
@@ -190,6 +191,8 @@ async def _group_holders(
         name = str(group.get("name"))
         there = explicit.get(name, name)
         found = there.removeprefix("dir:") if there.startswith("dir:") else theirs.get(there)
+        if is_all_staff(str(group["id"]), name, explicit):  # by its id, whatever its name
+            there, found = name, ALL_STAFF_ID
         shown = name if there == name else f"{name} ({there} in the target)"
         if found is None:
             missing.append(_missing_group(name, there))

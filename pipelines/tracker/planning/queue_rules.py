@@ -5,8 +5,9 @@ They load in the last phase (`Phase.AUTOACTIONS`), beside the autoactions: after
 and values they name exist (the organisation's configuration loads first) and after every
 issue is in, so importing issues fires none of them (no trigger exists in the target while
 the issues are imported; each is then created with the source's `active` state). A trigger
-keeps its name, conditions, actions and active state; a macro its name, comment body and
-field changes. The people and queries they name are rewritten for the target as saved
+keeps its name, conditions, actions and active state (a transition's status by key); a
+macro its name, comment body and field changes, written as the v3 reference writes them
+(`issueUpdate`: `rule_forms`). The people and queries they name are rewritten for the target as saved
 filters' are (`pipelines.tracker.planning.queries`): a person through the user mapping, a
 queue under its mapped key, an issue under its target key; what has no counterpart is kept as
 written and counted under `not_carried`, never replaced by the default user. The fields they
@@ -32,6 +33,7 @@ from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, 
 from haul.pipelines.streams import RowsStream
 from haul.pipelines.tracker.changes.deletions import DELETED, deleted_row
 from haul.pipelines.tracker.planning.queries import QueryRewriter
+from haul.pipelines.tracker.planning.rule_forms import status_by_key, written
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagedRecord, StagingStore
 
@@ -105,6 +107,15 @@ def field_id(value: Any) -> Any:
     return value.get("id") or value.get("key") if isinstance(value, dict) else value
 
 
+def _as_read(name: str, value: Any) -> Any:
+    """A target's setting as verify compares it: a transition's status by key."""
+    return (
+        [status_by_key(item) for item in value]
+        if name in _NESTED and isinstance(value, list)
+        else value
+    )
+
+
 @dataclass
 class RuleRewrite:
     """Rewrites a rule's conditions, actions and field changes for the target; remembers
@@ -121,7 +132,7 @@ class RuleRewrite:
     def item(self, item: Any) -> Any:
         if not isinstance(item, dict):
             return item
-        rewritten = dict(item)
+        rewritten = dict(status_by_key(item))
         name = field_id(item.get("field"))
         if "field" in item:
             rewritten["field"] = name
@@ -159,12 +170,13 @@ class QueueRuleLoad:
 
         async def listing(queue: str) -> list[Fields]:
             return [
-                {"id": str(rule["id"]), **{name: rule.get(name) for name in SETTINGS[entity]}}
+                {"id": str(rule["id"]), **{name: _as_read(name, rule.get(name))
+                                           for name in SETTINGS[entity]}}
                 for rule in await self.client.list_rules(queue, KINDS[entity])
-            ]
+            ]  # fmt: skip
 
         async def send(record: StagedRecord, parent: str | None) -> str:
-            body = self._settings(record, count=True)
+            body = written(entity, self._settings(record, count=True))
             reply = await self.client.create_rule(self._queue(record), KINDS[entity], body)
             return str(reply["id"])
 
@@ -207,5 +219,5 @@ class QueueRuleLoad:
         version = None
         if entity == "trigger":
             version = int((await self.client.get_rule(queue, kind, target_id)).get("version") or 1)
-        body = self._settings(record, count=True)
+        body = written(record.entity, self._settings(record, count=True))
         await self.client.update_rule(queue, kind, target_id, body, version)

@@ -4,7 +4,8 @@ Rules (a broken rule is a 422 naming the field unless stated):
 - issue: queue, summary (<= 255), createdAt (<= now) and createdBy (a user of this org) are
   required; ``updatedAt``+``updatedBy`` and ``resolvedAt``+``resolvedBy``+``resolution`` come as
   sets; updatedAt in [createdAt, now]; resolvedAt in [createdAt, updatedAt]; status, type,
-  priority and resolution are numeric ids of THIS org; a key must belong to the queue.  An
+  priority and resolution are keys or numeric ids of THIS org (the vendor's importer sends
+  keys, haul ids); a key must belong to the queue.  An
   existing key or ``unique`` is a 409.  Components, versions, sprints, user lists and custom
   fields are checked by :mod:`sandbox.tracker.issues.import_fields`; a key that names no field is a
   422, a system field it does not take (``aliases``) is ignored.  The issue keeps the given
@@ -171,14 +172,20 @@ def echoed(checks: Checks) -> tuple[tuple[str, object], ...]:
 
 
 def _entry_key(checks: Checks, name: str, dictionary: Dictionary) -> str | None:
-    """A dictionary value by its numeric id only, as the notes' import table says (status,
-    type, priority, resolution: "numeric id"); a key is a 422 naming the field, so an importer
-    sending keys learns it at its first issue, not in an org whose keys happen to differ."""
+    """A dictionary value by its key (``"open"``) or its numeric id of this org, as the
+    vendor's own importer sends keys; anything else (a key the org lacks, another org's id, an
+    object) is a 422 naming the field."""
     if not checks.present(name):
         return None
-    entry = dictionary.lookup_id(checks.body[name])
+    value = checks.body[name]
+    entry = dictionary.by_key.get(value) if isinstance(value, str) else None
+    entry = entry or dictionary.lookup_id(value)
     if entry is None:
-        checks.fail(name, f"Unknown {name} id {checks.body[name]!r}: numeric ids of this org")
+        checks.fail(
+            name,
+            f"Unknown {name} {value!r}: a key or a numeric id of this organization's"
+            f" {dictionary.path}",
+        )
         return None
     return entry.key
 

@@ -3,10 +3,14 @@ the official SDK's ``Triggers`` and ``Macros`` collections read and write them.
 
 Triggers: POST takes ``name`` and ``actions`` (required: a non-empty list of objects with a
 ``type``), ``conditions`` (a list of such objects; none means "always") and ``active``
-(default true); 201 with the trigger. PATCH (under the version lock: ``version`` or
+(default true); 201 with the trigger. A ``Transition`` action names its status by key, by
+``{"key"}`` or by an id of this org, and reads back as the status's reference
+(``{self, id, key, display}``, as the v3 reference shows), whether the trigger was seeded or
+made through the API. PATCH (under the version lock: ``version`` or
 ``If-Match``) changes what it is sent and moves the version on. Macros: POST takes ``name``
-(required), ``body`` and ``fieldChanges`` (objects with a ``field`` and one of ``set``,
-``add``, ``remove``); PATCH has no lock. DELETE answers 200 for both.
+(required), ``body`` and the field changes, as the v3 reference's ``issueUpdate`` object or the
+v2 page's ``fieldChanges`` list (objects with a ``field`` and one of ``set``, ``add``,
+``remove``), read back as ``fieldChanges`` (:mod:`macro_forms`); PATCH has no lock. DELETE answers 200 for both.
 
 Every field a condition, action or field change names must exist for the queue (a global field
 by id, a local one by its key) and every person named as a user field's value must be a user of
@@ -23,8 +27,9 @@ from starlette.responses import JSONResponse, Response
 from haul.sandbox.tracker.api.checks import Checks
 from haul.sandbox.tracker.api.collection import Collection
 from haul.sandbox.tracker.api.context import open_call
-from haul.sandbox.tracker.api.render_refs import View, queue_ref
+from haul.sandbox.tracker.api.render_refs import View, entry_ref, queue_ref
 from haul.sandbox.tracker.model import Org, Queue
+from haul.sandbox.tracker.planning.macro_forms import v3_only, written_changes
 from haul.sandbox.tracker.structure.routes_structure import queue_of_path
 from haul.sandbox.tracker.workflows.queue_rules import Macro, Trigger, rules_of
 
@@ -42,7 +47,7 @@ def trigger_shape(view: View, value: Trigger) -> dict:
         "queue": queue_ref(view, value.queue),
         "name": value.name,
         "order": f"{value.id / 10_000:.4f}",
-        "actions": value.actions,
+        "actions": [_rendered_action(view, action) for action in value.actions],
         "conditions": value.conditions,
         "version": value.version,
         "active": value.active,
@@ -96,6 +101,7 @@ def _trigger_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[s
             checks.fail("actions", "Required: a list of actions, each an object with a type")
         else:
             _check_references(checks, queue, "actions", actions)
+            actions = [_stored_action(checks, action) for action in actions]
         found["actions"] = actions
     if "conditions" in body or creating:
         conditions = body.get("conditions") or []
@@ -111,6 +117,28 @@ def _trigger_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[s
 
 create_trigger = TRIGGERS.creator(_trigger_settings, _new_trigger)
 patch_trigger = TRIGGERS.editor(_trigger_settings)
+
+
+def _stored_action(checks: Checks, action: dict) -> dict:
+    """A ``Transition`` keeps its status by key, however it was named (a key, ``{"key"}``,
+    ``{"id"}`` or an id of this org), so that every trigger reads back alike."""
+    if action.get("type") != "Transition" or "status" not in action:
+        return action
+    named = action["status"]
+    key = named.get("key") or named.get("id") if isinstance(named, dict) else named
+    statuses = checks.org.statuses
+    entry = (statuses.by_key.get(key) if isinstance(key, str) else None) or statuses.lookup_id(key)
+    if entry is None:
+        checks.fail("actions", f"Unknown status {named!r}: a key or an id of this organization")
+        return action
+    return {**action, "status": entry.key}
+
+
+def _rendered_action(view: View, action: dict) -> dict:
+    """A ``Transition``'s status as a reference, as the v3 reference shows a trigger's read."""
+    if action.get("type") != "Transition" or not isinstance(action.get("status"), str):
+        return action
+    return {**action, "status": entry_ref(view, "statuses", action["status"])}
 
 
 # -- macros ---------------------------------------------------------------------------------
@@ -133,9 +161,9 @@ def _macro_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str
         found["name"] = checks.text("name", required=True, limit=255)
     if "body" in body:
         found["body"] = checks.text("body")
-    if "fieldChanges" in body:
-        changes = body.get("fieldChanges") or []
-        if not isinstance(changes, list) or not all(map(_change, changes)):
+    changes = written_changes(checks)
+    if changes is not None:
+        if not all(map(_change, changes)):
             checks.fail("fieldChanges", "Must be a list of {field, set | add | remove}")
         else:
             _check_references(checks, queue, "fieldChanges", changes)
@@ -143,8 +171,8 @@ def _macro_settings(checks: Checks, queue: Queue, *, creating: bool) -> dict[str
     return found
 
 
-create_macro = MACROS.creator(_macro_settings, _new_macro)
-patch_macro = MACROS.editor(_macro_settings)
+create_macro = v3_only(MACROS.creator(_macro_settings, _new_macro))
+patch_macro = v3_only(MACROS.editor(_macro_settings))
 
 
 # -- what a rule names ----------------------------------------------------------------------

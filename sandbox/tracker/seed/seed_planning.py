@@ -162,7 +162,7 @@ def _project_records(
 
 def _share(org: Org, project: Entity, group: str, reader: str | None = None) -> None:
     """Make the entity team-only, readable by ``group`` (and ``reader``) beside its team."""
-    holders: dict[str, list] = {"groups": [groups_of(org).by_name[group].id]}
+    holders: dict[str, list] = {"groups": [groups_of(org).named(group).id]}
     user = org.find_user(reader) if reader else None
     if user is not None:
         holders["users"] = [user.uid]

@@ -61,10 +61,8 @@ def grants_of(org: Org, queue: Queue) -> QueueGrants:
 
 
 def _seeded(org: Org, queue: Queue) -> QueueGrants:
-    by_name = groups_of(org).by_name
-    grants = QueueGrants(
-        {queue.lead: set(LEAD)}, {by_name[n].id: set(c) for n, c in SCHEME.items()}
-    )
+    named = groups_of(org).named
+    grants = QueueGrants({queue.lead: set(LEAD)}, {named(n).id: set(c) for n, c in SCHEME.items()})
     change = TARGET_CHANGES.get(queue.key) if org.role == "target" else None
     if change is not None:
         kind, name, codes = change
@@ -72,7 +70,7 @@ def _seeded(org: Org, queue: Queue) -> QueueGrants:
         if kind == "users" and user is not None:
             grants.users[user.uid] = set(codes)
         elif kind == "groups":
-            grants.groups[by_name[name].id] = set(codes)
+            grants.groups[named(name).id] = set(codes)
     return grants
 
 

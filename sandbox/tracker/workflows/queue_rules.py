@@ -5,7 +5,7 @@ objects, each with a ``type``; ``Or``/``And`` nest more under ``conditions``), `
 non-empty list of objects with a ``type``), ``active`` and an optimistic-lock ``version``. A
 macro (``/queues/{queue}/macros``) has a name, a comment ``body`` and ``fieldChanges`` (a list
 of ``{field, set | add | remove}``); it has no version (the official SDK's collection names
-none). Both are kept as sent: a condition, action or field change names fields by id (a
+none). Both are kept as sent (a ``Transition`` action's status by its key): a condition, action or field change names fields by id (a
 global field, or a queue's local field by its key) and people by login, as the service's own
 editor writes them.
 
@@ -133,7 +133,7 @@ def _triggers(person: str) -> list[tuple[str, list[dict], list[dict], bool]]:
         (
             "Reopen on comment",
             [{"type": "Or", "conditions": [{"type": "Event.comment-create"}]}],
-            [{"type": "Transition", "status": {"key": "open"}}],
+            [{"type": "Transition", "status": "open"}],
             False,
         ),
     ]
