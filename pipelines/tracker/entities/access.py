@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
 from haul.pipelines.tracker.export_access import ROLE_PEOPLE
+from haul.pipelines.tracker.transform import ALL_STAFF_ID, is_all_staff
 
 LEVELS = ("READ", "WRITE", "GRANT")
 Record = dict[str, Any]

@@ -40,7 +40,6 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config.mapping_files import read_groups_csv
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Order, Phase, RecordFailure, Ref
-from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
 from haul.pipelines.tracker.organisation.configured import (
     config_items,
     plan_configs,
@@ -51,7 +50,7 @@ from haul.pipelines.tracker.organisation.configured import (
 )
 from haul.pipelines.tracker.organisation.objects import ORG, Snapshots
 from haul.pipelines.tracker.target import TrackerTarget
-from haul.pipelines.tracker.transform import Transform
+from haul.pipelines.tracker.transform import ALL_STAFF_ID, Transform, is_all_staff
 from haul.state.store import StagedRecord, StagingStore
 
 Record = dict[str, Any]

@@ -29,8 +29,7 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_groups_csv, read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
-from haul.pipelines.tracker.all_staff import ALL_STAFF_ID, is_all_staff
-from haul.pipelines.tracker.transform import user_refs
+from haul.pipelines.tracker.transform import ALL_STAFF_ID, is_all_staff, user_refs
 from haul.state.store import StagingStore
 
 MAX_USERS = 30  # per queue: at most 2 * (30 + groups) requests a queue
