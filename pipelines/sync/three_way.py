@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haul.pipelines.specs import Conflicted, Fields
+from haul.pipelines.sync.decisions import apply_decisions
 from haul.pipelines.sync.references import without_file_ids
+from haul.state.conflicts import Conflicts
 from haul.state.written import Written
 
 ConflictRule = Literal["keep-target", "source-wins"]
@@ -109,18 +111,19 @@ def settled_values(changes: FieldChanges, source: Mapping[str, Any], rule: Confl
     return values
 
 
-def conflict_message(changes: FieldChanges, record: str = "") -> str:
-    """The conflicts the target kept, each with both values, and how to settle them; led by
-    `record` when given (how a person finds it in the target: "page 'team/a'"), since a run's
-    last line quotes the message without the record's id."""
+def conflict_message(changes: FieldChanges, record: str = "", *, resolvable: bool = False) -> str:
+    """The conflicts the target kept, each with both values, and how to settle them (with
+    `haul resolve` too when `resolvable`: fields kept in `state.conflicts`); led by `record`
+    when given (how a person finds it in the target: "page 'team/a'"), since a run's last line
+    quotes the message without the record's id."""
     named = "; ".join(
         f"{name}: source {_shown(ours, theirs)}, target {_shown(theirs, ours)}"
         for name, (ours, theirs) in changes.conflicts.items()
     )
     return (
         f"{record + ' ' if record else ''}changed on both sides, the target keeps its value: "
-        f'{named} (make both sides agree, or set [sync] conflicts = "source-wins"; then run '
-        "haul load again)"
+        f"{named} ({'haul resolve takes one side, or ' if resolvable else ''}make both sides"
+        ' agree, or set [sync] conflicts = "source-wins"; then run haul load again)'
     )
 
 
@@ -153,6 +156,7 @@ class ThreeWay:
     rule: ConflictRule
     changes: Counter[tuple[str, str]]
     written_as: WrittenAs = _equal  # the service's texts, their file ids patched (`diff_fields`)
+    decisions: Conflicts | None = None  # a person's, for conflicts (`pipelines.sync.decisions`)
 
     def compare(self, entity: str, source_id: str, compared: tuple[Fields, Fields]) -> FieldChanges:
         """The record's fields three ways: `compared` (source, target) against its base."""
@@ -171,10 +175,17 @@ class ThreeWay:
     ) -> Fields:
         """Write what `compared` (source, target) says the target lacks, through `write`
         (`always`: even when that is nothing); the fields haul has written now (the new base).
-        Raises `Conflicted` for the conflicts the target keeps (naming `record`, if given)."""
+        A conflict a person decided (`haul resolve`) is settled as decided. Raises `Conflicted`
+        for the conflicts the target keeps (naming `record`, if given)."""
         source, target = compared
         base = self.written.base(entity, source_id)
-        changes = diff_fields(source, base, target, self.written_as)
+        decided = apply_decisions(
+            diff_fields(source, base, target, self.written_as),
+            self.decisions.decisions(entity, source_id) if self.decisions else {},
+        )
+        changes = decided.changes
+        if decided.taken:
+            self.changes[(entity, "decided")] += 1
         names = list(changes.carried)
         if self.rule == "source-wins":
             for name, (ours, theirs) in changes.conflicts.items():
@@ -185,7 +196,8 @@ class ThreeWay:
         self._count(entity, changes, edited=bool(names) or always)
         written = base_after(source, base, changes, self.rule)
         if changes.conflicts and self.rule == "keep-target":
-            raise Conflicted(conflict_message(changes, record), written)
+            message = conflict_message(changes, record, resolvable=True) + decided.stale_note()
+            raise Conflicted(message, written, changes.conflicts)
         return written
 
     def _count(self, entity: str, changes: FieldChanges, *, edited: bool) -> None:
