@@ -12,30 +12,30 @@ it was made against:
     made against values that moved since
                   the conflict stays open, and its message names the decision it did not apply
 
-    apply_decisions(changes, decisions) -> Decided   plain values, no I/O
+    apply_decisions(conflicts, decisions) -> Decided   plain values, no I/O
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
 from haul.state.conflicts import Decision
-
-if TYPE_CHECKING:  # three_way applies the decisions: it imports this module
-    from haul.pipelines.sync.three_way import FieldChanges
 
 HOW = "haul resolve lists it; decide again"
 
 
 @dataclass(frozen=True)
 class Decided:
-    """A record's changes once its decisions are applied: `taken` field -> the side taken,
-    `stale` field -> the decision left unapplied (the sides moved since it was made)."""
+    """A record's conflicts once its decisions are applied: `carried` field -> the source's
+    value (taken), `kept` field -> the target's (taken), `open` field -> both values (no
+    decision, or a stale one), `stale` field -> the decision left unapplied (the sides moved
+    since it was made)."""
 
-    changes: FieldChanges
-    taken: dict[str, str] = field(default_factory=dict)
+    carried: dict[str, Any] = field(default_factory=dict)
+    kept: dict[str, Any] = field(default_factory=dict)
+    open: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     stale: dict[str, Decision] = field(default_factory=dict)
 
     def stale_note(self) -> str:
@@ -48,22 +48,19 @@ class Decided:
         return f" (a decision not applied: {named}; {HOW})" if named else ""
 
 
-def apply_decisions(changes: FieldChanges, decisions: Mapping[str, Decision]) -> Decided:
-    """Move each conflict a decision settles to the carried or the kept fields."""
-    carried, kept = dict(changes.carried), dict(changes.kept)
-    conflicts: dict[str, tuple[object, object]] = {}
-    taken: dict[str, str] = {}
-    stale: dict[str, Decision] = {}
-    for name, (ours, theirs) in changes.conflicts.items():
+def apply_decisions(
+    conflicts: Mapping[str, tuple[Any, Any]], decisions: Mapping[str, Decision]
+) -> Decided:
+    """Each conflict (field -> (the source's value, the target's)) as its decision settles it."""
+    decided = Decided()
+    for name, (ours, theirs) in conflicts.items():
         decision = decisions.get(name)
         if decision is None or not decision.made_against((ours, theirs)):
-            conflicts[name] = (ours, theirs)
+            decided.open[name] = (ours, theirs)
             if decision is not None:
-                stale[name] = decision
-            continue
-        taken[name] = decision.take
-        if decision.take == "source":
-            carried[name] = ours
+                decided.stale[name] = decision
+        elif decision.take == "source":
+            decided.carried[name] = ours
         else:
-            kept[name] = theirs
-    return Decided(replace(changes, carried=carried, kept=kept, conflicts=conflicts), taken, stale)
+            decided.kept[name] = theirs
+    return decided

@@ -179,12 +179,13 @@ class ThreeWay:
         for the conflicts the target keeps (naming `record`, if given)."""
         source, target = compared
         base = self.written.base(entity, source_id)
-        decided = apply_decisions(
-            diff_fields(source, base, target, self.written_as),
-            self.decisions.decisions(entity, source_id) if self.decisions else {},
+        found = diff_fields(source, base, target, self.written_as)
+        decisions = self.decisions.decisions(entity, source_id) if self.decisions else {}
+        decided = apply_decisions(found.conflicts, decisions)
+        changes = FieldChanges(
+            found.carried | decided.carried, found.kept | decided.kept, decided.open
         )
-        changes = decided.changes
-        if decided.taken:
+        if decided.carried or decided.kept:
             self.changes[(entity, "decided")] += 1
         names = list(changes.carried)
         if self.rule == "source-wins":
