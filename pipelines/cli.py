@@ -650,21 +650,12 @@ def resolve_command(
     config = open_config(config_path)
     if not config.staging_path.exists():
         _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
-    with open_store(config.staging_path) as store:
-        if take is not None:
-            entity, record = ("issue", issue_key) if issue_key else _record(record_ref or "")
-            found = resolve.take(store, take, entity, record or "", field_name or "")
-            click.echo(f"decided: {found.name}: take the {take}; {resolve.NEXT}")
-            return
-        if from_path is not None:
-            with from_path.open(newline="", encoding="utf-8-sig") as lines:
-                result = resolve.decide_from(store, lines, from_path)
-            raise Exit(resolve.print_from(result, console))
-        conflicts = resolve.open_conflicts(store)
-    if output_format == "csv":
-        resolve.write_csv(sys.stdout, conflicts)
-    else:
-        resolve.print_conflicts(conflicts, console)
+    if take is not None:
+        entity, record = ("issue", issue_key or "") if issue_key else _record(record_ref or "")
+        raise Exit(resolve.take_one(config, console, take, (entity, record, field_name or "")))
+    if from_path is not None:
+        raise Exit(resolve.take_from(config, console, from_path))
+    resolve.list_conflicts(config, console, sys.stdout, as_csv=output_format == "csv")
 
 
 def _record(ref: str) -> tuple[str, str]:

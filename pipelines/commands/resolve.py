@@ -32,6 +32,8 @@ from rich.console import Console
 from rich.table import Table
 
 from haul.connectors.errors import HaulError
+from haul.pipelines.commands.run import open_store, read_store
+from haul.pipelines.config import Config
 from haul.state.conflicts import Conflict, Take, as_stored
 from haul.state.store import StagingStore
 
@@ -62,7 +64,8 @@ class Open:
     @property
     def name(self) -> str:
         c = self.conflict
-        target = f" ({self.target_id} in the target)" if self.target_id != c.source_id else ""
+        moved = self.target_id not in ("", c.source_id)
+        target = f" ({self.target_id} in the target)" if moved else ""
         return f"{c.entity} {c.source_id}{target} {c.field}"
 
 
@@ -74,6 +77,37 @@ class FromFile:
     decided: list[tuple[Open, Take]] = field(default_factory=list)
     blank: int = 0
     stale: list[str] = field(default_factory=list)
+
+
+def list_conflicts(config: Config, console: Console, out: IO[str], *, as_csv: bool) -> None:
+    """`haul resolve`: the open conflicts, as a table on `console` or as CSV on `out`."""
+    with read_store(config.staging_path) as store:  # a listing only reads
+        conflicts = open_conflicts(store)
+    if as_csv:
+        write_csv(out, conflicts)
+    else:
+        print_conflicts(conflicts, console)
+
+
+def take_one(config: Config, console: Console, side: str, which: tuple[str, str, str]) -> int:
+    """`haul resolve --take`: decide the conflict `which` (entity, record, field); exit 0."""
+    with open_store(config.staging_path) as store:
+        found = take(store, side, *which)
+    _say(console, f"decided: {found.name}: take the {side}; {NEXT}")
+    return 0
+
+
+def take_from(config: Config, console: Console, path: Path) -> int:
+    """`haul resolve --from`: each decision of the CSV at `path`; the exit status."""
+    try:
+        with (
+            open_store(config.staging_path) as store,
+            path.open(newline="", encoding="utf-8-sig") as lines,
+        ):
+            result = decide_from(store, lines, path)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ResolveError(f"{path} is not a CSV file haul resolve can read: {exc}") from None
+    return print_from(result, console)
 
 
 def open_conflicts(store: StagingStore) -> list[Open]:
@@ -112,7 +146,7 @@ def decide_from(store: StagingStore, lines: Iterable[str], path: Path) -> FromFi
                 f"{path}, line {number}: decision {row['decision']!r}: write source, target, "
                 "or leave it blank"
             )
-        key = (row["entity"], row["source_id"], row["field"])
+        key = (row["entity"] or "", row["source_id"] or "", row["field"] or "")
         found = by_key.get(key)
         if found is None:
             raise ResolveError(
@@ -132,7 +166,8 @@ def decide_from(store: StagingStore, lines: Iterable[str], path: Path) -> FromFi
 
 
 def write_csv(out: IO[str], conflicts: Sequence[Open]) -> None:
-    """The conflicts as CSV (`HEADER`), the decision column empty for a person to fill."""
+    """The conflicts as CSV (`HEADER`), the decision column for a person to fill (empty but
+    where a decision is kept already)."""
     writer = csv.writer(out)
     writer.writerow(HEADER)
     writer.writerows(o.row(o.conflict.decision or "") for o in conflicts)
@@ -149,7 +184,7 @@ def print_conflicts(conflicts: Sequence[Open], console: Console) -> None:
     for o in conflicts:
         c = o.conflict
         record = f"{c.entity} {c.source_id}"
-        if o.target_id != c.source_id:
+        if o.target_id not in ("", c.source_id):
             record += f" ({o.target_id})"
         table.add_row(record, c.field, _shown(c.source), _shown(c.target), c.decision or "")
     console.print(table)

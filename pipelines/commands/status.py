@@ -171,6 +171,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
             run["outcome"] = "running" if alive and index == 0 else "interrupted"
     known = _source_counts(recent, services)
     last_end = recent[0]["ended_at"] if recent else None
+    conflicts = list(store.conflicts.iter_open())
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
         kind = entity_named(services, entity).staged_as
@@ -179,8 +180,8 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         runs=recent,
         problems=sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems),
         changes=sum(p.entity.endswith(CHANGE) for p in store.problems),
-        conflicts=sum(1 for _ in store.conflicts.iter_open()),
-        decided=sum(c.decision is not None for c in store.conflicts.iter_open()),
+        conflicts=len(conflicts),
+        decided=sum(c.decision is not None for c in conflicts),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
         deleted=deleted_at_source(store, deletion_kinds(services)),
