@@ -14,6 +14,7 @@ is then "changed in the target", never a conflict.
 
     diff_fields(source, base, target, written_as) -> FieldChanges   plain values, no I/O
     base_after(source, base, changes, rule)                         the base a run leaves
+    with_decisions(changes, decisions)       the conflicts a person decided (haul resolve), settled
     ThreeWay.settle(entity, id, (source, target), write) -> the new base, or raises Conflicted
 """
 
@@ -25,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haul.pipelines.specs import Conflicted, Fields
-from haul.pipelines.sync.decisions import apply_decisions
+from haul.pipelines.sync.decisions import Decided, apply_decisions
 from haul.pipelines.sync.references import without_file_ids
-from haul.state.conflicts import Conflicts
+from haul.state.conflicts import Conflicts, Decision
 from haul.state.written import Written
 
 ConflictRule = Literal["keep-target", "source-wins"]
@@ -99,6 +100,16 @@ def base_after(
         for name in changes.conflicts:
             after[name] = _value(base or {}, name)
     return after
+
+
+def with_decisions(
+    changes: FieldChanges, decisions: Mapping[str, Decision]
+) -> tuple[FieldChanges, Decided]:
+    """`changes` once a person's decisions settle their conflicts (`pipelines.sync.decisions`):
+    a conflict taken from the source carried, one taken from the target kept."""
+    decided = apply_decisions(changes.conflicts, decisions)
+    carried, kept = changes.carried | decided.carried, changes.kept | decided.kept
+    return FieldChanges(carried, kept, decided.open), decided
 
 
 def settled_values(changes: FieldChanges, source: Mapping[str, Any], rule: ConflictRule) -> Fields:
@@ -179,11 +190,9 @@ class ThreeWay:
         for the conflicts the target keeps (naming `record`, if given)."""
         source, target = compared
         base = self.written.base(entity, source_id)
-        found = diff_fields(source, base, target, self.written_as)
         decisions = self.decisions.decisions(entity, source_id) if self.decisions else {}
-        decided = apply_decisions(found.conflicts, decisions)
-        changes = FieldChanges(
-            found.carried | decided.carried, found.kept | decided.kept, decided.open
+        changes, decided = with_decisions(
+            diff_fields(source, base, target, self.written_as), decisions
         )
         if decided.carried or decided.kept:
             self.changes[(entity, "decided")] += 1
