@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,8 @@ async def test_decisions_are_written_by_the_next_run_once_and_leave_status(
     assert "'DEV-6 as the source has it'" in problems["DEV-6"]  # what it was decided against
     status = run_haul("status", "--config", path, env=env)
     assert "conflicts: 2 fields changed on both sides" in status.stdout, status.stdout
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert (report["open_conflicts"], report["changes_not_carried"]) == (2, 2)
     again = run_haul("resolve", "--config", path, "--format", "csv", env=env)
     open_now = {r["source_id"]: r for r in csv.DictReader(io.StringIO(again.stdout))}
     assert sorted(open_now) == ["DEV-2", "DEV-6"]
