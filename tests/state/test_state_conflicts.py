@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from haul.pipelines.commands.resolve import ResolveError, decide_from, write_csv
+from haul.pipelines.commands.resolve import ResolveError, decide_from, take, write_csv
 from haul.pipelines.commands.resolve import open_conflicts as listed
 from haul.state.store import StagingStore
 
@@ -81,3 +81,19 @@ def test_a_bad_line_is_refused_naming_it_and_nothing_is_decided(
         decide_from(store, [header, row], Path("decided.csv"))
 
     assert store.conflicts.decisions("issue", "DEV-1") == {}
+
+
+def test_taking_a_side_of_no_open_conflict_is_refused_naming_what_is_open(
+    store: StagingStore,
+) -> None:
+    """An issue with no open conflict, or a field of it not in conflict: a ResolveError (exit
+    2) that says which fields are."""
+    store.conflicts.record("issue", "DEV-1", {"summary": ("one", "uno")})
+
+    with pytest.raises(ResolveError, match="issue DEV-9 has no open conflict"):
+        take(store, "source", "issue", "DEV-9", "summary")
+    with pytest.raises(ResolveError, match="no conflict in 'tags', only in: summary"):
+        take(store, "target", "issue", "DEV-1", "tags")
+    take(store, "target", "issue", "DEV-1", "summary")
+
+    assert [c.decision for c in store.conflicts.iter_open()] == ["target"]
