@@ -611,6 +611,60 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
+@main.command("resolve")
+@CONFIG_OPTION
+@click.option("--take", type=click.Choice(["source", "target"]),
+              help="Settle one conflict: take the source's value or the target's.")  # fmt: skip
+@click.option("--issue", "issue_key", help="With --take: the issue (its source or target key).")
+@click.option("--record", "record_ref", metavar="ENTITY:ID",
+              help="With --take: another record (comment:123, wiki_page:team/a).")  # fmt: skip
+@click.option("--field", "field_name", help="With --take: the field in conflict.")
+@click.option("--from", "from_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Settle each row of a CSV (--format csv) by its decision column: source, "
+              "target, or blank (left open).")  # fmt: skip
+@click.option("--format", "output_format", type=click.Choice(["table", "csv"]), default="table",
+              show_default=True, help="How to list the open conflicts.")  # fmt: skip
+def resolve_command(
+    config_path: Path,
+    take: str | None,
+    issue_key: str | None,
+    record_ref: str | None,
+    field_name: str | None,
+    from_path: Path | None,
+    output_format: str,
+) -> None:
+    """List the sync's open conflicts (fields changed on both sides, the target's value kept),
+    or settle them: --take source|target for one issue (or record) and field, or --from a CSV
+    whose decision column a person filled in (haul resolve --format csv writes it). The next
+    haul load (or haul run) writes the source's value where it was taken, exactly once, and
+    the conflict leaves haul status and the report; taking the target writes nothing. A
+    decision made against values that moved since is not applied: the run names it, and it is
+    open again. Exit 2 for a conflict that is not open or a bad decision (the line is named),
+    3 when --from rows were made against values a run has seen move since."""
+    from haul.pipelines.commands import resolve
+
+    if take is not None and from_path is not None:
+        raise click.UsageError("give --take (one conflict) or --from (a CSV), not both")
+    if take is not None and (field_name is None or (issue_key is None) == (record_ref is None)):
+        raise click.UsageError("--take needs --field and one of --issue or --record")
+    config = open_config(config_path)
+    if not config.staging_path.exists():
+        _fail(1, f"nothing staged yet: {config.staging_path} does not exist")
+    if take is not None:
+        entity, record = ("issue", issue_key or "") if issue_key else _record(record_ref or "")
+        raise Exit(resolve.take_one(config, console, take, (entity, record, field_name or "")))
+    if from_path is not None:
+        raise Exit(resolve.take_from(config, console, from_path))
+    resolve.list_conflicts(config, console, sys.stdout, as_csv=output_format == "csv")
+
+
+def _record(ref: str) -> tuple[str, str]:
+    entity, colon, record = ref.partition(":")
+    if not (entity and colon and record):
+        raise click.UsageError(f"--record {ref!r}: write ENTITY:ID (comment:123)")
+    return entity, record
+
+
 @main.command("config-schema")
 def config_schema_command() -> None:
     """Print the JSON Schema of the config file (editors use it for completion and checks)."""

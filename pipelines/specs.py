@@ -218,11 +218,16 @@ class Conflicted(RecordFailure):
     """A refresh carried what it could of a change and left fields changed on both sides as
     the target holds them (the message names each with both values). `written` is the
     record's base now; the engine keeps it, keeps the message as the record's problem, and the
-    row stays changed, so each later run looks again until a person settles the conflict."""
+    row stays changed, so each later run looks again until a person settles the conflict.
+    `fields`: those a person may settle field by field (`haul resolve`), name -> (the
+    source's value, the target's); the engine keeps them (`state.conflicts`)."""
 
-    def __init__(self, message: str, written: Fields) -> None:
+    def __init__(
+        self, message: str, written: Fields, fields: dict[str, tuple[Any, Any]] | None = None
+    ) -> None:
         super().__init__(message)
         self.written = written
+        self.fields = fields or {}
 
 
 def target_of(found: str | Sent | None) -> str | None:

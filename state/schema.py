@@ -216,6 +216,32 @@ STEPS: tuple[Step, ...] = (
             )""",
         ),
     ),
+    Step(
+        "the conflicts a sync left, and what a person decided for them",
+        (
+            # one row per field changed on both sides that the target kept (state/conflicts.py)
+            """CREATE TABLE conflicts (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                field TEXT NOT NULL,
+                source TEXT NOT NULL,
+                target TEXT NOT NULL,
+                seen_at TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id, field)
+            )""",
+            # haul resolve's decision for one conflict, with both values it was made against
+            """CREATE TABLE decisions (
+                entity TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                field TEXT NOT NULL,
+                take TEXT NOT NULL CHECK (take IN ('source', 'target')),
+                source TEXT NOT NULL,
+                target TEXT NOT NULL,
+                decided_at TEXT NOT NULL,
+                PRIMARY KEY (entity, source_id, field)
+            )""",
+        ),
+    ),
 )
 
 

@@ -26,6 +26,7 @@ import structlog
 
 from haul.state.blobs import BlobStore, blob_root
 from haul.state.clock import Clock, utc_now
+from haul.state.conflicts import Conflicts
 from haul.state.errors import store_errors
 from haul.state.hashing import canonical_json, parse_json, text_hash
 from haul.state.ledger import Ledger
@@ -83,6 +84,7 @@ class StagingStore:
         self.ledger = Ledger(db, clock)
         self.problems = Problems(db, clock)
         self.written = Written(db, clock)  # three-way sync's bases: the engine writes them
+        self.conflicts = Conflicts(db, clock)  # what a sync left open, what a person decided
         self.targets = Targets(db, clock)  # the org each service loaded: writers claim it
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock

@@ -66,6 +66,8 @@ class Status:
     runs: list[dict[str, Any]] = field(default_factory=list)
     problems: int = 0  # records the extract could not stage whole
     changes: int = 0  # loaded records whose change at the source the load could not carry
+    conflicts: int = 0  # of their fields, those changed on both sides (haul resolve settles)
+    decided: int = 0  # of the conflicts, those haul resolve decided: the next load applies them
     not_staged: dict[str, str] = field(default_factory=dict)  # entity -> the setting that says so
     not_carried: dict[str, int] = field(default_factory=dict)  # "field: reason" -> values left out
     # entity -> (records deleted at the source, of them deleted in the target too)
@@ -101,10 +103,15 @@ class Status:
             )
         if self.problems:
             return f"{self.problems} records could not be extracted whole: run haul failures"
+        if self.decided:
+            return f"{self.decided} conflicts decided with haul resolve: run haul load"
         if self.changes:
+            settle = (
+                f" (haul resolve settles its {self.conflicts} conflicts)" if self.conflicts else ""
+            )
             return (
                 f"{self.changes} loaded records changed at the source and could not be brought"
-                " up to date: run haul failures"
+                f" up to date: run haul failures{settle}"
             )
         if failed:
             return f"{failed} records failed: run haul failures"
@@ -164,6 +171,7 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
             run["outcome"] = "running" if alive and index == 0 else "interrupted"
     known = _source_counts(recent, services)
     last_end = recent[0]["ended_at"] if recent else None
+    conflicts = list(store.conflicts.iter_open())
     planned: dict[str, int] = {}
     for entity, states in ledger.items():
         kind = entity_named(services, entity).staged_as
@@ -172,6 +180,8 @@ def gather_status(store: StagingStore, services: Sequence[Service], runs: int = 
         runs=recent,
         problems=sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems),
         changes=sum(p.entity.endswith(CHANGE) for p in store.problems),
+        conflicts=len(conflicts),
+        decided=sum(c.decision is not None for c in conflicts),
         not_staged=not_staged(store),
         not_carried=_not_carried(recent),
         deleted=deleted_at_source(store, deletion_kinds(services)),
@@ -369,6 +379,12 @@ def print_status(status: Status, counts: list[Any], console: Console, title: str
             console,
             f"undone: {entity}: {undone} loaded, then taken out of the target by haul undo"
             f"{unsure} (counted as loaded above; haul verify reports them missing)",
+        )
+    if status.conflicts:
+        say(
+            console,
+            f"conflicts: {status.conflicts} fields changed on both sides, the target's value"
+            f" kept; {status.decided} decided (haul resolve lists and settles them)",
         )
     for entity, kept in status.kept_as_changed.items():
         say(

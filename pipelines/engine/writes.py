@@ -121,6 +121,7 @@ class LedgerWrites:
                 self.store.written.keep(row.entity, row.source_id, written)
             # what the plan hashed (`Planned.content_hash`), as `done` keeps it
             self.ledger.refreshed(row.entity, row.source_id, row.staged_hash or record.content_hash)
+            self.store.conflicts.clear(row.entity, row.source_id)  # and the decisions it applied
         self.store.problems.clear(f"{row.entity}{CHANGE}", row.source_id)
         self.stats.refreshed += 1
         log.info("record_refreshed", entity=row.entity, record=row.source_id)
@@ -135,6 +136,7 @@ class LedgerWrites:
         with self.store.transaction():  # the base left and the problem, together
             if isinstance(exc, Conflicted):
                 self.store.written.keep(row.entity, row.source_id, exc.written)
+                self.store.conflicts.record(row.entity, row.source_id, exc.fields)
             self.store.problems.record(f"{row.entity}{CHANGE}", row.source_id, why, row.parent)
         self.stats.refresh_failed += 1
 

@@ -162,6 +162,7 @@ def gather_report(store: StagingStore, services: Sequence[Service]) -> dict[str,
         "unmapped_users": details.get("unmapped_users", []),
         "extract_problems": sum(not p.entity.endswith((CHANGE, KEPT)) for p in store.problems),
         "changes_not_carried": sum(p.entity.endswith(CHANGE) for p in store.problems),
+        "open_conflicts": sum(1 for _ in store.conflicts.iter_open()),  # haul resolve's
         "kept_as_changed": [  # by undo: a person changed them in the target since haul wrote them
             {"entity": p.entity.removesuffix(KEPT), "source_id": p.source_id, "why": p.error}
             for p in store.problems

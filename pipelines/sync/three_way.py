@@ -14,6 +14,7 @@ is then "changed in the target", never a conflict.
 
     diff_fields(source, base, target, written_as) -> FieldChanges   plain values, no I/O
     base_after(source, base, changes, rule)                         the base a run leaves
+    with_decisions(changes, decisions)       the conflicts a person decided (haul resolve), settled
     ThreeWay.settle(entity, id, (source, target), write) -> the new base, or raises Conflicted
 """
 
@@ -25,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haul.pipelines.specs import Conflicted, Fields
+from haul.pipelines.sync.decisions import Decided, apply_decisions
 from haul.pipelines.sync.references import without_file_ids
+from haul.state.conflicts import Conflicts, Decision
 from haul.state.written import Written
 
 ConflictRule = Literal["keep-target", "source-wins"]
@@ -99,6 +102,16 @@ def base_after(
     return after
 
 
+def with_decisions(
+    changes: FieldChanges, decisions: Mapping[str, Decision]
+) -> tuple[FieldChanges, Decided]:
+    """`changes` once a person's decisions settle their conflicts (`pipelines.sync.decisions`):
+    a conflict taken from the source carried, one taken from the target kept."""
+    decided = apply_decisions(changes.conflicts, decisions)
+    carried, kept = changes.carried | decided.carried, changes.kept | decided.kept
+    return FieldChanges(carried, kept, decided.open), decided
+
+
 def settled_values(changes: FieldChanges, source: Mapping[str, Any], rule: ConflictRule) -> Fields:
     """What the target should hold of each field once `changes` are settled under `rule`:
     the source's value, but the target's where only it changed, or where both did and the
@@ -109,18 +122,19 @@ def settled_values(changes: FieldChanges, source: Mapping[str, Any], rule: Confl
     return values
 
 
-def conflict_message(changes: FieldChanges, record: str = "") -> str:
-    """The conflicts the target kept, each with both values, and how to settle them; led by
-    `record` when given (how a person finds it in the target: "page 'team/a'"), since a run's
-    last line quotes the message without the record's id."""
+def conflict_message(changes: FieldChanges, record: str = "", *, resolvable: bool = False) -> str:
+    """The conflicts the target kept, each with both values, and how to settle them (with
+    `haul resolve` too when `resolvable`: fields kept in `state.conflicts`); led by `record`
+    when given (how a person finds it in the target: "page 'team/a'"), since a run's last line
+    quotes the message without the record's id."""
     named = "; ".join(
         f"{name}: source {_shown(ours, theirs)}, target {_shown(theirs, ours)}"
         for name, (ours, theirs) in changes.conflicts.items()
     )
     return (
         f"{record + ' ' if record else ''}changed on both sides, the target keeps its value: "
-        f'{named} (make both sides agree, or set [sync] conflicts = "source-wins"; then run '
-        "haul load again)"
+        f"{named} ({'haul resolve takes one side, or ' if resolvable else ''}make both sides"
+        ' agree, or set [sync] conflicts = "source-wins"; then run haul load again)'
     )
 
 
@@ -153,6 +167,7 @@ class ThreeWay:
     rule: ConflictRule
     changes: Counter[tuple[str, str]]
     written_as: WrittenAs = _equal  # the service's texts, their file ids patched (`diff_fields`)
+    decisions: Conflicts | None = None  # a person's, for conflicts (`pipelines.sync.decisions`)
 
     def compare(self, entity: str, source_id: str, compared: tuple[Fields, Fields]) -> FieldChanges:
         """The record's fields three ways: `compared` (source, target) against its base."""
@@ -171,10 +186,16 @@ class ThreeWay:
     ) -> Fields:
         """Write what `compared` (source, target) says the target lacks, through `write`
         (`always`: even when that is nothing); the fields haul has written now (the new base).
-        Raises `Conflicted` for the conflicts the target keeps (naming `record`, if given)."""
+        A conflict a person decided (`haul resolve`) is settled as decided. Raises `Conflicted`
+        for the conflicts the target keeps (naming `record`, if given)."""
         source, target = compared
         base = self.written.base(entity, source_id)
-        changes = diff_fields(source, base, target, self.written_as)
+        decisions = self.decisions.decisions(entity, source_id) if self.decisions else {}
+        changes, decided = with_decisions(
+            diff_fields(source, base, target, self.written_as), decisions
+        )
+        if decided.carried or decided.kept:
+            self.changes[(entity, "decided")] += 1
         names = list(changes.carried)
         if self.rule == "source-wins":
             for name, (ours, theirs) in changes.conflicts.items():
@@ -185,7 +206,8 @@ class ThreeWay:
         self._count(entity, changes, edited=bool(names) or always)
         written = base_after(source, base, changes, self.rule)
         if changes.conflicts and self.rule == "keep-target":
-            raise Conflicted(conflict_message(changes, record), written)
+            message = conflict_message(changes, record, resolvable=True) + decided.stale_note()
+            raise Conflicted(message, written, changes.conflicts)
         return written
 
     def _count(self, entity: str, changes: FieldChanges, *, edited: bool) -> None:

@@ -67,7 +67,9 @@ class WikiLoad:
     changes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        self.three_way = ThreeWay(self.store.written, self.conflicts, self.changes)
+        self.three_way = ThreeWay(
+            self.store.written, self.conflicts, self.changes, decisions=self.store.conflicts
+        )
         self.grids = GridSync(self.client, self._cell)
 
     def page_target(self, slug: str) -> str | None:

@@ -15,6 +15,7 @@ COMMANDS = {
     ("failures",): ("could not be extracted whole or loaded", "--entity", "--limit", "--config"),
     ("demo",): ("sandbox", "--size", "--seed", "--workdir"),
     ("undo",): ("Take the migration back", "deletes none", "--dry-run", "--yes", "--config"),
+    ("resolve",): ("open conflicts", "--take", "--from", "--format", "--config"),
     ("config-schema",): ("JSON Schema",),
     ("init",): ("commented haul.toml", "--sandbox", "--out", "--force", "--no-input"),
     ("sandbox",): ("stand-in", "serve"),

@@ -107,7 +107,9 @@ class TreeLoad:
     def three_way(self) -> ThreeWay:
         """The rule that settles a record a sync edits (`pipelines.sync.three_way`)."""
         written_as = self.transform.references.written_as  # a text patched with its files
-        return ThreeWay(self.store.written, self.conflicts, self.changes, written_as)
+        return ThreeWay(
+            self.store.written, self.conflicts, self.changes, written_as, self.store.conflicts
+        )
 
     @staticmethod
     async def target_record(listing: AsyncIterator[dict[str, Any]], target_id: str) -> Fields:

@@ -37,6 +37,7 @@ from haul.pipelines.specs import (
     Unclaimed,
     each_record,
 )
+from haul.pipelines.sync.three_way import with_decisions
 from haul.pipelines.tracker.issues.fields import (
     FieldChanges,
     diff_fields,
@@ -202,7 +203,10 @@ class IssueRecord:
         change that changed at the source is among those carried: the preview names it."""
         source, base, compared, target = await self._three_sides(record, key)
         written_as = self.load.transform.references.written_as
-        changes = diff_fields(compared, base, target, written_as)
+        changes, _ = with_decisions(  # what the refresh will do of a conflict decided
+            diff_fields(compared, base, target, written_as),
+            self.load.store.conflicts.decisions("issue", record.source_id),
+        )
         fixed = {name: source[name] for name in import_only(source)
                  if base is not None and not same(base.get(name), source.get(name))}  # fmt: skip
         return FieldChanges(changes.carried | fixed, changes.kept, changes.conflicts), target
