@@ -11,12 +11,12 @@ different numeric ids, part of the source's structure, and no issues.  The "empt
 organisation is a freshly created one: the same users, the dictionary values and fields every
 new organisation comes with, no queues, no custom values.
 
-The history runs from 2022 to the end of 2024, except its last weeks: the issues created in
-the last `RECENT_DAYS` of the creation window (chosen by sequence number, never by the date)
-are moved, with everything drawn from their times, to end the day before `today`, so a team's
-recent throughput (and a forecast from it) is there however late the sandbox runs.  The move
-is whole days and comes after every draw: the same issues, links and records at any date,
-only their times later.
+The history runs from 2022 to the end of 2024, except its last part: of the issues created in
+the last `RECENT_DAYS` of the creation window (chosen by sequence number, never by the date),
+those linked to none that stays move, with everything drawn from their times, to end the day
+before `today`, so a team's recent throughput (and a forecast from it) is there however late
+the sandbox runs.  The move is whole days and comes after every draw: the same issues, links
+and records at any date, only their times later.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from haul.sandbox.world import World
 HISTORY_END = parse_instant("2025-01-01T00:00:00.000+0000") or 0  # every generated time is before
 HISTORY_START = parse_instant("2022-01-01T00:00:00.000+0000") or 0
 DAY = 86_400_000
-RECENT_DAYS = 91  # the last thirteen weeks of creations end the day before today
+RECENT_DAYS = 365  # the issues created in the last year move to end the day before today
 
 
 _STATUS_WEIGHTS = {"open": 30, "inProgress": 20, "needInfo": 8, "resolved": 22, "closed": 20}
@@ -182,13 +182,12 @@ def _populate(org: Org, count: int, big_count: int, rng: random.Random, shift: i
         mentions = [issues[rng.randrange(seq)].key] if seq else []
         issues.append(_issue(org, seq, count, people, mentions, rng))
     links = _links(issues, people, rng)
-    first_recent = _first_recent(count)
-    issues = [_later(i, shift) if i.seq >= first_recent else i for i in issues]
+    moved = _recent(issues, links)
+    issues = [_later(issue, shift) if issue.key in moved else issue for issue in issues]
     for issue in issues:
         org.put_issue(issue)
-    moved = {issue.key for issue in issues[first_recent:]}
     for link in links:
-        later = link.source in moved and link.target in moved
+        later = link.source in moved  # and its other end: see `_recent`
         org.add_link(replace(link, created_at=link.created_at + shift) if later else link)
     org.big_attachment_keys = frozenset(i.key for i in rng.sample(issues, min(big_count, count)))
     refer_in_descriptions(org, issues)
@@ -203,10 +202,22 @@ def _populate(org: Org, count: int, big_count: int, rng: random.Random, shift: i
     )
 
 
-def _first_recent(count: int) -> int:
-    """The sequence number of the first issue created in the last RECENT_DAYS."""
-    slot = (HISTORY_END - HISTORY_START - 30 * DAY) // count
-    return max(0, count - (RECENT_DAYS * DAY) // max(slot, 1))
+def _recent(issues: list[Issue], links: list[Link]) -> set[str]:
+    """The keys of the issues created in the last RECENT_DAYS that move, with no link to an
+    issue that stays (a link lies in both its ends' windows)."""
+    slot = (HISTORY_END - HISTORY_START - 30 * DAY) // len(issues) if issues else 1
+    first = max(0, len(issues) - (RECENT_DAYS * DAY) // max(slot, 1))
+    moved = {issue.key for issue in issues[first:]}
+    while True:
+        staying = {
+            end
+            for link in links
+            if (link.source in moved) != (link.target in moved)
+            for end in (link.source, link.target)
+        }
+        if not staying & moved:
+            return moved
+        moved -= staying
 
 
 def _later(issue: Issue, shift: int) -> Issue:
