@@ -8,7 +8,8 @@ none). Each deletion goes through the ledger as a write does (`engine.begin_undo
 the DELETE, `engine.record_undone`): killed anywhere, the next undo sends again only what may
 not have been deleted, and a 404 then settles it as gone. What lives in another record (a
 page's access, a grid's rows) is settled with it. The rows stay done, marked undone, so that
-`haul verify` reports each as missing.
+`haul verify` reports each as missing. An undo (not a dry run) writes the run report again:
+its counts show the records undone, no longer loaded.
 
 The base decides: a record a person changed in the target since haul wrote it (a comment
 edited, a page rewritten, a checklist item edited) is kept, its row loaded as it was, counted
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import structlog
@@ -34,6 +36,8 @@ from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
 from haul.pipelines.commands.run import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.config import Config
 from haul.pipelines.engine import KEPT, begin_undo, call_off_undo, record_undone
+from haul.pipelines.registry import services
+from haul.pipelines.report.run import reporting
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.sync.removals import Removal
 from haul.state.ledger import LedgerRow
@@ -254,7 +258,11 @@ async def undo(
     target = config.require_target("undo")
     async with open_clients(config, environ, target) as (targets,):
         claim_target(config, target, record=not dry_run)  # a 404 is "gone" only in its org
-        with open_store(config.staging_path) as store, recorded_run(store, "undo"):
+        with (
+            open_store(config.staging_path) as store,
+            nullcontext() if dry_run else reporting(store, services()),  # undone, not loaded
+            recorded_run(store, "undo"),
+        ):
             removals: dict[str, Removal] = {}
             for service, client in targets:
                 if service.plans(config):  # nothing of a service that loads nothing (forms)

@@ -32,6 +32,7 @@ class EntityCounts:
     loadable: bool = True
     in_store: int | None = None  # its staged records; None: its rows load from another kind's
     waiting: int = 0  # rows waiting for a record a later run brings in (neither done nor failed)
+    undone: int = 0  # loaded, then taken out of the target by `haul undo` (counted in loaded)
 
 
 def in_use(store: StagingStore, services: Sequence[Service]) -> list[Service]:
@@ -45,6 +46,10 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
     """Staged records, ledger rows to load, loaded, failed and pending, per entity: aggregate
     queries."""
     ledger = store.ledger.counts()
+    undone = {
+        entity: sum(n for how, n in outcomes.items() if how != "in_flight")
+        for entity, outcomes in store.ledger.undo_counts().items()
+    }
     staged = store.count_records()
     left_out = not_staged(store)  # by the config: no row of zeros
     rows = []
@@ -62,6 +67,7 @@ def entity_counts(store: StagingStore, services: Sequence[Service]) -> list[Enti
                     pending=states.get("pending", 0) + states.get("in_flight", 0),
                     in_store=staged.get(entity, 0) if own_kind else None,
                     waiting=states.get("waiting", 0),
+                    undone=undone.get(entity, 0),
                 )
             )
         for entity in staged_only(service):

@@ -21,7 +21,15 @@ from haul.pipelines.report import charts
 from haul.pipelines.report.charts import Frame
 from haul.pipelines.report.counts import COUNTS_CAPTION, shared_budget_phrases
 
-OUTCOMES = (("loaded", "#2e7d32"), ("failed", "#c62828"), ("pending", "#f9a825"))
+OUTCOMES = (
+    ("loaded", "#2e7d32"),
+    ("failed", "#c62828"),
+    ("pending", "#f9a825"),
+    ("undone", "#757575"),  # loaded, then taken back by haul undo
+)
+# a service's counts, what needs a person first: on a phone the first columns are in view
+# (undone only after a haul undo)
+COUNT_COLUMNS = ("entity", "failed", "pending", "undone", "loaded", "to_load", "staged")
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
 
 STYLE = (
@@ -86,6 +94,10 @@ def rates_svg(lines: list[dict[str, Any]]) -> str:
                         ("0", f"{last:g}"))  # fmt: skip
 
 
+def _positive(count: Any) -> bool:
+    return isinstance(count, int) and count > 0
+
+
 def _named(name: str) -> str:
     return f' data-name="{escape(name)}"'
 
@@ -94,17 +106,18 @@ def counts_svg(counts: list[dict[str, Any]]) -> str:
     """Loaded, failed and pending per entity, as one stacked horizontal bar each (the entity's
     name to its left, so that no two names meet however many there are)."""
     left = max(round(charts.CHAR * max(len(row["entity"]) for row in counts)) + 14, charts.LEFT)
-    top = max(sum(row[name] for name, _ in OUTCOMES) for row in counts) or 1
+    top = max(sum(row.get(name, 0) for name, _ in OUTCOMES) for row in counts) or 1
     frame = Frame(0, top, 1, charts.rows_height(len(counts)), left)
     body = []
     for index, row in enumerate(counts):
         entity, at = row["entity"], 0
         body.append(charts.row_label(frame, index, entity))
         for name, colour in OUTCOMES:
+            count = row.get(name, 0)
             attrs = f'class="bar" data-entity="{escape(entity)}" data-outcome="{name}"'
-            body.append(charts.hbar(frame, index, at, at + row[name], colour, attrs,
-                                    f"{entity} {name}: {row[name]}"))  # fmt: skip
-            at += row[name]
+            body.append(charts.hbar(frame, index, at, at + count, colour, attrs,
+                                    f"{entity} {name}: {count}"))  # fmt: skip
+            at += count
     return charts.chart("counts", "records per entity and outcome", frame, "records", "entity",
                         body, ("0", f"{top:g}"), y_ticks=False)  # fmt: skip
 
@@ -116,13 +129,13 @@ def _instant(value: str) -> float:
 # -- sections ----------------------------------------------------------------------------------
 
 
-NAMES = frozenset(("entity", "stage", "command", "outcome", "kind"))  # never broken
+NAMES = frozenset(("entity", "stage", "command", "outcome", "kind"))  # broken only at "_"
 
 
 def _cell(column: str, value: Any, text: bool) -> str:
     shown = escape("" if value is None else str(value))
-    if column in NAMES:
-        return f'<td class="name">{shown}</td>'
+    if column in NAMES:  # a long name may break after an underscore (a phone's width)
+        return f'<td class="name">{shown.replace("_", "_<wbr>")}</td>'
     return f'<td class="text">{shown}</td>' if text else f"<td>{shown}</td>"
 
 
@@ -163,7 +176,8 @@ def _services(services: list[dict[str, Any]]) -> str:
         )
         parts.append(f'<section class="service" id="service-{name}"><h3>{name}</h3>')
         parts.append(f"<p>{escape(sides or 'No request recorded in this run.')}</p>")
-        columns = ["entity", "staged", "to_load", "loaded", "failed", "pending"]
+        undone = any(_positive(row.get("undone")) for row in service["counts"])
+        columns = [c for c in COUNT_COLUMNS if c != "undone" or undone]
         if service["counts"]:
             parts.append(_table(service["counts"], columns, f"counts-{name}", ["entity"]))
             parts.append(f"<p>{escape(COUNTS_CAPTION)}.</p>")
@@ -182,8 +196,9 @@ def _charts(report: dict[str, Any]) -> str:
     else:
         said.append("the load's rate did not vary (or nothing was loaded)")
     counts = report.get("counts") or []
-    if any(row["failed"] or row["pending"] for row in counts):
-        legend = charts.legend([(name, colour) for name, colour in OUTCOMES])
+    if any(row["failed"] or row["pending"] or row.get("undone") for row in counts):
+        shown = [o for o in OUTCOMES if o[0] != "undone" or any(r.get("undone") for r in counts)]
+        legend = charts.legend(shown)
         chart = counts_svg(counts)
         parts.append(charts.figure("counts", "Records per entity and outcome", chart, legend))
     else:

@@ -137,10 +137,11 @@ def gather_report(store: StagingStore, services: Sequence[Service]) -> dict[str,
                 "entity": row.entity,
                 "staged": row.in_store,
                 "to_load": row.to_load,
-                "loaded": row.loaded,
+                "loaded": row.loaded - row.undone,  # in the target now
                 "failed": row.failed,
                 "pending": row.pending,
                 "waiting": row.waiting,
+                "undone": row.undone,
             }
             for row in entity_counts(store, in_use(store, services))
             if row.loadable
@@ -183,10 +184,11 @@ def _parts(
     verify = store.get_checkpoint(VERIFY_CHECKPOINT)
     counts = [  # with what is staged for exports only (no load figures: "-")
         {"entity": r.entity, "staged": "-" if r.in_store is None else r.in_store,
-         "to_load": r.to_load, "loaded": r.loaded, "failed": r.failed, "pending": r.pending}
+         "to_load": r.to_load, "loaded": r.loaded - r.undone, "failed": r.failed,
+         "pending": r.pending, "undone": r.undone}
         if r.loadable else
         {"entity": r.entity, "staged": r.in_store, "to_load": "-", "loaded": "-", "failed": "-",
-         "pending": "-"}
+         "pending": "-", "undone": "-"}
         for r in entity_counts(store, in_use(store, services))
     ]  # fmt: skip
     return {

@@ -33,8 +33,10 @@ def chromium_path() -> str:
 
 
 # Measures a page shown in the harness's iframe: every text's boxes (an SVG text by its
-# element), the pairs that overlap, whether the page is wider than its frame, and each
-# chart's title and axis labels; written into the harness as JSON for --dump-dom.
+# element), the pairs that overlap, whether the page is wider than its frame, each chart's
+# title, axis labels, dated x ticks, bars, lines and percentile lines (their rendered y), and
+# each table's headers in view without scrolling; written into the harness as JSON for
+# --dump-dom.
 LAYOUT_CHECK = """
 function check(win, doc) {
   var boxes = [];
@@ -68,14 +70,33 @@ function check(win, doc) {
   var charts = Array.from(doc.querySelectorAll("svg")).map(function (svg) {
     var title = svg.querySelector(":scope > title");
     var xl = svg.querySelector("text.x-label"), yl = svg.querySelector("text.y-label");
+    var percentiles = {};
+    svg.querySelectorAll("line[data-percentile]").forEach(function (line) {
+      percentiles[line.getAttribute("data-percentile")] = line.getBoundingClientRect().top;
+    });
     return {id: svg.id, title: title ? title.textContent : "",
-            x: xl ? xl.textContent : "", y: yl ? yl.textContent : ""};
+            x: xl ? xl.textContent : "", y: yl ? yl.textContent : "",
+            x_marks: Array.from(svg.querySelectorAll("text.x-mark")).map(function (t) {
+              return t.textContent; }),
+            bars: svg.querySelectorAll("rect.bar").length,
+            lines: svg.querySelectorAll("polyline").length, percentiles: percentiles};
+  });
+  // each table's header cells that show whole without scrolling: inside the page's width
+  // and the box the table scrolls in
+  var columns = {};
+  doc.querySelectorAll("table[id]").forEach(function (table) {
+    var edge = Math.min(win.innerWidth, table.parentElement.getBoundingClientRect().right);
+    columns[table.id] = Array.from(table.rows[0].cells).filter(function (cell) {
+      var b = cell.getBoundingClientRect();
+      return b.width > 0 && b.right <= edge + 1;
+    }).map(function (cell) { return cell.textContent.trim(); });
   });
   var out = document.createElement("pre");
   out.id = "layout-check";
   out.textContent = JSON.stringify({
     width: win.innerWidth, texts: boxes.length, overlaps: overlaps.slice(0, 20),
     wider: doc.documentElement.scrollWidth > win.innerWidth + 1, charts: charts,
+    columns: columns,
     text: doc.body.innerText.slice(0, 20000)});
   document.body.appendChild(out);
 }

@@ -194,7 +194,8 @@ def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_p
     """After a run and a verify through the CLI, and for a report with every chart: no two
     texts overlap at 390 px or 1280 px, nothing is wider than the screen, every chart has a
     title and both axis labels, twelve recorded budgets draw only the two that moved, each
-    named; screenshots are kept in /tmp."""
+    named, the counts' failed and pending columns are in view at 390 px without scrolling;
+    screenshots are kept in /tmp."""
     from haul.pipelines.report.html import render_html
 
     chromium = _chromium()
@@ -204,20 +205,51 @@ def test_the_html_report_reads_well_on_a_phone_and_a_desktop(sandbox: Any, tmp_p
     rich = tmp_path / "every-chart.html"
     rich.write_text(render_html(_every_chart()), encoding="utf-8")
 
+    columns = {}
     for width in (390, 1280):
         real, full = (_layout(chromium, p, width, tmp_path) for p in (page, rich))
         _laid_out_well(real, width)
         _laid_out_well(full, width)
         _screenshot(chromium, page, width, tmp_path)
         _screenshot(chromium, rich, width, tmp_path)
+        columns[width] = full["columns"]["counts-tracker"]
 
     assert "The target matches the staged data." in real["text"]
     assert "nothing: everything staged is loaded and haul verify found" in real["text"]
     assert "verify" in [line.split("\t")[0] for line in real["text"].splitlines()]
     charts = {chart["id"] for chart in full["charts"]}
     assert charts == {"stages-chart", "throughput", "counts", "rates"}
+    assert {"entity", "failed", "pending"} <= set(columns[390]), columns  # in view unscrolled
     assert "tracker target, writes" in full["text"] and "wiki source, reads" not in full["text"]
     assert "cell row 1, column comment" in full["text"]
+
+
+def test_after_undo_the_report_counts_the_records_undone(sandbox: Any, tmp_path: Path) -> None:
+    """A run, then `haul undo`: report.json and report.html count what undo took back as
+    undone, no longer loaded (the issues, which the API cannot delete, stay loaded); on a
+    phone the counts' failed, pending and undone columns are in view, before those that
+    scroll."""
+    chromium = _chromium()
+    config, env = migrated(tmp_path, sandbox.info)
+    undone = run_haul("undo", "--yes", "--config", config, env=env)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    folder = staging_db(tmp_path).parent
+
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    counts = {row["entity"]: row for row in report["counts"]}
+    assert report["run"]["command"] == "undo"
+    assert counts["comment"]["undone"] == counts["comment"]["to_load"] > 0
+    assert counts["comment"]["loaded"] == 0
+    assert counts["issue"]["undone"] == 0 and counts["issue"]["loaded"] == 50
+    page = folder / "report.html"
+    for width in (390, 1280):
+        layout = _layout(chromium, page, width, tmp_path)
+        _laid_out_well(layout, width)
+        _screenshot(chromium, page, width, tmp_path)
+        columns = layout["columns"]["counts-tracker"]
+        assert {"entity", "failed", "pending", "undone"} <= set(columns), columns
+    charts = {chart["id"]: chart for chart in layout["charts"]}
+    assert "counts" in charts  # the records undone, drawn per entity
 
 
 def test_an_interrupted_load_still_writes_a_report(sandbox: Any, tmp_path: Path) -> None:

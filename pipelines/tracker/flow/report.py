@@ -4,12 +4,15 @@ fetched) drawn from the export's haul.duckdb, readable on a phone as on a deskto
 - cumulative flow: issues arrived, started and finished by each day (`cycle_times`);
 - cycle-time scatter: each finished issue's cycle days by its finish, with the 50/85/95th
   percentile lines;
-- throughput run chart: issues finished per ISO week;
-- aging work in progress: each issue in progress now, its age against those percentiles;
+- throughput: issues finished per ISO week, as bars;
+- throughput by queue: the same per queue (`flow_weekly`), small multiples on one scale;
+- aging work in progress: each issue in progress now, its age against those percentiles, on
+  a log scale (ages run from days to years: on a linear one the percentiles would merge);
 - WIP per day: issues in progress at each day's end (`issue_daily`);
 - the Monte Carlo forecast (`flow_forecast`): how many items by a date, when N items.
 
-Days are in UTC (the file's instants); every number drawn is a query of the file away.
+Days are in UTC (the file's instants), their axes ticked on week, month or year starts; every
+number drawn is a query of the file away.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import duckdb
 
 from haul.pipelines.export.pages import Page
 from haul.pipelines.report import charts
-from haul.pipelines.report.charts import dots, figure, hline, legend, polyline
+from haul.pipelines.report.charts import date_marks, dots, figure, hline, legend, polyline
 
 HEIGHT = 240
+SMALL_HEIGHT = 150  # one queue's chart of the small multiples
+AGING_HEIGHT = 300  # taller: close percentiles stay apart on its log scale
 COLOURS = {"arrived": "#90caf9", "started": "#1565c0", "finished": "#2e7d32"}
 PERCENTILE_COLOURS = {50: "#2e7d32", 85: "#ef6c00", 95: "#c62828"}
 MOST_POINTS = 240  # a line's points at most: long histories are sampled evenly
@@ -33,7 +38,7 @@ MOST_POINTS = 240  # a line's points at most: long histories are sampled evenly
 STYLE = (
     charts.STYLE
     + """
-h2{font-size:1.1em;margin:1.4em 0 .3em}
+h2{font-size:1.1em;margin:1.4em 0 .3em}h3{font-size:1em;margin:.8em 0 0}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
 p.note{color:#555;font-size:.9em}
 """
@@ -82,7 +87,8 @@ def cumulative_flow(db: duckdb.DuckDBPyConnection, export_day: int) -> str:
         for name, times in series.items()
     ]
     chart = charts.chart("cfd", "issues arrived, started and finished by each day", frame, "day",
-                "issues", body, (_iso(first), _iso(export_day)))  # fmt: skip
+                "issues", body, (_iso(first), _iso(export_day)),
+                x_marks=date_marks(first, export_day))  # fmt: skip
     return figure("cfd", "Cumulative flow", chart, legend([(n, COLOURS[n]) for n in series]))
 
 
@@ -108,47 +114,94 @@ def cycle_scatter(db: duckdb.DuckDBPyConnection, lines: dict[int, float]) -> str
     points = [(_day(done), seconds / 86_400) for done, seconds in rows]
     frame = day_frame(points[0][0], points[-1][0], round(max(y for _, y in points) + 0.5))
     body = dots(frame, points, "#1565c0") + [
-        hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
+        hline(frame, v, PERCENTILE_COLOURS[p], f' data-percentile="{p}"') for p, v in lines.items()
     ]
     chart = charts.chart("cycle-scatter", "cycle time of each finished issue, by the day it finished",
                 frame, "finished", "cycle days", body,
-                (_iso(points[0][0]), _iso(points[-1][0])))  # fmt: skip
+                (_iso(points[0][0]), _iso(points[-1][0])),
+                x_marks=date_marks(points[0][0], points[-1][0]))  # fmt: skip
     return figure("cycle-scatter", "Cycle time", chart, legend(_percentile_legend(lines)))
 
 
 def throughput(db: duckdb.DuckDBPyConnection) -> str:
-    """Issues finished per ISO week, weeks with none at 0."""
+    """Issues finished per ISO week, a bar each, weeks with none at 0."""
     rows = _rows(db, "SELECT date_trunc('week', done_at)::DATE AS week, count(*) FROM cycle_times "
                      "WHERE done_at IS NOT NULL GROUP BY week ORDER BY week")  # fmt: skip
     counts = {_day(week): count for week, count in rows}
-    weeks = list(range(min(counts), max(counts) + 1, 7))
-    points = [(week, counts.get(week, 0)) for week in weeks]
-    frame = day_frame(weeks[0], weeks[-1], max(counts.values()))
-    chart = charts.chart("throughput", "issues finished per week", frame, "week", "finished",
-                [polyline(frame, points, "#2e7d32"), *dots(frame, points, "#2e7d32")],
-                (_iso(weeks[0]), _iso(weeks[-1])))  # fmt: skip
+    chart = weekly_bars("throughput", "issues finished per week", counts, min(counts),
+                        max(counts), HEIGHT)  # fmt: skip
     return figure("throughput", "Throughput per week", chart)
 
 
+def weekly_bars(
+    ident: str, title: str, counts: dict[int, int], first: int, last: int, height: int, top: int = 0
+) -> str:
+    """A bar per week from the Monday `first` to the Monday `last` (day ordinals), its height
+    the week's count (`top`: the y axis's top, when charts share it)."""
+    frame = charts.Frame(first, last + 7, max(top, *counts.values(), 1), height)
+    body = [
+        charts.vbar(frame, week, 7, counts[week], "#2e7d32",
+                    f'class="bar" data-week="{_iso(week)}" data-count="{counts[week]}"',
+                    f"week of {_iso(week)}: {counts[week]} finished")
+        for week in range(first, last + 1, 7) if counts.get(week)
+    ]  # fmt: skip
+    return charts.chart(ident, title, frame, "week", "finished", body,
+                        (_iso(first), _iso(last)), x_marks=date_marks(first, last + 7))  # fmt: skip
+
+
+def by_queue(db: duckdb.DuckDBPyConnection) -> str | None:
+    """Each queue's issues finished per week (`flow_weekly`), one small chart each, all on
+    the same weeks and the same scale (None: no weekly rows)."""
+    rows = _rows(db, "SELECT queue_key, week_start, throughput FROM flow_weekly "
+                     "ORDER BY queue_key, week_start")  # fmt: skip
+    if not rows:
+        return None
+    weeks: dict[str, dict[int, int]] = {}
+    for queue, week, count in rows:
+        weeks.setdefault(str(queue), {})[_day(week)] = int(count)
+    first = min(min(counts) for counts in weeks.values())
+    last = max(max(counts) for counts in weeks.values())
+    top = max(max(counts.values()) for counts in weeks.values())
+    parts = [
+        weekly_bars(f"queue-{queue}", f"issues finished per week in {queue}", counts, first,
+                    last, SMALL_HEIGHT, top)
+        for queue, counts in weeks.items()
+    ]  # fmt: skip
+    names = "".join(
+        f"<h3>{escape(queue)}</h3>{part}" for queue, part in zip(weeks, parts, strict=True)
+    )
+    return (
+        '<figure id="queues-figure"><figcaption>Throughput per week, by queue</figcaption>'
+        f'<p class="note">One chart per queue (an issue counts in its queue now), all on the same '
+        f"weeks and the same scale (0 to {top} a week).</p>{names}</figure>"
+    )
+
+
 def aging(db: duckdb.DuckDBPyConnection, lines: dict[int, float], as_of: datetime) -> str | None:
-    """Each issue in progress at the last day's end, its age since started (None: none)."""
+    """Each issue in progress at the last day's end, its age since started on a log scale of
+    days, with the percentile lines (None: none in progress)."""
     rows = _rows(db, "SELECT c.issue_key, c.started_at FROM issue_daily d JOIN cycle_times c "
                      "USING (issue_key) WHERE d.stage = 'in_progress' AND c.started_at IS NOT NULL "
                      "AND d.day = (SELECT max(day) FROM issue_daily) ORDER BY c.started_at")  # fmt: skip
     if not rows:
         return None
-    ages = [
-        (n + 1, (as_of - started).total_seconds() / 86_400) for n, (_, started) in enumerate(rows)
-    ]
-    top = max([*(age for _, age in ages), *lines.values()])
-    frame = day_frame(0, len(ages) + 1, round(top + 0.5))
-    body = dots(frame, ages, "#6a1b9a") + [
-        hline(frame, v, PERCENTILE_COLOURS[p]) for p, v in lines.items()
+    ages = [(as_of - started).total_seconds() / 86_400 for _, started in rows]
+    top = max([*ages, *lines.values(), 1.0])
+    frame = charts.Frame(0, len(ages) + 1, charts.log_days(top) * 1.05, AGING_HEIGHT)
+    body = dots(frame, [(n + 1, charts.log_days(age)) for n, age in enumerate(ages)], "#6a1b9a")
+    body += [
+        hline(frame, charts.log_days(v), PERCENTILE_COLOURS[p], f' data-percentile="{p}"')
+        for p, v in lines.items()
     ]
     chart = charts.chart("aging", "age of each issue in progress now, oldest first", frame,
-                "issues in progress, oldest first", "days since started", body,
-                ("1", str(len(ages))))  # fmt: skip
-    return figure("aging", "Aging work in progress", chart, legend(_percentile_legend(lines)))
+                "issues in progress, oldest first", "days since started (log scale)", body,
+                ("1", str(len(ages))), y_marks=charts.log_marks(top))  # fmt: skip
+    older = sum(age > lines.get(95, top) for age in ages)
+    note = (f'<p class="note">{older} of {len(ages)} in progress are older than the 95th '
+            "percentile of finished cycles.</p>" if lines else "")  # fmt: skip
+    return figure(
+        "aging", "Aging work in progress", chart, legend(_percentile_legend(lines)) + note
+    )
 
 
 def wip(db: duckdb.DuckDBPyConnection) -> str | None:
@@ -162,7 +215,7 @@ def wip(db: duckdb.DuckDBPyConnection) -> str | None:
     frame = day_frame(days[0], days[-1], max(counts.values()))
     chart = charts.chart("wip", "issues in progress at each day's end", frame, "day", "in progress",
                 [polyline(frame, [(d, counts[d]) for d in days], "#1565c0")],
-                (_iso(days[0]), _iso(days[-1])))  # fmt: skip
+                (_iso(days[0]), _iso(days[-1])), x_marks=date_marks(days[0], days[-1]))  # fmt: skip
     return figure("wip", "Work in progress per day", chart)
 
 
@@ -203,7 +256,7 @@ def render_flow(db: duckdb.DuckDBPyConnection) -> str | None:
     lines = percentiles(db)
     export_day = date.fromisoformat(info["export_day"]).toordinal()
     parts = [cumulative_flow(db, export_day), cycle_scatter(db, lines), throughput(db),
-             aging(db, lines, as_of), wip(db), forecast(db)]  # fmt: skip
+             by_queue(db) if "flow_weekly" in names else None, aging(db, lines, as_of), wip(db), forecast(db)]  # fmt: skip
     body = "\n".join(part for part in parts if part)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

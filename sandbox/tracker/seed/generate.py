@@ -10,16 +10,24 @@ organisation has the same queues plus ``NEW``, the same logins and dictionary ke
 different numeric ids, part of the source's structure, and no issues.  The "empty"
 organisation is a freshly created one: the same users, the dictionary values and fields every
 new organisation comes with, no queues, no custom values.
+
+The history runs from 2022 to the end of 2024, except its last part: of the issues created in
+the last `RECENT_DAYS` of the creation window (chosen by sequence number, never by the date),
+those linked to none that stays move, with everything drawn from their times, to end the day
+before `today`, so a team's recent throughput (and a forecast from it) is there however late
+the sandbox runs.  The move is whole days and comes after every draw: the same issues, links
+and records at any date, only their times later.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+from dataclasses import replace
 
 from haul.sandbox import people
 from haul.sandbox.people import User
-from haul.sandbox.timefmt import parse_instant
+from haul.sandbox.timefmt import now_ms, parse_instant
 from haul.sandbox.tracker import catalog
 from haul.sandbox.tracker.model import (
     Counters,
@@ -41,6 +49,7 @@ from haul.sandbox.world import World
 HISTORY_END = parse_instant("2025-01-01T00:00:00.000+0000") or 0  # every generated time is before
 HISTORY_START = parse_instant("2022-01-01T00:00:00.000+0000") or 0
 DAY = 86_400_000
+RECENT_DAYS = 365  # the issues created in the last year move to end the day before today
 
 
 _STATUS_WEIGHTS = {"open": 30, "inProgress": 20, "needInfo": 8, "resolved": 22, "closed": 20}
@@ -50,8 +59,11 @@ _RESOLUTION_WEIGHTS = {"fixed": 70, "wontFix": 10, "duplicate": 8, "invalid": 7,
 _TAGS = ("backend", "frontend", "urgent", "tech-debt", "ux", "релиз", "数据", "security")
 
 
-def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> World:
-    """The source and target organisations for ``seed`` and ``size`` plus the two tokens."""
+def build_world(
+    seed: int, size: str, *, admin_token: str, user_token: str, today: int | None = None
+) -> World:
+    """The source and target organisations for ``seed`` and ``size`` plus the two tokens;
+    the recent issues end the day before ``today`` (ms; now when not given)."""
     if size not in catalog.SIZES:
         raise ValueError(f"unknown size {size!r}; expected one of {', '.join(catalog.SIZES)}")
     rng = random.Random(f"world:{seed}")
@@ -66,7 +78,8 @@ def build_world(seed: int, size: str, *, admin_token: str, user_token: str) -> W
     for band, org in enumerate((source, target, empty)):
         seed_structure(org, random.Random(f"structure:{org.role}:{seed}"), band, HISTORY_START)
     source.values_factory = IssueValues(source).for_issue
-    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng)
+    shift = recent_shift(now_ms() if today is None else today)
+    _populate(source, issue_count, catalog.BIG_ATTACHMENTS[size], rng, shift)
     seed_planning(source)  # drawn on first access: projects, goals, filters, ...
     return World(
         orgs={source.id: source, target.id: target, empty.id: empty},
@@ -154,16 +167,28 @@ def _dictionary(path: str, rows: tuple, rng: random.Random, band: int, custom: t
     return Dictionary(path, entries)
 
 
-def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
-    """Generate ``count`` issue headers and their links into ``org``."""
+def recent_shift(today: int) -> int:
+    """How far the recent issues move: whole days, from the history's end to `today`'s start
+    (UTC), so that each of their times falls before `today`."""
+    return max(0, (today // DAY) * DAY - HISTORY_END)
+
+
+def _populate(org: Org, count: int, big_count: int, rng: random.Random, shift: int) -> None:
+    """Generate ``count`` issue headers and their links into ``org``, the recent issues and
+    the links between two of them moved `shift` ms later."""
     people = [user.uid for user in org.users.values()]
     issues: list[Issue] = []
     for seq in range(count):
         mentions = [issues[rng.randrange(seq)].key] if seq else []
         issues.append(_issue(org, seq, count, people, mentions, rng))
-        org.put_issue(issues[-1])
-    for link in _links(issues, people, rng):
-        org.add_link(link)
+    links = _links(issues, people, rng)
+    moved = _recent(issues, links)
+    issues = [_later(issue, shift) if issue.key in moved else issue for issue in issues]
+    for issue in issues:
+        org.put_issue(issue)
+    for link in links:
+        later = link.source in moved  # and its other end: see `_recent`
+        org.add_link(replace(link, created_at=link.created_at + shift) if later else link)
     org.big_attachment_keys = frozenset(i.key for i in rng.sample(issues, min(big_count, count)))
     refer_in_descriptions(org, issues)
     top = (count + 1) * SLOT
@@ -174,6 +199,36 @@ def _populate(org: Org, count: int, big_count: int, rng: random.Random) -> None:
         attachment=top,
         changelog=top,
         issue=count,
+    )
+
+
+def _recent(issues: list[Issue], links: list[Link]) -> set[str]:
+    """The keys of the issues created in the last RECENT_DAYS that move, with no link to an
+    issue that stays (a link lies in both its ends' windows)."""
+    slot = (HISTORY_END - HISTORY_START - 30 * DAY) // len(issues) if issues else 1
+    first = max(0, len(issues) - (RECENT_DAYS * DAY) // max(slot, 1))
+    moved = {issue.key for issue in issues[first:]}
+    while True:
+        staying = {
+            end
+            for link in links
+            if (link.source in moved) != (link.target in moved)
+            for end in (link.source, link.target)
+        }
+        if not staying & moved:
+            return moved
+        moved -= staying
+
+
+def _later(issue: Issue, shift: int) -> Issue:
+    """The issue with each of its times `shift` later (its records are drawn from them)."""
+    return replace(
+        issue,
+        created_at=issue.created_at + shift,
+        updated_at=issue.updated_at + shift,
+        status_start=issue.status_start + shift,
+        resolved_at=None if issue.resolved_at is None else issue.resolved_at + shift,
+        last_comment_at=None if issue.last_comment_at is None else issue.last_comment_at + shift,
     )
 
 
