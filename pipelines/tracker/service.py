@@ -1,8 +1,7 @@
 """The tracker as a service: its layers in load order, and the target context they load into.
 
-The tracker is cut along DESIGN's load layers, one folder each, each handing the service one
-`Layer` (`pipelines.tracker.layer`: its entities, export tables, plans, extract parts and
-checks); the service concatenates them in the order of `LAYERS`::
+One folder per load layer, each handing the service one `Layer` (`pipelines.tracker.layer`:
+its entities, tables, plans, extract parts, checks, target part), joined in `LAYERS` order::
 
     organisation/   dictionaries, fields, queues, components, versions, boards, sprints
     issues/         the issue record: its scroll, import, moves, status walks, access list
