@@ -21,6 +21,7 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_users_csv
+from haul.pipelines.forms.staged import rules
 from haul.pipelines.specs import RecordWaiting
 from haul.pipelines.sync.references import (
     References,
@@ -292,3 +293,9 @@ class TargetKeys:
         if row is not None and row.status == "done" and row.target_id:
             return row.target_id
         return self.queues.key(current)
+
+
+def issues_staged(config: Config, store: StagingStore) -> bool:
+    """Issues, or answers a back-fill makes into issues, are staged."""
+    staged = store.count_records()
+    return bool(staged.get("issue") or (rules(config, "tracker") and staged.get("survey_answer")))

@@ -51,15 +51,12 @@ TRACKER_SHARED = {
     "issues.verify": "the preview compares a record as verify does",
     "issues.record": "the preview asks the issue record for its three-way diff, read only",
     "issues.export": "the person and checklist columns every tracker table writes the same way",
-    "issues.limits": "`haul check` names the records over a target limit as the load fails them",
     "children.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
     "children.checklist_sync": "a checklist's items as haul wrote them: undo and the preview",
     "children.replaced": "a file replaced at the source: the preview names the old copy",
-    "children.texts": "`haul check` names the files a text shows that are not migrated",
     "changes.deletions": "an issue gone from the source: its links and queue rules still plan",
     "organisation.streams": "the tracker's listings: the target's dictionaries, saved filters",
     "backfill.addresses": "`haul check` matches the back-fill's authors as the load does",
-    "planning.remote_links": "`haul check` asks for the applications remote links point into",
 }
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from haul.pipelines.config import load_config
-from haul.pipelines.tracker.checks.check import reference_findings
 from haul.pipelines.tracker.checks.check import web_host_findings as tracker_web_hosts
+from haul.pipelines.tracker.children.layer import reference_findings
 from haul.pipelines.wiki.service import web_host_findings as wiki_web_hosts
 from haul.state.store import StagingStore
 

@@ -27,12 +27,14 @@ from haul.pipelines.findings import Finding, nothing_staged
 from haul.pipelines.forms.staged import author_login, rules
 from haul.pipelines.sync.references import SourcePaths, unset_web_hosts
 from haul.pipelines.tracker.backfill.addresses import TargetPeople
-from haul.pipelines.tracker.children.texts import files_not_migrated
 from haul.pipelines.tracker.issue_access import access_findings
-from haul.pipelines.tracker.issues.limits import TargetLimits, limit_findings
 from haul.pipelines.tracker.organisation.streams import stage_target
-from haul.pipelines.tracker.planning.remote_links import application_findings
-from haul.pipelines.tracker.target import TrackerTarget, missing_queues, wanted_queues
+from haul.pipelines.tracker.target import (
+    TrackerTarget,
+    issues_staged,
+    missing_queues,
+    wanted_queues,
+)
 from haul.pipelines.tracker.transform import TransformError, user_refs
 from haul.state.store import StagingStore
 
@@ -48,7 +50,7 @@ async def checked_target(
     names entities; else None."""
     if side != "target" or store is None:
         return None
-    if not _issues_staged(config, store) and not config.scope.entity_types:
+    if not issues_staged(config, store) and not config.scope.entity_types:
         return None
     await stage_target(client, store)
     return await TrackerTarget.of(config, client, store)
@@ -68,22 +70,10 @@ async def tracker_checks(
         return await _source_queues(config, client)
     found = [await _admin(client, f"tracker target org {config.require_target('check').org}")]
     found += await _target_users(config, client, store)
-    if store is None or target is None or not _issues_staged(config, store):
+    if store is None or target is None or not issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
-    found += limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
-    found += reference_findings(store) + web_host_findings(config, store)
-    return found + _mapping(config, target) + await application_findings(client, store)
-
-
-def reference_findings(store: StagingStore) -> list[Finding]:
-    """A warning per staged text that shows files the migration does not carry, or one ok."""
-    found = [
-        Finding("warning", f"{entity} {source_id} shows files that are not migrated"
-                f" ({', '.join(files)}): their references will keep pointing at the source",
-                "migrate the issues they belong to, or edit the text at the source")
-        for entity, source_id, files in files_not_migrated(store)
-    ]  # fmt: skip
-    return found or [Finding("ok", "every file the staged texts show is migrated with them")]
+    found += web_host_findings(config, store)
+    return found + _mapping(config, target)
 
 
 def web_host_findings(config: Config, store: StagingStore) -> list[Finding]:
@@ -102,12 +92,6 @@ def web_host_findings(config: Config, store: StagingStore) -> list[Finding]:
                 yield record.raw.get(name)
 
     return unset_web_hosts(config, paths, texts, "tracker")
-
-
-def _issues_staged(config: Config, store: StagingStore) -> bool:
-    """Issues, or answers a back-fill makes into issues, are staged."""
-    staged = store.count_records()
-    return bool(staged.get("issue") or (rules(config, "tracker") and staged.get("survey_answer")))
 
 
 async def source_queue_problems(config: Config, client: TrackerClient) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ import structlog
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.findings import Finding
 from haul.pipelines.services import Details, Entity, SourceParts
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
 from haul.pipelines.tracker.children.checklists import CHECKLIST
@@ -26,12 +27,12 @@ from haul.pipelines.tracker.children.drain import IssueDrain
 from haul.pipelines.tracker.children.files import COMMENT_FILE, FILE
 from haul.pipelines.tracker.children.link_survey import LinkSurvey
 from haul.pipelines.tracker.children.replaced import REPLACEMENT
-from haul.pipelines.tracker.children.texts import COMMENT_TEXT_KIND, DESCRIPTION
+from haul.pipelines.tracker.children.texts import COMMENT_TEXT_KIND, DESCRIPTION, files_not_migrated
 from haul.pipelines.tracker.children.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.children.worklogs import WORKLOG
 from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, kind_plans, kind_specs
 from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.target import TrackerTarget
+from haul.pipelines.tracker.target import TrackerTarget, issues_staged
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -103,6 +104,30 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
     return wanted
 
 
+async def reference_checks(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
+) -> list[Finding]:
+    """`haul check` on the target, once issues are staged: `reference_findings`."""
+    if side != "target" or store is None or target is None or not issues_staged(config, store):
+        return []
+    return reference_findings(store)
+
+
+def reference_findings(store: StagingStore) -> list[Finding]:
+    """A warning per staged text that shows files the migration does not carry, or one ok."""
+    found = [
+        Finding("warning", f"{entity} {source_id} shows files that are not migrated"
+                f" ({', '.join(files)}): their references will keep pointing at the source",
+                "migrate the issues they belong to, or edit the text at the source")
+        for entity, source_id, files in files_not_migrated(store)
+    ]  # fmt: skip
+    return found or [Finding("ok", "every file the staged texts show is migrated with them")]
+
+
 def children_layer(kinds: tuple[Kind, ...] = KINDS) -> Layer:
     """The children layer of `kinds` (a new kind: one module here, one line in `KINDS`)."""
 
@@ -120,6 +145,7 @@ def children_layer(kinds: tuple[Kind, ...] = KINDS) -> Layer:
         ),
         plans=plans,
         source=children_source,
+        checks=reference_checks,
         target=target,
     )
 

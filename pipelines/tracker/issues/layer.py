@@ -19,20 +19,21 @@ from datetime import timedelta
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.findings import Finding
 from haul.pipelines.services import Details, SourceParts
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.tracker.issues.access import ACCESS
 from haul.pipelines.tracker.issues.export import TABLES
 from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, kind_plans, kind_specs
-from haul.pipelines.tracker.issues.limits import LimitPlanner
+from haul.pipelines.tracker.issues.limits import LimitPlanner, TargetLimits, limit_findings
 from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.record import ISSUE, follow_moves
 from haul.pipelines.tracker.issues.scroll import IssueScroll
 from haul.pipelines.tracker.issues.statuses import ISSUE_STATUS
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.target import TrackerTarget, mentions, source_scan
+from haul.pipelines.tracker.target import TrackerTarget, issues_staged, mentions, source_scan
 from haul.state.store import StagingStore
 
 # the issue's own kinds, in the order its rows load
@@ -113,11 +114,26 @@ def _planner(target: TrackerTarget, specs: list[EntitySpec], tree: set[str]) -> 
     )
 
 
+async def limit_checks(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
+) -> list[Finding]:
+    """`haul check` on the target: the staged records over one of its hard limits, named as
+    the load fails them."""
+    if side != "target" or store is None or target is None or not issues_staged(config, store):
+        return []
+    return limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
+
+
 ISSUES = Layer(
     "issues",
     entities=tuple(kind.entity for kind in KINDS),
     tables=TABLES,
     plans=issue_plans,
     source=issue_source,
+    checks=limit_checks,
     target=issue_target,
 )

@@ -19,6 +19,7 @@ from typing import Any
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
+from haul.pipelines.findings import Finding
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.specs import EntitySpec
 from haul.pipelines.tracker.layer import Layer, TargetPart
@@ -36,9 +37,13 @@ from haul.pipelines.tracker.planning.queue_rules import (
     rule_streams,
 )
 from haul.pipelines.tracker.planning.quiet_rules import QuietRules, held_in_target
-from haul.pipelines.tracker.planning.remote_links import PLAN_REMOTE_LINKS, RemoteLinkLoad
+from haul.pipelines.tracker.planning.remote_links import (
+    PLAN_REMOTE_LINKS,
+    RemoteLinkLoad,
+    application_findings,
+)
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
-from haul.pipelines.tracker.target import TargetKeys, TrackerTarget
+from haul.pipelines.tracker.target import TargetKeys, TrackerTarget, issues_staged
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
@@ -128,6 +133,19 @@ def planning_source(client: TrackerClient, store: StagingStore, config: Config) 
     return SourceParts(planning_streams(client, config, store))
 
 
+async def application_checks(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
+) -> list[Finding]:
+    """`haul check` on the target: every application the staged remote links point into."""
+    if side != "target" or store is None or target is None or not issues_staged(config, store):
+        return []
+    return await application_findings(client, store)
+
+
 PLANNING = Layer(
     "planning",
     entities=(
@@ -142,5 +160,6 @@ PLANNING = Layer(
     tables=TABLES,
     plans=planning_plans,
     source=planning_source,
+    checks=application_checks,
     target=planning_target,
 )
