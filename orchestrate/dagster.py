@@ -23,7 +23,8 @@ names its own token variables reads those. Each asset sits in a concurrency pool
 the token variables its parts read (`haul:SRC_TOKEN+TGT_TOKEN`): parts that share a token
 share its rate budget, and a pool's limit (`dagster instance concurrency set POOL N`) says how
 many of them may run at once. The budget itself stays haul's: a pool counts slots, not
-requests.
+requests. A pool belongs to an asset, not a partition: shards that read tokens of their own
+(`haul plan --source-token-env SRC_{part}`) share one pool naming every shard's variables.
 
 In a code location::
 

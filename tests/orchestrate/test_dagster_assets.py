@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ dg = pytest.importorskip(
 )
 
 from haul.orchestrate.dagster import haul_definitions  # noqa: E402 (needs dagster)
+from haul.pipelines.shards.manifest import read_manifest, write_manifest  # noqa: E402
 from tests.helpers.cli_fixtures import (  # noqa: E402
     SOURCE_TOKEN_ENV,
     TARGET_TOKEN_ENV,
@@ -47,6 +48,7 @@ class Materialised:
     folder: Path  # the manifest's, where the page's commands run
     env: dict[str, str]
     ran: list[subprocess.CompletedProcess[str]]  # the page's dagster lines, in its order
+    verified: Any = None  # the verify check's evaluation after them
 
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -56,6 +58,14 @@ class Materialised:
     def instance(self) -> Any:
         """The Dagster instance the commands kept their runs in (the page's DAGSTER_HOME)."""
         return dg.DagsterInstance.from_config(self.env["DAGSTER_HOME"])
+
+    def verify_check(self) -> Any:
+        """The latest evaluation of the verify check on haul/last (None: never evaluated)."""
+        with self.instance() as instance:
+            record = instance.get_latest_asset_check_evaluation_record(
+                dg.AssetCheckKey(LAST, "verify")
+            )
+        return None if record is None else record.event.asset_check_evaluation
 
 
 def page_env(folder: Path, token: str) -> dict[str, str]:
@@ -85,6 +95,7 @@ def materialised(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materiali
         planned = done.run(plan)
         assert planned.returncode == 0, planned.stderr[-2000:]
         done.ran = [done.run(argv) for argv in commands(ORCHESTRATORS, "dagster")]
+        done.verified = done.verify_check()
         yield done
 
 
@@ -92,13 +103,11 @@ def test_every_part_materialises_and_the_verify_check_passes(materialised: Mater
     """Every command of the page exits 0; a partition per shard; verify over the union passes."""
     failed = [run.args for run in materialised.ran if run.returncode != 0]
     assert failed == [], materialised.ran[-1].stderr[-4000:]
-    instance = materialised.instance()
-    done = instance.get_materialized_partitions(dg.AssetKey(["haul", "shards"]))
+    with materialised.instance() as instance:
+        done = instance.get_materialized_partitions(dg.AssetKey(["haul", "shards"]))
     assert done == {str(n) for n in range(1, SHARDS + 1)}
-    check = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(LAST, "verify"))
-    evaluation = check.event.asset_check_evaluation
-    assert evaluation.passed is True
-    assert evaluation.metadata["exit_status"].value == 0
+    assert materialised.verified.passed is True
+    assert materialised.verified.metadata["exit_status"].value == 0
 
 
 def test_the_target_holds_every_source_issue(materialised: Materialised) -> None:
@@ -118,24 +127,25 @@ def test_a_target_lacking_a_loaded_record_fails_the_run_and_the_command(
     again = materialised.run(last)
     assert again.returncode != 0, again.stderr[-4000:]
     assert "blocking asset check failed" in again.stderr
-    check = materialised.instance().get_latest_asset_check_evaluation_record(
-        dg.AssetCheckKey(LAST, "verify")
-    )
-    evaluation = check.event.asset_check_evaluation
+    evaluation = materialised.verify_check()
     assert evaluation.passed is False
     assert evaluation.metadata["exit_status"].value == 3
     assert evaluation.description.startswith("haul verify exited 3: done, but")
 
 
 @pytest.fixture(scope="module")
-def planned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A tiny org's manifest, planned; no part has run: the Definitions."""
+def planned_manifest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A tiny org's manifest, planned; no part has run."""
     from haul.sandbox import server as sandbox_server
 
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
-        yield haul_definitions(
-            plan_shards(tmp_path_factory.mktemp("planned"), sandbox.info, SHARDS)
-        )
+        yield plan_shards(tmp_path_factory.mktemp("planned"), sandbox.info, SHARDS)
+
+
+@pytest.fixture(scope="module")
+def planned(planned_manifest: Path) -> Any:
+    """The Definitions of the planned manifest."""
+    return haul_definitions(planned_manifest)
 
 
 def test_a_shard_before_the_first_part_fails_naming_the_exit_status(planned: Any) -> None:
@@ -180,3 +190,29 @@ def test_the_parts_reading_the_same_tokens_share_one_concurrency_pool(planned: A
     }
     expected = f"haul:{SOURCE_TOKEN_ENV}+{TARGET_TOKEN_ENV}"
     assert pools == dict.fromkeys(("first", "shards", "last"), expected)
+
+
+def test_shards_reading_tokens_of_their_own_share_one_pool_naming_them_all(
+    planned_manifest: Path,
+) -> None:
+    """A manifest whose shards read source tokens of their own (as `haul plan --shards N
+    --source-token-env SRC_{part}` writes it): the shards' pool names each shard's variable
+    and the target's; the first and last parts keep the config's pool."""
+    manifest = read_manifest(planned_manifest)
+    own = [
+        replace(part, source_token_env=f"SRC_{part.name}") if part.is_shard else part
+        for part in manifest.parts
+    ]
+    path = planned_manifest.with_name("own-tokens.json")
+    write_manifest(replace(manifest, parts=tuple(own)), path)
+    defs = haul_definitions(path)
+    pools = {
+        name: defs.resolve_assets_def(dg.AssetKey(["haul", name])).op.pool
+        for name in ("first", "shards", "last")
+    }
+    config_pool = f"haul:{SOURCE_TOKEN_ENV}+{TARGET_TOKEN_ENV}"
+    assert pools == {
+        "first": config_pool,
+        "shards": f"haul:{TARGET_TOKEN_ENV}+SRC_1+SRC_2",
+        "last": config_pool,
+    }
