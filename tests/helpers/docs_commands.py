@@ -1,7 +1,9 @@
-"""The commands a docs page gives, read from its titled code blocks, so that a test runs what
-the page says and the two cannot drift apart::
+"""The commands a docs page gives, read from its marked code blocks, so that a test runs what
+the page says and the two cannot drift apart. A block is marked by an HTML comment on the line
+before its fence (the site shows nothing of it)::
 
-    ```bash title="dagster"
+    <!-- tested as: dagster -->
+    ```bash
     dagster asset materialize -f definitions.py --select haul/first
     ```
 
@@ -15,24 +17,30 @@ import re
 import shlex
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-ORCHESTRATORS = DOCS / "how-to" / "orchestrators.md"
-FENCE = re.compile(r'^```\w*\s+title="(?P<title>[^"]+)"\n(?P<body>.*?)^```$', re.M | re.S)
+from tests.helpers.docs_pages import blocks, doc
+
+ORCHESTRATORS = doc("how-to/orchestrators.md")
+MARK = re.compile(r"^<!-- tested as: (?P<name>[^>]+?) -->$")
 
 
-def block(page: Path, title: str) -> str:
-    """The text of the code block titled `title`; AssertionError when the page has none."""
-    blocks = {m["title"]: m["body"] for m in FENCE.finditer(page.read_text(encoding="utf-8"))}
-    assert title in blocks, f"{page} has no code block titled {title!r} (it has {list(blocks)})"
-    return blocks[title]
+def block(page: Path, name: str) -> str:
+    """The text of the block marked `name`; AssertionError when the page has none."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    marked = {}
+    for found in blocks(page):
+        mark = MARK.match(lines[found.line - 2].strip()) if found.line > 1 else None
+        if mark:
+            marked[mark["name"]] = found.body
+    assert name in marked, f"{page} has no block marked {name!r} (it has {list(marked)})"
+    return marked[name]
 
 
-def commands(page: Path, title: str) -> list[list[str]]:
+def commands(page: Path, name: str) -> list[list[str]]:
     """The block's command lines, each split as a shell would (no expansion)."""
-    lines = (line.strip() for line in block(page, title).splitlines())
+    lines = (line.strip() for line in block(page, name).splitlines())
     return [shlex.split(line) for line in lines if line and not line.startswith("#")]
 
 
-def exported(page: Path, title: str) -> set[str]:
+def exported(page: Path, name: str) -> set[str]:
     """The names the block's `export NAME=value` lines set."""
-    return {argv[1].split("=", 1)[0] for argv in commands(page, title) if argv[0] == "export"}
+    return {argv[1].split("=", 1)[0] for argv in commands(page, name) if argv[0] == "export"}
