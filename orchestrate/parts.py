@@ -12,6 +12,7 @@ An orchestrator reads a task's failure, not an exit status, so a non-zero exit b
 `PartFailed`, naming the command, the status and what it means (as `haul --help` says)::
 
     shard_names(manifest)          -> ["1", "2", ...]   what to map or partition over
+    token_variables(manifest, p)   -> ("SRC_TOKEN", "TGT_TOKEN")  what a part's tokens are read from
     run_part_or_raise(manifest, p) -> None, or PartFailed(exit_status 1..4)
     verify_or_raise(manifest)      -> None, or PartFailed (3: the target differs)
 """
@@ -22,7 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from haul.pipelines.config import load_config
 from haul.pipelines.shards.manifest import read_manifest
+from haul.pipelines.shards.parts import part_config
 
 EXIT_MEANINGS = {
     1: "stopped (a rejected token, a service that kept failing, a held store, a part it needs "
@@ -66,6 +69,16 @@ def meaning(exit_status: int) -> str:
 def shard_names(manifest_path: str | Path) -> list[str]:
     """The manifest's shards, in its order: one task, or one partition, each."""
     return [part.name for part in read_manifest(Path(manifest_path)).shards]
+
+
+def token_variables(manifest_path: str | Path, part: str) -> tuple[str, ...]:
+    """The environment variables `part` reads its tokens from (source, then target; one when
+    both sides read the same): the names, never the tokens. Parts that read one token share
+    its rate budget, so an orchestrator may let only so many of them run at once."""
+    manifest = read_manifest(Path(manifest_path))
+    config = part_config(manifest, manifest.part(part), load_config(manifest.config_path))
+    sides = [config.source, *([config.target] if config.target is not None else [])]
+    return tuple(dict.fromkeys(side.token_env for side in sides))
 
 
 def run_part_or_raise(manifest_path: str | Path, part: str) -> None:

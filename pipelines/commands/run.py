@@ -397,7 +397,10 @@ async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: 
     details["not_carried"].update(left_out)
     details["changes"] = {entity: n for part in parts for entity, n in part.changes().items()}
     details.update({f"target_{entity}_count": n for entity, n in in_target.items()})
-    details.update(_traffic(targets, "target"))
+    # a service that loads nothing here (forms: its answers go to the tracker or the wiki) has
+    # no target to report; its client only checked its token
+    loading = [pair for pair, part in zip(targets, parts, strict=True) if part.specs]
+    details.update(_traffic(loading, "target"))
     log.info("load_finished", **details)
     return RunSummary(
         "load",

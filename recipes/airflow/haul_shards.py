@@ -8,8 +8,9 @@ its `manifest` parameter (default: the HAUL_MANIFEST environment variable of the
 - `first` runs the manifest's first part, then lists its shards; the shards are mapped over
   that list when the run gets there (dynamic task mapping), so a manifest planned anew needs
   no change here.
-- `shard` runs one shard per mapped task; `max_active_tis_per_dagrun` bounds how many run at
-  once. Airflow's pools count slots, not requests: parts that share a token share its rate
+- `shard` runs one shard per mapped task, each named by the part it runs
+  (`map_index_template`: the UI lists the manifest's parts, not map indexes 0..N-1);
+  `max_active_tis_per_dagrun` bounds how many run at once. Airflow's pools count slots, not requests: parts that share a token share its rate
   through haul's own budget, as the manifest says.
 - `last` runs the last part once every shard has finished; `verify` runs verify over them all.
 
@@ -60,9 +61,12 @@ def first(manifest: str) -> list[str]:
     return shard_names(manifest)
 
 
-@task(max_active_tis_per_dagrun=4)
+@task(max_active_tis_per_dagrun=4, map_index_template="{{ part }}")
 def shard(manifest: str, part: str) -> None:
-    """One shard of the manifest."""
+    """One shard of the manifest, its mapped task named by the part it runs."""
+    from airflow.sdk import get_current_context
+
+    get_current_context()["part"] = part  # what map_index_template renders
     run_or_fail(manifest, part)
 
 

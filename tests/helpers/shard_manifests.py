@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.helpers.cli_fixtures import (
     count_issues,
     run_haul,
@@ -39,3 +41,20 @@ def issue_counts(info: dict[str, Any]) -> dict[str, tuple[int, int]]:
         )
         for queue in source_queues(info)
     }
+
+
+def delete_a_comment_in_the_target(info: dict[str, Any]) -> None:
+    """Delete the first comment of the first target issue of queue DEV that has one, through
+    the API: a record the migration loaded that the target now lacks (verify's exit 3)."""
+    headers = {
+        "Authorization": f"OAuth {info['tokens']['admin']}",
+        "X-Org-ID": info["orgs"]["target"],
+    }
+    with httpx.Client(base_url=info["tracker"], headers=headers, timeout=30) as tracker:
+        for issue in tracker.post("/issues/_search", json={"query": "Queue: DEV"}).json():
+            comments = tracker.get(f"/issues/{issue['key']}/comments").json()
+            if comments:
+                path = f"/issues/{issue['key']}/comments/{comments[0]['id']}"
+                tracker.delete(path).raise_for_status()
+                return
+    raise AssertionError("no target issue of queue DEV has a comment to delete")
