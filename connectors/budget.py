@@ -54,6 +54,8 @@ from haul.connectors.retrying import is_throttle
 log = structlog.get_logger("haul.connectors")
 
 AUTO_START = 100.0  # requests per second before anything is known of the service
+PACE = 0.99  # of a limit the service states: the rate never goes past it (a margin for
+# jitter: at the limit itself, a limiter's burst once spent by a bunch never fills again)
 SLOW_START_GROWTH = 3.0  # of the rate, per second of use, until the first limit
 RECOVERY_GROWTH = 2.0  # times per second, back up to the last good rate
 RETURN_TO = 0.95  # the recovery's multiplicative climb stops at this share of it
@@ -73,6 +75,8 @@ MEASURED_OVER = 4.0  # seconds of replies that say what the service let through
 SATURATED = 0.5  # of the rate's slots the last moments must have used for it to grow
 EXERCISED = 0.9  # and for the probe's step to keep doubling
 HORIZON = 0.25  # seconds ahead send slots are reserved, at most
+BUNCHED = 0.05  # seconds late a send wakes past its slot, at most, and still goes in it
+BUNCH_SPAN = 0.25  # seconds of 429s within a stated limit judged as one (a bunch, not a rate)
 SENT_OVER = 0.2  # seconds those moments are, at least (else the time of 5 slots at the rate)
 
 
@@ -90,15 +94,20 @@ class Slotted(Protocol):
 
 async def take_slot(budget: Slotted) -> None:
     """Reserve the budget's next send slot (asking again while it is further ahead than the
-    budget reserves), then wait until it comes."""
+    budget reserves), then wait until it comes. A caller woken more than BUNCHED after its
+    slot (the process was busy: the callers of the slots around it woke late too) takes a
+    new one: sent together, they would be the burst the rate never meant."""
     while True:
         now = budget.clock()
         at, reserved = budget.reserve(now)
-        if reserved:
-            break
+        if not reserved:
+            await budget.sleep(at - now)
+            continue
+        if at <= now:
+            return
         await budget.sleep(at - now)
-    if at > now:
-        await budget.sleep(at - now)
+        if budget.clock() - at <= BUNCHED:
+            return
 
 
 @dataclass
@@ -126,6 +135,13 @@ class FixedBudget:
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """A fixed budget learns nothing from replies."""
+
+    def found(self) -> dict[str, float]:
+        """Nothing to keep for a next run: its number says where it starts."""
+        return {}
+
+    def resume(self, found: Mapping[str, float]) -> None:
+        """A fixed budget starts at its number, whatever a run before found."""
 
     @property
     def history(self) -> list[tuple[float, float]]:
@@ -190,7 +206,9 @@ class AdaptiveBudget:
     _pauses: deque[list[float]] = field(default_factory=deque)  # [began, ends] of each lately
     _last_cut: float = float("-inf")
     _stepped_back: float = float("-inf")  # when a 429 near the last good rate last held it
-    _stated: float | None = None  # the limit the service stated with its last cut, if it did
+    _bunch_began: float = float("-inf")  # when the last bunch of 429s within a stated limit did
+    _stated: float | None = None  # the limit the service states, per second, if it does
+    _trusted: bool = False  # and no limit was met under it since it was stated
     _rising: bool = True  # the rate grew since it was last cut
     _waited_since: float | None = None
     _window: RefusalWindow = field(default_factory=RefusalWindow)
@@ -203,6 +221,34 @@ class AdaptiveBudget:
         if self.ceiling is not None:
             self.rate = min(self.rate, self.ceiling)
         self.history.append((self.clock(), self.rate))
+
+    def found(self) -> dict[str, float]:
+        """What this budget found of the service, for the next run to start from (`resume`):
+        the rate it ended at, the limit it met (``limit``) and the one the service stated
+        (``stated``) when it did; requests per second of the whole token (a share undone)."""
+        found = {"rate": self.rate * self.share}
+        for name, value in (("limit", self.good), ("stated", self._stated)):
+            if value is not None:
+                found[name] = value * self.share
+        return found
+
+    def resume(self, found: Mapping[str, float]) -> None:
+        """Start where a run before left off (what its `found` gave): at the limit it met,
+        probing on from there (the first limit met is learned anew: it may have moved), or
+        at the rate it reached before it met one; within a limit the service stated."""
+        limit, rate = found.get("limit"), found.get("rate")
+        if limit is not None and limit > 0:
+            self.good = self._met_at = limit / self.share
+            self._rising = True
+            self.rate = self.good
+        elif rate is not None and rate > 0:
+            self.rate = max(self.rate, rate / self.share)
+        if self.ceiling is not None:
+            self.rate = min(self.rate, self.ceiling)
+        self._record(self.clock(), self.history[-1][1], "resumed")
+        stated = found.get("stated")
+        if stated is not None and stated > 0:
+            self._told(self.clock(), stated / self.share)
 
     async def acquire(self) -> None:
         """Wait for the next send slot at the current rate (and past any pause). Slots are
@@ -235,9 +281,16 @@ class AdaptiveBudget:
             _number(headers, "RateLimit-Reset"),
         )
         spent = remaining is not None and remaining <= 0
+        # whether the request was sent within the limit the service states, while that is
+        # what this budget gets: judged before this reply's news (a slow start's overshoot
+        # was not)
+        within = self._stated is not None and self._trusted and self.rate <= self._stated
+        stated = stated_limit(headers)
+        if stated is not None:
+            self._told(now, stated / self.share)
+        bunched = False
         if is_throttle(status):  # a 420 is a 429 in a sister API's words
-            stated = stated_limit(headers)
-            self._judge(now, spent, stated / self.share if stated else None)
+            bunched = self._judge(now, spent, within)
         else:
             self._window.add(now, False)
             if now >= self._paused_until:  # those sent before a pause say nothing of it
@@ -246,44 +299,72 @@ class AdaptiveBudget:
                 self._answered.popleft()
             if status < 400 and self._waited_since is not None:
                 self._grow(now)
-        if spent and reset is not None and now + reset > self._paused_until:
-            self._pause(now, now + reset)
+        if spent and reset is not None:  # bunched: the stated quota gives one back in a slot
+            self._pause(now, now + (1.0 / self.rate if bunched else reset))
+
+    def _told(self, now: float, stated: float) -> None:
+        """The service states its limit (``RateLimit-Policy``, on any reply): the rate goes
+        no further than PACE of it from now on, and one still searching for the limit (the
+        slow start), or past it, goes there at once (a cut, if it falls: the 429s of what was
+        sent before are one overshoot). A changed limit is stated anew."""
+        if stated == self._stated:
+            return
+        self._stated, self._trusted = stated, True
+        limit = min(stated, self.ceiling or stated)
+        cap = min(PACE * stated, limit)
+        if self.good is None or self.rate > cap:
+            if cap < self.rate:
+                self._last_cut = now
+                self._window.clear()
+            self.good = self._met_at = limit
+            self._rising = False
+            self._change(cap, "limit_stated", f"RateLimit-Policy {stated:g}/s")
 
     def _pause(self, now: float, until: float) -> None:
-        if self._pauses and now < self._paused_until:
-            self._pauses[-1][1] = until  # the same pause, longer
-        else:
-            self._pauses.append([now, until])
+        """Send nothing until `until`; the 429s of requests sent before it began say nothing
+        new, so a pause is never made longer (it lasts what the first reset said)."""
+        if now < self._paused_until:
+            return
+        self._pauses.append([now, until])
         while self._pauses[0][1] < now - MEASURED_OVER:
             self._pauses.popleft()
         self._paused_until = until
 
-    def _judge(self, now: float, spent: bool, stated: float | None) -> None:
-        """A 429: a limit (said so, or a share past noise) or noise, let be."""
+    def _judge(self, now: float, spent: bool, within: bool) -> bool:
+        """A 429: a limit (said so, or a share past noise) or noise, let be. Whether it is
+        **bunched**: sent `within` the limit the service states and too few to be a limit,
+        a burst of requests bunched on the way, not the rate (a step back, and a pause of
+        one slot, not of the whole seconds a reset is rounded up to)."""
+        if within and now - self._bunch_began < BUNCH_SPAN:
+            return True  # one more of a bunch already judged
+        if within:
+            self._bunch_began = now
         self._window.add(now, True)
         self._beyond_since = None  # the probe's step starts small again
-        if spent:
-            self._limit_met(now, "RateLimit-Remaining: 0", stated)
-        elif is_beyond_noise(self._window.refused, self._window.replies):
-            self._limit_met(now, f"{self._window.refused} of {self._window.replies} 429", stated)
-        elif self.good is not None and self.rate >= RETURN_TO * self.good:
+        beyond = is_beyond_noise(self._window.refused, self._window.replies)
+        cooling = now - self._last_cut < COOL_DOWN  # the 429s of one overshoot: one cut
+        if spent and not within:
+            self._limit_met(now, "RateLimit-Remaining: 0")
+        elif beyond:
+            self._limit_met(now, f"{self._window.refused} of {self._window.replies} 429")
+        elif not cooling and self.good is not None and self.rate >= RETURN_TO * self.good:
             # near a limit met before, a 429 too few to cut on is a step back all the same
             self.rate = max(FLOOR, self.rate - PROBE_GROWTH * self.good)
             self._stepped_back = now
             self._record_small(now, "stepped_back")
+        return within and not beyond
 
-    def _limit_met(self, now: float, evidence: str, stated: float | None) -> None:
+    def _limit_met(self, now: float, evidence: str) -> None:
         if now - self._last_cut < COOL_DOWN:
             return
         self._last_cut = now
         self._stepped_back = float("-inf")
         self._window.clear()
-        self._stated = stated
-        if self._rising:  # the limit is where the rate rose to: learn it (or be told it)
-            self.good = min(self.rate, stated) if stated else self._let_through(now)
-            # the rate that met it, but a slow start's overshoot is no place to return to,
-            # nor anything past what the service says it allows
-            self._met_at = min(self.rate, stated or self.good * BEYOND_GOOD)
+        self._trusted = False  # a limit met under the stated one: another client shares it
+        if self._rising:  # the limit is where the rate rose to: learn it
+            self.good = self._let_through(now)
+            # the rate that met it, but a slow start's overshoot is no place to return to
+            self._met_at = min(self.rate, self.good * BEYOND_GOOD)
             self._rising = False
             self._change(max(FLOOR, DECREASE * self.good), "limit_met", evidence)
         else:  # refused while the rate falls: a storm, not the rate; the rate before it holds
@@ -331,6 +412,8 @@ class AdaptiveBudget:
             target, reason = self.rate + step / self.rate, "probing"
         if self.ceiling is not None:
             target = min(target, self.ceiling)
+        if self._stated is not None:  # never past the limit the service states
+            target = min(target, PACE * self._stated)
         if target <= self.rate:
             return
         self.rate, self._rising = target, True
@@ -342,8 +425,8 @@ class AdaptiveBudget:
         """Growth per second past the last good rate: small at first, doubling every
         PROBE_DOUBLING seconds it is used beyond it without a 429."""
         assert self.good is not None  # probing follows a limit
-        if self.rate < self.good or (self._stated and self.rate >= self._stated):
-            return PROBE_GROWTH * self.good  # past a stated limit, slowly: has it changed?
+        if self.rate < self.good:
+            return PROBE_GROWTH * self.good
         if self._beyond_since is None:
             self._beyond_since = now
         return PROBE_GROWTH * self.good * 2 ** ((now - self._beyond_since) / PROBE_DOUBLING)
