@@ -225,7 +225,10 @@ class AdaptiveBudget:
     def found(self) -> dict[str, float]:
         """What this budget found of the service, for the next run to start from (`resume`):
         the rate it ended at, the limit it met (``limit``) and the one the service stated
-        (``stated``) when it did; requests per second of the whole token (a share undone)."""
+        (``stated``) when it did; requests per second of the whole token (a share undone).
+        Nothing, for a budget that heard no reply and knows no limit."""
+        if self._first_reply is None and self.good is None and self._stated is None:
+            return {}
         found = {"rate": self.rate * self.share}
         for name, value in (("limit", self.good), ("stated", self._stated)):
             if value is not None:
