@@ -1,41 +1,54 @@
 """Rate budgets: a fixed cap, or one that finds the service's limit by itself ("auto").
 
 Both hand out send slots at the current rate (a slot every 1/rate seconds, reserved in turn,
-so concurrent callers never burst past it).
+so concurrent callers never burst past it; a caller woken well after its slot, the process
+busy meanwhile, takes a new one rather than go out with the others woken late with it).
 
-The adaptive budget tells a rate limit from noise. A busy service refuses a thin share of
-requests at any rate; a limit refuses a share that grows as the rate passes it, and often
-says so. So a 429 is a **limit** when it carries ``RateLimit-Remaining: 0``, or when the
+A service may **state** its limit: ``RateLimit-Policy`` (the IETF drafts' quota per window),
+read from any reply that carries it. Then the rate goes straight to ``PACE`` of it (from the
+cold start, or down from an overshoot) and never past it: sends are paced at the limit
+instead of bursting into a refusal. A 429 to a request sent within it is a bunch of requests
+that met on the way, not the rate; the 429s of one ``BUNCH_SPAN`` are judged as one: a step
+back, and a pause of one slot (the stated quota gives a request back in it), not of the whole
+seconds ``RateLimit-Reset`` is rounded up to. A limit met under the stated one all the same (a
+share past noise: another client shares the quota) is learned as below, and the statement is
+no longer taken as what this budget gets, until the service states another.
+
+Otherwise the adaptive budget tells a rate limit from noise. A busy service refuses a thin
+share of requests at any rate; a limit refuses a share that grows as the rate passes it, and
+often says so. So a 429 is a **limit** when it carries ``RateLimit-Remaining: 0``, or when the
 429s among the replies since the rate was last cut (the last ``WINDOW`` of them, or of the
 last ``WINDOW_SECONDS`` when more) are more than random refusals of ``NOISE`` (3%) would
 give but once in a thousand windows (4 of 10, 10 of 100, 33 of 600); any other 429 is
 **noise**: its request is retried (see ``retrying``) and the rate stays. Then:
 
-- before any limit: a slow start from ``AUTO_START``, growing with each reply while the
-  rate binds (about x20 a second: the first limit is found within the first second or two);
-- a limit met while the rate rises: the limit is there. The last good rate becomes what
-  the service says it allows (``RateLimit-Policy``'s quota per window), else what it let
-  through lately (replies but 429s per second of sending), and the rate falls to
-  ``DECREASE`` of it;
+- before any limit: a slow start from ``AUTO_START`` (or where the last run against the same
+  service left off: `found` and `resume`), growing with each reply while the rate binds
+  (about x20 a second: the first limit is found within the first second or two);
+- a limit met while the rate rises: the limit is there. The last good rate becomes what the
+  service let through lately (replies but 429s per second of sending), and the rate falls
+  to ``DECREASE`` of it;
 - a limit met again while the rate falls (the refusals did not stop when it did): a storm,
   not the rate. Cut again; what was learned before it holds;
 - below the last good rate: recovering, x2 a second up to ``RETURN_TO`` of it (seconds,
   not minutes, after a storm); from there, probing: back towards the rate that met the
-  limit (at most 10% past the last good rate, never past a limit the service stated),
-  ``APPROACH`` of the gap a second, slowing as it nears, and on past the last good rate by
-  0.5% of it a second, a step that doubles every ``PROBE_DOUBLING`` seconds used without a
-  429 (never more than x2 a second): a limit that rose, or a quota another client stopped
-  sharing, is found within seconds. There, a 429 too few to cut on steps the rate back by
-  that first step and holds it for ``WINDOW_SECONDS``: bare 429s settle it just under a
-  limit, not a few percent over.
+  limit (at most 10% past the last good rate), ``APPROACH`` of the gap a second, slowing as
+  it nears, and on past the last good rate by 0.5% of it a second, a step that doubles every
+  ``PROBE_DOUBLING`` seconds used without a 429 (never more than x2 a second): a limit that
+  rose, or a quota another client stopped sharing, is found within seconds. There, a 429 too
+  few to cut on steps the rate back by that first step and holds it for ``WINDOW_SECONDS``:
+  bare 429s settle it just under a limit, not a few percent over.
 
 The rate only grows while it is what holds the caller back (a send waited for its slot, and
 the slots of the last moments were mostly used: a caller whose replies come in bursts, each
 429 holding its request a second, does not pull the rate far past what it sends), never
-above ``ceiling``, and falls at most once per ``COOL_DOWN`` (a burst of 429s from one overshoot is one cut). When
-the service says its budget is spent (``RateLimit-Remaining: 0`` with ``RateLimit-Reset``)
-nothing is sent until the reset. Every change of rate is logged (``rate_changed`` with its
-``reason``) and kept in ``history`` for the run report (growth at most once a second).
+above ``ceiling`` nor a stated limit, and falls at most once per ``COOL_DOWN`` (a burst of
+429s from one overshoot is one cut). When the service says its budget is spent
+(``RateLimit-Remaining: 0`` with ``RateLimit-Reset``) past a stated limit, or states none,
+nothing is sent until the reset; the 429s of requests sent before the pause began do not
+lengthen it, and the callers it held go after it one slot apart. Every change of rate is
+logged (``rate_changed`` with its ``reason``) and kept in ``history`` for the run report
+(growth at most once a second).
 """
 
 from __future__ import annotations
