@@ -251,20 +251,24 @@ class AdaptiveBudget:
     def resume(self, found: Mapping[str, float]) -> None:
         """Start where a run before left off (what its `found` gave): at the limit it met,
         probing on from there (the first limit met is learned anew: it may have moved), or
-        at the rate it reached before it met one; within a limit the service stated."""
-        limit, rate = found.get("limit"), found.get("rate")
+        at the rate it reached before it met one; within a limit the service stated (then,
+        or in this run's replies so far) and the ceiling."""
+        limit, rate, stated = (found.get(name) for name in ("limit", "rate", "stated"))
         if limit is not None and limit > 0:
             self.good = self._met_at = limit / self.share
             self._rising = True
             self.rate = self.good
         elif rate is not None and rate > 0:
             self.rate = max(self.rate, rate / self.share)
+        if stated is not None and stated > 0 and self._stated is None:
+            self._stated, self._trusted = stated / self.share, True
+            if self.good is None:
+                self.good = self._met_at = self._stated
+        if self._stated is not None:
+            self.rate = min(self.rate, PACE * self._stated)
         if self.ceiling is not None:
             self.rate = min(self.rate, self.ceiling)
         self._record(self.clock(), self.history[-1][1], "resumed")
-        stated = found.get("stated")
-        if stated is not None and stated > 0:
-            self._told(self.clock(), stated / self.share)
 
     async def acquire(self) -> None:
         """Wait for the next send slot at the current rate (and past any pause). Slots are

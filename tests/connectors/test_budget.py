@@ -495,3 +495,13 @@ async def test_a_resumed_budget_keeps_to_its_share_and_ceiling() -> None:
     capped = auto(clock, ceiling=10.0)
     capped.resume({"rate": 40.0, "limit": 40.0})
     assert capped.rate == pytest.approx(10.0)
+
+
+async def test_a_budget_resumed_after_a_reply_stated_the_limit_keeps_within_it() -> None:
+    """A command's first request (its probe) already told the limit; what the last run found
+    (that very limit) resumes the budget just under it, not at it."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(200, POLICY)
+    budget.resume({"rate": 40.0, "limit": 40.0, "stated": 40.0})
+    assert budget.rate == pytest.approx(PACE * 40.0)
