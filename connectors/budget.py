@@ -109,7 +109,9 @@ async def take_slot(budget: Slotted) -> None:
     """Reserve the budget's next send slot (asking again while it is further ahead than the
     budget reserves), then wait until it comes. A caller woken more than BUNCHED after its
     slot (the process was busy: the callers of the slots around it woke late too) takes a
-    new one: sent together, they would be the burst the rate never meant."""
+    new one, once: sent together, they would be the burst the rate never meant (and a
+    process late all the time wastes at most a slot a send)."""
+    late_once = False
     while True:
         now = budget.clock()
         at, reserved = budget.reserve(now)
@@ -119,8 +121,9 @@ async def take_slot(budget: Slotted) -> None:
         if at <= now:
             return
         await budget.sleep(at - now)
-        if budget.clock() - at <= BUNCHED:
+        if late_once or budget.clock() - at <= BUNCHED:
             return
+        late_once = True
 
 
 @dataclass

@@ -374,6 +374,7 @@ class SharedBudget:
 
     async def acquire(self) -> float:
         """Wait for the next send slot of the shared budget; its time (the wall clock's)."""
+        late_once = False
         while True:
             with self._synced() as now:
                 at, reserved = self.local.reserve(now)
@@ -385,8 +386,9 @@ class SharedBudget:
             if at <= now:
                 return at
             await self._sleep(at - now)
-            if self._clock() - at <= BUNCHED:  # else woken late: a new slot (see take_slot)
+            if late_once or self._clock() - at <= BUNCHED:  # else a new slot (see take_slot)
                 return at
+            late_once = True
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """Learn from one reply, for every sharer (an "auto" budget)."""

@@ -362,9 +362,25 @@ class VirtualClock(Clock):
             for _ in range(5):  # every caller runs until it waits on the clock
                 await asyncio.sleep(0)
             if self._sleepers:
-                self.now, _, woken = heapq.heappop(self._sleepers)
+                when, _, woken = heapq.heappop(self._sleepers)
+                self.now = self.woken_at(when)
                 woken.set_result(None)
         await asyncio.gather(*tasks)
+
+    def woken_at(self, when: float) -> float:
+        """When a sleeper due at `when` wakes: then (the process is never busy)."""
+        return max(self.now, when)
+
+
+class StallingClock(VirtualClock):
+    """A process busy from `began` to `ended`: every sleeper due meanwhile wakes at its end."""
+
+    def __init__(self, began: float, ended: float) -> None:
+        super().__init__()
+        self.began, self.ended = began, ended
+
+    def woken_at(self, when: float) -> float:
+        return max(super().woken_at(when), self.ended if self.began <= when < self.ended else 0)
 
 
 async def sends_of(budget: AdaptiveBudget, clock: VirtualClock, callers: int) -> list[float]:
@@ -505,3 +521,16 @@ async def test_a_budget_resumed_after_a_reply_stated_the_limit_keeps_within_it()
     budget.on_reply(200, POLICY)
     budget.resume({"rate": 40.0, "limit": 40.0, "stated": 40.0})
     assert budget.rate == pytest.approx(PACE * 40.0)
+
+
+async def test_callers_woken_late_by_a_busy_process_go_one_slot_apart() -> None:
+    """The process is busy for 0.3 s while a dozen callers' slots come: woken together at its
+    end, they do not all go at once (a burst a limiter with a fifth of a second's allowance
+    would refuse) but take new slots, one apart."""
+    clock = StallingClock(100.2, 100.5)
+    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget.on_reply(200, POLICY)
+    sent = await sends_of(budget, clock, 40)
+    assert sum(1 for t in sent if 100.5 <= t < 100.55) <= 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent) if earlier >= 100.5]
+    assert min(gaps) >= 0.9 / 40.0
