@@ -329,13 +329,15 @@ class AdaptiveBudget:
         """The service states its limit (``RateLimit-Policy``, on any reply): the rate goes
         no further than PACE of it from now on, and one still searching for the limit (the
         slow start), or past it, goes there at once (a cut, if it falls: the 429s of what was
-        sent before are one overshoot). A changed limit is stated anew."""
+        sent before are one overshoot). A changed limit is taken at its word in turn, up or
+        down, unless a limit was met under the one before (another client shares it)."""
         if stated == self._stated:
             return
+        moved = self._stated is not None and self._trusted
         self._stated, self._trusted = stated, True
         limit = min(stated, self.ceiling or stated)
         cap = min(PACE * stated, limit)
-        if self.good is None or self.rate > cap:
+        if self.good is None or self.rate > cap or moved:
             if cap < self.rate:
                 self._last_cut = now
                 self._window.clear()

@@ -534,3 +534,12 @@ async def test_callers_woken_late_by_a_busy_process_go_one_slot_apart() -> None:
     assert sum(1 for t in sent if 100.5 <= t < 100.55) <= 3
     gaps = [later - earlier for earlier, later in itertools.pairwise(sent) if earlier >= 100.5]
     assert min(gaps) >= 0.9 / 40.0
+
+
+async def test_a_stated_limit_that_changes_is_taken_at_its_word() -> None:
+    """The service states 40, then 80, then 20 a second: the rate follows each at once."""
+    clock = Clock()
+    budget = auto(clock)
+    for limit in (40.0, 80.0, 20.0):
+        budget.on_reply(200, {"RateLimit-Policy": f"{limit:g};w=1"})
+        assert budget.rate == pytest.approx(PACE * limit)
