@@ -70,6 +70,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/status.py
 	-$(BIN)/python bench/budget.py
 	-$(BIN)/python bench/shared_budget.py
+	-$(BIN)/python bench/pacing.py
 	$(BIN)/python bench/table.py
 
 clean:

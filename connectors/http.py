@@ -20,7 +20,7 @@ import functools
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
@@ -253,6 +253,21 @@ class HttpCore:
     def rate_history(self) -> dict[str, list[tuple[float, float]]]:
         """(clock time, requests per second) at each change of each budget."""
         return {"read": self._read_budget.history, "write": self._write_budget.history}
+
+    def found_budgets(self) -> dict[str, dict[str, float]]:
+        """direction -> what its "auto" budget found of the service (its rate, the limit it
+        met or was told), for the next run against it to start from; none for a number."""
+        budgets = {"read": self._read_budget, "write": self._write_budget}
+        return {
+            direction: found for direction, budget in budgets.items() if (found := budget.found())
+        }
+
+    def resume_budgets(self, found: Mapping[str, Mapping[str, float]]) -> None:
+        """Start each budget where a run before left off (what `found_budgets` gave then)."""
+        budgets = {"read": self._read_budget, "write": self._write_budget}
+        for direction, figures in found.items():
+            if direction in budgets:
+                budgets[direction].resume(figures)
 
     def shared_budget_figures(self) -> dict[str, dict[str, Any]]:
         """Each shared budget's figures for the run report (none when not shared, or not

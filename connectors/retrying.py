@@ -6,9 +6,12 @@ this machine (connect error, connect timeout, no free pooled connection). A read
 repeat after a failure *after* sending (read timeout, reset connection); a write may not,
 because the server may have applied it: the core turns that into AmbiguousWriteError.
 
-Waits honour the server's ``Retry-After`` (seconds or an HTTP date); without a usable one
-they grow exponentially with full jitter (a uniform draw below the exponential bound,
-capped), so that many clients backing off together do not return in lock-step.
+Waits honour the server's ``Retry-After`` (seconds or an HTTP date); a throttle without a
+usable one waits for its ``RateLimit-Reset`` (the seconds until the quota is back), then a
+uniform draw within the next ``RESET_SPREAD`` seconds: the requests refused together do not
+all come back at the reset's instant. Without either, waits grow exponentially with full
+jitter (a uniform draw below the exponential bound, capped), so that many clients backing off
+together do not return in lock-step.
 
 Every wait has a bound. A throttle is waited out for up to the rate-limit patience, a 5xx or a
 connection failure for up to the outage patience; a ``Retry-After`` longer than what is left
@@ -27,6 +30,7 @@ request waits to be sent again: it sets ``LENDER`` in its context, and the core 
 from __future__ import annotations
 
 import email.utils
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -62,6 +66,7 @@ AFTER_SEND_ERRORS: tuple[type[Exception], ...] = (
 )
 
 BACKOFF_MULTIPLIER = 0.5  # seconds: the first backoff window
+RESET_SPREAD = 1.0  # seconds after a RateLimit-Reset over which refused requests come back
 
 
 BAD_REPLY_ATTEMPTS = 3  # an HTML page where JSON belongs rarely mends itself
@@ -190,19 +195,42 @@ def _seconds_until(http_date: str, now: Callable[[], datetime]) -> float | None:
     return (when - now()).total_seconds()
 
 
-class WaitRetryAfter(wait_base):
-    """Wait as long as the last reply's ``Retry-After`` asks, else use ``fallback``."""
+def parse_reset(value: str | None) -> float | None:
+    """Seconds until a quota is back from a ``RateLimit-Reset`` value (delta-seconds, as the
+    IETF drafts write it), or None when absent or unusable."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    if seconds is None or seconds != seconds or seconds < 0:
+        return None
+    return seconds
 
-    def __init__(self, fallback: wait_base, now: Callable[[], datetime]) -> None:
+
+class WaitRetryAfter(wait_base):
+    """Wait as long as the last reply's ``Retry-After`` asks, or a throttle's
+    ``RateLimit-Reset`` and a share of the second after it (`spread`), else use `fallback`."""
+
+    def __init__(
+        self,
+        fallback: wait_base,
+        now: Callable[[], datetime],
+        spread: Callable[[], float] = lambda: random.uniform(0, RESET_SPREAD),
+    ) -> None:
         self.fallback = fallback
         self.now = now
+        self.spread = spread
 
     def __call__(self, retry_state: RetryCallState) -> float:
         error = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(error, RetryableStatus):
-            asked = parse_retry_after(error.response.headers.get("Retry-After"), self.now)
+            headers = error.response.headers
+            asked = parse_retry_after(headers.get("Retry-After"), self.now)
             if asked is not None:
                 return asked
+            reset = parse_reset(headers.get("RateLimit-Reset"))
+            if reset is not None and is_throttle(error.response.status_code):
+                return reset + self.spread()
         return self.fallback(retry_state)
 
 

@@ -72,7 +72,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.budget import HORIZON, AdaptiveBudget, FixedBudget
+from haul.connectors.budget import BUNCHED, HORIZON, AdaptiveBudget, FixedBudget
 from haul.connectors.errors import HaulError
 from haul.connectors.retrying import is_throttle
 
@@ -99,6 +99,7 @@ ADAPTIVE_FIELDS = (
     "_last_cut",
     "_stepped_back",
     "_stated",
+    "_trusted",
     "_beyond_since",
 )
 
@@ -373,23 +374,36 @@ class SharedBudget:
 
     async def acquire(self) -> float:
         """Wait for the next send slot of the shared budget; its time (the wall clock's)."""
+        late_once = False
         while True:
             with self._synced() as now:
                 at, reserved = self.local.reserve(now)
                 if reserved:
                     self._figures.sent(at)
-            if reserved:
-                break
+            if not reserved:
+                await self._sleep(at - now)
+                continue
+            if at <= now:
+                return at
             await self._sleep(at - now)
-        if at > now:
-            await self._sleep(at - now)
-        return at
+            if late_once or self._clock() - at <= BUNCHED:  # else a new slot (see take_slot)
+                return at
+            late_once = True
 
     def on_reply(self, status: int, headers: Mapping[str, str]) -> None:
         """Learn from one reply, for every sharer (an "auto" budget)."""
         with self._synced() as now:
             self._figures.replied(now, status)
             self.local.on_reply(status, headers)
+
+    def found(self) -> dict[str, float]:
+        """What the budget found of the service, for a next run (see `AdaptiveBudget.found`)."""
+        return self.local.found()
+
+    def resume(self, found: Mapping[str, float]) -> None:
+        """Start where a run before left off; what the sharers learned since, in the file,
+        holds over it from the first sync on."""
+        self.local.resume(found)
 
     def figures(self) -> dict[str, Any]:
         """For the run report: this process's requests per second, and the sum over every

@@ -47,8 +47,10 @@ pattern on the request path (no GLOB: every path):
                             when told; beyond it, 429 with ``Retry-After``
                             and ``RateLimit-Limit``, ``RateLimit-Remaining: 0``,
                             ``RateLimit-Reset`` (whole seconds until a request is let through
-                            again) and ``RateLimit-Policy: RPS;w=1`` (the IETF draft's form),
-                            or ``Retry-After`` alone when ``bare``; 420 instead of 429 when
+                            again) and ``RateLimit-Policy: RPS;w=1`` (the IETF draft's form,
+                            which the replies it lets through carry too, as the draft has a
+                            server send it on any reply), or ``Retry-After`` alone (and no
+                            policy anywhere) when ``bare``; 420 instead of 429 when
                             ``420`` (not a dice roll: RATE is not used)
 
 A read is a GET, HEAD or OPTIONS, or a POST that only asks (a path ending in ``/_search``,
@@ -224,7 +226,7 @@ class Decision:
     delay_s: float = 0.0
     action: str | None = None  # one of the non-latency kinds
     retry_after: int = 1
-    headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers for a 429 or 420
+    headers: tuple[tuple[bytes, bytes], ...] = ()  # more headers: a 429's, or a limit's policy
     hold_s: float = 0.0  # slow_after: how long the reply waits once the request is applied
     byte_ms: float = 0.0  # a dribble's pause between two bytes
     gate: Gate | None = None  # a hold the request waits at first
@@ -307,6 +309,7 @@ class FaultPlan:
         """What to do with one request to `host` (a service: each has its own port) for
         `org` with `token`: the ratelimits count it in their buckets first, then the dice."""
         with self._lock:
+            announced: list[tuple[bytes, bytes]] = []  # the policies of the limits passed
             for index, fault in enumerate(self._faults):  # an item's place names its buckets
                 if fault.kind != "ratelimit" or not fault.counts(method, path):
                     continue
@@ -314,6 +317,8 @@ class FaultPlan:
                 bucket = self._bucket((host, holder, index), fault)
                 if not bucket.take():
                     return _limited(fault, bucket.wait())
+                if fault.headers:
+                    announced.append(_policy(fault))
             faults = [fault for fault in self._faults if fault.applies_to(path)]
             hold = next((f for f in faults if f.kind == "hold"), None)
             gate = self._gates.get(hold.gate) if hold else None
@@ -332,7 +337,7 @@ class FaultPlan:
             ]
         first = hits[0] if hits else None
         if first is None:
-            return Decision(delay_ms / 1000, gate=gate)
+            return Decision(delay_ms / 1000, gate=gate, headers=tuple(announced))
         hold_s = first.latency_ms / 1000 if first.kind == "slow_after" else 0.0
         return Decision(
             delay_ms / 1000,
@@ -363,9 +368,14 @@ def _limited(fault: Fault, wait: float) -> Decision:
         (b"ratelimit-limit", f"{fault.rps:g}".encode()),
         (b"ratelimit-remaining", b"0"),
         (b"ratelimit-reset", str(seconds).encode()),
-        (b"ratelimit-policy", f"{fault.rps:g};w=1".encode()),
+        _policy(fault),
     )
     return Decision(0.0, fault.throttle, seconds, headers)
+
+
+def _policy(fault: Fault) -> tuple[bytes, bytes]:
+    """The limit as the IETF draft states it, on every reply the limit counts."""
+    return (b"ratelimit-policy", f"{fault.rps:g};w=1".encode())
 
 
 class TokenBucket:
@@ -478,7 +488,21 @@ class FaultMiddleware:
         elif decision.action == "no_key":
             await _first_without_key(self.app, scope, receive, send)
         else:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _with_headers(send, decision.headers))
+
+
+def _with_headers(send: Send, extra: tuple[tuple[bytes, bytes], ...]) -> Send:
+    """`send`, adding `extra` to the reply's headers (a limit's policy, on the replies it
+    let through)."""
+    if not extra:
+        return send
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending
 
 
 def _org_of(scope: Scope) -> str:

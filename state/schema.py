@@ -242,6 +242,20 @@ STEPS: tuple[Step, ...] = (
             )""",
         ),
     ),
+    Step(
+        "the rates each service's budgets found",
+        (
+            # one row per service URL, org and direction, kept between runs (state/budgets.py)
+            """CREATE TABLE budgets (
+                url TEXT NOT NULL,
+                org TEXT NOT NULL,
+                direction TEXT NOT NULL,
+                found TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (url, org, direction)
+            )""",
+        ),
+    ),
 )
 
 

@@ -25,6 +25,7 @@ import sqlite_utils
 import structlog
 
 from haul.state.blobs import BlobStore, blob_root
+from haul.state.budgets import Budgets
 from haul.state.clock import Clock, utc_now
 from haul.state.conflicts import Conflicts
 from haul.state.errors import store_errors
@@ -86,6 +87,7 @@ class StagingStore:
         self.written = Written(db, clock)  # three-way sync's bases: the engine writes them
         self.conflicts = Conflicts(db, clock)  # what a sync left open, what a person decided
         self.targets = Targets(db, clock)  # the org each service loaded: writers claim it
+        self.budgets = Budgets(db, clock)  # the rates each service's budgets found, kept
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
 

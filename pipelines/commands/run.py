@@ -19,6 +19,7 @@ import structlog
 from structlog.contextvars import bound_contextvars
 
 from haul.connectors.errors import HaulError, StorageError
+from haul.pipelines.commands.budgets import kept_budgets
 from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import (
     LoadEngine,
@@ -194,12 +195,16 @@ def _read_only(path: Path) -> StagingStore:
 
 
 @contextmanager
-def staged_run(config: Config, command: str) -> Iterator[tuple[StagingStore, RunHandle]]:
-    """The store opened, the run recorded, and its reports written however it ends."""
+def staged_run(
+    config: Config, command: str, *sides: list[tuple[Service, Any]]
+) -> Iterator[tuple[StagingStore, RunHandle]]:
+    """The store opened, the run recorded, and its reports written however it ends; the
+    budgets of the clients on `sides` start where the last run left them, and are kept."""
     with (
         open_store(config.staging_path) as store,
         reporting(store, services()),  # report.json and report.html, however the run ends
         recorded_run(store, command) as run,
+        kept_budgets(store, (client for side in sides for _, client in side)),
     ):
         yield store, run
 
@@ -245,7 +250,7 @@ async def extract(
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
     async with open_clients(config, environ, config.source) as (sources,):
-        with staged_run(config, "extract") as (store, run):
+        with staged_run(config, "extract", sources) as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
@@ -268,7 +273,7 @@ async def load(
     target = config.require_target("load")
     async with open_clients(config, environ, target) as (targets,):
         claim_target(config, target)
-        with staged_run(config, "load") as (store, run):
+        with staged_run(config, "load", targets) as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
@@ -291,7 +296,7 @@ async def run_all(
     target = config.require_target("run")
     async with open_clients(config, environ, config.source, target) as (sources, targets):
         claim_target(config, target)
-        with staged_run(config, "run") as (store, run):
+        with staged_run(config, "run", sources, targets) as (store, run):
             stage = Stage(config, store, progress or Progress(), stop_requested, portion)
             extracted = await _extract(stage, sources)
             _raise_if_stopped(stage)

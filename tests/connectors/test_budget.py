@@ -5,15 +5,19 @@ RateLimit-Remaining) from noise (a thin share at any rate), and climbs back afte
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from haul.connectors.budget import (
     DECREASE,
+    PACE,
     AdaptiveBudget,
     FixedBudget,
     budget_for,
@@ -229,17 +233,18 @@ def test_the_limit_a_service_states_is_read_per_second() -> None:
 
 
 async def test_a_stated_limit_is_taken_at_its_word() -> None:
-    """A service that states its limit (``RateLimit-Policy``, as the sandbox's does): the
-    first cut goes straight under it, whatever the cold start overshot, and the rate settles
-    there, seldom refused."""
+    """A service that states its limit on its 429s (``RateLimit-Policy``): the first one
+    takes the rate straight to it, whatever the cold start overshot, and it settles there,
+    never past it, seldom refused."""
     clock = Clock()
     budget = auto(clock)
     with capture_logs() as logs:
         run = await drive(budget, clock, 30.0, RateLimit(clock, 40.0, policy=True))
-    cut = next(event for event in logs if event.get("reason") == "limit_met")
-    assert cut["old"] > 40.0 and cut["new"] == pytest.approx(DECREASE * 40.0)
-    assert 34.0 <= run.answered_per_second(110.0, 130.0) <= 40.0
-    assert run.refused_share(110.0, 130.0) < 0.02
+    cut = next(event for event in logs if event.get("reason") == "limit_stated")
+    assert cut["old"] > 40.0 and cut["new"] == pytest.approx(PACE * 40.0)
+    assert 0.97 * 40.0 <= run.answered_per_second(110.0, 130.0) <= 40.0
+    assert run.refused_share(110.0, 130.0) < 0.01
+    assert max(rate for t, rate in run.rates if t >= 102.0) <= 40.0
 
 
 async def test_a_limit_under_noise_is_still_found() -> None:
@@ -332,3 +337,209 @@ def test_budget_for_picks_the_kind_and_refuses_nonsense() -> None:
     assert isinstance(budget_for("auto", service="t", direction="read"), AdaptiveBudget)
     with pytest.raises(ValueError):
         budget_for("fast", service="t", direction="read")
+
+
+POLICY = {"RateLimit-Policy": "40;w=1"}
+SPENT = {"Retry-After": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1"}
+
+
+class VirtualClock(Clock):
+    """A clock for many callers at once: time moves, to the earliest sleeper's wake-up, only
+    when every caller waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+
+    async def sleep(self, seconds: float) -> None:
+        woken = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + seconds, id(woken), woken))
+        await woken
+
+    async def run(self, *callers: Coroutine[Any, Any, None]) -> None:
+        tasks = [asyncio.ensure_future(caller) for caller in callers]
+        while not all(task.done() for task in tasks):
+            for _ in range(5):  # every caller runs until it waits on the clock
+                await asyncio.sleep(0)
+            if self._sleepers:
+                when, _, woken = heapq.heappop(self._sleepers)
+                self.now = self.woken_at(when)
+                woken.set_result(None)
+        await asyncio.gather(*tasks)
+
+    def woken_at(self, when: float) -> float:
+        """When a sleeper due at `when` wakes: then (the process is never busy)."""
+        return max(self.now, when)
+
+
+class StallingClock(VirtualClock):
+    """A process busy from `began` to `ended`: every sleeper due meanwhile wakes at its end."""
+
+    def __init__(self, began: float, ended: float) -> None:
+        super().__init__()
+        self.began, self.ended = began, ended
+
+    def woken_at(self, when: float) -> float:
+        return max(super().woken_at(when), self.ended if self.began <= when < self.ended else 0)
+
+
+async def sends_of(budget: AdaptiveBudget, clock: VirtualClock, callers: int) -> list[float]:
+    """When each of `callers` asking at once got its send slot."""
+    sent: list[float] = []
+
+    async def caller() -> None:
+        await budget.acquire()
+        sent.append(clock())
+
+    await clock.run(*(caller() for _ in range(callers)))
+    return sorted(sent)
+
+
+async def test_a_limit_stated_on_any_reply_paces_sends_at_it() -> None:
+    """A reply that states 40 a second (``RateLimit-Policy``, a 200 too): the rate goes
+    straight from the cold start's 100 to just under it, and eighty callers asking at once
+    go one slot apart, never two together, never past it."""
+    clock = VirtualClock()
+    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget.on_reply(200, POLICY)
+    assert budget.rate == pytest.approx(PACE * 40.0)
+    sent = await sends_of(budget, clock, 80)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    assert min(gaps) == pytest.approx(1.0 / (PACE * 40.0))
+    assert (len(sent) - 1) / (sent[-1] - sent[0]) <= 40.0
+
+
+async def test_a_limit_stated_above_the_cold_start_is_where_the_rate_starts() -> None:
+    """``RateLimit-Policy: 600;w=1`` on the first reply: no slow start up to it."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(200, {"RateLimit-Policy": "600;w=1"})
+    assert budget.rate == pytest.approx(PACE * 600.0)
+
+
+async def test_a_slow_start_grows_no_further_than_the_stated_limit() -> None:
+    """Stated once, on a 429 of the cold start's overshoot: the rate never passes it again,
+    however long the service answers."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(429, {**SPENT, **POLICY})
+    run = await drive(budget, clock, 30.0, lambda: OK)
+    assert max(rate for _, rate in run.rates) <= 40.0
+
+
+async def test_the_callers_a_reset_releases_go_one_slot_apart() -> None:
+    """The cold start's overshoot spends the service's budget (a 429 saying the reset is a
+    second away): nothing goes until then, and the forty callers waiting go after it one
+    slot apart, over the next second, not in a burst at its instant."""
+    clock = VirtualClock()
+    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget.on_reply(429, {**SPENT, **POLICY})
+    sent = await sends_of(budget, clock, 40)
+    assert sent[0] >= 101.0
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    assert min(gaps) == pytest.approx(1.0 / (PACE * 40.0))
+    assert sum(1 for t in sent if t < 101.25) <= 0.25 * 40.0 + 1
+
+
+async def test_a_bunch_of_429s_within_the_stated_limit_waits_a_slot_not_the_reset() -> None:
+    """Sending within a stated limit, a bunch of 429s in a tenth of a second (requests that
+    bunched on the way: the reset says a whole second, rounded up): the next send waits a
+    slot or two, not the second, and the rate stays at the limit."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(200, POLICY)
+    await drive(budget, clock, 5.0, lambda: OK)
+    for _ in range(5):
+        budget.on_reply(429, {**SPENT, **POLICY})
+        clock.now += 0.02
+    before = clock()
+    await budget.acquire()
+    assert clock() - before <= 2.0 / budget.rate
+    assert budget.rate >= 0.98 * PACE * 40.0
+
+
+async def test_the_429s_of_requests_sent_before_a_pause_do_not_lengthen_it() -> None:
+    """A spent budget's reset says one second; the 429 of another request already on its
+    way, half a second later, says one second too: the pause still ends at the first reset."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(429, SPENT)
+    clock.now += 0.5
+    budget.on_reply(429, SPENT)
+    await budget.acquire()
+    assert clock() == pytest.approx(101.0)
+
+
+async def test_a_sharer_of_the_stated_quota_is_still_found() -> None:
+    """The service states 40 a second, but another client takes half of it: the budget,
+    within the stated limit, still finds the 20 it gets, seldom refused."""
+    clock = Clock()
+    budget = auto(clock)
+    limit = RateLimit(clock, 20.0)
+    shared = lambda: (lambda reply: (reply[0], {**reply[1], **POLICY}))(limit())  # noqa: E731
+    await drive(budget, clock, 30.0, shared)
+    start = clock()
+    run = await drive(budget, clock, 30.0, shared)
+    assert run.answered_per_second(start, clock()) >= 0.85 * 20.0
+    assert run.refused_share(start, clock()) <= 0.05
+
+
+async def test_a_budget_resumed_starts_where_the_last_run_left_off() -> None:
+    """What a run's budget found of a limit (bare 429s: found, not told) starts the next
+    run's there, not at the cold start's 100; a stated limit is kept as stated."""
+    clock = Clock()
+    first = auto(clock)
+    await drive(first, clock, 60.0, RateLimit(clock, 40.0, headers=False))
+    found = first.found()
+    assert 0.85 * 40.0 <= found["limit"] <= 1.1 * 40.0
+    again = auto(clock)
+    again.resume(found)
+    assert again.rate == pytest.approx(found["limit"])
+    told = auto(clock)
+    told.resume({"rate": 39.0, "stated": 40.0})
+    assert told.rate == pytest.approx(PACE * 40.0)
+
+
+async def test_a_resumed_budget_keeps_to_its_share_and_ceiling() -> None:
+    """What was found is the whole token's: a budget of one of two processes starts at half
+    of it, and never above its ceiling."""
+    clock = Clock()
+    half = AdaptiveBudget("tracker", "read", share=2, clock=clock, sleep=clock.sleep)
+    half.resume({"rate": 40.0, "limit": 40.0})
+    assert half.rate == pytest.approx(20.0)
+    assert half.found()["limit"] == pytest.approx(40.0)
+    capped = auto(clock, ceiling=10.0)
+    capped.resume({"rate": 40.0, "limit": 40.0})
+    assert capped.rate == pytest.approx(10.0)
+
+
+async def test_a_budget_resumed_after_a_reply_stated_the_limit_keeps_within_it() -> None:
+    """A command's first request (its probe) already told the limit; what the last run found
+    (that very limit) resumes the budget just under it, not at it."""
+    clock = Clock()
+    budget = auto(clock)
+    budget.on_reply(200, POLICY)
+    budget.resume({"rate": 40.0, "limit": 40.0, "stated": 40.0})
+    assert budget.rate == pytest.approx(PACE * 40.0)
+
+
+async def test_callers_woken_late_by_a_busy_process_go_one_slot_apart() -> None:
+    """The process is busy for 0.3 s while a dozen callers' slots come: woken together at its
+    end, they do not all go at once (a burst a limiter with a fifth of a second's allowance
+    would refuse) but take new slots, one apart."""
+    clock = StallingClock(100.2, 100.5)
+    budget = AdaptiveBudget("tracker", "read", clock=clock, sleep=clock.sleep)
+    budget.on_reply(200, POLICY)
+    sent = await sends_of(budget, clock, 40)
+    assert sum(1 for t in sent if 100.5 <= t < 100.55) <= 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent) if earlier >= 100.5]
+    assert min(gaps) >= 0.9 / 40.0
+
+
+async def test_a_stated_limit_that_changes_is_taken_at_its_word() -> None:
+    """The service states 40, then 80, then 20 a second: the rate follows each at once."""
+    clock = Clock()
+    budget = auto(clock)
+    for limit in (40.0, 80.0, 20.0):
+        budget.on_reply(200, {"RateLimit-Policy": f"{limit:g};w=1"})
+        assert budget.rate == pytest.approx(PACE * limit)

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
+from haul.connectors.budget import PACE
 from haul.connectors.errors import (
     AmbiguousWriteError,
     AuthError,
@@ -104,6 +105,43 @@ async def test_retry_after_as_http_date_is_honoured(make_core, sleep):
         await core.get_json("/issues")
     (delay,) = sleep.delays
     assert 28 <= delay <= 30
+
+
+async def test_a_throttle_without_retry_after_waits_for_its_reset_and_a_spread(make_core, sleep):
+    """A 429 with ``RateLimit-Reset: 3`` and no Retry-After: each retry waits the three
+    seconds it says, then a share of the next second (drawn anew: the requests refused
+    together come back spread, not at the reset's instant)."""
+    throttled = error_reply(429, **{"RateLimit-Reset": "3"})
+    handler = replies(throttled, throttled, throttled, throttled, httpx.Response(200, json={}))
+    async with make_core(handler) as core:
+        await core.get_json("/issues")
+    assert len(sleep.delays) == 4
+    assert all(3.0 <= delay < 4.0 for delay in sleep.delays)
+    assert len(set(sleep.delays)) > 1
+
+
+async def test_retry_after_is_honoured_over_a_reset(make_core, sleep):
+    """Retry-After says how long this request waits, whatever RateLimit-Reset says."""
+    reply = error_reply(429, **{"Retry-After": "7", "RateLimit-Reset": "2"})
+    handler = replies(reply, httpx.Response(200, json={}))
+    async with make_core(handler) as core:
+        await core.get_json("/issues")
+    assert sleep.delays == [7.0]
+
+
+async def test_budgets_start_where_a_core_before_left_them(make_core):
+    """What one core's budget found of the service (a limit it states on a 200: 40 a second)
+    starts the next core's there, before it sends anything; a fixed budget keeps its number."""
+    stated = httpx.Response(200, json={}, headers={"RateLimit-Policy": "40;w=1"})
+    async with make_core(replies(stated)) as first:
+        await first.get_json("/myself")
+        found = first.found_budgets()
+    assert found["read"]["stated"] == 40.0 and "write" not in found
+    async with make_core(replies(stated), write_rate=5) as again:
+        again.resume_budgets(found)
+        history = again.rate_history()
+    assert history["read"][-1][1] == pytest.approx(PACE * 40.0)
+    assert history["write"] == [(0.0, 5.0)]
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "soon", "Mon, 01 Jan 2001 00:00:00 GMT"])

@@ -240,11 +240,15 @@ def test_a_ratelimit_answers_429_with_retry_after_and_ratelimit_headers(
     fresh: RunningSandbox,
 ) -> None:
     """Past the limit: 429, Retry-After, RateLimit-Limit/Remaining/Reset and the error
-    envelope; the other org and the other services are not limited; bare drops RateLimit-*."""
+    envelope; the replies it lets through state its policy too; the other org and the other
+    services are not limited; bare drops RateLimit-*."""
     fresh.set_faults("ratelimit:2")
     with client_for(fresh, "source") as client:
         replies = [client.get("/myself") for _ in range(3)]
         refused = next(reply for reply in replies if reply.status_code == 429)
+        assert replies[0].status_code == 200
+        assert replies[0].headers["RateLimit-Policy"] == refused.headers["RateLimit-Policy"]
+        assert refused.headers["RateLimit-Policy"] == "2;w=1"
         assert refused.json()["statusCode"] == 429
         assert refused.headers["Retry-After"] == "1"
         assert refused.headers["RateLimit-Limit"] == "2"
@@ -261,6 +265,7 @@ def test_a_ratelimit_answers_429_with_retry_after_and_ratelimit_headers(
         refused = next(reply for reply in replies if reply.status_code == 429)
         assert refused.headers["Retry-After"] == "1"
         assert "RateLimit-Remaining" not in refused.headers
+        assert all("RateLimit-Policy" not in reply.headers for reply in replies)
 
 
 def test_dribble_sends_the_whole_reply_a_byte_at_a_time(fresh: RunningSandbox) -> None:
