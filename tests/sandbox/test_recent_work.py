@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from haul.sandbox.tracker.model import Org
 from haul.sandbox.tracker.seed.generate import DAY, HISTORY_END, build_world
-
-pytestmark = pytest.mark.fast
 
 TODAY = int(datetime(2026, 6, 15, 13, 30, tzinfo=UTC).timestamp() * 1000)
 
