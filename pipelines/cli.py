@@ -218,7 +218,7 @@ def run_command(
             raise click.UsageError("--manifest runs one part: give --part, and no --config")
         from haul.pipelines.shards.parts import run_part
 
-        raise Exit(run_part(manifest_path, part, console=console))
+        raise Exit(run_part(manifest_path, part, services(), console=console))
     if config_path is None:
         raise click.UsageError("give --config (or --manifest with --part)")
     config = open_config(config_path)
@@ -338,14 +338,14 @@ def verify_command(
 
     config = _config_or_union(config_path, manifest_path)
     uncovered = _not_in_manifest(manifest_path) if manifest_path is not None else []
-    raise Exit(run_verify(config, sample, entities, csv_path, console, uncovered))
+    raise Exit(run_verify(config, services(), sample, entities, csv_path, console, uncovered))
 
 
 def _not_in_manifest(manifest_path: Path) -> list[Difference]:
     from haul.pipelines.shards.coverage import uncovered
     from haul.pipelines.shards.manifest import read_manifest
 
-    return asyncio.run(uncovered(read_manifest(manifest_path)))
+    return asyncio.run(uncovered(read_manifest(manifest_path), services()))
 
 
 @main.command("report")
@@ -417,11 +417,11 @@ def plan_command(
         from haul.pipelines.shards.status import print_manifest
 
         manifest = asyncio.run(
-            plan_shards(config, config_path, manifest_path, shards, **shard_options)
+            plan_shards(config, services(), config_path, manifest_path, shards, **shard_options)
         )
         print_manifest(manifest, console)
         return
-    plan = asyncio.run(make_plan(config, list_creates=changes_path is not None))
+    plan = asyncio.run(make_plan(config, services(), list_creates=changes_path is not None))
     print_plan(plan, config.require_target("plan"), console)
     if conflicts_path is not None:
         write_conflicts(conflicts_path, plan)
@@ -436,7 +436,7 @@ def check_command(config_path: Path) -> None:
     from haul.pipelines.commands.check import print_findings, run_check
 
     config = open_config(config_path)
-    raise Exit(print_findings(asyncio.run(run_check(config)), console))
+    raise Exit(print_findings(asyncio.run(run_check(config, services())), console))
 
 
 @main.command("export")
@@ -538,7 +538,14 @@ def undo_command(config_path: Path, dry_run: bool, yes: bool, include_changed: b
         return click.confirm(f"Delete {len(plan.to_delete):,} records from the target?")
 
     raise Exit(
-        run_undo(config, console, dry_run=dry_run, include_changed=include_changed, confirm=confirm)
+        run_undo(
+            config,
+            services(),
+            console,
+            dry_run=dry_run,
+            include_changed=include_changed,
+            confirm=confirm,
+        )
     )
 
 
@@ -601,7 +608,9 @@ def init_command(
         return
     from haul.pipelines.commands.init_ask import ask_config
 
-    text, token_envs = ask_config(dict(given), interactive=not no_input, out=out, say=_say)
+    text, token_envs = ask_config(
+        dict(given), interactive=not no_input, out=out, say=_say, services=services()
+    )
     write_config_text(out, text, force)
     _say(f"wrote {out}; its tokens come from {', '.join(token_envs)} (never from the file): "
          f"export them where haul runs, then haul check --config {out}")  # fmt: skip
@@ -758,6 +767,7 @@ def _run_stage(stage: Callable[..., Any], config: Config, **options: Any) -> Run
         try:
             result: RunSummary = await stage(
                 config,
+                services(),
                 progress=progress,
                 stop_requested=lambda: stop.requested() or log_trouble() is not None,
                 **options,

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.forms.service import FORMS
-from haul.pipelines.services import Service
+from haul.pipelines.services import Service, plans_of
 from haul.pipelines.tracker.service import TRACKER
 from haul.pipelines.wiki.service import WIKI
 
@@ -36,6 +36,5 @@ def added(service: Service) -> Iterator[Service]:
 
 
 def plans(config: Config) -> dict[str, PlanFn]:
-    """Every ledger entity's plan, whichever services this run opened: a back-fill staged by
-    the forms extract is planned for the tracker even when the tracker was not read."""
-    return {name: plan for service in services() for name, plan in service.plans(config).items()}
+    """Every ledger entity's plan, of every service (`services.plans_of`)."""
+    return plans_of(services(), config)

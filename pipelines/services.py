@@ -267,3 +267,9 @@ def sync_changes(
     for entity, count in sorted((out_of_scope or {}).items()):
         summary.setdefault(entity, {})["out_of_scope"] = count
     return summary
+
+
+def plans_of(services: Iterable[Service], config: Config) -> dict[str, PlanFn]:
+    """Every ledger entity's plan, whichever services this run opened: a back-fill staged by
+    the forms extract is planned for the tracker even when the tracker was not read."""
+    return {name: plan for service in services for name, plan in service.plans(config).items()}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +23,6 @@ from rich.console import Console
 from haul.connectors.errors import AuthError, HaulError, UnreachableError
 from haul.pipelines.config import Config, Endpoint, Tuning
 from haul.pipelines.findings import Finding
-from haul.pipelines.registry import services
 from haul.pipelines.services import Service
 from haul.state.private import make_private_folder
 from haul.state.store import StagingStore
@@ -70,9 +69,9 @@ async def probe(
     return Probe(Finding("ok", f"{name}: the token is accepted"), client)
 
 
-def _file_bytes_needed(store: StagingStore) -> int:
+def _file_bytes_needed(store: StagingStore, services: Sequence[Service]) -> int:
     """Bytes of the staged files whose bytes are not in the blob store yet."""
-    entities = {e.staged_as for s in services() for e in s.entities if e.files}
+    entities = {e.staged_as for s in services for e in s.entities if e.files}
     needed = 0
     for entity in sorted(entities):
         for record in store.iter_records(entity):
@@ -88,7 +87,7 @@ def _size(value: Any) -> int:
         return 0
 
 
-def _storage(config: Config) -> list[Finding]:
+def _storage(config: Config, services: Sequence[Service]) -> list[Finding]:
     folder = config.staging_path.parent
     try:
         make_private_folder(folder)  # as the store would make it
@@ -105,7 +104,7 @@ def _storage(config: Config) -> list[Finding]:
     needed = 0
     if config.staging_path.exists():
         with StagingStore.open(config.staging_path) as store:
-            needed = _file_bytes_needed(store)
+            needed = _file_bytes_needed(store, services)
     free = shutil.disk_usage(folder).free
     if needed > free:
         return [
@@ -123,10 +122,12 @@ def _storage(config: Config) -> list[Finding]:
     ]
 
 
-async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> list[Finding]:
+async def run_check(
+    config: Config, services: Sequence[Service], environ: Mapping[str, str] = os.environ
+) -> list[Finding]:
     """Every finding, in order: storage, then per org and service its token and its own
     checks (the tracker's target: admin rights and the mapping)."""
-    findings = _storage(config)
+    findings = _storage(config, services)
     clients = []
     opened: dict[tuple[str, str], Any] = {}  # (service, side) -> its client
     store = StagingStore.open(config.staging_path) if config.staging_path.exists() else None
@@ -134,7 +135,7 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
         for side, endpoint in (("source", config.source), ("target", config.target)):
             if endpoint is None:
                 continue
-            for service in services():
+            for service in services:
                 if not service.configured(endpoint):
                     continue
                 probed = await probe(service, endpoint, environ, config.tuning)
@@ -143,7 +144,7 @@ async def run_check(config: Config, environ: Mapping[str, str] = os.environ) -> 
                     clients.append(client)
                     opened[service.name, side] = client
                     findings += await service.checks(config, client, store, side)
-        for service in services():
+        for service in services:
             source, target = (opened.get((service.name, side)) for side in ("source", "target"))
             if source is not None and target is not None:
                 findings += await service.checks_across(config, source, target, store)

@@ -25,6 +25,7 @@ from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import LiveProgress
+from haul.pipelines.registry import services
 from haul.pipelines.report.counts import print_run
 from haul.pipelines.report.run import Headline, headline
 from haul.sandbox.server import start_sandbox
@@ -85,9 +86,11 @@ def run_demo(
             soft_wrap=True,
         )
         with LiveProgress() as progress:
-            summary = asyncio.run(run_all(config, progress=progress))
+            summary = asyncio.run(run_all(config, services(), progress=progress))
         migrated = time.monotonic() - started
-        checked = asyncio.run(verify(config))  # the report is written again, with its result
+        checked = asyncio.run(
+            verify(config, services())
+        )  # the report is written again, with its result
     elapsed = time.monotonic() - started
     title = f"haul demo: {size} org migrated in {migrated:.1f} s"
     print_run(summary.counts, summary.details, summary.unmapped_users, console, title)

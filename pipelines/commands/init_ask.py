@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from haul.pipelines.config import Endpoint, Tuning, parse_config
 from haul.pipelines.config.types import describe_errors, http_url
 from haul.pipelines.config.writing import Setting, Table, commented_toml
 from haul.pipelines.findings import Finding
-from haul.pipelines.registry import services
+from haul.pipelines.services import Service
 
 API_ROOTS = {"tracker_url": "/v3", "wiki_url": "/v1", "forms_url": "/v1"}
 SCOPE_KEYS = {"tracker_url": "queues", "wiki_url": "wiki_roots", "forms_url": "surveys"}
@@ -66,6 +66,7 @@ class Asker:
     given: dict[str, str | None]
     interactive: bool
     say: Say
+    services: Sequence[Service]  # each is probed where the answers configure it
 
     def ask(self, key: str, question: str, default: str | None) -> str:
         value = self.given.pop(key, None)
@@ -106,11 +107,12 @@ def ask_config(
     interactive: bool,
     out: Path,
     say: Say,
+    services: Sequence[Service],
     environ: Mapping[str, str] = os.environ,
 ) -> tuple[str, list[str]]:
     """The text of the config, every value asked (or given) and probed, and the variables
     its tokens come from."""
-    asker = Asker(given, interactive, say)
+    asker = Asker(given, interactive, say, services)
     tokens = dict(environ)  # a token asked for lives here, for the probes only
     source = ask_side(asker, "source", None, tokens)
     target = None
@@ -209,7 +211,7 @@ async def _probe_side(side: Side, tokens: Mapping[str, str], asker: Asker) -> li
         asker.refused(f"{side.section}_org", f"{where}: {problem}")
         return ["token"]
     wrong: list[str] = []
-    for service in services():
+    for service in asker.services:
         if not service.configured(endpoint):
             continue
         try:
@@ -255,7 +257,7 @@ def ask_scope(asker: Asker, source: Side) -> dict[str, list[str] | str]:
 def _check_draft(text: str, out: Path, tokens: Mapping[str, str], asker: Asker) -> None:
     """Check the whole draft as haul check does; its errors are said, and (asked) stop it."""
     config = parse_config(tomllib.loads(text), base_dir=(out.parent or Path(".")))
-    findings = asyncio.run(run_check(config, tokens))
+    findings = asyncio.run(run_check(config, asker.services, tokens))
     errors = [item for item in findings if item.level == "error"]
     for item in errors:
         asker.say(f"  check: {_finding_line(item)}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from haul.pipelines.config import Config, Endpoint
 from haul.pipelines.engine import PLAN_CONFLICTS
 from haul.pipelines.engine.parent_cycles import parent_cycle
 from haul.pipelines.planner import Decision, Planner, SpecPlanner
-from haul.pipelines.services import LeftOut
+from haul.pipelines.services import LeftOut, Service
 from haul.pipelines.specs import EntitySpec, RecordFailure, Ref
 from haul.pipelines.sync.preview import (
     ACTIONS,
@@ -119,15 +119,19 @@ class LoadPlan:
 
 
 async def make_plan(
-    config: Config, *, environ: Mapping[str, str] = os.environ, list_creates: bool = False
+    config: Config,
+    services: Sequence[Service],
+    *,
+    environ: Mapping[str, str] = os.environ,
+    list_creates: bool = False,
 ) -> LoadPlan:
     """Decide every ledger row with reads only; `list_creates`: keep each create among the
     changes too (for `--changes`), not only counted."""
     target = config.require_target("plan")
     result = LoadPlan(list_creates=list_creates)
-    async with open_clients(config, environ, target) as (targets,):
+    async with open_clients(config, services, environ, target) as (targets,):
         with open_store(config.staging_path) as store:
-            plan_if_staged_since(store, config)
+            plan_if_staged_since(store, config, services)
             for service, client in targets:
                 parts = await service.target(config, client, store)
                 specs = {spec.name: spec for spec in parts.specs}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +30,9 @@ from haul.pipelines.engine import (
     retry_failed_rows,
 )
 from haul.pipelines.progress import Progress
-from haul.pipelines.registry import plans, services
 from haul.pipelines.report.counts import EntityCounts, entity_counts, in_use
 from haul.pipelines.report.run import reporting
-from haul.pipelines.services import Service
+from haul.pipelines.services import Service, plans_of
 from haul.pipelines.specs import EntitySpec, Phase, Ref
 from haul.pipelines.streams import NOT_STAGED, Extractor, not_staged
 from haul.state.errors import StoreAccessError, StoreError, store_errors
@@ -105,9 +104,11 @@ WHOLE = Portion()  # an ordinary run: everything
 
 @dataclass
 class Stage:
-    """What every stage is handed: the config, the store, progress and the stop flag."""
+    """What every stage is handed: the config, the services, the store, progress and the stop
+    flag."""
 
     config: Config
+    services: Sequence[Service]
     store: StagingStore
     progress: Progress
     stop_requested: Callable[[], bool] = lambda: False
@@ -196,13 +197,13 @@ def _read_only(path: Path) -> StagingStore:
 
 @contextmanager
 def staged_run(
-    config: Config, command: str, *sides: list[tuple[Service, Any]]
+    config: Config, services: Sequence[Service], command: str, *sides: list[tuple[Service, Any]]
 ) -> Iterator[tuple[StagingStore, RunHandle]]:
     """The store opened, the run recorded, and its reports written however it ends; the
     budgets of the clients on `sides` start where the last run left them, and are kept."""
     with (
         open_store(config.staging_path) as store,
-        reporting(store, services()),  # report.json and report.html, however the run ends
+        reporting(store, services),  # report.json and report.html, however the run ends
         recorded_run(store, command) as run,
         kept_budgets(store, (client for side in sides for _, client in side)),
     ):
@@ -218,7 +219,10 @@ def recorded_run(store: StagingStore, command: str) -> Iterator[RunHandle]:
 
 @asynccontextmanager
 async def open_clients(
-    config: Config, environ: Mapping[str, str], *endpoints: Endpoint | None
+    config: Config,
+    services: Sequence[Service],
+    environ: Mapping[str, str],
+    *endpoints: Endpoint | None,
 ) -> AsyncIterator[list[list[tuple[Service, Any]]]]:
     """For each endpoint, a client for every service configured on it: every token is read
     before any request, then each is checked with a cheap call (AuthError names the service
@@ -226,7 +230,7 @@ async def open_clients(
     sides = [
         [
             (service, service.client(endpoint, environ, config.tuning))
-            for service in services()
+            for service in services
             if service.configured(endpoint)
         ]
         if endpoint is not None
@@ -243,18 +247,19 @@ async def open_clients(
 
 async def extract(
     config: Config,
+    services: Sequence[Service],
     *,
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> RunSummary:
     """Stage the source: needs only the source org (a nightly export has no target)."""
-    async with open_clients(config, environ, config.source) as (sources,):
-        with staged_run(config, "extract", sources) as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested)
+    async with open_clients(config, services, environ, config.source) as (sources,):
+        with staged_run(config, services, "extract", sources) as (store, run):
+            stage = Stage(config, services, store, progress or Progress(), stop_requested)
             summary = await _extract(stage, sources)
             _raise_if_stopped(stage)
-            summary.counts = entity_counts(store, in_use(store, services()))
+            summary.counts = entity_counts(store, in_use(store, services))
             summary.problems = store.problems.count()
             run.counts.update(summary.details)
             return summary
@@ -262,6 +267,7 @@ async def extract(
 
 async def load(
     config: Config,
+    services: Sequence[Service],
     *,
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
@@ -271,10 +277,10 @@ async def load(
 ) -> RunSummary:
     """Load what is staged into the target; the source may be gone."""
     target = config.require_target("load")
-    async with open_clients(config, environ, target) as (targets,):
+    async with open_clients(config, services, environ, target) as (targets,):
         claim_target(config, target)
-        with staged_run(config, "load", targets) as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested, portion)
+        with staged_run(config, services, "load", targets) as (store, run):
+            stage = Stage(config, services, store, progress or Progress(), stop_requested, portion)
             summary = await _load(stage, targets, retry_failed)
             _raise_if_stopped(stage)
             summary.problems = store.problems.count()
@@ -285,6 +291,7 @@ async def load(
 
 async def run_all(
     config: Config,
+    services: Sequence[Service],
     *,
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
@@ -294,10 +301,13 @@ async def run_all(
 ) -> RunSummary:
     """Extract, load, then compare counts: staged against loaded, and the target's own count."""
     target = config.require_target("run")
-    async with open_clients(config, environ, config.source, target) as (sources, targets):
+    async with open_clients(config, services, environ, config.source, target) as (
+        sources,
+        targets,
+    ):
         claim_target(config, target)
-        with staged_run(config, "run", sources, targets) as (store, run):
-            stage = Stage(config, store, progress or Progress(), stop_requested, portion)
+        with staged_run(config, services, "run", sources, targets) as (store, run):
+            stage = Stage(config, services, store, progress or Progress(), stop_requested, portion)
             extracted = await _extract(stage, sources)
             _raise_if_stopped(stage)
             loaded = await _load(stage, targets, retry_failed)
@@ -333,7 +343,7 @@ async def _extract(stage: Stage, sources: list[tuple[Service, Any]]) -> RunSumma
     for part in parts:
         if part.details is not None:
             details.update(await part.details(stats))
-    details["planned"] = plan_if_staged_since(stage.store, stage.config)
+    details["planned"] = plan_if_staged_since(stage.store, stage.config, stage.services)
     details.update(_traffic(sources, "source"))
     log.info("extract_finished", **details)
     return RunSummary("extract", details=details)
@@ -346,10 +356,10 @@ def _say_not_staged(store: StagingStore, skipped: frozenset[str], because: str) 
         store.set_checkpoint(NOT_STAGED, {**not_staged(store), **dict.fromkeys(skipped, because)})
 
 
-def plan_if_staged_since(store: StagingStore, config: Config) -> int:
+def plan_if_staged_since(store: StagingStore, config: Config, services: Sequence[Service]) -> int:
     """Plan the ledger from the staged records, unless nothing was staged (and no plan was
     added or taken away) since the last plan."""
-    every = plans(config)
+    every = plans_of(services, config)
     mark = {"staged_at": store.newest_staged_at(), "plans": sorted(every)}
     if mark["staged_at"] is not None and store.get_checkpoint(PLANNED_AT) == mark:
         return 0
@@ -360,7 +370,7 @@ def plan_if_staged_since(store: StagingStore, config: Config) -> int:
 
 async def _load(stage: Stage, targets: list[tuple[Service, Any]], retry_failed: bool) -> RunSummary:
     store = stage.store
-    plan_if_staged_since(store, stage.config)
+    plan_if_staged_since(store, stage.config, stage.services)
     parts = [await service.target(stage.config, client, store) for service, client in targets]
     if retry_failed:
         retry_failed_rows(store, [spec for part in parts for spec in part.specs])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -36,8 +36,8 @@ from haul.connectors.errors import AmbiguousWriteError, HaulError, RecordError
 from haul.pipelines.commands.run import claim_target, open_clients, open_store, recorded_run
 from haul.pipelines.config import Config
 from haul.pipelines.engine import KEPT, begin_undo, call_off_undo, record_undone
-from haul.pipelines.registry import services
 from haul.pipelines.report.run import reporting
+from haul.pipelines.services import Service
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.sync.removals import Removal
 from haul.state.ledger import LedgerRow
@@ -245,6 +245,7 @@ class Undoer:
 
 async def undo(
     config: Config,
+    services: Sequence[Service],
     *,
     environ: Mapping[str, str] = os.environ,
     dry_run: bool = False,
@@ -256,11 +257,11 @@ async def undo(
     go. `confirm` sees the plan before any deletion and may decline (UndoDeclined: nothing
     deleted). `include_changed`: delete also what a person changed since haul wrote it."""
     target = config.require_target("undo")
-    async with open_clients(config, environ, target) as (targets,):
+    async with open_clients(config, services, environ, target) as (targets,):
         claim_target(config, target, record=not dry_run)  # a 404 is "gone" only in its org
         with (
             open_store(config.staging_path) as store,
-            nullcontext() if dry_run else reporting(store, services()),  # undone, not loaded
+            nullcontext() if dry_run else reporting(store, services),  # undone, not loaded
             recorded_run(store, "undo"),
         ):
             removals: dict[str, Removal] = {}

@@ -4,7 +4,7 @@ kept with what a person can do instead, the pages' recovery tokens, the exit sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import groupby
 
 from rich.console import Console
@@ -13,11 +13,13 @@ from rich.table import Table
 from haul.pipelines.commands.run import Interrupted, open_store
 from haul.pipelines.commands.undo import UndoPlan, UndoResult, undo
 from haul.pipelines.config import Config
+from haul.pipelines.services import Service
 from haul.pipelines.stopping import GracefulStop
 
 
 def run_undo(
     config: Config,
+    services: Sequence[Service],
     console: Console,
     *,
     dry_run: bool,
@@ -39,6 +41,7 @@ def run_undo(
         try:
             return await undo(
                 config,
+                services,
                 dry_run=dry_run,
                 include_changed=include_changed,
                 confirm=shown,

@@ -26,8 +26,8 @@ import structlog
 from haul.connectors.errors import NotFoundError
 from haul.pipelines.commands.run import open_clients, open_store
 from haul.pipelines.config import Config
-from haul.pipelines.registry import services
 from haul.pipelines.report.run import VERIFY_CHECKPOINT, write_reports
+from haul.pipelines.services import Service
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, Listing
 from haul.pipelines.sync.references import SourceScan
 from haul.state.ledger import LedgerRow
@@ -193,6 +193,7 @@ def _rows(store: StagingStore, entity: str, sample: int | None, rng: random.Rand
 
 async def verify(
     config: Config,
+    services: Sequence[Service],
     *,
     environ: Mapping[str, str] = os.environ,
     sample: int | None = None,
@@ -203,7 +204,7 @@ async def verify(
     target = config.require_target("verify")
     rng = random.Random(seed)
     result = VerifyResult(started_at=_now())
-    async with open_clients(config, environ, target) as (targets,):
+    async with open_clients(config, services, environ, target) as (targets,):
         with open_store(config.staging_path) as store:
             ledger_counts = store.ledger.counts()
             for service, client in targets:
@@ -252,7 +253,7 @@ async def verify(
                 )
             result.ended_at = _now()
             store.set_checkpoint(VERIFY_CHECKPOINT, result.as_dict())
-            write_reports(store, services())  # the last run's report, now with this verify result
+            write_reports(store, services)  # the last run's report, now with this verify result
     log.info("verify_finished", differences=len(result.differences))
     return result
 

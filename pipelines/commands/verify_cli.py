@@ -11,12 +11,14 @@ from rich.table import Table
 
 from haul.pipelines.commands.verify import Difference, VerifyResult, verify, write_csv
 from haul.pipelines.config import Config
+from haul.pipelines.services import Service
 
 SHOWN = 50
 
 
 def run_verify(
     config: Config,
+    services: Sequence[Service],
     sample: int | None,
     entities: str | None,
     csv_path: Path | None,
@@ -27,7 +29,7 @@ def run_verify(
     `found_before`: differences found another way, reported first (what a shard manifest
     does not cover)."""
     wanted = [name.strip() for name in (entities or "").split(",") if name.strip()]
-    result = asyncio.run(verify(config, sample=sample, entities=wanted))
+    result = asyncio.run(verify(config, services, sample=sample, entities=wanted))
     result.differences[:0] = found_before
     print_result(result, console)
     path = csv_path or config.staging_path.with_name("verify.csv")

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from haul.pipelines.commands.verify import Difference
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.services import Service
 from haul.pipelines.shards.manifest import Manifest
 from haul.pipelines.shards.parts import part_config
 from haul.pipelines.shards.planning import count_units
@@ -35,25 +36,27 @@ def unit_names(unit: Unit) -> list[str]:
     ]
 
 
-async def _counted(config: Config, environ: Mapping[str, str]) -> Counter[str]:
+async def _counted(
+    config: Config, services: Sequence[Service], environ: Mapping[str, str]
+) -> Counter[str]:
     """The source's records per unit name under `config` (no unit cut: one shard)."""
     counts: Counter[str] = Counter()
-    for unit in await count_units(config, 1, environ):
+    for unit in await count_units(config, services, 1, environ):
         for name in unit_names(unit):
             counts[name] += unit.records
     return counts
 
 
 async def uncovered(
-    manifest: Manifest, environ: Mapping[str, str] = os.environ
+    manifest: Manifest, services: Sequence[Service], environ: Mapping[str, str] = os.environ
 ) -> list[Difference]:
     """One difference per unit of the base config's scope whose records the manifest's shards
     do not all hold (counted at the source now); none when they cover it."""
     base = load_config(manifest.config_path)
-    whole = await _counted(base, environ)
+    whole = await _counted(base, services, environ)
     covered: Counter[str] = Counter()
     for shard in manifest.shards:
-        covered.update(await _counted(part_config(manifest, shard, base), environ))
+        covered.update(await _counted(part_config(manifest, shard, base), services, environ))
     return [
         Difference(
             ENTITY,

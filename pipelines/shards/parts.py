@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from haul.pipelines.config import Config, Scope, Staging, load_config
 from haul.pipelines.logs import configure_logging
 from haul.pipelines.progress import Progress
 from haul.pipelines.report.counts import print_run
+from haul.pipelines.services import Service
 from haul.pipelines.shards.manifest import (
     FIRST,
     LAST,
@@ -161,6 +162,7 @@ def require_ready(manifest: Manifest, part: Part) -> None:
 async def run_part_async(
     manifest: Manifest,
     name: str,
+    services: Sequence[Service],
     *,
     progress: Progress | None = None,
     environ: Mapping[str, str] = os.environ,
@@ -178,6 +180,7 @@ async def run_part_async(
         _gather_parts(manifest, config)
         return await load(
             config,
+            services,
             progress=progress,
             environ=environ,
             stop_requested=stop_requested,
@@ -188,6 +191,7 @@ async def run_part_async(
         )
     return await run_all(
         config,
+        services,
         progress=progress,
         environ=environ,
         stop_requested=stop_requested,
@@ -241,6 +245,7 @@ def exit_status(summary: RunSummary) -> int:
 def run_part(
     manifest_path: str | Path,
     part: str,
+    services: Sequence[Service],
     *,
     environ: Mapping[str, str] = os.environ,
     console: Console | None = None,
@@ -252,7 +257,7 @@ def run_part(
         manifest = read_manifest(Path(manifest_path))
         config = part_config(manifest, manifest.part(part), load_config(manifest.config_path))
         configure_logging(config.log_path, verbose=False)
-        summary = asyncio.run(_supervised(manifest, part, environ))
+        summary = asyncio.run(_supervised(manifest, part, services, environ))
     except Interrupted as exc:
         return _said(1, str(exc))
     except HaulError as exc:
@@ -272,7 +277,9 @@ def run_part(
     return code
 
 
-async def _supervised(manifest: Manifest, part: str, environ: Mapping[str, str]) -> RunSummary:
+async def _supervised(
+    manifest: Manifest, part: str, services: Sequence[Service], environ: Mapping[str, str]
+) -> RunSummary:
     from haul.pipelines.stopping import GracefulStop
 
     stop = GracefulStop()
@@ -280,7 +287,9 @@ async def _supervised(manifest: Manifest, part: str, environ: Mapping[str, str])
     if in_main:
         stop.install()
     try:
-        return await run_part_async(manifest, part, environ=environ, stop_requested=stop.requested)
+        return await run_part_async(
+            manifest, part, services, environ=environ, stop_requested=stop.requested
+        )
     finally:
         if in_main:
             stop.uninstall()

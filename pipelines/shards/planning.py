@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import os.path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from haul.pipelines.commands.run import open_clients
 from haul.pipelines.config import Config
+from haul.pipelines.services import Service
 from haul.pipelines.shards.manifest import (
     DEFAULT_STORE_TEMPLATE,
     FIRST,
@@ -32,10 +33,13 @@ from haul.pipelines.shards.units import Unit, balance, cut_large, merged
 
 
 async def count_units(
-    config: Config, shards: int, environ: Mapping[str, str] = os.environ
+    config: Config,
+    services: Sequence[Service],
+    shards: int,
+    environ: Mapping[str, str] = os.environ,
 ) -> list[Unit]:
     """The scope's units, counted at the source, the large ones cut to a shard's share."""
-    async with open_clients(config, environ, config.source) as (sources,):
+    async with open_clients(config, services, environ, config.source) as (sources,):
         units: list[Unit] = []
         for service, client in sources:
             counted = getattr(service, "shard_units", None)
@@ -88,6 +92,7 @@ def manifest_of(
 
 async def plan_shards(
     config: Config,
+    services: Sequence[Service],
     config_path: Path,
     manifest_path: Path,
     shards: int,
@@ -98,7 +103,7 @@ async def plan_shards(
     target_token_env: str | None = None,
 ) -> Manifest:
     """Count the source, deal it into `shards` shards and write the manifest at `manifest_path`."""
-    units = await count_units(config, shards, environ)
+    units = await count_units(config, services, shards, environ)
     manifest = manifest_of(
         units,
         shards,

@@ -271,3 +271,18 @@ def test_every_module_imports_on_its_own() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(_import_alone, sorted(modules())))
     assert [(name, error) for name, code, error in results if code] == []
+
+
+@pytest.mark.fast
+def test_commands_take_the_services_from_the_cli() -> None:
+    """The list of services is read in one place, the command line (and the demo, the
+    command line's own rehearsal): every command and library stage takes the services as a
+    parameter, so a caller (a test, a plug-in) hands its own."""
+    known = modules()
+    registry = "haul.pipelines.registry"
+    readers = sorted(
+        name
+        for name, path in known.items()
+        if registry in imported(name, path, set(known)) and name != registry
+    )
+    assert readers == ["haul.pipelines.cli", "haul.pipelines.commands.demo"]

@@ -20,6 +20,7 @@ from haul.pipelines.commands.run import extract, load
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.organisation.boards import carried_boards, left_out
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
@@ -47,14 +48,18 @@ def test_boards_whose_queue_is_not_migrated_are_named_and_never_sent(
         scope_extra={"entities": "all"},
     )
     config = load_config(write_sandbox_config(tmp_path, info, options))
-    asyncio.run(extract(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
 
-    checked = [f for f in asyncio.run(run_check(config, environ(info))) if "board" in f.what]
+    checked = [
+        f
+        for f in asyncio.run(run_check(config, all_services(), environ(info)))
+        if "board" in f.what
+    ]
     assert [f.level for f in checked] == ["warning"], checked
     assert "3 board(s), with their" in checked[0].what
     assert "'Development board', queue DEV" in checked[0].what
 
-    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
     assert {r.entity for r in plan.left_out} == {"board", "board_column", "sprint"}
     assert not any(plan.counts[kind]["create"] for kind in ("board", "board_column", "sprint"))
     write_conflicts(tmp_path / "conflicts.csv", plan)
@@ -64,7 +69,7 @@ def test_boards_whose_queue_is_not_migrated_are_named_and_never_sent(
     board = next(row for row in rows if row["entity"] == "board")
     assert "its queue is not migrated" in board["reason"]
 
-    summary = asyncio.run(load(config, environ=environ(info)))
+    summary = asyncio.run(load(config, all_services(), environ=environ(info)))
     assert summary.complete, summary
     assert target_boards(info) == before  # none sent
     counted = {key.split(":")[0]: n for key, n in summary.details["not_carried"].items()
@@ -73,7 +78,7 @@ def test_boards_whose_queue_is_not_migrated_are_named_and_never_sent(
                        for kind in ("board", "board_column", "sprint")}  # fmt: skip
     assert counted["board"] == 3
 
-    verified = asyncio.run(verify(config, environ=environ(info)))
+    verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
     seen = {v.entity: v.not_carried for v in verified.entities if v.not_carried}
     assert seen == counted
 

@@ -10,6 +10,7 @@ import httpx
 
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.org_snapshot import org_snapshot
@@ -53,7 +54,7 @@ async def test_links_by_query_skip_unlinked_issues_and_lose_nothing(
     tuning = "\n[tuning]\nlookback_minutes = 0\nlink_audit_sample = 0\n"
     config = load_config(write_config(tmp_path, info, queues=queues, extra=tuning))
 
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
 
     assert summary.complete and summary.failed == 0
     details = summary.details
@@ -74,7 +75,7 @@ async def test_audit_turns_the_shortcut_off_where_the_query_missed_links(
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
 
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
 
     assert summary.complete and summary.failed == 0
     details = summary.details
@@ -97,11 +98,11 @@ async def test_worklogs_by_window_stage_what_the_issue_listings_would(
             tmp_path / "plain", info, queues=queues, extra="\n[tuning]\nbulk_reads = false\n"
         )
     )
-    await extract(plain, environ=environ(info))
+    await extract(plain, all_services(), environ=environ(info))
     sandbox.set_faults("worklog_cap:7")
     bulk = load_config(write_config(tmp_path / "bulk", info, queues=queues))
 
-    stats = await extract(bulk, environ=environ(info))
+    stats = await extract(bulk, all_services(), environ=environ(info))
 
     assert stats.details["worklog_search_requests"] > 3
     assert stats.details["worklog_issues_listed_alone"] == 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.sync.three_way_items import settle_items
 from haul.pipelines.tracker.children.checklist_sync import item_rule
 from haul.state.store import StagingStore
@@ -110,7 +111,7 @@ async def _migrated_then_edited_both_sides(
     """A full run, then a checklist's item 1 edited in the target, 2 at the source, 3 on both
     sides; the config's path and the issue's key."""
     path = write_config(tmp_path, info, queues=source_queues(info))
-    assert (await run_all(load_config(path), environ=environ(info))).complete
+    assert (await run_all(load_config(path), all_services(), environ=environ(info))).complete
     key = await _checklist_issue(info)
     await _edit(info, "target", key, 0, "A person's item in the target")
     await _edit(info, "source", key, 1, "Edited at the source")
@@ -146,7 +147,7 @@ async def test_checklist_items_follow_the_three_way_rule_end_to_end(
     assert "item 3 text: source 'Item as the source says', target 'Item as the target says'" in why
     failures = run_haul("failures", "--config", path, env=env)
     assert "Item as the target says" in failures.stdout, failures.stdout
-    again = await run_all(config, environ=environ(info))
+    again = await run_all(config, all_services(), environ=environ(info))
     assert again.problems == 1
     assert [item["text"] for item in await _items(info, "target", key)] == texts
 
@@ -157,12 +158,12 @@ async def test_source_wins_overwrites_a_checklist_item_and_records_it(
     info = sandbox.info
     extra = '[sync]\nconflicts = "source-wins"\n'
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     key = await _checklist_issue(info)
     await _edit(info, "target", key, 0, "Item as the target says")
     await _edit(info, "source", key, 0, "Item as the source says")
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     assert second.details["changes"]["checklist"]["overwritten"] == 1
@@ -197,7 +198,7 @@ async def test_plan_previews_checklist_items_three_ways_and_names_what_no_update
             f"{control}/_sandbox/issues/DEV-5/maillists",
             json={"followingMaillists": ["late-list@example.com"]},
         )
-    await extract(load_config(path), environ=environ(info))
+    await extract(load_config(path), all_services(), environ=environ(info))
     listed = tmp_path / "changes.csv"
 
     shown = await asyncio.to_thread(

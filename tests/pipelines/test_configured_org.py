@@ -26,6 +26,7 @@ import yandex_tracker_client as sdk  # a dev dependency, not our own module
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.sandbox_clients import tracker_call
@@ -75,9 +76,9 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
             "name": "Next sprint", "board": {"id": board["id"]}, "status": "draft",
             "startDate": "2031-01-06", "endDate": "2031-01-19",
         })  # fmt: skip  # a future sprint: no issue is in it yet
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         planned = run_haul("plan", "--config", path, env=haul_env(environ(info)))
-        moved.summary = asyncio.run(run_all(config, environ=environ(info)))
+        moved.summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         moved.planned = planned
         yield moved
 
@@ -248,14 +249,14 @@ def test_a_later_run_carries_changed_and_deleted_triggers_and_macros(moved: Move
     path = moved.path
     path.write_text(path.read_text("utf-8") + '\n[sync]\ndeletions = "mirror"\n', "utf-8")
     config = load_config(path)
-    summary = asyncio.run(run_all(config, environ=environ(moved.info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(moved.info)))
     assert summary.failed == 0, summary
     target = moved.sdk("empty")
     assert triggers(target, queue) == triggers(moved.sdk("source"), queue)
     assert macros(target, queue) == macros(moved.sdk("source"), queue)
     assert dropped.name not in {t["name"] for t in target.queues[queue].triggers}
     assert versions(target, queue) == versions(moved.sdk("source"), queue)
-    result = asyncio.run(verify(config, environ=environ(moved.info)))
+    result = asyncio.run(verify(config, all_services(), environ=environ(moved.info)))
     assert result.differences == []
 
 
@@ -270,11 +271,11 @@ def test_the_small_org_into_the_empty_org_reads_the_same_configured(tmp_path: Pa
         info = sandbox.info
         path = into_empty_org(tmp_path, info)
         config = load_config(path)
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         env = haul_env(environ(info))
         planned = run_haul("plan", "--config", path, env=env)
         assert planned.returncode == 0, planned.stderr
-        summary = asyncio.run(run_all(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         moved = Moved(info, config, summary, path, planned)
         assert summary.failed == 0, summary
         source, target = moved.sdk("source"), moved.sdk("empty")

@@ -22,6 +22,7 @@ import pytest
 
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, kill_when
 from tests.helpers.entity_snapshot import change_at_source, sdk_client, unlike_the_source
@@ -113,7 +114,7 @@ def test_killed_in_the_entity_phase_loads_each_entity_and_sub_record_once(
         source, target = sdk_client(info, "source"), sdk_client(info, "target")
         assert killed == kills
         assert unlike_the_source(source, target) == {}  # each entity, each sub-record once
-        verified = asyncio.run(verify(load_config(config), environ=environ(info)))
+        verified = asyncio.run(verify(load_config(config), all_services(), environ=environ(info)))
         assert verified.ok, verified.differences[:5]
 
 
@@ -150,5 +151,5 @@ def test_a_sync_killed_among_its_entity_changes_carries_each_once(tmp_path: Path
         source, target = sdk_client(info, "source"), sdk_client(info, "target")
         assert killed >= 1
         assert unlike_the_source(source, target) == {}
-        verified = asyncio.run(verify(load_config(config), environ=environ(info)))
+        verified = asyncio.run(verify(load_config(config), all_services(), environ=environ(info)))
         assert verified.ok, verified.differences[:5]

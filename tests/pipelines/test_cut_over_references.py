@@ -20,6 +20,7 @@ from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues
 
@@ -122,7 +123,7 @@ def run(config: Path, info: dict[str, Any], *, cli: bool) -> None:
         ran = run_haul("run", "--config", config, env=env)
         assert ran.returncode == 0, ran.stderr[-3000:]
         return
-    summary = asyncio.run(run_all(load_config(config), environ=environ(info)))
+    summary = asyncio.run(run_all(load_config(config), all_services(), environ=environ(info)))
     assert summary.failed == 0 and summary.complete
 
 
@@ -134,7 +135,7 @@ def verified(config: Path, info: dict[str, Any], *, cli: bool) -> tuple[int, int
         left = re.search(r"references to the source left in the target: (\d+)", done.stdout)
         assert left, done.stdout[-3000:] + done.stderr[-3000:]
         return done.returncode, int(left.group(1))
-    result = asyncio.run(verify(load_config(config), environ=environ(info)))
+    result = asyncio.run(verify(load_config(config), all_services(), environ=environ(info)))
     return (0 if result.ok else 3), result.by_kind().get("source reference", 0)
 
 

@@ -33,6 +33,7 @@ from haul.pipelines.commands.run import extract, load, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import (
     TOKEN_ENV,
@@ -153,7 +154,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         info = sandbox.info
         shape_source(info)
         config = write(tmp_path_factory.mktemp("entity-access"), info)
-        summary = asyncio.run(run_all(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         yield Migrated(info, config, summary)
 
 
@@ -183,7 +184,7 @@ def test_the_plain_user_reads_in_the_target_exactly_the_entities_it_read(
 
 def test_verify_compares_access_and_flags_an_entity_opened_by_hand(migrated: Migrated) -> None:
     info, config = migrated.info, migrated.config
-    verified = asyncio.run(verify(config, environ=environ(info)))
+    verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
     assert verified.ok, verified.differences[:5]
     access = next(v for v in verified.entities if v.entity == "entity_access")
     assert access.checked == access.found == access.loaded == 14
@@ -200,7 +201,7 @@ def test_verify_compares_access_and_flags_an_entity_opened_by_hand(migrated: Mig
         assert reply.status_code == 200, reply.text
     assert SECURITY_GOAL in {s for _, s in entities(info, "target", "user").values()}
 
-    widened = asyncio.run(verify(config, environ=environ(info)))
+    widened = asyncio.run(verify(config, all_services(), environ=environ(info)))
     flagged = {(d.source_id.removesuffix("/access"), d.field) for d in widened.differences}
     assert {d.entity for d in widened.differences} == {"entity_access"}
     red_team = next(i for i, (_, s) in entities(info, "source").items() if s == RED_TEAM)
@@ -231,14 +232,14 @@ def test_a_holder_mapped_to_no_one_leaves_its_entity_team_only_and_named(tmp_pat
             "engineering": named(info, "source", ROADMAP),
             "hr": named(info, "source", MINUTES),
         }
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
 
-        checked = asyncio.run(run_check(config, environ(info)))
+        checked = asyncio.run(run_check(config, all_services(), environ(info)))
         assert not [f for f in checked if f.level == "error"], checked
-        plan = asyncio.run(make_plan(config, environ=environ(info)))
+        plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
         conflicts = {s: why for e, s, why in plan.conflicts if e == "entity_access"}
         assert set(conflicts) == {f"{i}/access" for _, i in closed.values()}
-        summary = asyncio.run(load(config, environ=environ(info)))
+        summary = asyncio.run(load(config, all_services(), environ=environ(info)))
         assert not summary.complete
         failed = {row.entity: row.failed for row in summary.counts if row.failed}
         assert failed == {"entity_access": 2}  # restricted, not left out: their records moved
@@ -273,10 +274,10 @@ def test_a_holder_mapped_to_no_one_leaves_its_entity_team_only_and_named(tmp_pat
         with tracker(info, "target") as client:  # the fix: engineering by its id, hr by name
             fix = f"engineering,dir:{group_id(client, 'engineering')}\n"
         (tmp_path / "groups_file.csv").write_text(fix, encoding="utf-8")
-        fixed = asyncio.run(load(config, environ=environ(info), retry_failed=True))
+        fixed = asyncio.run(load(config, all_services(), environ=environ(info), retry_failed=True))
         assert fixed.complete, fixed
         assert set(entities(info, "target", "user")) == {to[i] for i in alice}
-        assert asyncio.run(verify(config, environ=environ(info))).ok
+        assert asyncio.run(verify(config, all_services(), environ=environ(info))).ok
 
 
 def people(info: dict[str, Any], org: str, kind: str, entity_id: str) -> dict[str, Any]:
@@ -316,7 +317,7 @@ def test_a_later_run_carries_a_change_of_access_at_the_source_narrowing_first(
     with sandbox_server.start_sandbox(size="tiny", seed=5) as sandbox:
         info = sandbox.info
         config = write(tmp_path, info)
-        assert asyncio.run(run_all(config, environ=environ(info))).complete
+        assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
         kind, launch = named(info, "source", "Launch Development")
         with tracker(info, "source") as client:
             shut = {"fields": {"teamAccess": True, "description": "Who goes first."}}
@@ -335,7 +336,7 @@ def test_a_later_run_carries_a_change_of_access_at_the_source_narrowing_first(
         watcher = threading.Thread(target=watch, args=(info, kind, target, seen, done))
         watcher.start()
         try:
-            assert asyncio.run(run_all(config, environ=environ(info))).complete
+            assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
         finally:
             done.set()
             watcher.join()
@@ -352,7 +353,7 @@ def test_a_later_run_carries_a_change_of_access_at_the_source_narrowing_first(
         assert people(info, "target", kind, target) == people(info, "source", kind, launch)
         alice = entities(info, "source", "user")
         assert sorted(entities(info, "target", "user").values()) == sorted(alice.values())
-        assert asyncio.run(verify(config, environ=environ(info))).ok
+        assert asyncio.run(verify(config, all_services(), environ=environ(info))).ok
 
 
 def watch(
@@ -378,7 +379,7 @@ def test_no_instant_of_the_load_shows_the_plain_user_an_entity_the_source_refuse
         info = sandbox.info
         shape_source(info)
         config = write(tmp_path, info)
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         everything = entities(info, "source")
         alice = entities(info, "source", "user")
         hidden = {everything[i] for i in set(everything) - set(alice)}
@@ -391,7 +392,7 @@ def test_no_instant_of_the_load_shows_the_plain_user_an_entity_the_source_refuse
         poller = threading.Thread(target=poll, args=(info, hidden, seen, done))
         poller.start()
         try:
-            summary = asyncio.run(load(config, environ=environ(info)))
+            summary = asyncio.run(load(config, all_services(), environ=environ(info)))
         finally:
             done.set()
             poller.join()

@@ -15,6 +15,7 @@ import pytest
 from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import found, sdk_client
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
@@ -53,9 +54,9 @@ def test_a_cycle_in_entity_parents_fails_its_records_named_and_the_rest_loads(
     config = load_config(path)
     first, second = sorted((top, under))
     cycle = f"parent cycle: portfolio {first} -> {second} -> {first}"
-    asyncio.run(extract(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
 
-    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
 
     assert {(entity, source, why) for entity, source, why in plan.conflicts} == {
         ("portfolio", top, cycle),
@@ -63,7 +64,7 @@ def test_a_cycle_in_entity_parents_fails_its_records_named_and_the_rest_loads(
         ("goal", own, f"parent cycle: goal {own} -> {own}"),
     }
 
-    summary = asyncio.run(run_all(config, environ=environ(info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
 
     with StagingStore.open(config.staging_path) as store:
         ledger = store.ledger

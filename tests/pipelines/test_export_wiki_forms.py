@@ -17,6 +17,7 @@ import pytest
 from haul.pipelines.commands.run import extract
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 
@@ -35,7 +36,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Any:
             sections='\n[export]\nrestricted = "include"  # every staged row, to compare\n',
         )  # fmt: skip
         config = write_sandbox_config(directory, info, options)
-        asyncio.run(extract(load_config(config), environ=environ(info)))
+        asyncio.run(extract(load_config(config), all_services(), environ=environ(info)))
         yield config
 
 

@@ -15,6 +15,7 @@ from haul.pipelines.commands.check import run_check
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import ConfigError, load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.timefmt import tracker_time
 from tests.helpers.forms_backfill import (
     PAGE,
@@ -39,7 +40,7 @@ def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, t
     info = sandbox.info
     support, _, feedback = info["surveys"]["source"]
     config = load_config(write_config(tmp_path, info))
-    summary = asyncio.run(run_all(config, environ=environ(info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert summary.complete, [(c.entity, c.to_load, c.loaded, c.failed) for c in summary.counts]
 
     answers = source_answers(info, support)
@@ -76,7 +77,7 @@ def test_answers_become_issues_and_grid_rows_once_and_new_ones_follow(sandbox, t
 
     asyncio.run(fill())
     before = writes(sandbox.stats())
-    again = asyncio.run(run_all(config, environ=environ(info)))
+    again = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert again.complete
     after = writes(sandbox.stats())
     written = written_since(before, after)
@@ -93,7 +94,7 @@ def test_a_template_naming_a_slug_the_survey_lacks_stops_before_any_write(sandbo
     config = load_config(write_config(tmp_path, info, summary="{subject} {nosuch}"))
     before = writes(sandbox.stats())
     with pytest.raises(ConfigError) as caught:
-        asyncio.run(run_all(config, environ=environ(info)))
+        asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert caught.value.key == "backfill[0].summary"
     assert "{nosuch} is not a question" in str(caught.value) and "subject, email" in str(
         caught.value
@@ -154,7 +155,7 @@ def test_an_address_on_another_domain_is_not_the_organisations_person(tmp_path):
             sections=rules(info),
         )
         config = load_config(write_sandbox_config(tmp_path, info, options))
-        summary = asyncio.run(run_all(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         assert summary.complete
 
         issues, _ = target_state(info)
@@ -213,8 +214,8 @@ def _backfill_into_a_queue_the_target_lacks(info, tmp_path):
     support = info["surveys"]["source"][0]
     assert "SUP" not in _target_queue_issues(info, "SUP")[0]
     refused = _support_queue_config(tmp_path / "refuses", info, create_missing=False)
-    asyncio.run(extract(refused, environ=environ(info)))
-    findings = asyncio.run(run_check(refused, environ=environ(info)))
+    asyncio.run(extract(refused, all_services(), environ=environ(info)))
+    findings = asyncio.run(run_check(refused, all_services(), environ=environ(info)))
     errors = [finding.what for finding in findings if finding.level == "error"]
     assert errors == [
         "the target lacks queue SUP (the queue of backfill[0]) and [mapping] create_missing "
@@ -223,14 +224,14 @@ def _backfill_into_a_queue_the_target_lacks(info, tmp_path):
     assert "SUP" not in _target_queue_issues(info, "SUP")[0]
 
     config = _support_queue_config(tmp_path / "creates", info, create_missing=True)
-    asyncio.run(extract(config, environ=environ(info)))
-    findings = asyncio.run(run_check(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
+    findings = asyncio.run(run_check(config, all_services(), environ=environ(info)))
     assert [f.what for f in findings if f.level == "error"] == []
     assert any(
         f.what == "the target lacks queue SUP (the queue of backfill[0]): the load creates it first"
         for f in findings
     )
-    summary = asyncio.run(run_all(config, environ=environ(info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert summary.complete, [(c.entity, c.to_load, c.loaded, c.failed) for c in summary.counts]
     queues, issues = _target_queue_issues(info, "SUP")
     assert "SUP" in queues

@@ -16,6 +16,7 @@ from haul.pipelines.commands.status import gather_status
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.forms_backfill import client, source_answers, target_state, write_config
 from tests.helpers.haul_fixtures import environ
@@ -56,24 +57,24 @@ def test_a_deleted_answer_is_reported_then_left_out_of_the_grid_when_mirroring(
     _, _, feedback = info["surveys"]["source"]
     path = write_config(tmp_path, info)
     config = load_config(path)
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     gone = source_answers(info, feedback)[1]["id"]
     forms_call(info, "DELETE", f"/surveys/{feedback}/answers/{gone}")
 
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     assert deleted(config) == {"survey_answer": (1, 0)}
     assert gone in grid_answers(info)  # reported, not mirrored
 
     path.write_text(path.read_text(encoding="utf-8") + MIRROR, encoding="utf-8")
     mirror = load_config(path)
-    assert asyncio.run(run_all(mirror, environ=environ(info))).complete
+    assert asyncio.run(run_all(mirror, all_services(), environ=environ(info))).complete
     assert gone not in grid_answers(info)
     assert deleted(config) == {"survey_answer": (1, 1)}
     assert grid_answers(info) == [a["id"] for a in source_answers(info, feedback)]
-    verified = asyncio.run(verify(mirror, environ=environ(info)))
+    verified = asyncio.run(verify(mirror, all_services(), environ=environ(info)))
     assert verified.ok, verified.differences[:5]
 
     forms_call(info, "POST", f"/surveys/{feedback}/answers/{gone}/restore")
-    assert asyncio.run(run_all(mirror, environ=environ(info))).complete
+    assert asyncio.run(run_all(mirror, all_services(), environ=environ(info))).complete
     assert deleted(config) == {}
     assert gone in grid_answers(info)

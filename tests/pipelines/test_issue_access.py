@@ -22,6 +22,7 @@ from haul.pipelines.commands.status import gather_status
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
@@ -75,16 +76,16 @@ def test_a_holder_without_a_target_account_is_left_out_and_named(
     open_to(info, "frank", "grace")
     leave_target(info, "frank")
     config = config_for(tmp_path, info)
-    asyncio.run(extract(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
 
-    checked = asyncio.run(run_check(config, environ(info)))
+    checked = asyncio.run(run_check(config, all_services(), environ(info)))
     warned = [f.what for f in checked if f.level == "warning" and "issue access" in f.what]
     assert any("user frank has no target account" in what and ISSUE in what for what in warned)
-    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
     conflicts = {source_id: why for entity, source_id, why in plan.conflicts
                  if entity == "issue_access"}  # fmt: skip
     assert "user frank" in conflicts[ISSUE]
-    summary = asyncio.run(load(config, environ=environ(info)))
+    summary = asyncio.run(load(config, all_services(), environ=environ(info)))
 
     assert access(info, "target") == ["grace"]
     failed = {row.entity: row.failed for row in summary.counts if row.failed}
@@ -106,7 +107,7 @@ def test_a_holder_without_a_target_account_is_left_out_and_named(
         target = access(info, "target", key.replace("TEST-", "NEW-"))
         assert set(target) <= set(access(info, "source", key)), key
 
-    result = asyncio.run(verify(config, environ=environ(info), entities=["issue"]))
+    result = asyncio.run(verify(config, all_services(), environ=environ(info), entities=["issue"]))
     (seen,) = [d for d in result.differences if d.source_id == ISSUE and d.field == "access"]
     assert "unmapped user frank" in seen.source
 
@@ -120,17 +121,17 @@ def test_a_later_run_carries_additions_and_removals_of_the_access_list(
     info = sandbox.info
     open_to(info, "frank", "grace")
     config = config_for(tmp_path, info)
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     assert access(info, "target") == ["frank", "grace"]
 
     open_to(info, "grace", "heidi")
-    second = asyncio.run(run_all(config, environ=environ(info)))
+    second = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert second.complete and second.failed == 0
     assert access(info, "target") == ["grace", "heidi"]
-    assert asyncio.run(verify(config, environ=environ(info))).ok
+    assert asyncio.run(verify(config, all_services(), environ=environ(info))).ok
 
     open_to(info)
-    third = asyncio.run(run_all(config, environ=environ(info)))
+    third = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert third.complete and third.failed == 0
     assert access(info, "target") == []
-    assert asyncio.run(verify(config, environ=environ(info))).ok
+    assert asyncio.run(verify(config, all_services(), environ=environ(info))).ok

@@ -13,6 +13,7 @@ import httpx
 
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.issue_access import settle_access
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
@@ -68,7 +69,7 @@ async def test_access_lists_follow_the_three_way_rule_end_to_end(
         _edit(info, "source", key, {"access": ["frank", "grace"]})
     path = write_config(tmp_path, info, queues=source_queues(info))
     config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     assert _access(info, "target", "DEV-2") == ["frank", "grace"]
     _edit(info, "target", "DEV-1", {"access": ["frank"]})
     _edit(info, "source", "DEV-1", {"summary": "Edited at the source"})
@@ -95,11 +96,11 @@ async def test_source_wins_narrows_access_and_records_what_it_replaced(
     _edit(info, "source", "DEV-2", {"access": ["frank", "grace"]})
     extra = '[sync]\nconflicts = "source-wins"\n'
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     _edit(info, "source", "DEV-2", {"access": ["frank"]})
     _edit(info, "target", "DEV-2", {"access": ["frank", "grace", "wendy"]})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     assert _access(info, "target", "DEV-2") == ["frank"]

@@ -19,6 +19,7 @@ import yandex_tracker_client as sdk  # a dev dependency, not our own module
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.sync.references import without_file_ids
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.org_snapshot import WEB_HOST
@@ -85,7 +86,7 @@ async def test_every_field_of_every_issue_reads_the_same(sandbox: Any, tmp_path:
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues, mapping={}))
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
     assert summary.failed == 0
     source, target = sdk_client(info, "source"), sdk_client(info, "target")
     keys = [issue.key for q in queues for issue in source.issues.find(query=f"Queue: {q}")]
@@ -105,7 +106,7 @@ async def test_every_field_of_every_issue_reads_the_same(sandbox: Any, tmp_path:
     for kind in ("components", "versions", "boards", "sprints", "fields", "local_fields"):
         assert set(wanted[kind]) <= set(found[kind]), kind
 
-    assert (await verify(config, environ=environ(info))).ok
+    assert (await verify(config, all_services(), environ=environ(info))).ok
     changed = next(k for k in keys if source.issues[k]._value.get("customerName"))
     headers = {
         "Authorization": f"OAuth {info['tokens']['admin']}",
@@ -116,7 +117,7 @@ async def test_every_field_of_every_issue_reads_the_same(sandbox: Any, tmp_path:
             f"{info['tracker']}/issues/{changed}", headers=headers, json={"customerName": "edited"}
         )
     assert reply.status_code == 200, reply.text
-    result = await verify(config, environ=environ(info), entities=["issue"])
+    result = await verify(config, all_services(), environ=environ(info), entities=["issue"])
     assert [(d.source_id, d.field, d.target) for d in result.differences] == [
         (changed, "field:customerName", "edited")
     ]
@@ -136,7 +137,7 @@ async def test_a_migration_into_an_empty_org_makes_what_the_issues_need(
     assert target_org in text
     path.write_text(text.replace(target_org, f'org_id = "{info["orgs"]["empty"]}"'), "utf-8")
     config = load_config(path)
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
     assert summary.failed == 0
     loaded = {row.entity: row.loaded for row in summary.counts}
     assert loaded["queue"] == len(queues) and loaded["issue"] > 0 and loaded["status"] > 0
@@ -144,7 +145,7 @@ async def test_a_migration_into_an_empty_org_makes_what_the_issues_need(
         {**info, "orgs": {**info["orgs"], "target": info["orgs"]["empty"]}}, "target"
     )
     assert set(queues) <= {q.key for q in empty.queues.get_all()}
-    again = await run_all(config, environ=environ(info))
+    again = await run_all(config, all_services(), environ=environ(info))
     assert again.details["loaded"] == 0
 
 
@@ -161,7 +162,7 @@ async def test_the_export_has_the_structure_and_a_typed_column_per_custom_field(
 
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), mapping={}))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     result = run_export(
         config, ExportRequest(out=tmp_path / "exports", format="parquet"), services=services()
     )
@@ -195,7 +196,7 @@ async def test_a_value_the_target_field_cannot_hold_is_counted_and_its_issue_loa
     text = path.read_text(encoding="utf-8").replace("[staging]", extra.strip() + "\n\n[staging]")
     path.write_text(text, encoding="utf-8")
     config = load_config(path)
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
     assert summary.failed == 0
     reason = "field:ticketCount: the target's field of that key is a StringFieldType"
     dropped = summary.details["not_carried"]
@@ -204,5 +205,5 @@ async def test_a_value_the_target_field_cannot_hold_is_counted_and_its_issue_loa
         assert gather_status(store, services()).not_carried == dropped
         holding = [r for r in store.iter_records("issue") if r.raw.get("ticketCount") is not None]
     assert dropped[reason] == len(holding)  # each value once (a sync's base counts none)
-    result = await verify(config, environ=environ(info), entities=["issue"])
+    result = await verify(config, all_services(), environ=environ(info), entities=["issue"])
     assert {d.field for d in result.differences} == {"field:customerName"}

@@ -23,6 +23,7 @@ from haul.pipelines.commands.status import gather_status
 from haul.pipelines.config import load_config
 from haul.pipelines.engine import retry_failed_rows
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import counts_table, run_haul, tokens_env
 from tests.helpers.cli_fixtures import write_config as write_cli_config
@@ -114,11 +115,15 @@ async def test_a_link_whose_other_end_never_comes_stays_waiting_and_named(
     info = sandbox.info
     source = plain_links(info, "source", ["DEV", "OPS", "TEST"])
     never = links_between(source, "DEV", "TEST")
-    await run_all(load_config(write_config(tmp_path, info, queues=["DEV"])), environ=environ(info))
+    await run_all(
+        load_config(write_config(tmp_path, info, queues=["DEV"])),
+        all_services(),
+        environ=environ(info),
+    )
     config = load_config(write_config(tmp_path, info, queues=["OPS"]))
 
-    second = await run_all(config, environ=environ(info))
-    third = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
+    third = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 0 and second.complete
     target = plain_links(info, "target", ["DEV", "OPS"])
@@ -158,12 +163,12 @@ async def test_a_projects_links_to_issues_of_a_later_queue_wait_and_are_made_the
     link to the same issues as the source's."""
     info, scope = sandbox.info, {"entities": "all"}
     config = load_config(write_config(tmp_path, info, queues=["DEV"], scope=scope))
-    first = await run_all(config, environ=environ(info))
+    first = await run_all(config, all_services(), environ=environ(info))
     waiting = {row.entity: row.waiting for row in first.counts}
     assert first.failed == 0 and waiting["entity_link"] > 0
 
     config = load_config(write_config(tmp_path, info, queues=["OPS", "TEST"], scope=scope))
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 0 and second.waiting == 0 and second.complete
     source = await project_issue_links(info, "source")

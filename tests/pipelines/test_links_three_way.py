@@ -10,6 +10,7 @@ from typing import Any
 
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.sync_changes import MIRROR
 
@@ -37,7 +38,7 @@ async def test_a_link_removed_or_added_by_a_person_in_the_target_stays_so(
 ) -> None:
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), extra=MIRROR))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     key = await _linked_issue(info)
     linked = {other for _, other in await _links(info, "target", key)}
     other = next(f"DEV-{n}" for n in range(1, 20) if f"DEV-{n}" not in linked | {key})
@@ -51,7 +52,7 @@ async def test_a_link_removed_or_added_by_a_person_in_the_target_stays_so(
     async with client_for(info, "source") as source:
         await source.update_issue(key, {"summary": "Re-read on the next run"})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.failed == 0
     assert await _links(info, "target", key) == kept

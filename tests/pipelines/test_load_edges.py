@@ -9,6 +9,7 @@ from typing import Any
 
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import counted, sdk_client
 from tests.helpers.haul_fixtures import client_for, environ, lose_store, source_queues, write_config
@@ -27,7 +28,7 @@ async def test_a_write_whose_reply_comes_after_the_deadline_is_settled_by_asking
     config = load_config(write_config(tmp_path, info, queues=queues, extra=tuning))
     sandbox.set_faults("slow_after:0.3:1500@/v3/issues/_import")
 
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
 
     sandbox.set_faults("")
     assert summary.complete and summary.failed == 0, summary
@@ -55,7 +56,7 @@ async def test_a_rerun_with_a_lost_store_duplicates_nothing(sandbox: Any, tmp_pa
     queues = source_queues(info)
     path = write_config(tmp_path, info, queues=queues, scope={"entities": "all"})
     config = load_config(path)
-    first = await run_all(config, environ=environ(info))
+    first = await run_all(config, all_services(), environ=environ(info))
     assert first.complete and first.failed == 0
     entities_first = counted(sdk_client(info, "target"))
     mapped = [{"TEST": "NEW"}.get(queue, queue) for queue in queues]
@@ -63,7 +64,7 @@ async def test_a_rerun_with_a_lost_store_duplicates_nothing(sandbox: Any, tmp_pa
         after_first = await org_snapshot(target, mapped, rename={"NEW": "TEST"})
 
     lose_store(config.staging_path)
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.failed == 0, second
     async with client_for(info, "target") as target:

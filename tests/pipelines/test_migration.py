@@ -13,6 +13,7 @@ from haul.pipelines.commands.status import gather_status
 from haul.pipelines.config import load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.streams import NOT_STAGED
 from haul.state.store import StagedRecord, StagingStore
@@ -36,7 +37,7 @@ async def test_run_moves_every_record_and_field(sandbox: Any, tmp_path: Path) ->
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
 
-    summary = await run_all(config, environ=environ(info))
+    summary = await run_all(config, all_services(), environ=environ(info))
 
     assert summary.failed == 0
     assert summary.complete
@@ -55,10 +56,10 @@ async def test_second_run_changes_nothing(sandbox: Any, tmp_path: Path) -> None:
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
-    first = await run_all(config, environ=environ(info))
+    first = await run_all(config, all_services(), environ=environ(info))
     assert first.complete
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.details["loaded"] == 0
     assert second.details["issues_drained"] == 0
@@ -76,7 +77,7 @@ async def test_damaged_attachment_bytes_are_never_sent_and_come_back_with_the_ne
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     with StagingStore.open(config.staging_path) as store:
         attachment = next(r for r in store.iter_records("attachment") if r.blob)
         assert attachment.blob is not None
@@ -84,7 +85,7 @@ async def test_damaged_attachment_bytes_are_never_sent_and_come_back_with_the_ne
     whole = blob.read_bytes()
     blob.write_bytes(whole[: len(whole) // 2])  # what an unsynced file can hold after a power cut
 
-    first = await load(config, environ=environ(info))
+    first = await load(config, all_services(), environ=environ(info))
 
     assert first.failed == 1
     with StagingStore.open(config.staging_path) as store:
@@ -98,10 +99,10 @@ async def test_damaged_attachment_bytes_are_never_sent_and_come_back_with_the_ne
         names = [a["name"] for a in await target.list_attachments(target_key)]
     assert attachment.raw["name"] not in names
 
-    again = await extract(config, environ=environ(info))
+    again = await extract(config, all_services(), environ=environ(info))
     assert again.details["issues_drained"] == 1
     assert blob.read_bytes() == whole
-    second = await load(config, environ=environ(info), retry_failed=True)
+    second = await load(config, all_services(), environ=environ(info), retry_failed=True)
 
     assert second.failed == 0 and second.complete
     before, after = await snapshots(info, queues, {"TEST": "NEW"})
@@ -115,7 +116,7 @@ async def test_a_redrained_issue_downloads_again_only_the_bytes_no_longer_intact
     again, a damaged blob is downloaded anew and the intact ones are not."""
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     with StagingStore.open(config.staging_path) as store:
         by_issue: dict[str, list[StagedRecord]] = {}
         for record in store.iter_records("attachment"):
@@ -131,7 +132,7 @@ async def test_a_redrained_issue_downloads_again_only_the_bytes_no_longer_intact
     download = "GET /v3/issues/{key}/attachments/{attachment_id}/{filename}"
     before = sandbox.stats()["by_route"].get(download, 0)
 
-    again = await extract(config, environ=environ(info))
+    again = await extract(config, all_services(), environ=environ(info))
 
     assert again.details["issues_drained"] == 1
     assert sandbox.stats()["by_route"][download] - before == 1  # of len(staged) >= 2
@@ -145,7 +146,7 @@ async def test_incremental_extract_redrains_only_changed_issues(
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     async with client_for(info, "source") as source:
         async with aclosing(
             source.scroll_issues(query=f"Queue: {queues[0]}", per_scroll=1)
@@ -153,7 +154,7 @@ async def test_incremental_extract_redrains_only_changed_issues(
             changed = (await anext(pages))[0]["key"]
         await source.core.request("POST", f"/issues/{changed}/comments", json={"text": "new today"})
 
-    again = await extract(config, environ=environ(info))
+    again = await extract(config, all_services(), environ=environ(info))
 
     assert again.details["issues_drained"] == 1
     with StagingStore.open(config.staging_path) as store:
@@ -170,14 +171,14 @@ async def test_nightly_run_carries_edits_and_new_comments(sandbox: Any, tmp_path
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         async with aclosing(source.scroll_issues(query="Queue: TEST", per_scroll=1)) as pages:
             changed = (await anext(pages))[0]["key"]
         await source.update_issue(changed, {"summary": "Renamed overnight"})
         await source.core.request("POST", f"/issues/{changed}/comments", json={"text": "late note"})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete, second.counts
     assert second.details["issues_refreshed"] == 1
@@ -198,7 +199,7 @@ async def test_an_expired_scroll_restarts_from_the_watermark(sandbox: Any, tmp_p
     config = load_config(write_config(tmp_path, info, queues=queues, extra=tuning))
     sandbox.set_faults("latency:30@*/comments")
 
-    summary = await extract(config, environ=environ(info))
+    summary = await extract(config, all_services(), environ=environ(info))
 
     sandbox.set_faults("")
     assert summary.details["scroll_restarts"] > 0
@@ -220,7 +221,7 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
     changelog_route = "GET /v3/issues/{key}/changelog"
 
     before = sandbox.stats()["by_route"].get(changelog_route, 0)
-    first = await extract(skip, environ=environ(info))
+    first = await extract(skip, all_services(), environ=environ(info))
     assert sandbox.stats()["by_route"].get(changelog_route, 0) == before
     reason = (
         '[scope] changelog = "auto" skips it in a config with [target] and no [export]; '
@@ -239,7 +240,7 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
     assert exported.exit_code == 0 and not exported.failed
 
     want = load_config(write_config(tmp_path, info, queues=queues, extra="[export]\n"))
-    again = await extract(want, environ=environ(info))
+    again = await extract(want, all_services(), environ=environ(info))
     issues = first.details["issues_staged"]
     assert again.details["issues_drained"] == issues  # each once, though some came twice
     assert sandbox.stats()["by_route"][changelog_route] - before == issues
@@ -249,5 +250,5 @@ async def test_a_migrations_config_asks_for_no_changelog_and_an_exports_drains_e
         assert store.get_checkpoint(NOT_STAGED) == {}
         counted = {row.entity: row.in_store for row in entity_counts(store, services())}
         assert counted["changelog"] == store.count_records()["changelog"]
-    third = await extract(want, environ=environ(info))
+    third = await extract(want, all_services(), environ=environ(info))
     assert third.details["issues_drained"] == 0

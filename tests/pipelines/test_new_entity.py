@@ -31,6 +31,7 @@ from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.export.pages import Page as ExportPage
 from haul.pipelines.export.tables import Registry, Table
 from haul.pipelines.findings import Finding
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.report.counts import entity_counts
 from haul.pipelines.services import Entity, SourceParts, TargetParts, core_options
 from haul.pipelines.specs import EntitySpec, Fields, Fingerprint, each_record
@@ -190,24 +191,24 @@ async def test_a_new_entity_kind_moves_through_every_shared_command(
     writes its table; the counts table has its row."""
     config, backend = notes
     env = environ(sandbox.info)
-    await extract(config, environ=env)
-    plan = await make_plan(config, environ=env)
+    await extract(config, all_services(), environ=env)
+    plan = await make_plan(config, all_services(), environ=env)
     assert plan.counts["note"]["create"] == 5
     assert sum(plan.counts["note"].values()) == 5
 
     backend.drop_once = "note 3"
-    summary = await load(config, environ=env)
+    summary = await load(config, all_services(), environ=env)
     target = backend.orgs[config.require_target("test").org]
     assert sorted(n["title"] for n in target) == [n["title"] for n in NOTES]  # none twice
     assert backend.creates == 5
     assert summary.details["ambiguous_writes"] == 1
     assert {row.entity: row.loaded for row in summary.counts}["note"] == 5
 
-    result = await verify(config, environ=env)
+    result = await verify(config, all_services(), environ=env)
     note = next(v for v in result.entities if v.entity == "note")
     assert (note.compared, note.checked, note.found, note.differing) == (True, 5, 5, 0)
     target[0]["text"] = "edited by hand"
-    result = await verify(config, environ=env, entities=["note"])
+    result = await verify(config, all_services(), environ=env, entities=["note"])
     assert [(d.entity, d.field, d.target) for d in result.differences] == [
         ("note", "text", "edited by hand")
     ]

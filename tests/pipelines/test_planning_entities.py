@@ -26,6 +26,7 @@ from haul.pipelines.commands.verify import VerifyResult, verify
 from haul.pipelines.config import Config, Export, load_config
 from haul.pipelines.export.command import ExportRequest, run_export
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.entity_snapshot import (
     KINDS,
@@ -62,8 +63,8 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         info = sandbox.info
         path = write_config(directory, info, queues=source_queues(info), scope={"entities": "all"})
         config = load_config(path)
-        summary = asyncio.run(run_all(config, environ=environ(info)))
-        verified = asyncio.run(verify(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
+        verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
         yield Migrated(info, config, summary, verified, sandbox)
 
 
@@ -143,7 +144,9 @@ def test_verify_passes_then_flags_what_was_edited_by_hand(
     comment.update(text="Edited by hand")
     project.checklist_items.update([{"id": item["id"], "checked": not item["checked"]}])
     try:
-        edited = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+        edited = asyncio.run(
+            verify(migrated.config, all_services(), environ=environ(migrated.info))
+        )
     finally:
         project.update(fields={"summary": summary}, ignore_version_change=True)
         comment.update(text=text)
@@ -228,7 +231,9 @@ def test_a_comment_added_at_the_source_is_the_next_runs_one_write(migrated: Migr
     ]
     source.project.get(project["id"]).comments.create(text="Said after the migration")
     before = writes(migrated.sandbox.stats())
-    assert asyncio.run(run_all(migrated.config, environ=environ(migrated.info))).complete
+    assert asyncio.run(
+        run_all(migrated.config, all_services(), environ=environ(migrated.info))
+    ).complete
     written = written_since(before, writes(migrated.sandbox.stats()))
     assert written == {"POST /v3/entities/{entity_type}/{entity_id}/comments": 1}
     assert unlike_the_source(source, migrated.sdk("target")) == {}
@@ -241,11 +246,11 @@ def test_a_later_run_carries_the_changes_made_at_the_source(migrated: Migrated) 
     module: it changes both orgs.)"""
     source, target = migrated.sdk("source"), migrated.sdk("target")
     change_at_source(source)
-    summary = asyncio.run(run_all(migrated.config, environ=environ(migrated.info)))
+    summary = asyncio.run(run_all(migrated.config, all_services(), environ=environ(migrated.info)))
     assert summary.complete, summary
     assert unlike_the_source(source, target) == {}
     hers = readable(migrated.sdk("target", "user"))
     assert hers == readable(migrated.sdk("source", "user"))
     assert ("goal", "Halve onboarding time again") not in hers
-    verified = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    verified = asyncio.run(verify(migrated.config, all_services(), environ=environ(migrated.info)))
     assert verified.ok, verified.differences[:5]

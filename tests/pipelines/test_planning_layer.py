@@ -27,6 +27,7 @@ from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.findings import Finding
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
@@ -82,11 +83,11 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         first = done.raw("source", "GET", "/queues/TEST/autoactions")[0]
         done.raw("source", "PATCH", f"/queues/TEST/autoactions/{first['id']}",
                  json={"active": False, "version": first["version"]})  # fmt: skip
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         done.tampered = _tamper_one_remote_link(config)
-        done.findings = asyncio.run(run_check(config, environ=environ(info)))
+        done.findings = asyncio.run(run_check(config, all_services(), environ=environ(info)))
         before = sandbox.stats()["by_route"]
-        done.summary = asyncio.run(run_all(config, environ=environ(info)))
+        done.summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         after = sandbox.stats()["by_route"]
         done.requests = {route: n - before.get(route, 0) for route, n in after.items()}
         yield done
@@ -184,7 +185,7 @@ def test_verify_passes_then_names_a_filter_whose_query_was_changed_by_hand(
     migrated: Migrated,
 ) -> None:
     """Every carried record compares equal; a saved filter edited in the target is named."""
-    clean = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    clean = asyncio.run(verify(migrated.config, all_services(), environ=environ(migrated.info)))
     assert clean.differences == []
     compared = {v.entity for v in clean.entities if v.compared and v.checked}
     assert {"remote_link", "filter", "dashboard", "dashboard_widget", "autoaction"} <= compared
@@ -192,7 +193,7 @@ def test_verify_passes_then_names_a_filter_whose_query_was_changed_by_hand(
         f for f in migrated.raw("target", "GET", "/filters") if f["name"] != GHOST["name"]
     )
     migrated.raw("target", "PATCH", f"/filters/{edited['id']}", json={"query": "Queue: NEW"})
-    result = asyncio.run(verify(migrated.config, environ=environ(migrated.info)))
+    result = asyncio.run(verify(migrated.config, all_services(), environ=environ(migrated.info)))
     assert {d.entity for d in result.differences} == {"filter"}
 
 
@@ -209,7 +210,7 @@ def test_a_later_run_carries_a_filter_and_an_autoaction_changed_at_the_source(
     migrated.raw("source", "PATCH", f"/queues/TEST/autoactions/{action['id']}",
                  params={"version": action["version"]}, json=renamed)  # fmt: skip
 
-    again = asyncio.run(run_all(migrated.config, environ=environ(migrated.info)))
+    again = asyncio.run(run_all(migrated.config, all_services(), environ=environ(migrated.info)))
 
     assert again.problems == 0 and again.failed == 1  # the remote link into nowhere, still
     filters = {f["name"]: f["query"] for f in migrated.raw("target", "GET", "/filters")}
@@ -233,7 +234,7 @@ def test_the_small_org_with_every_scope_key_reads_the_same_in_both_orgs(tmp_path
     with sandbox_server.start_sandbox(size="small", seed=5) as sandbox:
         info = sandbox.info
         config = load_config(write_config(tmp_path, info, queues=source_queues(info), scope=scope))
-        summary = asyncio.run(run_all(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         assert summary.complete and summary.failed == 0, summary
         done = Migrated(info, config, summary, [], "", {})
         source, target = done.sdk("source"), done.sdk("target")
@@ -247,7 +248,7 @@ def test_the_small_org_with_every_scope_key_reads_the_same_in_both_orgs(tmp_path
             assert sorted(theirs.values()) == sorted(mine.values()), issue.key
             links += len(theirs)
         assert links > 100
-        result = asyncio.run(verify(config, environ=environ(info)))
+        result = asyncio.run(verify(config, all_services(), environ=environ(info)))
         assert result.differences == []
         # every entity loaded is compared (a replaced file's old copy, none in a first
         # migration, has nothing to read back)

@@ -26,6 +26,7 @@ import yandex_tracker_client as sdk  # a dev dependency, not our own module
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 
@@ -104,7 +105,7 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
         poller = threading.Thread(target=watch.poll)
         poller.start()
         try:
-            summary = asyncio.run(run_all(config, environ=environ(info)))
+            summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         finally:
             watch.stop.set()
             poller.join()
@@ -168,7 +169,9 @@ def test_verify_passes_then_names_the_queue_changed_by_hand(moved: Moved) -> Non
     DEV by hand, then a transition taken out of its workflow, each make `haul verify` exit 3
     naming DEV."""
     info, env = moved.info, haul_env(environ(moved.info))
-    clean = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
+    clean = asyncio.run(
+        verify(moved.config, all_services(), environ=environ(info), entities=ENTITIES)
+    )
     assert clean.differences == []
     finance = group_id(info, "empty", "finance")
     with http(info, "empty") as target:
@@ -179,7 +182,9 @@ def test_verify_passes_then_names_the_queue_changed_by_hand(moved: Moved) -> Non
     done = run_haul("verify", "--config", moved.path, env=env)
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"differs: queue_config {RESTRICTED} (target {RESTRICTED}) permissions" in done.stdout
-    found = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
+    found = asyncio.run(
+        verify(moved.config, all_services(), environ=environ(info), entities=ENTITIES)
+    )
     assert {(d.source_id, d.field) for d in found.differences} == {(RESTRICTED, "permissions")}
     with http(info, "empty") as target:
         target.patch(
@@ -191,7 +196,9 @@ def test_verify_passes_then_names_the_queue_changed_by_hand(moved: Moved) -> Non
             for step in workflow["steps"]
         ]
         target.patch("/workflows/classic", json={"steps": steps}).raise_for_status()
-    again = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
+    again = asyncio.run(
+        verify(moved.config, all_services(), environ=environ(info), entities=ENTITIES)
+    )
     named = {(d.entity, d.source_id) for d in again.differences}
     assert ("queue_config", RESTRICTED) in named and ("workflow", "classic") in named
 
@@ -224,7 +231,7 @@ def test_a_later_run_carries_changes_made_at_the_source(moved: Moved) -> None:
             for step in workflow["steps"]
         ]
         source.patch("/workflows/classic", json={"steps": steps}).raise_for_status()
-    summary = asyncio.run(run_all(moved.config, environ=environ(info)))
+    summary = asyncio.run(run_all(moved.config, all_services(), environ=environ(info)))
     assert summary.failed == 0
     source, target = sdk_client(info, "source"), sdk_client(info, "empty")
     assert configuration(target, RESTRICTED) == configuration(source, RESTRICTED)
@@ -232,7 +239,9 @@ def test_a_later_run_carries_changes_made_at_the_source(moved: Moved) -> None:
     assert "group finance" in read["permissions"]["write"]
     assert all("later" not in resolutions for _, _, resolutions in read["types"])
     assert ("closed", "inProgress") in read["workflows"]["classic"][1]
-    clean = asyncio.run(verify(moved.config, environ=environ(info), entities=ENTITIES))
+    clean = asyncio.run(
+        verify(moved.config, all_services(), environ=environ(info), entities=ENTITIES)
+    )
     assert clean.differences == []
 
 
@@ -245,12 +254,14 @@ def test_the_small_org_moves_with_every_queues_configuration(tmp_path: Path) -> 
     with sandbox_server.start_sandbox(size="small", seed=5) as sandbox:
         info = sandbox.info
         config = load_config(into_empty_org(tmp_path, info))
-        summary = asyncio.run(run_all(config, environ=environ(info)))
+        summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
         assert summary.failed == 0
         source, target = sdk_client(info, "source"), sdk_client(info, "empty")
         for queue in source_queues(info):
             assert configuration(target, queue) == configuration(source, queue), queue
-        found = asyncio.run(verify(config, environ=environ(info), entities=ENTITIES))
+        found = asyncio.run(
+            verify(config, all_services(), environ=environ(info), entities=ENTITIES)
+        )
         assert found.differences == []
 
 
@@ -269,16 +280,18 @@ def test_a_queue_whose_permissions_the_target_refuses_takes_no_issue(tmp_path: P
                 f"/queues/{RESTRICTED}/permissions", json={"read": {"groups": [security]}}
             ).raise_for_status()
         config = load_config(into_empty_org(tmp_path, info))
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         sandbox.set_faults(f"refuse:1@/v3/queues/{RESTRICTED}/permissions")
-        refused = asyncio.run(load(config, environ=environ(info)))
+        refused = asyncio.run(load(config, all_services(), environ=environ(info)))
         query = {"filter": {"queue": RESTRICTED}}
         with http(info, "empty") as target:
             assert target.get(f"/queues/{RESTRICTED}").status_code == 200  # made, then refused
             assert target.post("/issues/_count", json=query).json() == 0
         assert refused.failed > 0
         sandbox.set_faults("")
-        retried = asyncio.run(load(config, environ=environ(info), retry_failed=True))
+        retried = asyncio.run(
+            load(config, all_services(), environ=environ(info), retry_failed=True)
+        )
         assert retried.failed == 0
         with http(info, "empty") as target, http(info, "empty", "user") as user:
             assert target.post("/issues/_count", json=query).json() > 0

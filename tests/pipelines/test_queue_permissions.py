@@ -27,6 +27,7 @@ from haul.pipelines.commands.run import extract
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.findings import Finding
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, source_queues, write_config
@@ -40,12 +41,12 @@ def migration(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, C
         info = running.info
         folder = tmp_path_factory.mktemp("queue_permissions")
         config = load_config(write_config(folder, info, queues=source_queues(info)))
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         yield running, config
 
 
 def check(running: Any, config: Config) -> list[Finding]:
-    return asyncio.run(run_check(config, environ(running.info)))
+    return asyncio.run(run_check(config, all_services(), environ(running.info)))
 
 
 def grant(running: Any, queue: str, kind: str, holder: str, codes: list[str]) -> None:
@@ -166,7 +167,7 @@ def test_holders_are_asked_under_their_mapped_names(
         mapping_extra={"users_file": "users.csv", "groups_file": "groups.csv"},
     )
     config = load_config(write_sandbox_config(tmp_path, info, options))
-    asyncio.run(extract(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
 
     dev = lines(check(running, config), "DEV -> DEV")
 

@@ -19,6 +19,7 @@ import pytest
 
 from haul.pipelines.commands.run import extract, open_clients, open_store, run_all
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.planning.quiet_rules import QUIET_RULES
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
@@ -48,7 +49,7 @@ class Orgs:
         return int(self.call("empty", "GET", f"/_sandbox/queues/{queue}/triggers/firings")["total"])
 
     def run(self) -> Any:
-        summary = asyncio.run(run_all(self.config, environ=environ(self.info)))
+        summary = asyncio.run(run_all(self.config, all_services(), environ=environ(self.info)))
         assert summary.failed == 0, summary
         return summary
 
@@ -97,7 +98,9 @@ def test_a_later_runs_import_fires_no_trigger_and_leaves_them_on(orgs: Orgs) -> 
 
 async def _switch_off_and_die(orgs: Orgs) -> None:
     """What a run does before its load, then nothing: the process is killed there."""
-    async with open_clients(orgs.config, environ(orgs.info), orgs.config.target) as (targets,):
+    async with open_clients(
+        orgs.config, all_services(), environ(orgs.info), orgs.config.target
+    ) as (targets,):
         with open_store(orgs.config.staging_path) as store:
             service, client = next(pair for pair in targets if pair[0].name == "tracker")
             parts = await service.target(orgs.config, client, store)
@@ -113,7 +116,7 @@ def test_a_run_killed_with_the_triggers_off_leaves_them_to_the_next_run(orgs: Or
     before, automatic = orgs.active("empty", queue), orgs.autoactions("empty", queue)
     assert any(automatic.values())
     orgs.new_source_issue(queue, "Found after the migration")
-    asyncio.run(extract(orgs.config, environ=environ(orgs.info)))
+    asyncio.run(extract(orgs.config, all_services(), environ=environ(orgs.info)))
     asyncio.run(_switch_off_and_die(orgs))
     assert not any(orgs.active("empty", queue).values())
     assert not any(orgs.autoactions("empty", queue).values())

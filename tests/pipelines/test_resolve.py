@@ -23,6 +23,7 @@ import httpx
 from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import (
     finish,
@@ -77,10 +78,10 @@ async def _migrated_with_conflicts(sandbox: Any, tmp_path: Path, keys: list[str]
     open (exit 3); the config's path and the haul environment."""
     info = sandbox.info
     path = write_config(tmp_path, info, queues=source_queues(info))
-    assert (await run_all(load_config(path), environ=environ(info))).complete
+    assert (await run_all(load_config(path), all_services(), environ=environ(info))).complete
     await _edit_both_sides(info, keys)
     env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
-    second = await run_all(load_config(path), environ=environ(info))
+    second = await run_all(load_config(path), all_services(), environ=environ(info))
     assert second.problems == len(keys)  # each left open (exit 3)
     return path, env
 
@@ -129,13 +130,13 @@ async def test_decisions_are_written_by_the_next_run_once_and_leave_status(
 
     # the dry run says what the load does with each decision (of what is staged: DEV-6's
     # latest edit at the source is not extracted yet)
-    planned = await make_plan(load_config(path), environ=environ(info))
+    planned = await make_plan(load_config(path), all_services(), environ=environ(info))
     issues = [c for c in planned.changes if c.entity == "issue" and c.source_id in keys]
     assert {(c.source_id, c.action) for c in issues if "summary" in c.fields} == {
         ("DEV-2", "conflict"), ("DEV-3", "update"), ("DEV-4", "update"), ("DEV-6", "update")
     }  # fmt: skip
 
-    third = await run_all(load_config(path), environ=environ(info))
+    third = await run_all(load_config(path), all_services(), environ=environ(info))
 
     assert third.problems == 2  # DEV-2 and DEV-6 stay open
     assert await _summaries(info, keys) == {
@@ -159,7 +160,7 @@ async def test_decisions_are_written_by_the_next_run_once_and_leave_status(
     assert open_now["DEV-6"].decision is None  # stale: open again, to decide anew
     assert open_now["DEV-6"].source == "DEV-6 moved again at the source"
 
-    fourth = await run_all(load_config(path), environ=environ(info))
+    fourth = await run_all(load_config(path), all_services(), environ=environ(info))
 
     assert fourth.problems == 2  # DEV-5 keeps the target's value
     assert (await _summaries(info, ["DEV-5"]))["DEV-5"] == "DEV-5 as the target has it"

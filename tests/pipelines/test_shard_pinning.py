@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.shards.manifest import (
     Manifest,
     ManifestError,
@@ -74,7 +75,7 @@ def test_a_part_whose_config_changed_where_records_go_is_refused(
     config.write_text(CONFIG.replace(old, new), encoding="utf-8")
 
     with pytest.raises(ManifestError) as refused:
-        asyncio.run(run_part_async(manifest, "1", environ={}))
+        asyncio.run(run_part_async(manifest, "1", all_services(), environ={}))
 
     assert refused.value.exit_code == 2
     assert named in str(refused.value)
@@ -91,7 +92,7 @@ def test_settings_that_route_nothing_may_change(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     with pytest.raises(PartNotReady, match="needs part first"):
-        asyncio.run(run_part_async(manifest, "1", environ={}))
+        asyncio.run(run_part_async(manifest, "1", all_services(), environ={}))
 
 
 @pytest.mark.fast

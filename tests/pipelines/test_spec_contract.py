@@ -20,6 +20,7 @@ import pytest
 from haul.pipelines.commands.run import extract, open_clients
 from haul.pipelines.config import load_config
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.services import loadable, optional
 from haul.pipelines.specs import EntitySpec, Ref, target_of
 from haul.state.ledger import LedgerRow
@@ -147,7 +148,7 @@ def extracted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
         for key, scope in (("", {}), ("planning", SCOPE)):
             folder = tmp_path_factory.mktemp(f"extracted-{key or 'plain'}")
             config = load_config(_config(folder, info, scope))
-            asyncio.run(extract(config, environ=environ(info)))
+            asyncio.run(extract(config, all_services(), environ=environ(info)))
             (folder / "haul.toml").unlink()
             folders[key] = folder
         yield folders
@@ -178,7 +179,7 @@ async def target(
     scope = _scope(request)
     shutil.copytree(extracted["planning" if scope else ""], tmp_path, dirs_exist_ok=True)
     config = load_config(_config(tmp_path, info, scope))
-    async with open_clients(config, environ(info), config.target) as (clients,):
+    async with open_clients(config, all_services(), environ(info), config.target) as (clients,):
         with StagingStore.open(config.staging_path) as store:
             specs: dict[str, EntitySpec] = {}
             for service, client in clients:

@@ -15,6 +15,7 @@ from typing import Any
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.field_edits import every_field_edit, seen
@@ -51,7 +52,7 @@ async def test_every_carried_field_edited_at_the_source_reaches_the_target(
 ) -> None:
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         await source.update_issue("DEV-1", await every_field_edit(source, "DEV"))
     source_now, target_before = await _both(info, "DEV-1")
@@ -59,12 +60,12 @@ async def test_every_carried_field_edited_at_the_source_reaches_the_target(
     unchanged = {n: v for n, v in seen(target_before).items() if edited[n] == v}
     assert unchanged == {}  # every field really was edited
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.failed == 0 and second.problems == 0
     source_now, target_now = await _both(info, "DEV-1")
     assert seen(target_now) == seen(source_now) == edited
-    assert (await verify(config, environ=environ(info))).ok
+    assert (await verify(config, all_services(), environ=environ(info))).ok
 
 
 async def test_a_persons_edit_in_the_target_survives_and_a_field_edited_on_both_sides_conflicts(
@@ -75,7 +76,7 @@ async def test_a_persons_edit_in_the_target_survives_and_a_field_edited_on_both_
     info = sandbox.info
     path = _config_file(tmp_path, info)
     config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source, client_for(info, "target") as target:
         await target.update_issue("DEV-2", {"summary": "A person's summary in the target"})
         await source.update_issue("DEV-2", {"description": "Described again at the source"})
@@ -95,13 +96,13 @@ async def test_a_persons_edit_in_the_target_survives_and_a_field_edited_on_both_
     assert "summary: source 'Summary from the source', target 'Summary from the target'" in why
     failures = run_haul("failures", "--config", path, env=env)
     assert "Summary from the target" in failures.stdout, failures.stdout
-    checked = await verify(config, environ=environ(info))
+    checked = await verify(config, all_services(), environ=environ(info))
     kinds = {(d.source_id, d.field): d.kind for d in checked.differences}
     assert kinds[("DEV-2", "summary")] == "changed in the target"
     # a run after the source's value came round to the target's settles the conflict
     async with client_for(info, "source") as source:
         await source.update_issue("DEV-3", {"summary": "Summary from the target"})
-    assert (await run_all(config, environ=environ(info))).problems == 0
+    assert (await run_all(config, all_services(), environ=environ(info))).problems == 0
     assert _conflicts(config) == []
 
 
@@ -110,12 +111,12 @@ async def test_source_wins_overwrites_the_target_and_records_what_it_overwrote(
 ) -> None:
     info = sandbox.info
     config = _config(tmp_path, info, '[sync]\nconflicts = "source-wins"\n')
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source, client_for(info, "target") as target:
         await target.update_issue("DEV-3", {"summary": "Summary from the target", "storyPoints": 2})
         await source.update_issue("DEV-3", {"summary": "Summary from the source"})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     assert second.details["changes"]["issue"]["overwritten"] == 1
@@ -141,7 +142,7 @@ async def test_comments_follow_the_same_rule_at_their_grain(sandbox: Any, tmp_pa
     what was lost."""
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     key = (await holding_comments(info, "DEV", 2))[0]
     async with client_for(info, "source") as source, client_for(info, "target") as target:
         theirs, ours = await _comments(target, key), await _comments(source, key)
@@ -151,7 +152,7 @@ async def test_comments_follow_the_same_rule_at_their_grain(sandbox: Any, tmp_pa
         await target.update_comment(key, mine["id"], {"text": "Only the target edited this"})
         await target.core.post_json(f"/issues/{key}/comments", json={"text": "Added by hand"})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.problems == 1
     async with client_for(info, "target") as target:
@@ -160,7 +161,7 @@ async def test_comments_follow_the_same_rule_at_their_grain(sandbox: Any, tmp_pa
     assert "Only the target edited this" in texts and "Added by hand" in texts
     (why,) = _conflicts(config, "comment:change")
     assert "The source's words" in why and "The target's words" in why
-    checked = await verify(config, environ=environ(info))
+    checked = await verify(config, all_services(), environ=environ(info))
     kinds = sorted(d.kind for d in checked.differences if d.entity == "comment")
     assert kinds == ["added in the target", "changed in the target", "changed on both sides"]
 
@@ -191,13 +192,13 @@ async def test_a_sync_asks_for_quiet_wherever_the_api_lets_it(sandbox: Any, tmp_
     one (its checklists and remote links have no import: they cannot ask either)."""
     info = sandbox.info
     config = _config(tmp_path, info, MIRROR)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     assert set(sandbox.notified()["by_route"]) <= CANNOT_ASK
     async with client_for(info, "source") as source:
         await people_change_everything(source)
     before = sandbox.notified()["by_route"]
 
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
 
     after = sandbox.notified()["by_route"]
     loud = {route for route, n in after.items() if n != before.get(route, 0)}
@@ -214,7 +215,7 @@ async def test_a_field_no_update_call_changes_is_counted_named_and_known_to_veri
     no loss."""
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         control = info["tracker"].rsplit("/v3", 1)[0]
         await source.core.request(
@@ -223,12 +224,12 @@ async def test_a_field_no_update_call_changes_is_counted_named_and_known_to_veri
             json={"followingMaillists": ["late-list@example.com"]},
         )
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     why = "followingMaillists: changed at the source, no update call changes it"
     assert second.details["not_carried"][why] == 1
-    checked = await verify(config, environ=environ(info))
+    checked = await verify(config, all_services(), environ=environ(info))
     named = [(d.source_id, d.field, d.kind) for d in checked.differences]
     assert named == [("DEV-5", "followingMaillists", "not updatable")]
     assert checked.ok

@@ -15,6 +15,7 @@ import pytest
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.commands.run import extract
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 
@@ -97,7 +98,7 @@ async def test_a_later_extract_lists_only_what_changed_and_misses_nothing(
     config = load_config(
         write_config(tmp_path, info, queues=source_queues(info), scope={"changelog": changelog})
     )
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     async with client_for(info, "source") as source:
         with StagingStore.open(config.staging_path) as store:
             keys = await _people_change(source, store)
@@ -105,7 +106,7 @@ async def test_a_later_extract_lists_only_what_changed_and_misses_nothing(
         newest = max(c["updatedAt"] for c in await _listing(source, keys["edited"], "comment"))
         assert edited["lastCommentUpdatedAt"] == newest  # an edit moves it, as on the service
         before = sandbox.stats()
-        summary = await extract(config, environ=environ(info))
+        summary = await extract(config, all_services(), environ=environ(info))
         reads = _per_issue_reads(_since(before, sandbox.stats()))
         with StagingStore.open(config.staging_path) as store:
             entities = ["comment", "worklog", "link"] + (["changelog"] if changelog else [])

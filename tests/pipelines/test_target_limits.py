@@ -23,6 +23,7 @@ from haul.pipelines.commands.check import run_check
 from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, load
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from haul.sandbox.tracker.model import Limits
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
@@ -43,7 +44,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Conf
         folder = tmp_path_factory.mktemp("limits")
         path = write_config(folder, info, queues=source_queues(info), extra=LIMITS)
         config = load_config(path)
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         yield running, config
 
 
@@ -64,7 +65,7 @@ def test_check_names_each_file_over_the_size_limit_before_the_load(
     big = over_limit(config)
     assert big, "the tiny org should stage files over 10 KB"
     before = writes(running.stats())
-    findings = asyncio.run(run_check(config, environ(running.info)))
+    findings = asyncio.run(run_check(config, all_services(), environ(running.info)))
     named = {f.what.split(":")[0]: f for f in findings if "attachment_max_bytes" in f.what}
     assert set(named) == {f"attachment {source_id}" for source_id in big}
     for source_id, where in big.items():
@@ -93,7 +94,7 @@ def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(
 ) -> None:
     running, config = staged
     big = over_limit(config)
-    plan = asyncio.run(make_plan(config, environ=environ(running.info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(running.info)))
     conflicts = [c for c in plan.conflicts if c[0].endswith("attachment")]
     planned = {source_id: why for _, source_id, why in conflicts}
     assert set(planned) == set(big)
@@ -103,7 +104,7 @@ def test_plan_names_them_and_the_load_fails_them_with_the_same_reason(
     for entity, source_id, why in conflicts:
         assert f"conflict: {entity} {source_id}: {why}" in printed.stdout
 
-    asyncio.run(load(config, environ=environ(running.info)))
+    asyncio.run(load(config, all_services(), environ=environ(running.info)))
     with StagingStore.open(config.staging_path) as store:
         rows = [r for r in store.ledger.iter_rows() if r.entity.endswith("attachment")]
         failed = {r.source_id: r.error or "" for r in rows if r.status == "failed"}
@@ -180,7 +181,7 @@ def staged_comments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         queues = source_queues(info)
         path = write_config(folder, info, queues=queues, mapping={}, extra=COMMENT_LIMITS)
         config = load_config(path)
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         yield running, config
 
 
@@ -205,12 +206,12 @@ def test_check_and_plan_name_comments_over_the_length_and_count_limits(
     too_long, past = comments_over(config)
     assert too_long and past - too_long
     before = writes(running.stats())
-    findings = asyncio.run(run_check(config, environ(running.info)))
+    findings = asyncio.run(run_check(config, all_services(), environ(running.info)))
     named = {f.what.split(":")[0] for f in findings if "[limits] comment" in f.what}
     assert named == {f"comment {source_id}" for source_id in too_long | past}
     long_lines = [f.what for f in findings if "comment_max_chars" in f.what]
     assert all(f"limit of {COMMENT_CHARS}" in line for line in long_lines)
-    plan = asyncio.run(make_plan(config, environ=environ(running.info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(running.info)))
     assert {source_id for entity, source_id, _ in plan.conflicts if entity == "comment"} == (
         too_long | past
     )
@@ -222,7 +223,7 @@ def test_the_load_fails_comments_over_a_limit_and_loads_the_rest(
 ) -> None:
     running, config = staged_comments
     too_long, past = comments_over(config)
-    asyncio.run(load(config, environ=environ(running.info)))
+    asyncio.run(load(config, all_services(), environ=environ(running.info)))
     with StagingStore.open(config.staging_path) as store:
         rows = list(store.ledger.iter_rows(entity="comment"))
         issues = [r.target_id or "" for r in store.ledger.iter_rows(entity="issue", status="done")]

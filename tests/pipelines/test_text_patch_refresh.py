@@ -11,6 +11,7 @@ import pytest
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.children.texts import ISSUE_TEXT
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
@@ -26,7 +27,7 @@ async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
     carried with no conflict."""
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     with StagingStore.open(config.staging_path) as store:
         rows = list(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
     (both, only_source) = rows[0], rows[1]
@@ -40,7 +41,7 @@ async def test_a_description_with_files_changed_on_both_sides_keeps_the_targets(
         edited = f"{written}\n\nTarget words"
         await target.update_issue(both.target_id, {"description": edited})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 0 and second.problems == 1  # the conflict, named with both values
     async with client_for(info, "target") as target:
@@ -66,7 +67,7 @@ async def test_a_description_with_files_edited_only_in_the_target_is_kept_with_n
     info = sandbox.info
     extra = f'[sync]\nconflicts = "{rule}"\n'
     config = load_config(write_config(tmp_path, info, queues=source_queues(info), extra=extra))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     with StagingStore.open(config.staging_path) as store:
         row = next(store.ledger.iter_rows(entity=ISSUE_TEXT, status="done"))
     assert row.target_id is not None
@@ -78,14 +79,16 @@ async def test_a_description_with_files_edited_only_in_the_target_is_kept_with_n
         changed = {"summary": "Renamed at the source", "tags": ["retagged-at-the-source"]}
         await source.update_issue(row.source_id, changed)
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.failed == 0 and second.problems == 0, second.counts
     async with client_for(info, "target") as target:
         issue = await target.get_issue(row.target_id)
     assert issue["description"] == edited
     assert {name: issue[name] for name in changed} == changed
-    checked = await verify(config, environ=environ(info), entities=("issue", ISSUE_TEXT))
+    checked = await verify(
+        config, all_services(), environ=environ(info), entities=("issue", ISSUE_TEXT)
+    )
     assert checked.ok
     known = {(d.entity, d.field, d.known) for d in checked.differences}
     assert known == {

@@ -13,6 +13,7 @@ from haul.pipelines.commands.status import gather_status
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import (
     client_for,
@@ -57,11 +58,11 @@ async def test_every_kind_of_change_reaches_the_target_and_a_third_run_writes_no
 ) -> None:
     info = sandbox.info
     config = _config(tmp_path, info, MIRROR)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         changed = await people_change_everything(source)
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 0 and second.complete, _failures(config)
     made = second.details["changes"]
@@ -79,10 +80,10 @@ async def test_every_kind_of_change_reaches_the_target_and_a_third_run_writes_no
     async with client_for(info, "target") as target:
         status = await target.get_issue(changed["status"])
     assert (status["status"]["key"], status["resolution"]["key"]) == ("resolved", "wontFix")
-    assert (await verify(config, environ=environ(info))).ok
+    assert (await verify(config, all_services(), environ=environ(info))).ok
     quiet = writes(sandbox.stats())
 
-    third = await run_all(config, environ=environ(info))
+    third = await run_all(config, all_services(), environ=environ(info))
 
     assert third.complete and third.details["loaded"] == 0
     assert written_since(quiet, writes(sandbox.stats())) == {}
@@ -91,7 +92,7 @@ async def test_every_kind_of_change_reaches_the_target_and_a_third_run_writes_no
     async with client_for(info, "target") as target:
         step = (await target.list_transitions(target_key))[0]
         await target.execute_transition(target_key, str(step["id"]))
-    moved = await verify(config, environ=environ(info))
+    moved = await verify(config, all_services(), environ=environ(info))
     (statuses,) = [v for v in moved.entities if v.entity == "issue_status"]
     assert statuses.compared and statuses.checked == statuses.found > 0
     named = {(d.entity, d.field) for d in moved.differences}
@@ -106,14 +107,14 @@ async def test_a_status_the_target_workflow_cannot_reach_fails_its_record(
     """TEST maps to NEW, a kanban where needInfo is reached only from open."""
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         busy = next(
             i["key"] for i in await issues_of(source, "TEST") if i["status"]["key"] == "inProgress"
         )
         await source.execute_transition(busy, "needInfo")
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 1
     with StagingStore.open(config.staging_path) as store:
@@ -130,7 +131,7 @@ async def test_deletions_are_reported_by_default_and_mirrored_when_asked(
 ) -> None:
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         talk = (await holding(source, "DEV", "comments", 1))[0]
         comment = next(
@@ -141,7 +142,7 @@ async def test_deletions_are_reported_by_default_and_mirrored_when_asked(
         )
         await source.core.request("DELETE", f"/issues/{talk}/comments/{comment['id']}")
 
-    reported = await run_all(config, environ=environ(info))
+    reported = await run_all(config, all_services(), environ=environ(info))
 
     assert reported.complete
     assert reported.details["changes"]["comment"] == {"deleted_at_source": 1}
@@ -152,7 +153,7 @@ async def test_deletions_are_reported_by_default_and_mirrored_when_asked(
         texts = [c["text"] async for c in target.iter_comments(talk, expand="")]
     assert comment["text"] in texts
 
-    mirrored = await run_all(_config(tmp_path, info, MIRROR), environ=environ(info))
+    mirrored = await run_all(_config(tmp_path, info, MIRROR), all_services(), environ=environ(info))
 
     assert mirrored.complete and mirrored.details["changes"]["comment"]["deleted"] == 1
     async with client_for(info, "target") as target:
@@ -169,19 +170,19 @@ async def test_an_issue_gone_from_the_source_is_reported_and_mirrored_only_by_ha
     person deletes it in the target; then a retry settles it without a write."""
     info = sandbox.info
     config = _config(tmp_path, info)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         gone = (await issues_of(source, "DEV"))[0]["key"]
         await source.core.request("DELETE", f"{_control(info)}/_sandbox/issues/{gone}")
 
-    reported = await run_all(config, environ=environ(info))
+    reported = await run_all(config, all_services(), environ=environ(info))
 
     assert reported.complete and reported.details["changes"]["issue"]["deleted_at_source"] == 1
     with StagingStore.open(config.staging_path) as store:
         assert gather_status(store, services()).deleted == {"issue": (1, 0)}
     mirror = _config(tmp_path, info, MIRROR)
 
-    refused = await run_all(mirror, environ=environ(info))
+    refused = await run_all(mirror, all_services(), environ=environ(info))
 
     assert refused.failed == 1
     (failure,) = _failures(mirror)
@@ -189,7 +190,7 @@ async def test_an_issue_gone_from_the_source_is_reported_and_mirrored_only_by_ha
     async with client_for(info, "target") as target:
         await target.core.request("DELETE", f"{_control(info)}/_sandbox/issues/{gone}")
 
-    settled = await run_all(mirror, environ=environ(info), retry_failed=True)
+    settled = await run_all(mirror, all_services(), environ=environ(info), retry_failed=True)
 
     assert settled.complete and settled.failed == 0
     with StagingStore.open(config.staging_path) as store:
@@ -215,12 +216,14 @@ async def test_an_issue_that_leaves_the_query_scope_is_out_of_scope_not_deleted(
     config = load_config(
         write_config(tmp_path, info, queues=source_queues(info), extra=MIRROR, scope=scope)
     )
-    await run_all(config, environ=environ(info))  # links to issues outside the query fail
+    await run_all(
+        config, all_services(), environ=environ(info)
+    )  # links to issues outside the query fail
     links = _failures(config)
     async with client_for(info, "source") as source:
         await source.update_issue(first["key"], {"priority": others[0]})
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert [f for f in _failures(config) if f[0] != "link"] == [], _failures(config)
     assert len(_failures(config)) <= len(links)

@@ -17,6 +17,7 @@ from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.children.checklists import CHECKLIST_MOVES_UPDATED
 from haul.pipelines.tracker.children.replaced import REPLACED
 from haul.state.store import StagingStore
@@ -60,10 +61,10 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     info = sandbox.info
     written = _written(tmp_path, info, MIRROR)
     config = load_config(written)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         edited = await people_edit_what_is_easy_to_miss(source)
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     listed = tmp_path / "changes.csv"
     shown = await asyncio.to_thread(
         run_haul, "plan", "--config", written, "--changes", listed, env=haul_env(environ(info))
@@ -93,7 +94,7 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     assert {c["action"] for k, c in changes.items() if k[0] == "issue"} == {"update"}
     assert "update: checklist" in shown.stdout and "delete: attachment_replaced" in shown.stdout
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.failed == 0 and second.complete
     made = second.details["changes"]
@@ -115,7 +116,7 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
     assert after[edited["emptied"]]["checklist"] == []
     for key in before:  # every issue, the edited ones among them
         assert after[key] == before[key], key
-    assert (await verify(config, environ=environ(info))).ok
+    assert (await verify(config, all_services(), environ=environ(info))).ok
     async with client_for(info, "target") as target:
         (link,) = [
             r
@@ -123,7 +124,7 @@ async def test_a_checklist_edit_a_remote_link_and_new_bytes_all_arrive(
             if r["object"]["key"] == "haul/pull/39"
         ]
         await target.delete_record(_target_key(linked), "remotelinks", link["id"])
-    missing = await verify(config, environ=environ(info))
+    missing = await verify(config, all_services(), environ=environ(info))
     assert {(d.entity, d.field) for d in missing.differences} == {("remote_link", "record")}
 
 
@@ -135,7 +136,7 @@ async def test_the_checklists_move_of_updated_at_is_counted_and_named(
     info = sandbox.info
     config = _config(tmp_path, info)
 
-    first = await run_all(config, environ=environ(info))
+    first = await run_all(config, all_services(), environ=environ(info))
 
     with StagingStore.open(config.staging_path) as store:
         checklists = store.count_records().get("checklist", 0)
@@ -151,12 +152,12 @@ async def test_plan_lists_the_updates_transitions_moves_and_deletes_of_a_sync(
     the writes are counted and timed."""
     info = sandbox.info
     config = _config(tmp_path, info, MIRROR)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "source") as source:
         changed = await people_change_everything(source)
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
 
-    plan = await make_plan(config, environ=environ(info))
+    plan = await make_plan(config, all_services(), environ=environ(info))
 
     by = {(c.entity, c.source_id, c.action): c for c in plan.changes}
     summary = by[("issue", changed["summary"], "update")]

@@ -13,6 +13,7 @@ from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.report.run import VERIFY_CHECKPOINT
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import (
@@ -54,14 +55,14 @@ async def test_verify_leaves_the_staged_records_untouched(sandbox: Any, tmp_path
     verify still finds every record of both services."""
     info = sandbox.info
     config = load_config(write_wiki_config(tmp_path, info))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     async with client_for(info, "target") as target:
         await target.create_dictionary_value(
             "priorities", {"key": "afterTheLoad", "name": "Added after the load", "order": 99}
         )
     before = _checksums(config.staging_path)
 
-    result = await verify(config, environ=environ(info))
+    result = await verify(config, all_services(), environ=environ(info))
 
     assert result.ok
     checked = {verdict.entity for verdict in result.entities if verdict.checked}
@@ -83,10 +84,10 @@ async def test_verify_before_any_load_compares_nothing_and_is_stopped_by_no_pref
         mapping_extra={"default_user": "robot", "create_missing": False},
     )
     config = load_config(write_sandbox_config(tmp_path, info, options))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     before = _checksums(config.staging_path)
 
-    result = await verify(config, environ=environ(info))
+    result = await verify(config, all_services(), environ=environ(info))
 
     assert result.ok and sum(verdict.checked for verdict in result.entities) == 0
     assert _checksums(config.staging_path) == before
@@ -99,10 +100,10 @@ async def test_check_stages_the_targets_dictionaries_once(sandbox: Any, tmp_path
     info = sandbox.info
     queues = source_queues(info)
     config = load_config(write_config(tmp_path, info, queues=queues, scope={"entities": "all"}))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     before = sandbox.stats()["by_route"].get(STATUSES, 0)
 
-    findings = await run_check(config, environ(info))
+    findings = await run_check(config, all_services(), environ(info))
 
     assert not [finding for finding in findings if finding.level == "error"]
     assert sandbox.stats()["by_route"].get(STATUSES, 0) - before == 1

@@ -24,6 +24,7 @@ from haul.pipelines.commands.run import extract, load, run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.sandbox.people import ADMIN_LOGIN
 from haul.state.store import StagingStore
 from tests.helpers.crash_runs import finish, haul
@@ -84,7 +85,7 @@ def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opene
 ) -> None:
     info = sandbox.info
     config = write(tmp_path, info)
-    summary = asyncio.run(run_all(config, environ=environ(info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert summary.complete, summary
     counts = {row.entity: row for row in summary.counts}
     assert counts["wiki_page_access"].loaded == counts["wiki_page"].to_load > 0
@@ -98,7 +99,7 @@ def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opene
     for slug in sorted(everything):
         assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
 
-    verified = asyncio.run(verify(config, environ=environ(info)))
+    verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
     assert verified.ok, verified.differences[:5]
     access = next(v for v in verified.entities if v.entity == "wiki_page_access")
     assert access.checked == access.found == access.loaded > 0
@@ -108,7 +109,7 @@ def test_the_plain_user_reads_exactly_what_it_read_and_verify_flags_a_page_opene
         reply = client.post(f"/pages/{hr}/access", json={"user": {"uid": alice_uid(info)},
                                                         "role": "reader"})  # fmt: skip
         assert reply.status_code == 200, reply.text
-    widened = asyncio.run(verify(config, environ=environ(info)))
+    widened = asyncio.run(verify(config, all_services(), environ=environ(info)))
     flagged = {(d.source_id, d.field) for d in widened.differences}
     assert ("team/handbook/hr", "entries") in flagged and ("team/handbook/hr", "readers") in flagged
     assert {d.entity for d in widened.differences} == {"wiki_page_access"}
@@ -123,19 +124,19 @@ def test_a_later_run_carries_a_change_of_access_at_the_source_and_only_that(
     write), and the pages under hr that inherit read the same as at the source again."""
     info = sandbox.info
     config = write(tmp_path, info)
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     hr = page_id(info, "source", "team/handbook/hr")
     with wiki(info, "source") as client:
         body = {"user": {"uid": alice_uid(info, "source")}, "role": "reader"}
         reply = client.post(f"/pages/{hr}/access", json=body)
         assert reply.status_code == 200, reply.text
     before = writes(sandbox.stats())
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     assert written_since(before, writes(sandbox.stats())) == {"POST /v1/pages/{idx:int}/access": 1}
     for slug in ("team/handbook/hr", "team/handbook/hr/salaries", "team/handbook/hr/holidays"):
         assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
     assert "team/handbook/hr/salaries" in readable(info, "target", "user")
-    assert asyncio.run(verify(config, environ=environ(info))).ok
+    assert asyncio.run(verify(config, all_services(), environ=environ(info))).ok
 
 
 def alice_uid(info: dict[str, Any], org: str = "target") -> str:
@@ -154,17 +155,17 @@ def test_a_holder_mapped_to_no_one_leaves_its_page_restricted_and_named(
     info = sandbox.info
     config = write(tmp_path, info, groups_file="source group,target group\nhr,people-ops\n",
                    users_file="peggy,peggy.parker\n")  # fmt: skip
-    asyncio.run(extract(config, environ=environ(info)))
-    checked = [f.what for f in asyncio.run(run_check(config, environ(info)))]
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
+    checked = [f.what for f in asyncio.run(run_check(config, all_services(), environ(info)))]
     missing = "group people-ops (from source group hr) maps to no target holder"
     assert any(missing in line and "team/handbook/hr" in line for line in checked), checked
-    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
     conflicts = {source_id: detail for entity, source_id, detail in plan.conflicts
                  if entity == "wiki_page_access"}  # fmt: skip
     assert "group hr" in conflicts["team/handbook/hr"]
     assert "user peggy" in conflicts["team/handbook/hr/reviews"]
 
-    summary = asyncio.run(load(config, environ=environ(info)))
+    summary = asyncio.run(load(config, all_services(), environ=environ(info)))
     assert not summary.complete
     failed = {row.entity: row.failed for row in summary.counts}
     assert failed["wiki_page_access"] >= 2  # and every page peggy owns
@@ -189,7 +190,7 @@ def test_a_holder_mapped_to_no_one_leaves_its_page_restricted_and_named(
 
     (tmp_path / "groups_file.csv").write_text("", encoding="utf-8")  # the fix: hr by its name
     (tmp_path / "users_file.csv").write_text("", encoding="utf-8")
-    fixed = asyncio.run(load(config, environ=environ(info), retry_failed=True))
+    fixed = asyncio.run(load(config, all_services(), environ=environ(info), retry_failed=True))
     assert fixed.complete, fixed
     for slug in ("team/handbook/hr", "team/handbook/hr/reviews", "team/handbook/hr/salaries"):
         assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
@@ -205,7 +206,7 @@ def test_no_instant_of_the_load_shows_the_plain_user_a_page_the_source_refused_i
     with sandbox_server.start_sandbox(size="tiny", seed=11) as sandbox:
         info = sandbox.info
         config = write(tmp_path, info)
-        asyncio.run(extract(config, environ=environ(info)))
+        asyncio.run(extract(config, all_services(), environ=environ(info)))
         hidden = readable(info, "source", "admin") - readable(info, "source", "user")
         assert len(hidden) >= 8
         sandbox.set_faults("latency:25@/v1/pages/*")  # /pages?slug= (the poll) is not slowed
@@ -214,7 +215,7 @@ def test_no_instant_of_the_load_shows_the_plain_user_a_page_the_source_refused_i
         poller = threading.Thread(target=poll, args=(info, sorted(hidden), seen, done))
         poller.start()
         try:
-            summary = asyncio.run(load(config, environ=environ(info)))
+            summary = asyncio.run(load(config, all_services(), environ=environ(info)))
         finally:
             done.set()
             poller.join()
@@ -234,7 +235,7 @@ def test_a_load_killed_mid_access_resumes_to_the_sources_access_with_no_exposure
     and the plain user, polling all along, never read a page the source refused it."""
     info = sandbox.info
     config = write(tmp_path, info)
-    asyncio.run(extract(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
     hidden = readable(info, "source", "admin") - readable(info, "source", "user")
     env = {**os.environ, TOKEN_ENV: info["tokens"]["admin"]}
     toml = tmp_path / "haul.toml"
@@ -257,7 +258,7 @@ def test_a_load_killed_mid_access_resumes_to_the_sources_access_with_no_exposure
     assert 200 not in {status for codes in seen.values() for status in codes}
     for slug in sorted(readable(info, "source", "admin")):
         assert roles(info, "target", target_slug(slug)) == roles(info, "source", slug), slug
-    verified = asyncio.run(verify(config, environ=environ(info)))
+    verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
     assert verified.ok, verified.differences[:5]
 
 
@@ -305,12 +306,12 @@ def test_a_page_owner_who_left_the_target_org_fails_closed_and_named(
     host = info["tracker"].rsplit("/v", 1)[0]
     httpx.post(f"{host}/_sandbox/users/olga/dismissal", headers=headers).raise_for_status()
     config = write(tmp_path, info)
-    asyncio.run(extract(config, environ=environ(info)))
-    checked = [f.what for f in asyncio.run(run_check(config, environ(info)))]
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
+    checked = [f.what for f in asyncio.run(run_check(config, all_services(), environ(info)))]
     assert any("user olga (left the target org)" in line and "team/handbook/hr/reviews" in line
                for line in checked), checked  # fmt: skip
 
-    summary = asyncio.run(load(config, environ=environ(info)))
+    summary = asyncio.run(load(config, all_services(), environ=environ(info)))
     assert not summary.complete
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     reasons = [

@@ -12,6 +12,7 @@ import pytest
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.haul_fixtures import environ, writes, written_since
 from tests.helpers.wiki_fixtures import (
     keys_rewritten,
@@ -34,7 +35,7 @@ def sandbox() -> Any:
 def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(sandbox, tmp_path):
     info = sandbox.info
     config = load_config(write_wiki_config(tmp_path, info))
-    summary = asyncio.run(run_all(config, environ=environ(info)))
+    summary = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert summary.complete, summary
     counts = {row.entity: row for row in summary.counts}
     assert counts["wiki_page"].loaded == counts["wiki_page"].to_load > 0
@@ -60,7 +61,7 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
         assert [parent is None for _, parent in migrated["comments"]] == [
             parent is None for _, parent in page["comments"]
         ], key
-    verified = asyncio.run(verify(config, environ=environ(info)))
+    verified = asyncio.run(verify(config, all_services(), environ=environ(info)))
     checked = {v.entity: v for v in verified.entities if v.entity.startswith("wiki_")}
     assert verified.ok, verified.differences[:5]
     assert all(v.checked == v.found == v.loaded > 0 for v in checked.values()), checked
@@ -68,7 +69,7 @@ def test_haul_run_moves_the_wiki_with_the_tracker_and_a_rerun_writes_nothing(san
     assert max(big) > 5 * 1024 * 1024  # one file went up in more than one part
 
     before = writes(sandbox.stats())
-    again = asyncio.run(run_all(config, environ=environ(info)))
+    again = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert again.complete
     assert writes(sandbox.stats()) == before  # nothing changed at the source: nothing written
     assert snapshots(info)[1] == target
@@ -78,7 +79,7 @@ def test_a_later_run_carries_what_changed_at_the_source_and_only_that(sandbox, t
     """An edited page is replaced in the target, a new comment added; nothing else is written."""
     info = sandbox.info
     config = load_config(write_wiki_config(tmp_path, info, queues=[], services=("wiki",)))
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     root = info["wiki_roots"]["source"][1]  # kept at its own slug
 
     async def edit() -> None:
@@ -89,7 +90,7 @@ def test_a_later_run_carries_what_changed_at_the_source_and_only_that(sandbox, t
 
     asyncio.run(edit())
     before = writes(sandbox.stats())
-    again = asyncio.run(run_all(config, environ=environ(info)))
+    again = asyncio.run(run_all(config, all_services(), environ=environ(info)))
     assert again.complete
     after = writes(sandbox.stats())
     written = written_since(before, after)

@@ -14,6 +14,7 @@ import pytest
 from haul.pipelines.commands.plan import make_plan
 from haul.pipelines.commands.run import extract, run_all
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import environ, lose_store
 from tests.helpers.wiki_fixtures import mapping_for, snapshots, wiki_client, write_wiki_config
@@ -69,7 +70,7 @@ def test_a_page_haul_did_not_make_is_a_conflict_and_a_lost_store_finds_haul_s_ow
     before = plant_page(info, taken)
     config = load_config(write_wiki_config(tmp_path, info))
 
-    first = asyncio.run(run_all(config, environ=environ(info)))
+    first = asyncio.run(run_all(config, all_services(), environ=environ(info)))
 
     with StagingStore.open(config.staging_path) as store:
         row = store.ledger.get("wiki_page", taken)
@@ -83,15 +84,15 @@ def test_a_page_haul_did_not_make_is_a_conflict_and_a_lost_store_finds_haul_s_ow
     _, migrated = snapshots(info)
 
     lose_store(config.staging_path)
-    asyncio.run(extract(config, environ=environ(info)))
-    plan = asyncio.run(make_plan(config, environ=environ(info)))
+    asyncio.run(extract(config, all_services(), environ=environ(info)))
+    plan = asyncio.run(make_plan(config, all_services(), environ=environ(info)))
 
     assert [(e, s) for e, s, _ in plan.conflicts] == [("wiki_page", taken)]
     assert "haul did not make" in plan.conflicts[0][2]
     assert plan.counts["wiki_page"]["skip"] > 0
     assert plan.counts["wiki_page"]["create"] == 0
 
-    second = asyncio.run(run_all(config, environ=environ(info)))
+    second = asyncio.run(run_all(config, all_services(), environ=environ(info)))
 
     assert second.failed == len(failed), second
     assert read_back(info, taken) == before

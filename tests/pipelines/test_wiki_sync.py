@@ -17,6 +17,7 @@ from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
 from haul.pipelines.registry import services
+from haul.pipelines.registry import services as all_services
 from haul.pipelines.wiki.content import Rewriter
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ, writes, written_since
@@ -71,7 +72,7 @@ def differing(info: dict[str, Any]) -> list[str]:
 def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -> None:
     info = sandbox.info
     config = wiki_config(tmp_path, info)
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     roots = list(info["wiki_roots"]["source"])
 
     async def change() -> dict[str, str]:
@@ -79,7 +80,7 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
             return await change_everything(source, roots, tmp_path)
 
     changed = asyncio.run(change())
-    reported = asyncio.run(run_all(config, environ=environ(info)))
+    reported = asyncio.run(run_all(config, all_services(), environ=environ(info)))
 
     assert reported.complete, reported
     made = reported.details["changes"]
@@ -97,7 +98,7 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
         }
 
     mirror = wiki_config(tmp_path, info, MIRROR)
-    mirrored = asyncio.run(run_all(mirror, environ=environ(info)))
+    mirrored = asyncio.run(run_all(mirror, all_services(), environ=environ(info)))
 
     assert mirrored.complete, mirrored
     assert mirrored.details["changes"]["wiki_page"]["deleted"] == 1
@@ -114,11 +115,11 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
             if row.source_id.startswith("wiki_page:")
         ]
     assert str(token).startswith("recovery_token:")
-    verified = asyncio.run(verify(mirror, environ=environ(info)))
+    verified = asyncio.run(verify(mirror, all_services(), environ=environ(info)))
     assert verified.ok, verified.differences[:5]
 
     before = writes(sandbox.stats())
-    assert asyncio.run(run_all(mirror, environ=environ(info))).complete
+    assert asyncio.run(run_all(mirror, all_services(), environ=environ(info))).complete
     assert written_since(before, writes(sandbox.stats())) == {}
 
     # the deleted page restored at the source: made again in the target, no longer listed
@@ -128,7 +129,7 @@ def test_every_kind_of_change_reaches_the_target(sandbox: Any, tmp_path: Path) -
             await source.core.post_json(path)
 
     asyncio.run(restore())
-    restored = asyncio.run(run_all(mirror, environ=environ(info)))
+    restored = asyncio.run(run_all(mirror, all_services(), environ=environ(info)))
     assert restored.complete and restored.details["changes"]["wiki_page"]["created"] == 1
     assert differing(info) == []
     with StagingStore.open(config.staging_path) as store:
@@ -142,7 +143,7 @@ def test_a_page_moved_out_of_the_scope_is_out_of_scope_not_deleted(
     out of the scope, never as deleted nor mirrored as a deletion; it stays in the target."""
     info = sandbox.info
     config = wiki_config(tmp_path, info, MIRROR)
-    assert asyncio.run(run_all(config, environ=environ(info))).complete
+    assert asyncio.run(run_all(config, all_services(), environ=environ(info))).complete
     root = info["wiki_roots"]["source"][0]
 
     async def move_a_leaf_out() -> str:
@@ -156,7 +157,7 @@ def test_a_page_moved_out_of_the_scope_is_out_of_scope_not_deleted(
     with StagingStore.open(config.staging_path) as store:
         row = store.ledger.get("wiki_page", moved)
     assert row is not None and row.target_id is not None
-    second = asyncio.run(run_all(config, environ=environ(info)))
+    second = asyncio.run(run_all(config, all_services(), environ=environ(info)))
 
     assert second.complete, second
     assert second.details["changes"]["wiki_page"] == {"out_of_scope": 1}

@@ -16,6 +16,7 @@ from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.cli_fixtures import haul_env, run_haul
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
@@ -63,7 +64,7 @@ async def test_a_page_edited_in_the_target_is_kept_and_one_edited_on_both_sides_
     info = sandbox.info
     path = _config_file(tmp_path, info)
     config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     mine, both = await _leaves(info, 2)
     await _edit(info, "target", mine, add="\nA person's paragraph in the target.")
     await _edit(info, "source", mine, title="Retitled at the source")
@@ -86,12 +87,12 @@ async def test_a_page_edited_in_the_target_is_kept_and_one_edited_on_both_sides_
     assert "The source's paragraph." in why and "The target's paragraph." in why
     failures = run_haul("failures", "--config", path, env=env)
     assert "The target's paragraph." in failures.stdout, failures.stdout
-    checked = await verify(config, environ=environ(info))
+    checked = await verify(config, all_services(), environ=environ(info))
     kinds = {(d.source_id, d.field): d.kind for d in checked.differences}
     assert kinds[(mine, "content")] == "changed in the target"
     assert kinds[(both, "content")] == "changed on both sides"
     # another run leaves the person's body alone and still reports the conflict
-    again = await run_all(config, environ=environ(info))
+    again = await run_all(config, all_services(), environ=environ(info))
     assert again.problems == 1
     assert (await _page(info, "target", mine))["content"] == kept["content"]
     assert (await _page(info, "target", both))["content"] == conflicted["content"]
@@ -102,12 +103,12 @@ async def test_source_wins_overwrites_a_page_and_records_what_it_overwrote(
 ) -> None:
     info = sandbox.info
     config = load_config(_config_file(tmp_path, info, '[sync]\nconflicts = "source-wins"\n'))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     (both,) = await _leaves(info, 1)
     await _edit(info, "target", both, add="\nThe target's paragraph.")
     await _edit(info, "source", both, add="\nThe source's paragraph.")
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     assert second.details["changes"]["wiki_page"]["overwritten"] == 1
@@ -163,7 +164,7 @@ async def test_grid_rows_follow_the_three_way_rule_end_to_end(sandbox: Any, tmp_
     info = sandbox.info
     path = _config_file(tmp_path, info)
     config = load_config(path)
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     source_grid, target_grid, slug = await _grid_pair(info)
     await _set_cell(info, "target", target_grid, 0, slug, "A person's cell")
     await _set_cell(info, "source", source_grid, 1, slug, "Edited at the source")
@@ -185,7 +186,7 @@ async def test_grid_rows_follow_the_three_way_rule_end_to_end(sandbox: Any, tmp_
     assert (
         f"row 3 {slug}: source 'Cell as the source says', target 'Cell as the target says'" in why
     )
-    again = await run_all(config, environ=environ(info))
+    again = await run_all(config, all_services(), environ=environ(info))
     assert again.problems == 1 and await _cells(info, target_grid, slug) == cells
 
 
@@ -194,12 +195,12 @@ async def test_source_wins_overwrites_a_grid_cell_and_records_it(
 ) -> None:
     info = sandbox.info
     config = load_config(_config_file(tmp_path, info, '[sync]\nconflicts = "source-wins"\n'))
-    assert (await run_all(config, environ=environ(info))).complete
+    assert (await run_all(config, all_services(), environ=environ(info))).complete
     source_grid, target_grid, slug = await _grid_pair(info)
     await _set_cell(info, "target", target_grid, 0, slug, "Cell as the target says")
     await _set_cell(info, "source", source_grid, 0, slug, "Cell as the source says")
 
-    second = await run_all(config, environ=environ(info))
+    second = await run_all(config, all_services(), environ=environ(info))
 
     assert second.complete and second.problems == 0
     assert (await _cells(info, target_grid, slug))[0] == "Cell as the source says"

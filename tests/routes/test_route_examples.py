@@ -24,6 +24,7 @@ from haul.connectors.wiki import WikiClient
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.config import load_config
 from haul.pipelines.config.sandbox import SandboxConfig, write_sandbox_config
+from haul.pipelines.registry import services as all_services
 from tests.helpers.forms_backfill import PAGE, rules
 from tests.helpers.haul_fixtures import TOKEN_ENV, environ
 from tests.helpers.recording_proxy import RecordingProxy, Sent
@@ -65,7 +66,9 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Any:
                 scope_extra={"entities": "all"},
             )  # fmt: skip
             config = write_sandbox_config(directory, {**info, **proxy.urls}, options)
-            summary = asyncio.run(run_all(load_config(config), environ=environ(info)))
+            summary = asyncio.run(
+                run_all(load_config(config), all_services(), environ=environ(info))
+            )
             yield Migrated(info, proxy.sent, summary.complete)
 
 
