@@ -1,0 +1,58 @@
+"""The load reads nothing a write's reply already holds: counted through the sandbox's request
+counters, route by route, on a tiny migration and the sync that follows it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from haul.pipelines.commands.run import extract, load
+from haul.pipelines.config import load_config
+from haul.state.store import StagingStore
+from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
+from tests.helpers.sync_changes import holding
+
+APPEND = "POST /v3/issues/{key}/checklistItems"
+LIST = "GET /v3/issues/{key}/checklistItems"
+
+
+def _served(sandbox: Any) -> Counter[str]:
+    return Counter(sandbox.stats()["by_route"])
+
+
+async def test_a_checklist_is_one_append_whose_reply_gives_the_item_ids(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Each checklist's items go in one request, and their target ids (the base of a later
+    sync) come from that request's reply: no listing is read back, at the first load or when
+    a sync appends an item added at the source."""
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    await extract(config, environ=environ(info))
+    with StagingStore.open(config.staging_path) as store:
+        checklists = store.count_records()["checklist"]
+    before = _served(sandbox)
+
+    assert (await load(config, environ=environ(info))).complete
+
+    loaded = _served(sandbox) - before
+    assert checklists > 0 and loaded[APPEND] == checklists
+    assert loaded[LIST] == 0
+    async with client_for(info, "source") as source:
+        key = (await holding(source, "DEV", "checklistItems", 1))[0]
+        await source.add_checklist_items(key, [{"text": "Added at the source"}])
+    await extract(config, environ=environ(info))
+    before = _served(sandbox)
+
+    assert (await load(config, environ=environ(info))).complete
+
+    synced = _served(sandbox) - before
+    assert synced[APPEND] == 1
+    assert synced[LIST] == 1  # the listing the three ways are settled against, none after
+    async with client_for(info, "target") as target:
+        items = await target.list_checklist(key)
+    with StagingStore.open(config.staging_path) as store:
+        base = store.written.base("checklist", f"{key}/checklist")
+    assert base is not None and items[-1]["text"] == "Added at the source"
+    assert str(items[-1]["id"]) in {str(item["id"]) for item in base["items"].values()}
