@@ -15,18 +15,21 @@ from tests.helpers.sync_changes import holding
 
 APPEND = "POST /v3/issues/{key}/checklistItems"
 LIST = "GET /v3/issues/{key}/checklistItems"
+COMMENTS = "GET /v3/issues/{key}/comments"
+COMMENT_EDIT = "PATCH /v3/issues/{key}/comments/{comment_id}"
 
 
 def _served(sandbox: Any) -> Counter[str]:
     return Counter(sandbox.stats()["by_route"])
 
 
-async def test_a_checklist_is_one_append_whose_reply_gives_the_item_ids(
+async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
     sandbox: Any, tmp_path: Path
 ) -> None:
     """Each checklist's items go in one request, and their target ids (the base of a later
     sync) come from that request's reply: no listing is read back, at the first load or when
-    a sync appends an item added at the source."""
+    a sync appends an item added at the source. A comment's text written again with its
+    files' target ids is written from what haul wrote of it, without reading the comments."""
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
     await extract(config, environ=environ(info))
@@ -39,6 +42,10 @@ async def test_a_checklist_is_one_append_whose_reply_gives_the_item_ids(
     loaded = _served(sandbox) - before
     assert checklists > 0 and loaded[APPEND] == checklists
     assert loaded[LIST] == 0
+    with StagingStore.open(config.staging_path) as store:
+        patched = store.ledger.counts().get("comment_references", {}).get("done", 0)
+    assert patched > 0 and loaded[COMMENT_EDIT] == patched
+    assert loaded[COMMENTS] == 0
     async with client_for(info, "source") as source:
         key = (await holding(source, "DEV", "checklistItems", 1))[0]
         await source.add_checklist_items(key, [{"text": "Added at the source"}])
