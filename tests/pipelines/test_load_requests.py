@@ -15,6 +15,7 @@ from tests.helpers.sync_changes import holding
 
 APPEND = "POST /v3/issues/{key}/checklistItems"
 LIST = "GET /v3/issues/{key}/checklistItems"
+ISSUE = "GET /v3/issues/{key}"
 COMMENTS = "GET /v3/issues/{key}/comments"
 COMMENT_EDIT = "PATCH /v3/issues/{key}/comments/{comment_id}"
 
@@ -29,7 +30,8 @@ async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
     """Each checklist's items go in one request, and their target ids (the base of a later
     sync) come from that request's reply: no listing is read back, at the first load or when
     a sync appends an item added at the source. A comment's text written again with its
-    files' target ids is written from what haul wrote of it, without reading the comments."""
+    files' target ids is written from what haul wrote of it, without reading the comments;
+    an issue is imported without a look for it first."""
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
     await extract(config, environ=environ(info))
@@ -43,9 +45,12 @@ async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
     assert checklists > 0 and loaded[APPEND] == checklists
     assert loaded[LIST] == 0
     with StagingStore.open(config.staging_path) as store:
-        patched = store.ledger.counts().get("comment_references", {}).get("done", 0)
-    assert patched > 0 and loaded[COMMENT_EDIT] == patched
-    assert loaded[COMMENTS] == 0
+        done = {entity: n.get("done", 0) for entity, n in store.ledger.counts().items()}
+    assert done["comment_references"] > 0
+    assert loaded[COMMENT_EDIT] == done["comment_references"] and loaded[COMMENTS] == 0
+    # each access list and description compared before its edit; no issue looked for before
+    # its import, though the target's queues were found there (its import refuses a second)
+    assert loaded[ISSUE] == done.get("issue_access", 0) + done.get("issue_references", 0)
     async with client_for(info, "source") as source:
         key = (await holding(source, "DEV", "checklistItems", 1))[0]
         await source.add_checklist_items(key, [{"text": "Added at the source"}])
