@@ -62,6 +62,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/blobs.py
 	-$(BIN)/python bench/tracker.py
 	-$(BIN)/python bench/request_counts.py
+	-$(BIN)/python bench/load_requests.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/export_memory.py
 	-$(BIN)/python bench/wiki.py --size medium

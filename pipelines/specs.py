@@ -31,7 +31,8 @@ by name::
     find_first             -> look for the record in the target before sending it at all (the
                               organisation objects: reuse a component or field that is there);
                               the engine also looks first for every record under a parent
-                              found in the target rather than made (a lost store's rerun)
+                              found in the target rather than made (a lost store's rerun),
+                              unless the target refuses a second of it (`refused_twice`)
     fingerprint            -> what tells the record apart in the target, written once: `find`
                               is `fingerprint.find`, and `haul verify` compares every field of
                               it (a spec without one brings its service's verifier), optional
@@ -311,6 +312,10 @@ class Order:
     # unnamed) the phase waits for every tree before it
     needs_named: bool = False
     find_first: bool = False  # look in the target before the first send (reuse what is there)
+    # the target refuses a second of this record (an issue imported under its key: 409), so
+    # its send stands in for the look a found parent asks for: one the target holds already
+    # comes back as a conflict, which the engine's find settles (found: done, else failed)
+    refused_twice: bool = False
     # a conflict `haul plan` found is still sent: the send itself fails the record closed (a
     # page whose holder maps to no one is restricted, then failed) instead of leaving it out
     sends_conflicts: bool = False

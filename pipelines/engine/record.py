@@ -77,7 +77,9 @@ class RecordLoader:
     ) -> str | None:
         """Load one record exactly once; its target id when it is in the target, else None.
         Looked for first where the target may hold it already: a spec that reuses what is
-        there (`find_first`), or a record under a parent found there (a lost store's rerun)."""
+        there (`find_first`), or a record under a parent found there (a lost store's rerun)
+        that the target would not refuse a second of (`refused_twice`: its send's conflict
+        is the look)."""
         if row.status == "done":
             return row.target_id
         if row.status in ("failed", "waiting"):
@@ -87,7 +89,7 @@ class RecordLoader:
             return self._fail(
                 row, RecordFailure(f"{row.entity} {row.source_id} is no longer staged")
             )
-        look_first = spec.order.find_first or parent_found
+        look_first = spec.order.find_first or (parent_found and not spec.order.refused_twice)
         if look_first and (found := await self.find(spec, record, parent_target)):
             return self._done(row, found, found=True)  # the target has it: reused, not sent
         conflict = self.conflicts.get(Ref(row.entity, row.source_id))

@@ -45,6 +45,10 @@ class Orgs:
         listed = self.call(org, "GET", f"/queues/{queue}/autoactions")
         return {a["name"]: a["active"] for a in listed}
 
+    def served(self) -> dict[str, int]:
+        """Requests the sandbox served so far, by route."""
+        return dict(self.call("source", "GET", "/_sandbox/stats")["by_route"])
+
     def fired(self, queue: str) -> int:
         return int(self.call("empty", "GET", f"/_sandbox/queues/{queue}/triggers/firings")["total"])
 
@@ -89,11 +93,20 @@ def test_a_later_runs_import_fires_no_trigger_and_leaves_them_on(orgs: Orgs) -> 
     before = orgs.active("empty", queue)
     assert orgs.fired(queue) == 0
     key = orgs.new_source_issue(queue, "Found after the migration")
+    served = orgs.served()
     orgs.run()
+    sent = {route: n - served.get(route, 0) for route, n in orgs.served().items()}
     assert orgs.call("empty", "GET", f"/issues/{key}")["summary"] == "Found after the migration"
     assert orgs.fired(queue) == 0
     assert orgs.active("empty", queue) == before == orgs.active("source", queue)
     assert orgs.autoactions("empty", queue) == orgs.autoactions("source", queue)
+    # each rule of the queue read once to know it is active; each active one switched off
+    # under that read's version, then read again (after the load) and switched back on
+    rules = len(before) + len(orgs.autoactions("empty", queue))
+    one = ("/v3/queues/{queue}/triggers/{trigger_id}", "/v3/queues/{queue}/autoactions/{action_id}")
+    reads = sum(sent.get(f"GET {path}", 0) for path in one)
+    switches = sum(sent.get(f"PATCH {path}", 0) for path in one)
+    assert switches > 0 and reads == rules + switches // 2
 
 
 async def _switch_off_and_die(orgs: Orgs) -> None:

@@ -159,35 +159,42 @@ async def settle_checklist(
         listed = await client.list_checklist(key)
         settling = settle_items(source, base, listed, item_rule(three_way.rule))
         try:
-            await _write_items(client, key, settling)
+            appended = await _write_items(client, key, settling)
         except AmbiguousWriteError as exc:  # the next turn reads what it did
             uncertain = str(exc)
             continue
-        return await _settled(client, where, settling, three_way)
+        return _settled(where, settling, appended, three_way)
     raise RecordFailure(f"the checklist of {key} stayed uncertain after lost replies: {uncertain}")
 
 
-async def _write_items(client: TrackerClient, key: str, settling: ItemSettling) -> None:
+async def _write_items(
+    client: TrackerClient, key: str, settling: ItemSettling
+) -> list[Item] | None:
+    """Edit, append (one request for every added item), delete; the list the append's reply
+    holds (None when nothing was appended)."""
     for item_id, fields in settling.edit:
         await client.update_checklist_item(key, item_id, fields)
+    appended = None
     if settling.add:
-        await client.add_checklist_items(key, [fields for _, fields in settling.add])
+        reply = await client.add_checklist_items(key, [fields for _, fields in settling.add])
+        appended = await listed_after_append(client, key, reply)
     for item_id in settling.remove:
         await client.delete_record(key, "checklistItems", item_id)
+    return appended
 
 
-async def _settled(
-    client: TrackerClient, where: tuple[str, str], settling: ItemSettling, three_way: ThreeWay
-) -> Fields:
+def _settled(
+    where: tuple[str, str], settling: ItemSettling, appended: list[Item] | None,
+    three_way: ThreeWay,
+) -> Fields:  # fmt: skip
     """Count what the run did, record what it overwrote, and the new base (the appended
-    items' target ids read back)."""
-    key, record_id = where
+    items' target ids as the append's reply lists them)."""
+    record_id = where[1]
     for name, ours, theirs in settling.overwritten:
         three_way.written.overwrote(ENTITY, record_id, name, ours, theirs)
     base = settling.base
-    if settling.add:
-        listed = await client.list_checklist(key)
-        base = appended_base(base, settling.add, listed, item_rule(three_way.rule))
+    if settling.add and appended is not None:
+        base = appended_base(base, settling.add, appended, item_rule(three_way.rule))
     count_settling(three_way, ENTITY, settling)
     written = {"items": base}
     if settling.conflicts:
@@ -195,7 +202,21 @@ async def _settled(
     return written
 
 
-async def checklist_base(client: TrackerClient, key: str, source: list[SourceItem]) -> Fields:
-    """The base of a checklist the target holds as the source's items."""
-    listed = await client.list_checklist(key)
+async def checklist_base(
+    client: TrackerClient, key: str, source: list[SourceItem], listed: list[Item] | None = None
+) -> Fields:
+    """The base of a checklist the target holds as the source's items: as `listed` (an
+    append's reply) or, without it, as the target lists them now."""
+    if listed is None:
+        listed = await client.list_checklist(key)
     return {"items": paired_base(source, listed, item_rule("keep-target"))}
+
+
+async def listed_after_append(client: TrackerClient, key: str, reply: Item) -> list[Item]:
+    """The issue's items after an append: its reply is the issue with its `checklistItems`
+    (reference/live-replies/tracker/checklists/create.json), so none is read back unless a
+    reply lacks them."""
+    items = reply.get("checklistItems")
+    if isinstance(items, list) and all(isinstance(item, dict) and "id" in item for item in items):
+        return items
+    return await client.list_checklist(key)

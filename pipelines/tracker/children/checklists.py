@@ -14,6 +14,7 @@ from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, Sent, Unclaimed, each_record
 from haul.pipelines.tracker.children.checklist_sync import (
     checklist_base,
+    listed_after_append,
     replay_checklist,
     settle_checklist,
     source_items,
@@ -49,10 +50,12 @@ class Checklists:
         written (the base of a three-way sync)."""
         load = self.load
         key, items = load.parent_key(record, parent), self._items(record)
+        listed = None  # the append's reply lists the items with their ids: none read back
         if items:  # else emptied at the source before it was ever loaded: nothing to write
-            await load.client.add_checklist_items(key, items)
+            reply = await load.client.add_checklist_items(key, items)  # all in one request
+            listed = await listed_after_append(load.client, key, reply)
             load.kept[CHECKLIST_MOVES_UPDATED] += 1
-        written = await checklist_base(load.client, key, self._source_items(record))
+        written = await checklist_base(load.client, key, self._source_items(record), listed)
         return Sent(f"{key}/checklist", written=written)
 
     async def find(

@@ -148,25 +148,50 @@ class TextPatches:
 
     async def send_comment(self, record: StagedRecord, issue_key: str | None) -> str:
         """As `send_description`, for a comment's text (an edit of a comment moves its
-        issue's `updatedAt` too)."""
+        issue's `updatedAt` too). What the target holds is what haul wrote of the comment (its
+        base), so the comments are read back only for a comment without one; the engine sends
+        again only after its find saw the text still unwritten."""
         key, comment_id = _loaded(record, issue_key), self._comment_id(record)
-        if await self.find_comment(record, key, None) is None:
+        held = self._written_text(record)
+        if held is None:
+            held = await self._target_text(key, comment_id)
+        await self._write_comment(record, key, comment_id, held)
+        return comment_id
+
+    async def _write_comment(
+        self, record: StagedRecord, key: str, comment_id: str, held: str | None
+    ) -> None:
+        """Write the comment's text unless `held` (the target's) is it already."""
+        if held != self.comment_text(record):
             await self.client.update_comment(key, comment_id, {"text": self.comment_text(record)})
         self._count_waiting(record, record.raw.get("text"))
-        return comment_id
+
+    def _written_text(self, record: StagedRecord) -> str | None:
+        """The comment's text as haul last wrote it (None: haul keeps no base of it)."""
+        base = self.store.written.base("comment", record.source_id)
+        text = None if base is None else base.get("text")
+        return text if isinstance(text, str) else None
+
+    async def _target_text(self, issue_key: str, comment_id: str) -> str | None:
+        """The comment's text in the target (None: no such comment there)."""
+        async for comment in self.client.iter_comments(issue_key, expand=""):
+            if str(comment["id"]) == comment_id:
+                return str(comment.get("text") or "")
+        return None
 
     async def refresh_comment(self, record: StagedRecord, comment_id: str) -> None:
         """The comment changed at the source: as `send_comment`, unless a person edited it
         in the target since haul wrote it (as `refresh_description`)."""
         issue_key = self.store.ledger.target_id("issue", record.parent or "")
         base = self.store.written.base("comment", record.source_id)
-        if issue_key is not None and base is not None:
-            async for comment in self.client.iter_comments(issue_key, expand=""):
-                if str(comment["id"]) == self._comment_id(record):
-                    if _edited_since(base, "text", comment.get("text")):
-                        return
-                    break
-        await self.send_comment(record, issue_key)
+        if issue_key is None or base is None:
+            await self.send_comment(record, issue_key)
+            return
+        comment_id = self._comment_id(record)
+        held = await self._target_text(issue_key, comment_id)
+        if held is not None and _edited_since(base, "text", held):
+            return
+        await self._write_comment(record, issue_key, comment_id, held)
 
     async def find_comment(
         self, record: StagedRecord, issue_key: str | None, unclaimed: object
@@ -174,12 +199,8 @@ class TextPatches:
         row = self.store.ledger.get("comment", record.source_id)
         if issue_key is None or row is None or row.status != "done" or not row.target_id:
             return None  # its comment is not in the target yet (a plan, a lost store): to make
-        comment_id = row.target_id
-        async for comment in self.client.iter_comments(issue_key, expand=""):
-            if str(comment["id"]) == comment_id:
-                same = (comment.get("text") or "") == self.comment_text(record)
-                return comment_id if same else None
-        return None
+        held = await self._target_text(issue_key, row.target_id)
+        return row.target_id if held == self.comment_text(record) else None
 
     def _count_waiting(self, record: StagedRecord, text: str | None) -> None:
         """Count each file the text shows that is not in the target (its reference left)."""

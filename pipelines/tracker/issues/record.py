@@ -31,6 +31,7 @@ from haul.pipelines.services import Entity
 from haul.pipelines.specs import (
     EntitySpec,
     Fields,
+    Order,
     RecordFailure,
     Renamed,
     Sent,
@@ -116,6 +117,7 @@ class IssueRecord:
         return EntitySpec(
             "issue", "issue", each_record("issue"), self.send, self.find,
             refresh=self.refresh, relocate=self.relocate,
+            order=Order(refused_twice=True),  # imported under its key: a second is a 409
         )  # fmt: skip
 
     async def send(self, record: StagedRecord, parent: str | None) -> Sent:

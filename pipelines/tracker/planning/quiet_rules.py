@@ -70,11 +70,12 @@ class QuietRules:
 
     @asynccontextmanager
     async def holding(self) -> AsyncIterator[None]:
-        held = self._held() | await self._active(self._loaded_in(self._loading_queues()))
+        active = await self._active(self._loaded_in(self._loading_queues()))
+        held = self._held() | set(active)
         if held:
             self._record(held)
             for rule in sorted(held, key=Rule.as_json):
-                await self._switch(rule, active=False)
+                await self._switch(rule, active=False, found=active.get(rule))
             log.info("rules_switched_off", rules=len(held))
         try:
             yield
@@ -118,8 +119,10 @@ class QuietRules:
             and (queue := row.source_id.split("/", 1)[0]) in queues
         ]  # fmt: skip
 
-    async def _active(self, rules: Iterable[Rule]) -> set[Rule]:
-        return {rule for rule in rules if (await self._read(rule) or {}).get("active")}
+    async def _active(self, rules: Iterable[Rule]) -> dict[Rule, dict[str, Any]]:
+        """Each rule the target has active, as just read (its version: the switch's lock)."""
+        read = {rule: await self._read(rule) for rule in rules}
+        return {rule: found for rule, found in read.items() if found and found.get("active")}
 
     def _source_active(self, rule: Rule) -> bool:
         """Whether it goes back on: unless the source switched it off meanwhile (one deleted at
@@ -136,9 +139,13 @@ class QuietRules:
             log.info("held_rule_gone", entity=rule.entity, source_id=rule.source_id)
             return None
 
-    async def _switch(self, rule: Rule, *, active: bool) -> None:
-        """PATCH its `active` under its current version (repeatable: twice is once)."""
-        found = await self._read(rule)
+    async def _switch(
+        self, rule: Rule, *, active: bool, found: dict[str, Any] | None = None
+    ) -> None:
+        """PATCH its `active` under its current version (repeatable: twice is once); `found`:
+        the rule as read just before (else read now). An edit made since is refused on the
+        version, not overwritten."""
+        found = found or await self._read(rule)
         if found is None or bool(found.get("active")) == active:
             return
         version = int(found.get("version") or 1)
