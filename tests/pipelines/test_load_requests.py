@@ -9,6 +9,7 @@ from typing import Any
 
 from haul.pipelines.commands.run import extract, load
 from haul.pipelines.config import load_config
+from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
 from tests.helpers.haul_fixtures import client_for, environ, source_queues, write_config
 from tests.helpers.sync_changes import holding
@@ -34,12 +35,12 @@ async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
     an issue is imported without a look for it first."""
     info = sandbox.info
     config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     with StagingStore.open(config.staging_path) as store:
         checklists = store.count_records()["checklist"]
     before = _served(sandbox)
 
-    assert (await load(config, environ=environ(info))).complete
+    assert (await load(config, all_services(), environ=environ(info))).complete
 
     loaded = _served(sandbox) - before
     assert checklists > 0 and loaded[APPEND] == checklists
@@ -54,10 +55,10 @@ async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
     async with client_for(info, "source") as source:
         key = (await holding(source, "DEV", "checklistItems", 1))[0]
         await source.add_checklist_items(key, [{"text": "Added at the source"}])
-    await extract(config, environ=environ(info))
+    await extract(config, all_services(), environ=environ(info))
     before = _served(sandbox)
 
-    assert (await load(config, environ=environ(info))).complete
+    assert (await load(config, all_services(), environ=environ(info))).complete
 
     synced = _served(sandbox) - before
     assert synced[APPEND] == 1
