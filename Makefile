@@ -53,7 +53,7 @@ lint: $(STAMP)
 # as one table with their targets. A bench that fails does not stop the others (its figures are
 # missing from the table, and make says which line failed).
 BENCH_RESULTS := build/bench/results.jsonl
-# the org bench/growth.py migrates and exports in one run (large: 100 000 issues, over an hour)
+# the org bench/growth.py migrates and exports in one run (large: 100 000 issues, about two hours)
 GROWTH_SIZE ?= large
 
 bench: export HAUL_BENCH_RESULTS := $(abspath $(BENCH_RESULTS))
