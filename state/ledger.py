@@ -57,6 +57,9 @@ _COLUMNS = (
 _CHANGED = ["entity = ?", "status = 'done'", "staged_hash IS NOT payload_hash", "undo IS NULL"]
 # what an undone row's `undo` says: how its record left the target
 UNDONE = ("deleted", "gone", "with_parent")
+# a plan's first rows are each looked up, the rest counted by the table's count before and
+# after them: a count reads every row, and a load settles a row or two after each send
+FEW_ROWS = 256
 # A planned row takes its parent, order and staged hash from the staged data every time; what
 # the target holds (payload_hash) follows the staged hash only until the row is done.
 _PLAN = """
@@ -142,9 +145,15 @@ class Ledger:
         order and staged hash, and, unless it is done, the new payload_hash.
         """
         now = self._clock()
+        new, before = 0, None
 
         def values() -> Iterator[tuple[Any, ...]]:
-            for row in rows:
+            nonlocal new, before
+            for number, row in enumerate(rows):
+                if number < FEW_ROWS:  # looked up as it goes in: what it follows is in
+                    new += not self._holds(row["entity"], row["source_id"])
+                elif number == FEW_ROWS:  # many: the rest counted as the table grows
+                    before = self._row_count()
                 yield (
                     row["entity"],
                     row["source_id"],
@@ -157,9 +166,14 @@ class Ledger:
                 )
 
         with joined(self._db):
-            before = self._row_count()
             self._db.conn.executemany(_PLAN, values())
-            return self._row_count() - before
+            return new + (self._row_count() - before if before is not None else 0)
+
+    def _holds(self, entity: str, source_id: str) -> bool:
+        found = self._db.execute(
+            "SELECT 1 FROM ledger WHERE entity = ? AND source_id = ?", [entity, source_id]
+        )
+        return found.fetchone() is not None
 
     def _row_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM ledger").fetchone()[0])

@@ -209,3 +209,25 @@ def test_a_waiting_row_is_neither_done_nor_failed_until_woken(ledger: Ledger) ->
     assert ledger.get("link", "A-1").status == "pending"
     with pytest.raises(LedgerTransitionError, match="cannot wake"):
         ledger.wake("link", "A-1")
+
+
+def test_planning_a_few_rows_reads_no_whole_table(ledger: Ledger, store: StagingStore) -> None:
+    """A load settles a row or two after each send (a status its issue's import carried):
+    planned with a count of the whole ledger before and after, the 100 000-issue org's load
+    spent five sixths of its time counting a million rows: the larger the org, the slower
+    each issue loaded."""
+    planned(ledger, *(f"A-{n}" for n in range(50)))
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    try:
+        assert planned(ledger, "A-1", "B-1") == 1
+    finally:
+        store.db.conn.set_trace_callback(None)
+    scans = [
+        (sql, step)
+        for sql in statements
+        if sql.lstrip().upper().startswith(("SELECT", "INSERT", "UPDATE", "DELETE", "WITH"))
+        for *_, step in store.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}")
+        if step.startswith("SCAN")
+    ]
+    assert statements and scans == []
