@@ -32,7 +32,7 @@ from haul.pipelines.tracker.children.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.children.worklogs import WORKLOG
 from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, kind_plans, kind_specs
 from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.target import TrackerTarget, issues_staged
+from haul.pipelines.tracker.target import TrackerTarget, on_the_staged_target
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -104,16 +104,11 @@ def stage_changelog(store: StagingStore, wanted: bool, because: str) -> bool:
     return wanted
 
 
+@on_the_staged_target
 async def reference_checks(
-    config: Config,
-    client: TrackerClient,
-    store: StagingStore | None,
-    side: str,
-    target: TrackerTarget | None,
+    config: Config, client: TrackerClient, store: StagingStore, target: TrackerTarget
 ) -> list[Finding]:
     """`haul check` on the target, once issues are staged: `reference_findings`."""
-    if side != "target" or store is None or target is None or not issues_staged(config, store):
-        return []
     return reference_findings(store)
 
 

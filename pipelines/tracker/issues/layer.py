@@ -33,7 +33,12 @@ from haul.pipelines.tracker.issues.scroll import IssueScroll
 from haul.pipelines.tracker.issues.statuses import ISSUE_STATUS
 from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.target import TrackerTarget, issues_staged, mentions, source_scan
+from haul.pipelines.tracker.target import (
+    TrackerTarget,
+    mentions,
+    on_the_staged_target,
+    source_scan,
+)
 from haul.state.store import StagingStore
 
 # the issue's own kinds, in the order its rows load
@@ -114,17 +119,12 @@ def _planner(target: TrackerTarget, specs: list[EntitySpec], tree: set[str]) -> 
     )
 
 
+@on_the_staged_target
 async def limit_checks(
-    config: Config,
-    client: TrackerClient,
-    store: StagingStore | None,
-    side: str,
-    target: TrackerTarget | None,
+    config: Config, client: TrackerClient, store: StagingStore, target: TrackerTarget
 ) -> list[Finding]:
     """`haul check` on the target: the staged records over one of its hard limits, named as
     the load fails them."""
-    if side != "target" or store is None or target is None or not issues_staged(config, store):
-        return []
     return limit_findings(TargetLimits(store, config.limits, target.transform.comment_text))
 
 

@@ -43,7 +43,7 @@ from haul.pipelines.tracker.planning.remote_links import (
     application_findings,
 )
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
-from haul.pipelines.tracker.target import TargetKeys, TrackerTarget, issues_staged
+from haul.pipelines.tracker.target import TargetKeys, TrackerTarget, on_the_staged_target
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
@@ -133,16 +133,11 @@ def planning_source(client: TrackerClient, store: StagingStore, config: Config) 
     return SourceParts(planning_streams(client, config, store))
 
 
+@on_the_staged_target
 async def application_checks(
-    config: Config,
-    client: TrackerClient,
-    store: StagingStore | None,
-    side: str,
-    target: TrackerTarget | None,
+    config: Config, client: TrackerClient, store: StagingStore, target: TrackerTarget
 ) -> list[Finding]:
     """`haul check` on the target: every application the staged remote links point into."""
-    if side != "target" or store is None or target is None or not issues_staged(config, store):
-        return []
     return await application_findings(client, store)
 
 
