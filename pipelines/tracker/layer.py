@@ -54,6 +54,7 @@ from haul.pipelines.specs import EntitySpec
 from haul.pipelines.sync.preview import ChangePreview
 from haul.pipelines.sync.references import SourceScan
 from haul.pipelines.sync.removals import Removal
+from haul.pipelines.tracker.target import issues_staged
 from haul.pipelines.verifying import Verifier
 from haul.state.store import StagingStore
 
@@ -69,6 +70,28 @@ ChecksOf = Callable[
 ChecksAcross = Callable[
     [Config, TrackerClient, TrackerClient, StagingStore | None], Awaitable[list[Finding]]
 ]
+
+StagedChecks = Callable[
+    [Config, TrackerClient, StagingStore, "TrackerTarget"], Awaitable[list[Finding]]
+]
+
+
+def on_the_staged_target(check: StagedChecks) -> ChecksOf:
+    """A layer's `checks`, run by `haul check` on the target side once issues are staged
+    (there is a store and a target context); nothing on the source side or before."""
+
+    async def checks(
+        config: Config,
+        client: TrackerClient,
+        store: StagingStore | None,
+        side: str,
+        target: TrackerTarget | None,
+    ) -> list[Finding]:
+        if side != "target" or store is None or target is None or not issues_staged(config, store):
+            return []
+        return await check(config, client, store, target)
+
+    return checks
 
 
 Counts = Callable[[], Mapping[str, int]]

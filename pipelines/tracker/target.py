@@ -13,7 +13,7 @@ staged issues need.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -21,7 +21,6 @@ from haul.connectors.errors import HaulError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_users_csv
-from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import rules
 from haul.pipelines.specs import RecordWaiting
 from haul.pipelines.sync.references import (
@@ -300,30 +299,3 @@ def issues_staged(config: Config, store: StagingStore) -> bool:
     """Issues, or answers a back-fill makes into issues, are staged."""
     staged = store.count_records()
     return bool(staged.get("issue") or (rules(config, "tracker") and staged.get("survey_answer")))
-
-
-StagedCheck = Callable[
-    [Config, TrackerClient, StagingStore, "TrackerTarget"], Awaitable[list[Finding]]
-]
-LayerCheck = Callable[
-    [Config, TrackerClient, StagingStore | None, str, "TrackerTarget | None"],
-    Awaitable[list[Finding]],
-]
-
-
-def on_the_staged_target(check: StagedCheck) -> LayerCheck:
-    """A layer's `checks`, run by `haul check` on the target side once issues are staged
-    (there is a store and a target context); nothing on the source side or before."""
-
-    async def checks(
-        config: Config,
-        client: TrackerClient,
-        store: StagingStore | None,
-        side: str,
-        target: TrackerTarget | None,
-    ) -> list[Finding]:
-        if side != "target" or store is None or target is None or not issues_staged(config, store):
-            return []
-        return await check(config, client, store, target)
-
-    return checks

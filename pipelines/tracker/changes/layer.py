@@ -31,7 +31,6 @@ from haul.pipelines.tracker.changes.undo import TrackerRemovals
 from haul.pipelines.tracker.issues.kinds import TreeLoad
 from haul.pipelines.tracker.issues.record import issue_record
 from haul.pipelines.tracker.issues.scroll import keyless_name
-from haul.pipelines.tracker.issues.verify import TrackerVerifier
 from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagedRecord, StagingStore
@@ -59,7 +58,7 @@ async def changes_target(target: TrackerTarget) -> TargetPart:
     target's own count of the migrated queues' issues."""
     client, store, transform = target.client, target.store, target.transform
     load = TreeLoad.of(target)
-    verifier = TrackerVerifier(client, transform, load.prints, store.written.base)
+    verifier = load.verifier
     removals = TrackerRemovals(client, store, transform.queues)
     preview = TrackerPreview(
         client, store, transform, verifier.compare, issue_record(load).field_changes

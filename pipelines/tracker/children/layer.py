@@ -10,14 +10,12 @@ lists them, after the issue's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 
 import structlog
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
-from haul.pipelines.engine import PlanFn
 from haul.pipelines.findings import Finding
 from haul.pipelines.services import Details, Entity, SourceParts
 from haul.pipelines.streams import NOT_STAGED, ExtractStats, not_staged
@@ -30,9 +28,9 @@ from haul.pipelines.tracker.children.replaced import REPLACEMENT
 from haul.pipelines.tracker.children.texts import COMMENT_TEXT_KIND, DESCRIPTION, files_not_migrated
 from haul.pipelines.tracker.children.worklog_bulk import BulkWorklogs
 from haul.pipelines.tracker.children.worklogs import WORKLOG
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, kind_plans, kind_specs
-from haul.pipelines.tracker.layer import Layer, TargetPart
-from haul.pipelines.tracker.target import TrackerTarget, on_the_staged_target
+from haul.pipelines.tracker.issues.kinds import Kind, kinds_layer
+from haul.pipelines.tracker.layer import Layer, on_the_staged_target
+from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
 
 log = structlog.get_logger(__name__)
@@ -125,23 +123,13 @@ def reference_findings(store: StagingStore) -> list[Finding]:
 
 def children_layer(kinds: tuple[Kind, ...] = KINDS) -> Layer:
     """The children layer of `kinds` (a new kind: one module here, one line in `KINDS`)."""
-
-    def plans(config: Config) -> Mapping[str, PlanFn]:
-        return kind_plans(kinds)
-
-    async def target(target: TrackerTarget) -> TargetPart:
-        return TargetPart(kind_specs(kinds, TreeLoad.of(target)))
-
-    return Layer(
+    changelog = Entity("changelog", loads=False)  # no import endpoint: staged for exports only
+    return kinds_layer(
         "children",
-        entities=(
-            *(kind.entity for kind in kinds),
-            Entity("changelog", loads=False),  # no import endpoint: staged for exports only
-        ),
-        plans=plans,
+        kinds,
+        staged_only=(changelog,),
         source=children_source,
         checks=reference_checks,
-        target=target,
     )
 
 

@@ -28,7 +28,8 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref
 from haul.pipelines.sync.references import References, file_references, without_file_ids
-from haul.pipelines.tracker.issues.kinds import COMMENT_TEXT, ISSUE_TEXT, Kind, TreeLoad
+from haul.pipelines.tracker.issues.fields import COMMENT_TEXT, ISSUE_TEXT
+from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
 from haul.state.hashing import content_hash
 from haul.state.store import StagedRecord, StagingStore
 

@@ -38,6 +38,9 @@ from haul.pipelines.sync.three_way import (
 )
 
 __all__ = ["ConflictRule", "FieldChanges", "base_after", "conflict_message", "diff_fields", "same"]
+# the texts written again once the files they show are in (`children.texts`): their rows'
+# entities, which verify and the preview name too
+ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
 CUSTOM = "field:"  # a custom field's compared name: "field:<its target key>"
 
 

@@ -17,25 +17,25 @@ a new kind is one module and one line in its folder's `layer.py`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, RecordFailure, Ref
 from haul.pipelines.sync.three_way import ConflictRule, ThreeWay
 from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.limits import TargetLimits
+from haul.pipelines.tracker.issues.verify import TrackerVerifier
+from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.target import TargetKeys, TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
-
-# the texts written again once the files they show are in (`children.texts`); verify and the
-# preview name them too
-ISSUE_TEXT, COMMENT_TEXT = "issue_references", "comment_references"
 
 
 @dataclass
@@ -80,6 +80,12 @@ class TreeLoad:
         )
         target.parts[cls] = load
         return load
+
+    @cached_property
+    def verifier(self) -> TrackerVerifier:
+        """Verify's reading of the trees' records (the issues layer's verifier, the changes
+        layer's preview), with what haul last wrote of each."""
+        return TrackerVerifier(self.client, self.transform, self.prints, self.store.written.base)
 
     def refuse_over_limit(self, record: StagedRecord) -> None:
         """Fail a record the target would refuse for a hard limit, before its send."""
@@ -154,3 +160,20 @@ def kind_specs(kinds: tuple[Kind, ...], load: TreeLoad) -> list[EntitySpec]:
     specs = [spec for kind in kinds if (spec := kind.spec(load)) is not None]
     load.kinds.update(spec.name for spec in specs)
     return specs
+
+
+def kinds_layer(
+    name: str, kinds: tuple[Kind, ...], *, staged_only: tuple[Entity, ...] = (), **parts: Any
+) -> Layer:
+    """The `Layer` of `kinds`: their entities (then `staged_only`, declared but not loaded),
+    their plans and their specs, built on the target's one `TreeLoad`; `parts` are the
+    layer's other parts (its extract, its checks)."""
+
+    def plans(config: Config) -> Mapping[str, PlanFn]:
+        return kind_plans(kinds)
+
+    async def target(target: TrackerTarget) -> TargetPart:
+        return TargetPart(kind_specs(kinds, TreeLoad.of(target)))
+
+    entities = (*(kind.entity for kind in kinds), *staged_only)
+    return Layer(name, entities=entities, plans=plans, target=target, **parts)

@@ -31,12 +31,10 @@ from haul.pipelines.tracker.issues.plan import TrackerPlanner
 from haul.pipelines.tracker.issues.record import ISSUE, follow_moves
 from haul.pipelines.tracker.issues.scroll import IssueScroll
 from haul.pipelines.tracker.issues.statuses import ISSUE_STATUS
-from haul.pipelines.tracker.issues.verify import TrackerVerifier
-from haul.pipelines.tracker.layer import Layer, TargetPart
+from haul.pipelines.tracker.layer import Layer, TargetPart, on_the_staged_target
 from haul.pipelines.tracker.target import (
     TrackerTarget,
     mentions,
-    on_the_staged_target,
     source_scan,
 )
 from haul.state.store import StagingStore
@@ -83,7 +81,7 @@ async def issue_target(target: TrackerTarget) -> TargetPart:
     the source, and what the trees' load could not carry."""
     store, transform = target.store, target.transform
     load = TreeLoad.of(target)
-    verifier = TrackerVerifier(target.client, transform, load.prints, store.written.base)
+    verifier = load.verifier
 
     def not_carried() -> dict[str, int]:
         fixed = {

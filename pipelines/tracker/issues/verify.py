@@ -21,7 +21,9 @@ from typing import Any, ClassVar
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.issue_access import held
 from haul.pipelines.tracker.issues.fields import (
+    COMMENT_TEXT,
     ISSUE_FIELDS,
+    ISSUE_TEXT,
     Carry,
     body_key,
     carry_of,
@@ -30,7 +32,6 @@ from haul.pipelines.tracker.issues.fields import (
     why_differs,
 )
 from haul.pipelines.tracker.issues.fingerprints import TrackerFingerprints
-from haul.pipelines.tracker.issues.kinds import COMMENT_TEXT, ISSUE_TEXT
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import (
     ESTIMATES,

@@ -22,7 +22,7 @@ from haul.pipelines.engine import PlanFn
 from haul.pipelines.findings import Finding
 from haul.pipelines.services import Entity, SourceParts
 from haul.pipelines.specs import EntitySpec
-from haul.pipelines.tracker.layer import Layer, TargetPart
+from haul.pipelines.tracker.layer import Layer, TargetPart, on_the_staged_target
 from haul.pipelines.tracker.planning.autoactions import (
     PLAN_AUTOACTIONS,
     AutoactionLoad,
@@ -43,7 +43,7 @@ from haul.pipelines.tracker.planning.remote_links import (
     application_findings,
 )
 from haul.pipelines.tracker.planning.saved import SavedLoad, saved_plans, saved_streams
-from haul.pipelines.tracker.target import TargetKeys, TrackerTarget, on_the_staged_target
+from haul.pipelines.tracker.target import TargetKeys, TrackerTarget
 from haul.pipelines.tracker.transform import Transform
 from haul.state.store import StagingStore
 
