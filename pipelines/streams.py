@@ -45,6 +45,31 @@ log = structlog.get_logger(__name__)
 
 Row = dict[str, Any]
 
+
+def child_rows(
+    parent: str,
+    records: list[dict[str, Any]],
+    blobs: dict[str, str] | None = None,
+    problems: dict[str, str] | None = None,
+) -> list[Row]:
+    """A listing's records as rows staged under `parent` (`parent/id`, when each was last
+    changed: `updatedAt`, else `createdAt`), with their blobs and the problems of those that
+    could not be fetched whole."""
+    rows = []
+    for record in records:
+        row = {
+            "source_id": f"{parent}/{record['id']}",
+            "parent": parent,
+            "updated_at": record.get("updatedAt") or record.get("createdAt"),
+            "raw": record,
+            "blob": (blobs or {}).get(str(record["id"])),
+        }
+        if problems and str(record["id"]) in problems:
+            row["problem"] = problems[str(record["id"])]
+        rows.append(row)
+    return rows
+
+
 # {entity: why} for what the last extract chose not to stage (an export warns about it)
 NOT_STAGED = "extract:not_staged"
 

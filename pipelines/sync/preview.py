@@ -20,7 +20,7 @@ change once per action and entity, times the writes at the budget, and lists eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
@@ -75,3 +75,24 @@ class UnnamedChanges:
 def updated(row: LedgerRow, fields: tuple[str, ...] = (), detail: str = "") -> Change:
     """An update of a loaded row's record."""
     return Change(row.entity, row.source_id, row.target_id or "", "update", fields, detail)
+
+
+def conflicted(row: LedgerRow, conflicts: dict[str, tuple[Any, Any]]) -> Change:
+    """Fields (or items) changed on both sides, (the source's value, the target's): no write."""
+    detail = "; ".join(
+        f"{name}: source {ours!r}, target {theirs!r}" for name, (ours, theirs) in conflicts.items()
+    )
+    target = row.target_id or ""
+    return Change(row.entity, row.source_id, target, "conflict", tuple(conflicts), detail, writes=0)
+
+
+def how(update: dict[str, tuple[Any, Any]]) -> str:
+    """ "summary: 'Old' -> 'New'; tags: [] -> ['x']" (long values cut short)."""
+    return "; ".join(
+        f"{name}: {_short(old)} -> {_short(new)}" for name, (old, new) in update.items()
+    )
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

@@ -3,4 +3,4 @@
 `changes/`, `flow/`, `checks/`.
 Each hands the service one `Layer` (`layer.py`); at the top sit what every layer shares: the
 target's maps (`target`, `transform`), the tracker's time format (`timefmt`) and the access
-rules of issues and exports (`issue_access`, `export_access`)."""
+rules of issues and exports (`issue_access`, `export_columns`)."""

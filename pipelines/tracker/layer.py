@@ -30,7 +30,7 @@ preview, the target's own counts and what the load holds while it runs, each fro
 that brings it.
 
 A layer folder imports the shared room at the top of `pipelines/tracker/` (this contract,
-`timefmt`, `transform`, `target`, `issue_access`, `export_access`), its own modules, and of
+`timefmt`, `transform`, `target`, `issue_access`, `export_columns`), its own modules, and of
 another layer only the few modules the import-graph test names as shared; the layers form no
 circle (`tests/packaging/test_import_graph.py`).
 """

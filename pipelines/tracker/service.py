@@ -35,14 +35,14 @@ from haul.pipelines.shards.units import Unit
 from haul.pipelines.streams import ExtractStats
 from haul.pipelines.tracker.backfill.layer import BACKFILL
 from haul.pipelines.tracker.changes.layer import CHANGES
-from haul.pipelines.tracker.checks.layer import CHECKS, checked_target
+from haul.pipelines.tracker.checks.layer import CHECKS
 from haul.pipelines.tracker.children.layer import CHILDREN
 from haul.pipelines.tracker.entities.layer import ENTITIES
 from haul.pipelines.tracker.flow.layer import FLOW
 from haul.pipelines.tracker.issues.layer import ISSUES
 from haul.pipelines.tracker.layer import Layer, joined
 from haul.pipelines.tracker.links.layer import LINKS
-from haul.pipelines.tracker.organisation.layer import ORGANISATION, stage_target, tracker_units
+from haul.pipelines.tracker.organisation import layer as organisation
 from haul.pipelines.tracker.planning.layer import PLANNING, held_in_target
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
@@ -51,10 +51,10 @@ from haul.state.store import StagingStore
 # back-filled answers, the changes (deletions found once all else is planned); the flow model
 # and the checks load nothing. Plans and reports follow it; the specs' phases order the load.
 LAYERS: tuple[Layer, ...] = (
-    ORGANISATION, ISSUES, CHILDREN, LINKS, ENTITIES, PLANNING, BACKFILL, CHANGES, FLOW, CHECKS,
+    organisation.ORGANISATION, ISSUES, CHILDREN, LINKS, ENTITIES, PLANNING, BACKFILL, CHANGES, FLOW, CHECKS,
 )  # fmt: skip
 # the export's order: the issues' tables, what is derived from them, planning, the structure
-TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, ORGANISATION)
+TABLES_IN_ORDER = (ISSUES, FLOW, PLANNING, ENTITIES, organisation.ORGANISATION)
 
 
 class TrackerService:
@@ -112,7 +112,7 @@ class TrackerService:
     ) -> TargetParts:
         """Every layer's part of the load into one target org, the context built once."""
         if not read_only:
-            await stage_target(client, store)
+            await organisation.stage_target(client, store)
         target = await TrackerTarget.of(config, client, store, read_only=read_only)
         target.preflight()
         check_rules(config, store, "tracker")
@@ -120,7 +120,7 @@ class TrackerService:
 
     async def shard_units(self, config: Config, client: TrackerClient) -> list[Unit]:
         """A shard manifest's units: one per queue, cut into windows when large."""
-        return await tracker_units(config, client)
+        return await organisation.tracker_units(config, client)
 
     def held_in_target(self, store: StagingStore) -> list[str]:
         """Its triggers and autoactions a killed load left switched off (see `quiet_rules`)."""
@@ -129,7 +129,7 @@ class TrackerService:
     async def checks(
         self, config: Config, client: TrackerClient, store: StagingStore | None, side: str
     ) -> list[Finding]:
-        target = await checked_target(config, client, store, side)
+        target = await organisation.checked_target(config, client, store, side)
         checks = [layer.checks for layer in self.layers if layer.checks]
         return [
             found for check in checks for found in await check(config, client, store, side, target)

@@ -45,18 +45,11 @@ TRACKER_LAYERS = (
 # service imports), and why
 TRACKER_SHARED = {
     "issues.kinds": "the trees' kind contract: every kind of issues/children/links loads with it",
-    "issues.scroll": "the issue listing: the link survey and the source's issue count list so",
+    "issues.scroll": "the issue listing names an issue without its key: the link survey, the count",
     "issues.statuses": "the drain stages an issue's status as the status kind plans it",
-    "issues.fields": "the issue field table: what the import writes, what a sync's edit changes",
-    "issues.verify": "the preview compares a record as verify does",
-    "issues.record": "the preview asks the issue record for its three-way diff, read only",
-    "issues.export": "the person and checklist columns every tracker table writes the same way",
-    "children.drain": "child_rows: a listing's records staged under their parent (entities' drain)",
-    "children.checklist_sync": "a checklist's items as haul wrote them: undo and the preview",
-    "children.replaced": "a file replaced at the source: the preview names the old copy",
+    "issues.fields": "the issue field table: the texts written again name their rows with it",
+    "children.checklist_sync": "a checklist's items as haul wrote them: undo takes back only those",
     "changes.deletions": "an issue gone from the source: its links and queue rules still plan",
-    "organisation.streams": "the tracker's listings: the target's dictionaries, saved filters",
-    "backfill.addresses": "`haul check` matches the back-fill's authors as the load does",
 }
 
 

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.tracker.children.drain import IssueDrain, child_rows
+from haul.pipelines.streams import child_rows
+from haul.pipelines.tracker.children.drain import IssueDrain
 from haul.pipelines.tracker.children.since_drain import (
     EarlierDrain,
     comments_unchanged,

@@ -14,7 +14,7 @@ from haul.pipelines.engine import plan_ledger
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, each_record
 from haul.pipelines.tracker.children.layer import KINDS, children_layer
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, issue_of
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad, issue_of
 from haul.pipelines.tracker.service import LAYERS, TABLES_IN_ORDER, TRACKER, TrackerService
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagedRecord, StagingStore
@@ -89,13 +89,17 @@ async def _nothing() -> None:
     return None
 
 
-NOTE = Kind(Entity("note"), PLAN_NOTES, note_spec)
+# `haul plan` names what a refresh of a note edits: its text
+NOTE = Kind(
+    Entity("note"), PLAN_NOTES, note_spec, preview=lambda load: KindPreview(refreshed=("text",))
+)
 
 
 async def test_a_new_child_kind_is_one_module_and_one_line_in_its_folder(tmp_path: Path) -> None:
     """Adding a kind under the issue is a `Kind` in children/ and its line in `KINDS`: the
     service then declares it, plans its rows under their issues after the other children,
-    and loads it with the others, in that order; nothing outside the folder changes."""
+    loads it with the others, in that order, and `haul plan` previews it as it says; nothing
+    outside the folder changes."""
     layers = tuple(
         children_layer((*KINDS, NOTE)) if layer.name == "children" else layer for layer in LAYERS
     )
@@ -122,4 +126,12 @@ async def test_a_new_child_kind_is_one_module_and_one_line_in_its_folder(tmp_pat
         specs = [spec.name for spec in (await children.target(target)).specs]
         assert specs[-2:] == ["checklist", "note"]
         assert "note" in TreeLoad.of(target).kinds  # `haul plan` decides it as the trees' own
+        changes = next(layer for layer in layers if layer.name == "changes")
+        assert changes.target is not None
+        preview = (await changes.target(target)).preview
+        record = store.get_record("note", "TEST-1/n1")
+        assert preview is not None and record is not None
+        [change] = await preview.changes(row, record)
+        assert (change.entity, change.action, change.fields) == ("note", "update", ("text",))
+        assert preview.pending(row, record) is None  # a pending note is a create
         await client.aclose()

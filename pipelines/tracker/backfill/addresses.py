@@ -6,13 +6,25 @@ address. Its part before ``@`` alone is matched only when its domain is one of t
 organisation's own (`[mapping] email_domains`): ``heidi@outsider.example`` is not the
 organisation's heidi. What matches nothing is None, and the caller goes the documented way
 for an unmapped author (the survey's author, else the default user, named in the report).
+
+`haul check` warns, on the target side, of each tracker back-fill without `created_by` whose
+survey's author names no target user (`backfill_authors`): its answers load as the default user.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from haul.connectors.tracker import TrackerClient
+from haul.pipelines.config import Config
+from haul.pipelines.findings import Finding
+from haul.pipelines.forms.staged import author_login, rules
+from haul.state.store import StagingStore
+
+if TYPE_CHECKING:
+    from haul.pipelines.tracker.target import TrackerTarget
 
 
 @dataclass(frozen=True)
@@ -48,3 +60,36 @@ class TargetPeople:
             return name
         local, _, domain = name.rpartition("@")
         return local if domain.lower() in self.domains and local in self.logins else None
+
+
+async def backfill_authors(
+    config: Config,
+    client: TrackerClient,
+    store: StagingStore | None,
+    side: str,
+    target: TrackerTarget | None,
+) -> list[Finding]:
+    """The back-fill layer's `checks`: on the target side, a warning per tracker back-fill
+    without `created_by` whose survey's author (staged) has no target user."""
+    if side != "target" or store is None:
+        return []
+    waiting = [
+        (index, rule, author_login(survey.raw))
+        for index, rule in rules(config, "tracker")
+        if not rule.created_by and (survey := store.get_record("survey", rule.survey)) is not None
+    ]
+    if not waiting:
+        return []
+    people = TargetPeople.of([user async for user in client.iter_users()],
+                             config.mapping.email_domains)  # fmt: skip
+    default = config.mapping.default_user or str((await client.myself()).get("login"))
+    return [
+        Finding(
+            "warning",
+            f"backfill[{index}]: the author of survey {rule.survey} ({author or 'none'}) has "
+            f"no target user: its answers are loaded as the default user {default}",
+            "set created_by in the rule, or mapping.default_user",
+        )
+        for index, rule, author in waiting
+        if people.login_for(author) is None
+    ]

@@ -1,6 +1,7 @@
 """Historic form answers as tracker issues with their original dates (`answers`), their files
-under them; each rule's author named by a login or an address (`addresses`), each issue found
-again by its `unique` and verified by its fingerprint (`prints`).
+under them; each rule's author named by a login or an address (`addresses`: also what `haul
+check` warns of, an author who falls to the default user); each issue found again by its
+`unique` and verified by its fingerprint (`prints`).
 
 The answers are staged by the forms service's extract; this layer plans and loads them.
 """
@@ -8,6 +9,7 @@ The answers are staged by the forms service's extract; this layer plans and load
 from __future__ import annotations
 
 from haul.pipelines.services import Entity
+from haul.pipelines.tracker.backfill.addresses import backfill_authors
 from haul.pipelines.tracker.backfill.answers import TrackerBackfill, tracker_plans
 from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.target import TrackerTarget
@@ -32,5 +34,6 @@ BACKFILL = Layer(
         Entity("backfill_attachment", staged="survey_file", optional=True),
     ),
     plans=tracker_plans,
+    checks=backfill_authors,
     target=backfill_target,
 )

@@ -3,8 +3,8 @@
 Records deleted at the source (`deletions`): found once everything else is planned, counted
 in the run's details, and mirrored in the target only when `[sync] deletions = "mirror"` (one
 `deletion` row each, loaded in their own phase). `haul undo`'s way of taking back each kind
-the tracker loads (`undo`). `haul plan`'s preview of what the next load changes (`preview`),
-with the issue record's three-way diff. The extract's count of the source's issues, which
+the tracker loads (`undo`). `haul plan`'s preview of what the next load changes (`preview`,
+from the kinds' own previews). The extract's count of the source's issues, which
 finds on the way the issues gone from it, and the target's own count beside it.
 """
 
@@ -29,7 +29,6 @@ from haul.pipelines.tracker.changes.deletions import (
 from haul.pipelines.tracker.changes.preview import TrackerPreview
 from haul.pipelines.tracker.changes.undo import TrackerRemovals
 from haul.pipelines.tracker.issues.kinds import TreeLoad
-from haul.pipelines.tracker.issues.record import issue_record
 from haul.pipelines.tracker.issues.scroll import keyless_name
 from haul.pipelines.tracker.layer import Layer, TargetPart
 from haul.pipelines.tracker.target import TrackerTarget
@@ -58,11 +57,8 @@ async def changes_target(target: TrackerTarget) -> TargetPart:
     target's own count of the migrated queues' issues."""
     client, store, transform = target.client, target.store, target.transform
     load = TreeLoad.of(target)
-    verifier = load.verifier
     removals = TrackerRemovals(client, store, transform.queues)
-    preview = TrackerPreview(
-        client, store, transform, verifier.compare, issue_record(load).field_changes
-    )
+    preview = TrackerPreview(load)
     return TargetPart(
         _deletion_specs(target, load),
         changes=lambda: _changes(store, load),

@@ -24,11 +24,9 @@ from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.config.mapping_files import read_users_csv
 from haul.pipelines.findings import Finding, nothing_staged
-from haul.pipelines.forms.staged import author_login, rules
+from haul.pipelines.forms.staged import rules
 from haul.pipelines.sync.references import SourcePaths, unset_web_hosts
-from haul.pipelines.tracker.backfill.addresses import TargetPeople
 from haul.pipelines.tracker.issue_access import access_findings
-from haul.pipelines.tracker.organisation.streams import stage_target
 from haul.pipelines.tracker.target import (
     TrackerTarget,
     issues_staged,
@@ -42,20 +40,6 @@ USER_ENTITIES = ("issue", "comment", "worklog", "attachment", "link", "checklist
 EVERY_KEY = Finding("ok", "the target has every queue and dictionary key the mapping needs")
 
 
-async def checked_target(
-    config: Config, client: TrackerClient, store: StagingStore | None, side: str
-) -> TrackerTarget | None:
-    """The target context `haul check` compares the staged records with (its dictionaries
-    staged once for every check): on the target side, once issues are staged or the scope
-    names entities; else None."""
-    if side != "target" or store is None:
-        return None
-    if not issues_staged(config, store) and not config.scope.entity_types:
-        return None
-    await stage_target(client, store)
-    return await TrackerTarget.of(config, client, store)
-
-
 async def tracker_checks(
     config: Config,
     client: TrackerClient,
@@ -65,11 +49,11 @@ async def tracker_checks(
 ) -> list[Finding]:
     """The tracker's findings on one side: the source's queues; the target's admin rights,
     users and, once something is staged, what the mapping needs (against `target`, from
-    `checked_target`)."""
+    `organisation.streams.checked_target`)."""
     if side != "target":
         return await _source_queues(config, client)
     found = [await _admin(client, f"tracker target org {config.require_target('check').org}")]
-    found += await _target_users(config, client, store)
+    found += await _target_users(config, client)
     if store is None or target is None or not issues_staged(config, store):
         return [*found, nothing_staged("queues, dictionaries and users are")]
     found += web_host_findings(config, store)
@@ -116,11 +100,9 @@ async def _source_queues(config: Config, client: TrackerClient) -> list[Finding]
     return [Finding("error", what, "correct scope.queues") for _, what in problems]
 
 
-async def _target_users(
-    config: Config, client: TrackerClient, store: StagingStore | None
-) -> list[Finding]:
-    """The users-file rows and default_user against the target's logins, who the default
-    user is, and the back-fills whose survey's author falls to it."""
+async def _target_users(config: Config, client: TrackerClient) -> list[Finding]:
+    """The users-file rows and default_user against the target's logins, and who the default
+    user is (the back-fills whose survey's author falls to it: the back-fill layer's check)."""
     users = [user async for user in client.iter_users()]
     have = {str(user.get("login")) for user in users}
     found = []
@@ -140,29 +122,6 @@ async def _target_users(
         default = str((await client.myself()).get("login"))
         found.append(Finding("ok", f"the default user is {default}, the target token's own user: "
                                    "records whose user has no target user are loaded as it"))  # fmt: skip
-    if store is not None:
-        people = TargetPeople.of(users, config.mapping.email_domains)
-        found += _backfill_authors(config, store, people, default)
-    return found
-
-
-def _backfill_authors(
-    config: Config, store: StagingStore, people: TargetPeople, default: str
-) -> list[Finding]:
-    """A tracker back-fill without `created_by` makes its issues as the survey's author."""
-    found = []
-    for index, rule in rules(config, "tracker"):
-        survey = store.get_record("survey", rule.survey)
-        if rule.created_by or survey is None:
-            continue
-        author = author_login(survey.raw)
-        if people.login_for(author) is None:
-            found.append(Finding(
-                "warning",
-                f"backfill[{index}]: the author of survey {rule.survey} ({author or 'none'}) has "
-                f"no target user: its answers are loaded as the default user {default}",
-                "set created_by in the rule, or mapping.default_user",
-            ))  # fmt: skip
     return found
 
 

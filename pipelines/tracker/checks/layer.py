@@ -9,9 +9,7 @@ organisation), and the comparison across the two orgs is the organisation layer'
 
 from __future__ import annotations
 
-from haul.pipelines.tracker.checks.check import checked_target, tracker_checks
+from haul.pipelines.tracker.checks.check import tracker_checks
 from haul.pipelines.tracker.layer import Layer
-
-__all__ = ["CHECKS", "checked_target"]  # the target context as `haul check` builds it
 
 CHECKS = Layer("checks", checks=tracker_checks)

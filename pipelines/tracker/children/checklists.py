@@ -3,7 +3,7 @@
 The API takes a checklist only as an ordinary edit (`_import` has no checklist field, nothing
 sets `updatedAt` later), so the issue's `updatedAt` becomes the load's time: counted under what
 the run did not carry. The row's written base is each item's target id as written, which a later
-run settles item by item three ways (`checklist_sync`).
+run settles item by item three ways (`checklist_sync`), and `haul plan` previews the same way.
 """
 
 from __future__ import annotations
@@ -12,14 +12,20 @@ from typing import Any
 
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, Sent, Unclaimed, each_record
+from haul.pipelines.sync.preview import Change, conflicted
+from haul.pipelines.sync.three_way_items import settle_items
 from haul.pipelines.tracker.children.checklist_sync import (
+    ChecklistEdits,
     checklist_base,
+    checklist_edits,
+    item_rule,
     listed_after_append,
     replay_checklist,
     settle_checklist,
     source_items,
 )
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, issue_of
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad, issue_of
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
 PLAN_CHECKLISTS = each_record("checklist", parent=issue_of)
@@ -84,4 +90,43 @@ class Checklists:
         return await settle_checklist(load.client, where, items, base["items"], load.three_way)
 
 
-CHECKLIST = Kind(Entity("checklist"), PLAN_CHECKLISTS, lambda load: Checklists(load).spec())
+class ChecklistPreview(KindPreview):
+    """`haul plan`'s preview of an edited checklist: the items the next load edits, adds and
+    removes, three ways against the base when there is one (a person's edit in the target is
+    kept, so it is not listed), and the items changed on both sides as a conflict."""
+
+    def __init__(self, load: TreeLoad) -> None:
+        super().__init__()
+        self.load = load
+
+    async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        load = self.load
+        key = (row.target_id or "").removesuffix("/checklist")
+        wanted = [load.transform.checklist_body(item) for item in record.raw["items"]]
+        listed = await load.client.list_checklist(key)
+        base = load.store.written.base("checklist", row.source_id)
+        if base is None:
+            return _items(row, checklist_edits(listed, wanted))
+        items = source_items(record.raw["items"], wanted)
+        settling = settle_items(items, base["items"], listed, item_rule("keep-target"))
+        edits = ChecklistEdits(settling.edit, [body for _, body in settling.add], settling.remove)
+        if settling.conflicts:
+            return [*_items(row, edits), conflicted(row, settling.conflicts)]
+        return _items(row, edits)
+
+
+def _items(row: LedgerRow, edits: ChecklistEdits) -> list[Change]:
+    if edits.empty:
+        return []
+    writes = len(edits.edit) + bool(edits.add) + len(edits.remove)
+    detail = edits.described()
+    return [Change(row.entity, row.source_id, row.target_id or "", "update", ("items",),
+                   detail, writes)]  # fmt: skip
+
+
+CHECKLIST = Kind(
+    Entity("checklist"),
+    PLAN_CHECKLISTS,
+    lambda load: Checklists(load).spec(),
+    preview=ChecklistPreview,
+)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, Sent, each_record
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, created, issue_of
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad, created, issue_of
 from haul.state.store import StagedRecord
 
 PLAN_COMMENTS = each_record("comment", parent=issue_of, sort_key=created)
@@ -49,4 +49,9 @@ class Comments:
         return await load.three_way.settle("comment", record.source_id, compared, edit)
 
 
-COMMENT = Kind(Entity("comment"), PLAN_COMMENTS, lambda load: Comments(load).spec())
+COMMENT = Kind(
+    Entity("comment"),
+    PLAN_COMMENTS,
+    lambda load: Comments(load).spec(),
+    preview=lambda load: KindPreview(refreshed=("text",)),  # what its refresh edits
+)

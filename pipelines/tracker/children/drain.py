@@ -29,7 +29,7 @@ from haul.connectors.errors import RecordError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.concurrency import gather_all
 from haul.pipelines.downloads import download_checked, staged_or_fetched
-from haul.pipelines.streams import Row
+from haul.pipelines.streams import Row, child_rows
 from haul.pipelines.tracker.children.link_survey import LinkSurvey
 from haul.pipelines.tracker.children.replaced import REPLACED, replaced_files
 from haul.pipelines.tracker.children.since_drain import EarlierDrain, listings_to_skip
@@ -292,26 +292,3 @@ def _checklist_rows(parent: str, items: list[dict[str, Any]], had: bool = False)
             "raw": {"items": items},
         }
     ]
-
-
-def child_rows(
-    parent: str,
-    records: list[dict[str, Any]],
-    blobs: dict[str, str] | None = None,
-    problems: dict[str, str] | None = None,
-) -> list[Row]:
-    """A listing's records as rows staged under `parent` (`parent/id`), with their blobs and
-    the problems of those that could not be fetched whole."""
-    rows = []
-    for record in records:
-        row = {
-            "source_id": f"{parent}/{record['id']}",
-            "parent": parent,
-            "updated_at": record.get("updatedAt") or record.get("createdAt"),
-            "raw": record,
-            "blob": (blobs or {}).get(str(record["id"])),
-        }
-        if problems and str(record["id"]) in problems:
-            row["problem"] = problems[str(record["id"])]
-        rows.append(row)
-    return rows

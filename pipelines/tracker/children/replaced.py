@@ -21,7 +21,9 @@ from typing import Any
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Planned, Ref
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
+from haul.pipelines.sync.preview import Change
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 REPLACED = "attachment_replaced"  # the staged entity and its ledger rows
@@ -120,4 +122,29 @@ def replacement_spec(load: TreeLoad) -> EntitySpec:
 
 
 # a file uploaded again under its name: planned once every attachment is
-REPLACEMENT = Kind(Entity(REPLACED, optional=True), plan_replacements, replacement_spec)
+class ReplacementPreview(KindPreview):
+    """`haul plan`'s preview of a replacement: the old copy's delete; and a mirrored deletion
+    of a file a replacement deletes itself is a skip."""
+
+    def __init__(self, load: TreeLoad) -> None:
+        super().__init__()
+        self.store = load.store
+
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
+        target = row.target_id or ""
+        if row.entity == REPLACED:
+            return Change(row.entity, row.source_id, target, "delete", (), described(record.raw))
+        replaced = self.store.get_record(REPLACED, str(record.raw.get("source_id")))
+        if row.entity == "deletion" and replaced is not None:
+            return Change(
+                row.entity, row.source_id, target, "skip", (), "deleted by its replacement"
+            )
+        return None
+
+
+REPLACEMENT = Kind(
+    Entity(REPLACED, optional=True),
+    plan_replacements,
+    replacement_spec,
+    preview=ReplacementPreview,
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, Sent, each_record
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad, issue_of
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad, issue_of
 from haul.pipelines.tracker.transform import milliseconds
 from haul.state.store import StagedRecord
 
@@ -57,4 +57,9 @@ class Worklogs:
         return await load.three_way.settle("worklog", record.source_id, compared, edit)
 
 
-WORKLOG = Kind(Entity("worklog"), PLAN_WORKLOGS, lambda load: Worklogs(load).spec())
+WORKLOG = Kind(
+    Entity("worklog"),
+    PLAN_WORKLOGS,
+    lambda load: Worklogs(load).spec(),
+    preview=lambda load: KindPreview(refreshed=("duration", "comment")),  # what its refresh edits
+)

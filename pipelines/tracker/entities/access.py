@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from haul.pipelines.tracker.export_access import ROLE_PEOPLE
+from haul.pipelines.tracker.export_columns import ROLE_PEOPLE
 from haul.pipelines.tracker.transform import ALL_STAFF_ID, is_all_staff
 
 LEVELS = ("READ", "WRITE", "GRANT")

@@ -17,7 +17,7 @@ from typing import Any
 
 from haul.pipelines.specs import RecordFailure
 from haul.pipelines.tracker.entities.access import EntityAccess, EntityHolders, wanted
-from haul.pipelines.tracker.export_access import KINDS
+from haul.pipelines.tracker.export_columns import KINDS
 from haul.pipelines.tracker.transform import Transform, import_time
 from haul.state.store import StagedRecord, StagingStore
 

@@ -14,8 +14,14 @@ from haul.pipelines.export.columns import (
 )
 from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Item, Table
-from haul.pipelines.tracker.export_access import KINDS, of_entity, of_parent_entity
-from haul.pipelines.tracker.issues.export import checklist_items, people, person
+from haul.pipelines.tracker.export_columns import (
+    KINDS,
+    checklist_items,
+    of_entity,
+    of_parent_entity,
+    people,
+    person,
+)
 from haul.state.store import StagingStore
 
 SERVICE = "tracker"

@@ -21,8 +21,7 @@ from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.downloads import download_checked, staged_or_fetched
-from haul.pipelines.streams import Page, Row
-from haul.pipelines.tracker.children.drain import child_rows
+from haul.pipelines.streams import Page, Row, child_rows
 from haul.state.store import StagingStore
 
 # what a search returns of each entity beyond its summary

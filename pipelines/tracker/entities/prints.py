@@ -28,7 +28,7 @@ from haul.pipelines.tracker.entities.access import (
 )
 from haul.pipelines.tracker.entities.bodies import PARENT_TYPE, PEOPLE_LISTS, PLAIN, EntityBodies
 from haul.pipelines.tracker.entities.extract import FIELDS
-from haul.pipelines.tracker.export_access import ROLE_PEOPLE
+from haul.pipelines.tracker.export_columns import ROLE_PEOPLE
 from haul.pipelines.tracker.timefmt import instant
 from haul.pipelines.tracker.transform import ref_id
 from haul.state.store import StagedRecord

@@ -36,7 +36,7 @@ from haul.pipelines.tracker.entities.access import EntityAccess, current, edit
 from haul.pipelines.tracker.entities.bodies import PARENT_TYPE, EntityBodies, loads_link
 from haul.pipelines.tracker.entities.extract import FIELDS
 from haul.pipelines.tracker.entities.prints import EntityPrints
-from haul.pipelines.tracker.export_access import KINDS
+from haul.pipelines.tracker.export_columns import KINDS
 from haul.pipelines.tracker.target import LinkWaits
 from haul.state.store import StagedRecord, StagingStore
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
-from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.export_columns import of_issue
 from haul.pipelines.tracker.flow.model import cycle_time, status_intervals
 from haul.pipelines.tracker.flow.tables import (
     SERVICE,

@@ -25,7 +25,7 @@ from typing import Any
 from haul.pipelines.export.columns import timestamp, value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
 from haul.pipelines.export.values import parse_date, parse_timestamp
-from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.export_columns import of_issue, staged_logins
 from haul.pipelines.tracker.flow.model import (
     Interval,
     LoginOf,
@@ -40,7 +40,6 @@ from haul.pipelines.tracker.flow.tables import (
     SERVICE,
     FlowSettings,
     issue_histories,
-    staged_logins,
     statuses_of,
 )
 from haul.state.store import StagingStore

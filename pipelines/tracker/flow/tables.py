@@ -23,7 +23,7 @@ from haul.pipelines.config.model import Model
 from haul.pipelines.export.columns import display_text, timestamp, value
 from haul.pipelines.export.tables import Column, Derived, ExportContext, Table
 from haul.pipelines.export.values import parse_timestamp
-from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.export_columns import of_issue, staged_logins
 from haul.pipelines.tracker.flow.calendar import DaysOff, WorkCalendar
 from haul.pipelines.tracker.flow.model import (
     Change,
@@ -131,11 +131,6 @@ def defined(statuses: dict[str, StatusInfo], model: Model) -> dict[str, StatusIn
         )
         for key, status in every.items()
     }
-
-
-def staged_logins(store: StagingStore) -> dict[str, str]:
-    """Staged user id -> login."""
-    return {row.source_id: str(row.raw.get("login")) for row in store.iter_records("user")}
 
 
 def issue_histories(context: ExportContext) -> Iterator[IssueHistory]:

@@ -10,7 +10,7 @@ arrival to the week of the as-of instant. An issue counts in its queue now:
 - cycle percentiles: of the cycle seconds (by `[model] cycle`) of that week's
   throughput, linear between ranks (pandas' default); empty when none has one.
 
-A restricted issue (see `export_access`) counts only when the export includes restricted
+A restricted issue (see `export_columns`) counts only when the export includes restricted
 content; otherwise it is left out of every figure, and counted as one row left out.
 
 The issues stream through once, leaving per issue three numbers and a count per week it was
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from haul.pipelines.export.columns import value
 from haul.pipelines.export.tables import Derived, ExportContext, Table
-from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.export_columns import of_issue
 from haul.pipelines.tracker.flow.calendar import WorkCalendar
 from haul.pipelines.tracker.flow.model import Interval, cycle_time, status_intervals
 from haul.pipelines.tracker.flow.tables import (

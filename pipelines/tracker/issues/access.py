@@ -19,6 +19,7 @@ from haul.pipelines.specs import (
     Sent,
     Unclaimed,
 )
+from haul.pipelines.sync.preview import Change, how, updated
 from haul.pipelines.tracker.issue_access import ENTITY as ISSUE_ACCESS
 from haul.pipelines.tracker.issue_access import (
     AccessSettling,
@@ -27,7 +28,8 @@ from haul.pipelines.tracker.issue_access import (
     settle_access,
 )
 from haul.pipelines.tracker.issue_access import failure as access_failure
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord
 
 
@@ -122,7 +124,26 @@ class IssueAccess:
         return sorted(str(self.load.prints.uid(login)) for login in logins)
 
 
+class AccessPreview(KindPreview):
+    """`haul plan`'s preview of a changed access list: an update only when the target's list
+    differs (its refresh edits nothing else)."""
+
+    def __init__(self, load: TreeLoad) -> None:
+        super().__init__()
+        self.compare = load.verifier.compare
+
+    async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        expected, found = await self.compare(row, record)
+        if found == expected:
+            return []
+        was = (found or {}).get("access")
+        return [updated(row, ("access",), how({"access": (was, expected.get("access"))}))]
+
+
 # an issue whose source lists anyone on `access`
 ACCESS = Kind(
-    Entity(ISSUE_ACCESS, staged="issue"), plan_issue_access, lambda load: IssueAccess(load).spec()
+    Entity(ISSUE_ACCESS, staged="issue"),
+    plan_issue_access,
+    lambda load: IssueAccess(load).spec(),
+    preview=AccessPreview,
 )

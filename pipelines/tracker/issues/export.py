@@ -9,7 +9,6 @@ they are exported in seconds beside the original text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from haul.pipelines.config import Config
@@ -23,40 +22,22 @@ from haul.pipelines.export.columns import (
     parent,
     seconds,
     timestamp,
-    user,
     value,
 )
 from haul.pipelines.export.id_map import Identity, Lookups, register_identity
 from haul.pipelines.export.tables import Column, Item, Table
-from haul.pipelines.tracker.export_access import of_issue, of_link, of_parent_issue
+from haul.pipelines.tracker.export_columns import (
+    checklist_items,
+    of_issue,
+    of_link,
+    of_parent_issue,
+    people,
+    person,
+)
 from haul.state.store import StagedRecord, StagingStore
 
 SERVICE = "tracker"
 ISSUE_KEY = parent("issue_key", "the key of the issue it belongs to")
-
-
-def staged_logins(store: StagingStore) -> dict[str, str]:
-    """Staged user id -> login (the users dictionary is small: read once per export)."""
-    return {row.source_id: str(row.raw.get("login")) for row in store.iter_records("user")}
-
-
-def login_of(item: Item, ref: dict[str, Any]) -> Any:
-    """A person's login: from the reference itself, else from the staged users by id."""
-    return ref.get("login") or item.context.memo("tracker.logins", staged_logins).get(
-        str(ref.get("id"))
-    )
-
-
-def person(prefix: str, doc: str, *path: str) -> tuple[Column, Column]:
-    """`<prefix>_login` and `<prefix>_name` of the tracker user at `path`."""
-    return user(prefix, doc, *path, login=login_of)
-
-
-def _logins_of(item: Item, *path: str) -> list[Any] | None:
-    people = item.get(*path)
-    if not isinstance(people, list):
-        return None
-    return [login_of(item, ref) if isinstance(ref, dict) else ref for ref in people]
 
 
 def _keys_of(item: Item, *path: str) -> list[Any] | None:
@@ -67,11 +48,6 @@ def _keys_of(item: Item, *path: str) -> list[Any] | None:
         ref.get("key") or display_text(ref.get("display")) if isinstance(ref, dict) else ref
         for ref in refs
     ]
-
-
-def people(name: str, doc: str, *path: str) -> Column:
-    """A list of people at `path`, as a JSON list of their logins."""
-    return Column(name, "json", doc, lambda item: _logins_of(item, *path))
 
 
 def names(name: str, doc: str, *path: str) -> Column:
@@ -294,12 +270,6 @@ ATTACHMENTS = Table("attachments", "attachment", (
     *person("created_by", "who attached it", "createdBy"),
 ), doc="one row per attachment (metadata only)", service=SERVICE,
    access=of_parent_issue)  # fmt: skip
-
-
-def checklist_items(record: StagedRecord) -> Iterable[dict[str, Any]]:
-    """An issue's checklist is one staged record; each item is a row."""
-    items = record.raw.get("items")
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else ()
 
 
 CHECKLIST_ITEMS = Table("checklist_items", "checklist", (

@@ -12,6 +12,10 @@ plan and the spec it loads with, built from the `TreeLoad` every kind of the tre
 A layer's `layer.py` lists its kinds in the order siblings load (an issue's children load in
 that order, one group after another); its entities, plans and specs follow from the list, so
 a new kind is one module and one line in its folder's `layer.py`.
+
+A kind previews its own rows for `haul plan` (`Kind.preview`, a `KindPreview`): what a pending
+row stands for when it is not a create, and what the next load does with a record changed at
+the source. Without one, a changed record is an update of fields the preview does not name.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from haul.pipelines.config import Config
 from haul.pipelines.engine import PlanFn
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Fields, RecordFailure, Ref
+from haul.pipelines.sync.preview import Change, updated
 from haul.pipelines.sync.three_way import ConflictRule, ThreeWay
 from haul.pipelines.tracker.issues.fingerprints import TargetProbe, TrackerFingerprints
 from haul.pipelines.tracker.issues.limits import TargetLimits
@@ -59,6 +64,7 @@ class TreeLoad:
     not_updatable: Counter[str] = field(default_factory=Counter)
     configured: dict[str, LedgerRow | None] = field(default_factory=dict)  # queue_config rows
     kinds: set[str] = field(default_factory=set)  # the entities of the specs built through it
+    previews: dict[str, KindPreview] = field(default_factory=dict)  # entity -> its kind's
 
     @classmethod
     def of(cls, target: TrackerTarget) -> TreeLoad:
@@ -137,13 +143,33 @@ def created(record: StagedRecord) -> str:
     return str(record.raw.get("createdAt") or "")
 
 
+@dataclass
+class KindPreview:
+    """A kind's part of `haul plan`'s preview (`pipelines.sync.preview.ChangePreview`): by
+    default none of its pending rows is anything but a create, and a record of it changed at
+    the source is an update of the fields its refresh edits (`refreshed`)."""
+
+    refreshed: tuple[str, ...] = ()
+
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
+        """What a pending row stands for when it is not a create; asked of every kind, so a
+        kind may speak for another's row (a file's replacement for the old file's deletion)."""
+        return None
+
+    async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        """What the next load does with a loaded record of this kind changed at the source."""
+        return [updated(row, self.refreshed, "changed at the source")]
+
+
 @dataclass(frozen=True)
 class Kind:
-    """One kind of record of the trees: declared, planned and loaded with a `TreeLoad`."""
+    """One kind of record of the trees: declared, planned and loaded with a `TreeLoad`, and
+    previewed by `haul plan` (none: the default `KindPreview`)."""
 
     entity: Entity
     plan: PlanFn
     spec: Callable[[TreeLoad], EntitySpec | None]  # None: not loaded with this config
+    preview: Callable[[TreeLoad], KindPreview] | None = None
 
     @property
     def name(self) -> str:
@@ -156,9 +182,11 @@ def kind_plans(kinds: tuple[Kind, ...]) -> dict[str, PlanFn]:
 
 
 def kind_specs(kinds: tuple[Kind, ...], load: TreeLoad) -> list[EntitySpec]:
-    """The kinds' specs, in their order (the order an issue's children load)."""
+    """The kinds' specs, in their order (the order an issue's children load); their previews
+    kept on `load` for the changes layer's."""
     specs = [spec for kind in kinds if (spec := kind.spec(load)) is not None]
     load.kinds.update(spec.name for spec in specs)
+    load.previews.update({kind.name: kind.preview(load) for kind in kinds if kind.preview})
     return specs
 
 

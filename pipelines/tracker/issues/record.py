@@ -17,11 +17,18 @@ records its new target key, which every record under it is written to from then 
 
 The plan yields each rename (`Renamed`) for the engine to record, in the plan's transaction,
 with the deletion of what was staged under the old key (`delete_record`, `delete_under`).
+
+`haul plan` previews a changed issue (`IssuePreview`, read only): a move when its queue at the
+source maps elsewhere than where it is, an update naming each field that differs and how, a
+conflict where a field changed on both sides, `not updatable` for a field changed at the source
+that no update call can change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -38,6 +45,7 @@ from haul.pipelines.specs import (
     Unclaimed,
     each_record,
 )
+from haul.pipelines.sync.preview import Change, conflicted, how, updated
 from haul.pipelines.sync.three_way import with_decisions
 from haul.pipelines.tracker.issues.fields import (
     FieldChanges,
@@ -46,10 +54,11 @@ from haul.pipelines.tracker.issues.fields import (
     same,
     updatable,
 )
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
 from haul.pipelines.tracker.issues.statuses import carried_by_import
 from haul.pipelines.tracker.issues.verify import IssueForms, TrackerVerifier
 from haul.pipelines.tracker.target import moved_issues
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
@@ -232,4 +241,69 @@ def issue_spec(load: TreeLoad) -> EntitySpec:
     return issue_record(load).spec()
 
 
-ISSUE = Kind(Entity("issue", source_count="source_issue_count"), each_record("issue"), issue_spec)
+@dataclass(frozen=True)
+class FieldPreview:
+    """One issue's fields the next load changes: `update` field -> (the target's value, the
+    source's), `conflicts` field -> (the source's value, the target's); `not_updatable`: the
+    fields changed at the source that no update call can change (`fields.import_only`),
+    field -> (the target's value, the source's)."""
+
+    update: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    conflicts: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    not_updatable: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+
+class IssuePreview(KindPreview):
+    """`haul plan`'s preview of a changed issue: its move, then its fields."""
+
+    def __init__(self, load: TreeLoad) -> None:
+        super().__init__()
+        self.load, self.record = load, issue_record(load)
+
+    async def changes(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        return self._moved(row, record) + await self._fields(row, record)
+
+    async def field_preview(self, row: LedgerRow, record: StagedRecord) -> FieldPreview:
+        """Per issue, the fields the next load updates and those in conflict, three ways
+        (`fields.diff_fields`: the source, what haul last wrote, the target now): a field
+        changed only in the target is kept, so it is in neither."""
+        changes, target = await self.record.field_changes(record, row.target_id or "")
+        fixed = set(import_only(changes.carried))
+        carried = {name: (target.get(name), value) for name, value in changes.carried.items()}
+        return FieldPreview(
+            update={name: both for name, both in carried.items() if name not in fixed},
+            conflicts=dict(changes.conflicts),
+            not_updatable={name: both for name, both in carried.items() if name in fixed},
+        )
+
+    async def _fields(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        fields = await self.field_preview(row, record)
+        changes = [updated(row, tuple(fields.update), how(fields.update))]
+        if not fields.update:  # the edit is sent all the same: the record changed
+            changes = [updated(row, (), "changed at the source; no edited field differs")]
+        if fields.conflicts:
+            changes.append(conflicted(row, fields.conflicts))
+        if fields.not_updatable:
+            detail = f"no update call changes it: {how(fields.not_updatable)}"
+            fixed = Change(row.entity, row.source_id, row.target_id or "", "not updatable",
+                           tuple(fields.not_updatable), detail, writes=0)  # fmt: skip
+            changes.append(fixed)
+        return changes
+
+    def _moved(self, row: LedgerRow, record: StagedRecord) -> list[Change]:
+        """A move when the issue's queue at the source maps elsewhere than where it is."""
+        source_queue = str((record.raw.get("queue") or {}).get("key") or "")
+        wanted = self.load.transform.queues.queue(source_queue)
+        now = (row.target_id or "").rpartition("-")[0]
+        if not now or wanted == now:
+            return []
+        detail = f"from queue {now} to {wanted} (moved at the source to {source_queue})"
+        return [Change(row.entity, row.source_id, row.target_id or "", "move", ("queue",), detail)]
+
+
+ISSUE = Kind(
+    Entity("issue", source_count="source_issue_count"),
+    each_record("issue"),
+    issue_spec,
+    preview=IssuePreview,
+)

@@ -24,8 +24,10 @@ from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import EntitySpec, Planned, RecordFailure, Ref, Settled
-from haul.pipelines.tracker.issues.kinds import Kind, TreeLoad
+from haul.pipelines.sync.preview import Change
+from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
 from haul.pipelines.tracker.transform import Transform
+from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 SUPERSEDED = "superseded"
@@ -234,5 +236,20 @@ def status_spec(load: TreeLoad) -> EntitySpec:
     return EntitySpec("issue_status", "issue_status", plan_statuses, send, statuses.find)
 
 
+class StatusPreview(KindPreview):
+    """`haul plan`'s preview of a status row: a transition to its status."""
+
+    def pending(self, row: LedgerRow, record: StagedRecord) -> Change | None:
+        if row.entity != "issue_status":
+            return None
+        detail = f"to {(record.raw.get('status') or {}).get('key')}"
+        return Change(row.entity, row.source_id, row.target_id or "", "transition", (), detail)
+
+
 # a status changed at the source after the load
-ISSUE_STATUS = Kind(Entity("issue_status", optional=True), plan_statuses, status_spec)
+ISSUE_STATUS = Kind(
+    Entity("issue_status", optional=True),
+    plan_statuses,
+    status_spec,
+    preview=lambda load: StatusPreview(),
+)

@@ -27,7 +27,7 @@ from haul.pipelines.export.tables import (
     Item,
     Table,
 )
-from haul.pipelines.tracker.export_access import of_issue
+from haul.pipelines.tracker.export_columns import of_issue
 from haul.state.store import StagingStore
 
 SERVICE = "tracker"

@@ -29,6 +29,7 @@ from haul.pipelines.tracker.organisation.objects import OrgObjects
 from haul.pipelines.tracker.organisation.queue_permissions import queue_permission_findings
 from haul.pipelines.tracker.organisation.shard_units import tracker_units
 from haul.pipelines.tracker.organisation.streams import (
+    checked_target,
     dictionary_streams,
     stage_target,
     structure_streams,
@@ -36,7 +37,8 @@ from haul.pipelines.tracker.organisation.streams import (
 from haul.pipelines.tracker.target import TrackerTarget
 from haul.state.store import StagingStore
 
-__all__ = ["ORGANISATION", "stage_target", "tracker_units"]  # the target's staging; the units
+# the target's staging (for a load, for `haul check`); the units of a shard manifest
+__all__ = ["ORGANISATION", "checked_target", "stage_target", "tracker_units"]
 
 
 def organisation_plans(config: Config) -> Mapping[str, PlanFn]:

@@ -15,8 +15,9 @@ from typing import Any
 
 from haul.connectors.errors import NotFoundError
 from haul.connectors.tracker import TrackerClient
-from haul.pipelines.config import ConfigError
+from haul.pipelines.config import Config, ConfigError
 from haul.pipelines.streams import Extractor, ListStream, RowsStream
+from haul.pipelines.tracker.target import TrackerTarget, issues_staged
 from haul.state.store import StagingStore
 
 Fetch = Callable[[], Awaitable[list[dict[str, Any]]]]
@@ -136,3 +137,17 @@ async def stage_target(client: TrackerClient, store: StagingStore) -> None:
 
     me = tracker_list("target.myself", myself, id_key="login")
     await Extractor(store, [*dictionary_streams(client, prefix="target."), fields, me]).run()
+
+
+async def checked_target(
+    config: Config, client: TrackerClient, store: StagingStore | None, side: str
+) -> TrackerTarget | None:
+    """The target context `haul check` compares the staged records with (its dictionaries
+    staged once for every check): on the target side, once issues are staged or the scope
+    names entities; else None."""
+    if side != "target" or store is None:
+        return None
+    if not issues_staged(config, store) and not config.scope.entity_types:
+        return None
+    await stage_target(client, store)
+    return await TrackerTarget.of(config, client, store)

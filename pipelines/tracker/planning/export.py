@@ -13,8 +13,7 @@ from haul.pipelines.export.columns import (
 )
 from haul.pipelines.export.id_map import Identity, register_identity
 from haul.pipelines.export.tables import Column, Table
-from haul.pipelines.tracker.export_access import of_parent_issue
-from haul.pipelines.tracker.issues.export import person
+from haul.pipelines.tracker.export_columns import of_parent_issue, person
 from haul.pipelines.tracker.planning.saved import status_keys
 
 SERVICE = "tracker"

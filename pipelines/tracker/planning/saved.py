@@ -34,8 +34,7 @@ from haul.pipelines.specs import (
     RecordFailure,
     Ref,
 )
-from haul.pipelines.streams import Page
-from haul.pipelines.tracker.organisation.streams import tracker_list
+from haul.pipelines.streams import ListStream, Page
 from haul.pipelines.tracker.planning.queries import QueryRewriter, Rewritten
 from haul.pipelines.tracker.transform import Transform, ref_id
 from haul.state.store import StagedRecord, StagingStore
@@ -94,7 +93,7 @@ def saved_streams(client: TrackerClient, scope: Scope) -> list[Any]:
     """The extract's streams of saved filters and dashboards, as `[scope]` asks for them."""
     streams: list[Any] = []
     if scope.filters == "all":
-        streams.append(tracker_list("filter", client.list_filters))
+        streams.append(ListStream("filter", client.list_filters, source="the tracker"))
     if scope.dashboards == "all":
         streams += [DashboardStream(client), WidgetStream(client)]
     return streams

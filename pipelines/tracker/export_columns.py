@@ -1,5 +1,12 @@
-"""Which staged tracker records the source restricts, for the export's access columns.
+"""What every tracker export table writes the same way: who a row names, and who may read it.
 
+People are referred to by id in the tracker's replies; an export names them by login, from the
+staged users (`staged_logins`, read once per export): one person as `<prefix>_login` and
+`<prefix>_name` (`person`), a list of people as a JSON list of logins (`people`). A checklist
+(an issue's or an entity's) is one staged record whose items are a table's rows
+(`checklist_items`).
+
+Which staged tracker records the source restricts, for the export's access columns:
 - An issue with an access list (`access`, people by id) is restricted to those people;
   what belongs to it (comments, worklogs, changelog entries, attachments, checklist items,
   remote links, and the flow model's rows about it) is as restricted as the issue.
@@ -15,9 +22,11 @@ issues and entities, never the whole org.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from haul.pipelines.export.tables import ExportContext, Restriction
+from haul.pipelines.export.columns import user
+from haul.pipelines.export.tables import Column, ExportContext, Item, Restriction
 from haul.state.store import StagedRecord, StagingStore
 
 # the entity kinds (parents' types first), and each role with the entity's field naming its
@@ -32,8 +41,39 @@ ROLE_PEOPLE = {  # a role and the entity's field that names its people
 }
 
 
-def _logins(store: StagingStore) -> dict[str, str]:
+def staged_logins(store: StagingStore) -> dict[str, str]:
+    """Staged user id -> login (the users dictionary is small: read once per export)."""
     return {row.source_id: str(row.raw.get("login")) for row in store.iter_records("user")}
+
+
+def login_of(item: Item, ref: dict[str, Any]) -> Any:
+    """A person's login: from the reference itself, else from the staged users by id."""
+    return ref.get("login") or item.context.memo("tracker.logins", staged_logins).get(
+        str(ref.get("id"))
+    )
+
+
+def person(prefix: str, doc: str, *path: str) -> tuple[Column, Column]:
+    """`<prefix>_login` and `<prefix>_name` of the tracker user at `path`."""
+    return user(prefix, doc, *path, login=login_of)
+
+
+def _logins_of(item: Item, *path: str) -> list[Any] | None:
+    people = item.get(*path)
+    if not isinstance(people, list):
+        return None
+    return [login_of(item, ref) if isinstance(ref, dict) else ref for ref in people]
+
+
+def people(name: str, doc: str, *path: str) -> Column:
+    """A list of people at `path`, as a JSON list of their logins."""
+    return Column(name, "json", doc, lambda item: _logins_of(item, *path))
+
+
+def checklist_items(record: StagedRecord) -> Iterable[dict[str, Any]]:
+    """An issue's checklist is one staged record; each item is a row."""
+    items = record.raw.get("items")
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else ()
 
 
 def _person(ref: Any, logins: dict[str, str]) -> str:
@@ -47,7 +87,7 @@ def _person(ref: Any, logins: dict[str, str]) -> str:
 
 def restricted_issues(store: StagingStore) -> dict[str, Restriction]:
     """Issue key -> its restriction, for the staged issues with an access list."""
-    logins = _logins(store)
+    logins = staged_logins(store)
     found = {}
     for issue in store.iter_records("issue"):
         people = issue.raw.get("access")
@@ -91,7 +131,7 @@ def _narrowest(restrictions: list[Restriction]) -> Restriction | None:
 
 def restricted_entities(store: StagingStore) -> dict[str, Restriction]:
     """Entity id -> its restriction, for the staged team-only projects, portfolios, goals."""
-    logins = _logins(store)
+    logins = staged_logins(store)
     found = {}
     for kind in KINDS:
         for entity in store.iter_records(kind):
