@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from haul.pipelines.export import layout
+
+if TYPE_CHECKING:  # imported where a page is drawn: every haul command imports this module
+    import duckdb
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Page:
 
 def write_pages(folder: Path, database: Path, pages: Iterable[Page]) -> list[str]:
     """Each page drawn from `database` into `folder`; the names written."""
+    import duckdb  # 40 ms a process: paid by the export alone
+
     written = []
     with duckdb.connect(str(database), read_only=True) as db:
         for page in pages:

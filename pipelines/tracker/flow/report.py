@@ -20,13 +20,14 @@ from __future__ import annotations
 import bisect
 from datetime import date, datetime
 from html import escape
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from haul.pipelines.export.pages import Page
 from haul.pipelines.report import charts
 from haul.pipelines.report.charts import date_marks, dots, figure, hline, legend, polyline
+
+if TYPE_CHECKING:  # the page is drawn from a connection the export opens
+    import duckdb
 
 HEIGHT = 240
 SMALL_HEIGHT = 150  # one queue's chart of the small multiples
