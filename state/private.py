@@ -10,6 +10,7 @@ parent the user chose), a folder haul makes is 0700.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -25,9 +26,13 @@ _OPEN_FLAGS = {
 
 def make_private_folder(path: Path) -> None:
     """Create `path` and its missing parents, each 0700; existing folders stay as they are."""
-    for folder in reversed((path, *path.parents)):  # the outermost first
+    missing = []
+    # looked for from `path` up, not from the root down: a new blob folder's parent is there
+    for folder in itertools.chain((path,), path.parents):
         if folder.is_dir():
-            continue
+            break
+        missing.append(folder)
+    for folder in reversed(missing):  # the outermost first
         try:
             folder.mkdir(mode=FOLDER_MODE)
         except FileExistsError:
