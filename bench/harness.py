@@ -59,11 +59,14 @@ def sandbox(size: str, latency_ms: float, faults: str = "") -> Iterator[dict[str
 
 @dataclass(frozen=True)
 class Ran:
-    """One `haul` command's wall seconds, peak RSS (MB) and CPU seconds, its own alone."""
+    """One `haul` command's wall seconds, peak RSS (MB) and CPU seconds (user + system), its
+    own alone, and the system part of them: on a machine whose disk is busy, creating files
+    and folders costs the kernel several times more CPU, so that part varies run to run."""
 
     seconds: float
     peak_mb: float
     cpu_s: float
+    system_s: float = 0.0
 
 
 def haul_command(name: str, config: Path, info: dict[str, Any]) -> Ran:
@@ -78,7 +81,8 @@ def haul_command(name: str, config: Path, info: dict[str, Any]) -> Ran:
     seconds = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"haul {name} failed with status {os.waitstatus_to_exitcode(status)}")
-    return Ran(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Ran(seconds, usage.ru_maxrss / 1024, cpu, usage.ru_stime)
 
 
 class Timed(Protocol):
