@@ -15,16 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.config import Config
 from haul.pipelines.findings import Finding
 from haul.pipelines.forms.staged import author_login, rules
+from haul.pipelines.tracker.target import TrackerTarget, default_user
 from haul.state.store import StagingStore
-
-if TYPE_CHECKING:
-    from haul.pipelines.tracker.target import TrackerTarget
 
 
 @dataclass(frozen=True)
@@ -80,9 +78,13 @@ async def backfill_authors(
     ]
     if not waiting:
         return []
-    people = TargetPeople.of([user async for user in client.iter_users()],
-                             config.mapping.email_domains)  # fmt: skip
-    default = config.mapping.default_user or str((await client.myself()).get("login"))
+    if target is not None:  # the target's users staged for every check: not listed again
+        users = [row.raw for row in store.iter_records("target.user")]
+        default = default_user(store, config) or "none"
+    else:
+        users = [user async for user in client.iter_users()]
+        default = config.mapping.default_user or str((await client.myself()).get("login"))
+    people = TargetPeople.of(users, config.mapping.email_domains)
     return [
         Finding(
             "warning",
