@@ -14,7 +14,7 @@ The first tenth is the span from the first issue to the one a tenth in, the last
 tenths in to the last: both are of the steady work, neither holds the start-up. The store's
 bytes per issue are those of its SQLite file (its blobs folder is in the note).
 
-    .venv/bin/python bench/growth.py [--size large] [--max-seconds S] [--work DIR]
+    .venv/bin/python bench/growth.py [--size large] [--max-seconds S] [--work DIR] [--no-export]
     .venv/bin/python bench/growth.py --export-only --work DIR   # again, of the store left there
 
 `--max-seconds` bounds each command (SIGTERM, which haul handles like Ctrl-C): a stage
@@ -142,7 +142,7 @@ def run(command: list[str], env: dict[str, str], log: Path, max_seconds: float |
     return Run(seconds, usage.ru_maxrss / 1024, code, stopped.is_set(), tuple(loads))
 
 
-def migrate(size: str, work: Path, max_seconds: float | None) -> None:
+def migrate(size: str, work: Path, max_seconds: float | None, exported: bool = True) -> None:
     serve = subprocess.Popen(
         [HAUL, "sandbox", "serve", "--size", size, "--seed", "1"], stdout=subprocess.PIPE, text=True
     )
@@ -159,7 +159,8 @@ def migrate(size: str, work: Path, max_seconds: float | None) -> None:
             say(f"{size}: haul {stage}: {ran.note()}, peak {ran.peak_mb:.0f} MB")
             report_stage(size, stage, work / "haul.db", ran)
         report_store(size, work / "haul.db")
-        export(size, config, env, max_seconds)
+        if exported:
+            export(size, config, env, max_seconds)
     finally:
         serve.terminate()
         serve.wait(30)
@@ -241,6 +242,8 @@ def main() -> None:
                         help="the folder for the store and exports (default: a new temporary one)")  # fmt: skip
     parser.add_argument("--export-only", action="store_true",
                         help="only the export, of the store an earlier run left in --work")  # fmt: skip
+    parser.add_argument("--no-export", action="store_true",
+                        help="stop after extract and load (the export can follow with --export-only)")  # fmt: skip
     args = parser.parse_args()
     if args.export_only:
         if args.work is None:
@@ -250,7 +253,7 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix=f"haul-growth-{args.size}-"))
     work.mkdir(parents=True, exist_ok=True)
     say(f"{args.size}: working in {work} (haul's output: bench.log)")
-    migrate(args.size, work, args.max_seconds)
+    migrate(args.size, work, args.max_seconds, exported=not args.no_export)
 
 
 if __name__ == "__main__":

@@ -327,7 +327,7 @@ class Ledger:
             f"SELECT {_COLUMNS} FROM ledger",
             where=_CHANGED,
             params=[entity],
-            keys=("entity", "source_id"),
+            keys=_keys(entity),
         )
         for row in rows:
             yield LedgerRow(**row)
@@ -369,7 +369,7 @@ class Ledger:
             f"SELECT {_COLUMNS} FROM ledger",
             where=where,
             params=params,
-            keys=("entity", "source_id"),
+            keys=_keys(entity),
         )
         for row in rows:
             yield LedgerRow(**row)
@@ -497,6 +497,15 @@ class Ledger:
         if row is None:
             return LedgerRowNotFound(f"no ledger row for {entity} {source_id!r}: plan it first")
         return LedgerTransitionError(f"cannot {verb} {entity} {source_id!r}: it is {row.status}")
+
+
+def _keys(entity: str | None) -> tuple[str, ...]:
+    """The keyset of a walk over the ledger: with the entity fixed, the source id alone. The
+    same order, but each page then starts where the last ended: SQLite takes a row value that
+    repeats a column fixed by equality, `(entity, source_id) > (?, ?)`, as no bound at all on
+    `source_id`, and read every earlier row of the entity again, page after page (50 s to list
+    the 450 000 comment rows of the 100 000-issue org, 0.14 s keyed by source id)."""
+    return ("entity", "source_id") if entity is None else ("source_id",)
 
 
 def _marks(values: list[str]) -> str:

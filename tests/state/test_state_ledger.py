@@ -231,3 +231,29 @@ def test_planning_a_few_rows_reads_no_whole_table(ledger: Ledger, store: Staging
         if step.startswith("SCAN")
     ]
     assert statements and scans == []
+
+
+def test_walking_one_entity_reads_each_page_from_where_the_last_ended(ledger: Ledger) -> None:
+    """A walk over one entity's rows (pending, or changed since loaded) is keyed by source id:
+    each page's statement is bounded by the last page's key in the index, so a walk reads
+    each row once, not every earlier row again for each page (quadratic on a large org)."""
+    comments = [f"C-{n:05d}" for n in range(1_200)]  # three pages
+    planned(ledger, *comments, entity="comment")
+    planned(ledger, "A-1", "A-2")
+    db = ledger._db.conn
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    try:
+        pending = [row.source_id for row in ledger.iter_rows(status="pending", entity="comment")]
+        every = [row.source_id for row in ledger.iter_rows(entity="comment")]
+        changed = [row.source_id for row in ledger.iter_changed("comment")]
+    finally:
+        db.set_trace_callback(None)
+    assert pending == every == comments and changed == []
+    walks = [sql for sql in statements if sql.startswith("SELECT") and "LIMIT" in sql]
+    assert len(walks) == 7  # three pages of each walk of the comments, one of the changed ones
+    for sql in walks:
+        plan = " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "TEMP B-TREE" not in plan, plan
+        if ") > (" in sql:  # a page after the first starts at the last one's key
+            assert "entity=? AND source_id>?" in plan, plan
