@@ -254,9 +254,6 @@ class Extractor:
         for entity, rows in children.items():
             self.stats.staged[entity] += len(rows)
         self.progress.advance(self.progress.task(f"{drain.parent} drained"))
-        log.debug(
-            "drained", entity=drain.parent, record=key, **{e: len(r) for e, r in children.items()}
-        )
 
 
 @dataclass

@@ -18,6 +18,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DECODER = msgspec.json.Decoder()
 # built once: json.dumps with options builds an encoder per call (a tenth of the encoding)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# msgspec writes the same text as `_CANONICAL` at an eighth of its CPU (every staged record is
+# hashed), save for floats: 0.00001 where json writes 1e-05, null for NaN. Its text stands
+# only when it holds no number with a fraction or exponent and no null; else json writes it.
+_FAST = msgspec.json.Encoder(order="sorted")
+_NOT_PLAIN = re.compile(rb"null|(?:^|[:,\[])-?[0-9]+[.eE]")
 
 
 def canonical_json(value: Any) -> str:
@@ -25,6 +30,12 @@ def canonical_json(value: Any) -> str:
 
     The text can always be encoded as UTF-8: lone surrogates become U+FFFD.
     """
+    try:
+        fast = _FAST.encode(value)
+    except (TypeError, ValueError, msgspec.MsgspecError):  # a lone surrogate: json's way
+        fast = b"null"
+    if not _NOT_PLAIN.search(fast):
+        return fast.decode("utf-8")
     text = _CANONICAL.encode(value)
     try:
         text.encode("utf-8")
