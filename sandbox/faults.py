@@ -33,7 +33,9 @@ pattern on the request path (no GLOB: every path):
 - ``v3_only:macros``        macros take their field changes in the v3 form alone
                             (``issueUpdate``); the v2 ``fieldChanges`` is a 422 (a service
                             that follows its v3 reference; see ``tracker.planning.macro_forms``)
-- ``hold:NAME``             hold the request, unanswered and not applied, until the test
+- ``hold:NAME[:reads|:writes]``
+                            hold the request (only a read, or only a write, when told),
+                            unanswered and not applied, until the test
                             releases the hold (``RunningSandbox.release(NAME)``, or ``POST
                             /_sandbox/holds/NAME/release``); then it goes
                             on as any other (its other faults too), as do those that come
@@ -202,10 +204,13 @@ def _ratelimit(args: str, glob: str | None) -> Fault:
     )
 
 
-def _hold(name: str, glob: str | None) -> Fault:
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-        raise ValueError("expected hold:NAME, NAME of letters, digits, _ and -")
-    return Fault("hold", gate=name, glob=glob)
+def _hold(args: str, glob: str | None) -> Fault:
+    name, _, direction = args.partition(":")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or direction not in ("", "reads", "writes"):
+        raise ValueError(
+            "expected hold:NAME[:reads|:writes], NAME of letters, digits, _ and -"
+        )
+    return Fault("hold", gate=name, glob=glob, direction=direction or None)
 
 
 def _rate(text: str) -> float:
@@ -320,7 +325,7 @@ class FaultPlan:
                 if fault.headers:
                     announced.append(_policy(fault))
             faults = [fault for fault in self._faults if fault.applies_to(path)]
-            hold = next((f for f in faults if f.kind == "hold"), None)
+            hold = next((f for f in faults if f.kind == "hold" and f.counts(method, path)), None)
             gate = self._gates.get(hold.gate) if hold else None
             delay_ms = sum(
                 f.latency_ms + self._rng.uniform(0, f.jitter_ms)

@@ -117,6 +117,20 @@ def test_a_hold_keeps_requests_unanswered_and_unapplied_until_released(
         assert fresh.held("imports") == 1
 
 
+def test_a_hold_of_writes_lets_the_reads_of_its_path_through(fresh: RunningSandbox) -> None:
+    """hold:NAME:writes@GLOB holds an edit of the issue, not a read of it (a test can stop a
+    run between what it read and what it writes)."""
+    fresh.set_faults("hold:edits:writes@/v3/issues/TEST-1")
+    with client_for(fresh, "source") as client, ThreadPoolExecutor(1) as pool:
+        edit = pool.submit(client.patch, "/issues/TEST-1", json={"summary": "edited"})
+        wait_for(lambda: fresh.held("edits") == 1, timeout=30, what="the edit to be held")
+        assert client.get("/issues/TEST-1").json()["summary"] != "edited"
+        fresh.release("edits")
+        assert edit.result(timeout=30).json()["summary"] == "edited"
+    with pytest.raises(ValueError, match="reads"):
+        parse_faults("hold:edits:both")
+
+
 def test_replacing_the_spec_releases_every_hold(fresh: RunningSandbox) -> None:
     """A held request goes on when the spec is replaced; a hold is released over HTTP
     too (admin token), and one the spec does not name is a 404 there, a ValueError here."""

@@ -72,3 +72,21 @@ def test_writes_sent_with_notifications_on_are_counted_by_route(fresh: RunningSa
         headers={"Authorization": f"OAuth {fresh.info['tokens']['admin']}"},
     )
     assert control.json() == counted
+
+
+def test_an_edit_naming_the_version_it_read_is_refused_once_the_issue_moved_on(
+    source: httpx.Client,
+) -> None:
+    """PATCH /issues/{key}?version=N (the documented lock): applied while N is the issue's
+    version, which the edit moves on; a 409 naming the current one after, nothing applied.
+    The official SDK's If-Match is held to the same version, with a 412."""
+    key = "DEV-5"
+    read = source.get(f"/issues/{key}").json()["version"]
+    first = source.patch(f"/issues/{key}", params={"version": read}, json={"summary": "first"})
+    assert first.status_code == 200 and first.json()["version"] == read + 1
+    stale = source.patch(f"/issues/{key}", params={"version": read}, json={"summary": "stale"})
+    assert stale.status_code == 409
+    assert stale.json()["errors"] == {"version": str(read + 1)}
+    header = source.patch(f"/issues/{key}", headers={"If-Match": f'"{read}"'}, json={"tags": []})
+    assert header.status_code == 412
+    assert source.get(f"/issues/{key}").json()["summary"] == "first"

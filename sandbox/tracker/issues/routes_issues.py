@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from haul.sandbox.timefmt import format_duration, now_ms
 from haul.sandbox.tracker.api.context import Call, json_body, json_object, open_call
 from haul.sandbox.tracker.api.errors import ApiError, issue_not_found
+from haul.sandbox.tracker.api.locking import check_version
 from haul.sandbox.tracker.issues import render
 from haul.sandbox.tracker.issues.editing import (
     add_checklist_items,
@@ -177,8 +178,11 @@ def _issue_body(call: Call, issue: Issue, expand: set[str]) -> dict:
 
 
 async def patch_issue(request: Request) -> Response:
+    """PATCH /issues/{key}: under the version lock when the caller names the version it read
+    (the documented ``version`` query parameter, or the SDK's ``If-Match``): stale is a 409."""
     call = open_call(request)
     issue = find_issue(call, request.path_params["key"])
+    check_version(request, issue.version)
     body = await json_object(request)
     updated = edit_issue(call.org, issue, body, call.user.uid, now_ms())
     return JSONResponse(render.issue(call.view, updated))
