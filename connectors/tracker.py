@@ -401,11 +401,13 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         path = f"/issues/{_segment(key)}/comments/{_segment(comment_id)}/attachments/_import"
         return await self._upload(path, filename, created_at, created_by, source)
 
-    async def update_issue(self, key: str, body: Record) -> Record:
+    async def update_issue(self, key: str, body: Record, *, version: int | None = None) -> Record:
         """PATCH /issues/{key}: only the fields sent change. A write, but repeatable: retried
-        after a lost reply like a read."""
+        after a lost reply like a read. With `version` (the issue's, as read), applied only to
+        that version: ConflictError (409) once the issue moved on."""
+        params = {"version": version} if version is not None else None
         return await self.core.request_json(
-            "PATCH", f"/issues/{_segment(key)}", json=body, repeatable=True
+            "PATCH", f"/issues/{_segment(key)}", params=params, json=body, repeatable=True
         )
 
     async def add_checklist_items(self, key: str, items: list[Record]) -> Record:

@@ -12,12 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from haul.pipelines.commands.run import run_all
 from haul.pipelines.commands.verify import verify
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services as all_services
 from haul.state.store import StagingStore
-from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.cli_fixtures import finish, haul_env, run_haul, start_haul, wait_for
 from tests.helpers.field_edits import every_field_edit, seen
 from tests.helpers.haul_fixtures import (
     TOKEN_ENV,
@@ -104,6 +106,40 @@ async def test_a_persons_edit_in_the_target_survives_and_a_field_edited_on_both_
         await source.update_issue("DEV-3", {"summary": "Summary from the target"})
     assert (await run_all(config, all_services(), environ=environ(info))).problems == 0
     assert _conflicts(config) == []
+
+
+async def test_a_persons_edit_between_the_syncs_read_and_its_write_is_not_overwritten(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The sync's edit of DEV-4 names the version it judged (the API's lock). The sandbox
+    holds that edit; meanwhile a person retitles the issue in the target (through /v2, which
+    the hold does not match). Released, the edit is refused as stale: the sync reads the issue
+    again, finds the summary changed on both sides, and keeps the person's, a conflict."""
+    info = sandbox.info
+    path = _config_file(tmp_path, info)
+    assert (await run_all(load_config(path), all_services(), environ=environ(info))).complete
+    async with client_for(info, "source") as source:
+        await source.update_issue("DEV-4", {"summary": "Retitled at the source"})
+    env = haul_env({TOKEN_ENV: info["tokens"]["admin"]})
+    sandbox.set_faults("hold:edit:writes@/v3/issues/DEV-4")
+    try:
+        run = start_haul("run", "--config", path, env=env)
+        wait_for(lambda: sandbox.held("edit"), 60, "the sync's edit of DEV-4 to be held")
+        person = {"Authorization": f"OAuth {info['tokens']['admin']}",
+                  "X-Org-ID": info["orgs"]["target"]}  # fmt: skip
+        v2 = info["tracker"].removesuffix("/v3") + "/v2/issues/DEV-4"
+        async with httpx.AsyncClient(headers=person) as http:
+            edited = await http.patch(v2, json={"summary": "Retitled by a person"})
+        assert edited.status_code == 200, edited.text
+        sandbox.release("edit")
+        out, err = finish(run)
+    finally:
+        sandbox.set_faults("")
+    assert run.returncode == 3, out + err
+    _, target_now = await _both(info, "DEV-4")
+    assert target_now["summary"] == "Retitled by a person"
+    (why,) = _conflicts(load_config(path))
+    assert "source 'Retitled at the source', target 'Retitled by a person'" in why
 
 
 async def test_source_wins_overwrites_the_target_and_records_what_it_overwrote(

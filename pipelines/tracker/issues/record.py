@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from haul.connectors.errors import AmbiguousWriteError
+from haul.connectors.errors import AmbiguousWriteError, ConflictError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import (
@@ -62,6 +62,8 @@ from haul.state.ledger import LedgerRow
 from haul.state.store import StagedRecord, StagingStore
 
 log = structlog.get_logger(__name__)
+# edits of a person between the refresh's read and its write, before the record fails for now
+MAX_STALE = 3
 
 # records whose source id is "<issue key>/..." (a comment's attachment: under its comment's)
 UNDER_ISSUE = (
@@ -181,12 +183,29 @@ class IssueRecord:
         what changed on both sides is a conflict, settled by `[sync] conflicts`. The edit is
         sent even when it carries nothing: imports keep the source's times, so a comment added
         at the source after the issue was loaded lies outside the target issue's window, and
-        the ordinary edit moves it to now. Answers what haul has now written (the new base)."""
-        source, base, compared, target = await self._three_sides(record, key)
-        self._count_not_updatable(source, base)
+        the ordinary edit moves it to now. The edit names the version it was judged against
+        (the API's lock): a person's edit in between makes it a 409, and the issue is read and
+        judged again, so that edit is kept or a conflict, never overwritten unseen. Answers
+        what haul has now written (the new base)."""
+        self._count_not_updatable(
+            self.forms.source(record), self.load.store.written.base("issue", record.source_id)
+        )
+        for _ in range(MAX_STALE):
+            try:
+                return await self._refresh_once(record, key)
+            except ConflictError as exc:  # edited in the target since it was read: again
+                log.info("issue_version_stale", issue=key, error=str(exc))
+        raise RecordFailure(
+            f"issue {key} kept changing in the target while it was brought up to date"
+            f" ({MAX_STALE} edits in between); the next run tries again"
+        )
+
+    async def _refresh_once(self, record: StagedRecord, key: str) -> Fields:
+        source, _, compared, target, version = await self._three_sides(record, key)
 
         async def edit(names: list[str]) -> None:
-            await self.load.client.update_issue(key, self.forms.edit(record, source, names))
+            body = self.forms.edit(record, source, names)
+            await self.load.client.update_issue(key, body, version=version)
 
         written = await self.load.three_way.settle(
             "issue", record.source_id, (compared, target), edit, always=True
@@ -195,9 +214,9 @@ class IssueRecord:
 
     async def _three_sides(
         self, record: StagedRecord, key: str
-    ) -> tuple[Fields, Fields | None, Fields, Fields]:
-        """The issue's staged fields, its base, and the updatable ones at the source and in
-        the target issue `key`."""
+    ) -> tuple[Fields, Fields | None, Fields, Fields, int | None]:
+        """The issue's staged fields, its base, the updatable ones at the source and in the
+        target issue `key`, and the version of the target issue they were read at."""
         found = await self.load.client.find_issue(key)
         if found is None:
             raise RecordFailure(f"issue {key} is not in the target")
@@ -206,13 +225,14 @@ class IssueRecord:
         compared = {name: value for name, value in source.items() if updatable(name)}
         target = self.forms.target(found, {**compared, **(base or {})})
         target = {name: value for name, value in target.items() if updatable(name)}
-        return source, base, compared, target
+        version = found.get("version")
+        return source, base, compared, target, version if isinstance(version, int) else None
 
     async def field_changes(self, record: StagedRecord, key: str) -> tuple[FieldChanges, Fields]:
         """What the next refresh of the issue would carry, keep and find in conflict, and the
         target's values now (read only: `haul plan`'s preview). A field no update call can
         change that changed at the source is among those carried: the preview names it."""
-        source, base, compared, target = await self._three_sides(record, key)
+        source, base, compared, target, _ = await self._three_sides(record, key)
         written_as = self.load.transform.references.written_as
         changes, _ = with_decisions(  # what the refresh will do of a conflict decided
             diff_fields(compared, base, target, written_as),
