@@ -131,6 +131,14 @@ class TrackerClient(EntityCalls, QueueConfigCalls, QueueRuleCalls, RemovalCalls)
         """One issue by key; NotFoundError when it does not exist."""
         return await self.core.get_json(f"/issues/{_segment(key)}")
 
+    async def issues_by_keys(self, keys: list[str]) -> list[Record]:
+        """The issues of these keys, by one search (`{"keys": [...]}`) of pages of 100; a key
+        the target lacks is left out."""
+        paginator = PageNumberPaginator(per_page=100)
+        body = {"keys": keys}
+        pages = self._records("/issues/_search", paginator, method="POST", json=body)
+        return [issue async for issue in pages]
+
     async def find_issue(self, key: str) -> Record | None:
         """One issue by key, or None when it does not exist."""
         try:

@@ -69,3 +69,31 @@ async def test_the_load_reads_back_no_checklist_and_no_comment_it_wrote(
         base = store.written.base("checklist", f"{key}/checklist")
     assert base is not None and items[-1]["text"] == "Added at the source"
     assert str(items[-1]["id"]) in {str(item["id"]) for item in base["items"].values()}
+
+
+async def test_a_sync_reads_the_issues_it_brings_up_to_date_by_one_search(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """Five issues retitled at the source: the sync judges each against the target's issue,
+    read by one search of their keys (`{"keys": [...]}`), not by a GET each; each edit names
+    the version that search read."""
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    await extract(config, all_services(), environ=environ(info))
+    assert (await load(config, all_services(), environ=environ(info))).complete
+    keys = [f"DEV-{n}" for n in range(1, 6)]
+    async with client_for(info, "source") as source:
+        for key in keys:
+            await source.update_issue(key, {"summary": f"{key} retitled at the source"})
+    await extract(config, all_services(), environ=environ(info))
+    before = _served(sandbox)
+
+    assert (await load(config, all_services(), environ=environ(info))).complete
+
+    synced = _served(sandbox) - before
+    assert synced["POST /v3/issues/_search"] == 1
+    assert synced[ISSUE] == 0
+    assert synced["PATCH /v3/issues/{key}"] == len(keys)
+    async with client_for(info, "target") as target:
+        for key in keys:
+            assert (await target.get_issue(key))["summary"] == f"{key} retitled at the source"

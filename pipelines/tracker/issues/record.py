@@ -55,6 +55,7 @@ from haul.pipelines.tracker.issues.fields import (
     updatable,
 )
 from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
+from haul.pipelines.tracker.issues.reads import IssueReads
 from haul.pipelines.tracker.issues.statuses import carried_by_import
 from haul.pipelines.tracker.issues.verify import IssueForms, TrackerVerifier
 from haul.pipelines.tracker.target import moved_issues
@@ -123,6 +124,7 @@ class IssueRecord:
 
     def __init__(self, load: TreeLoad, forms: IssueForms) -> None:
         self.load, self.forms = load, forms
+        self.reads = IssueReads(load.client, lambda: changed_target_keys(load.store))
 
     def spec(self) -> EntitySpec:
         return EntitySpec(
@@ -217,7 +219,7 @@ class IssueRecord:
     ) -> tuple[Fields, Fields | None, Fields, Fields, int | None]:
         """The issue's staged fields, its base, the updatable ones at the source and in the
         target issue `key`, and the version of the target issue they were read at."""
-        found = await self.load.client.find_issue(key)
+        found = await self.reads.issue(key)
         if found is None:
             raise RecordFailure(f"issue {key} is not in the target")
         source = self.forms.source(record)
@@ -248,6 +250,12 @@ class IssueRecord:
         for name in import_only(source):
             if base is not None and not same(base.get(name), source.get(name)):
                 self.load.not_updatable[name] += 1
+
+
+def changed_target_keys(store: StagingStore) -> list[str]:
+    """The target keys of the loaded issues whose staged record changed: what the load will
+    refresh, in the order it walks them."""
+    return [row.target_id for row in store.ledger.iter_changed("issue") if row.target_id]
 
 
 def issue_record(load: TreeLoad) -> IssueRecord:

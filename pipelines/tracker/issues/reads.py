@@ -1,0 +1,77 @@
+"""The target issues a sync brings up to date, read a hundred at a time.
+
+A sync refreshes every loaded issue whose staged record changed, and each refresh judges the
+target's fields three ways: it needs the issue as the target holds it. Read one by one, that
+is a GET per changed issue. The search takes a list of keys (`{"keys": [...]}`, documented),
+so the first refresh that asks reads its issue together with the next ones the ledger will
+refresh, in the order the engine walks them (by source key), and the refreshes after it find
+theirs read.
+
+A read is handed out once: a refresh judged again (its edit refused as stale, the API's
+version lock) reads the issue by itself, as does one the ledger did not name (an issue moved
+to another key by its refresh) or one the search did not answer. A read taken ahead may be
+older than a GET would have been; the edit names the version it was judged against, so a
+person's edit in between is seen, never overwritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from haul.connectors.errors import RecordError, TransientError
+from haul.connectors.tracker import Record, TrackerClient
+
+log = structlog.get_logger(__name__)
+
+CHUNK = 100  # keys a search asks for: one page of the search
+
+
+class IssueReads:
+    """The target's issues for the refreshes of one run, read `CHUNK` at a time."""
+
+    def __init__(self, client: TrackerClient, refreshed: Callable[[], list[str]]) -> None:
+        self.client = client
+        self._refreshed = refreshed  # the target keys the run will refresh, in its order
+        self._place: dict[str, int] | None = None
+        self._keys: list[str] = []
+        self._asked: set[str] = set()
+        self._reads: dict[str, asyncio.Task[dict[str, Record]]] = {}
+
+    async def issue(self, key: str) -> Record | None:
+        """The target issue `key` (None when the target lacks it)."""
+        if self._place is None:
+            self._keys = self._refreshed()
+            self._place = {k: place for place, k in enumerate(self._keys)}
+        read = self._reads.pop(key, None)
+        if read is None and key in self._place and key not in self._asked:
+            read = self._ask_from(self._place[key])
+            self._reads.pop(key, None)
+        if read is not None:
+            try:
+                found = (await read).get(key)
+            except (RecordError, TransientError) as exc:  # each is read by itself instead
+                log.info("issue_reads_failed", error=str(exc))
+                found = None
+            if found is not None:
+                return found
+        return await self.client.find_issue(key)
+
+    def _ask_from(self, place: int) -> asyncio.Task[dict[str, Record]]:
+        """One search for the key at `place` and the next ones not asked for yet."""
+        keys: list[str] = []
+        for key in self._keys[place:]:
+            if key not in self._asked:
+                keys.append(key)
+                self._asked.add(key)
+            if len(keys) == CHUNK:
+                break
+        read = asyncio.ensure_future(self._search(keys))
+        for key in keys:
+            self._reads[key] = read
+        return read
+
+    async def _search(self, keys: list[str]) -> dict[str, Record]:
+        return {str(issue.get("key")): issue for issue in await self.client.issues_by_keys(keys)}
