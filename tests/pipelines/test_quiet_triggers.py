@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from haul.pipelines.commands.run import extract, open_clients, open_store, run_all
+from haul.pipelines.commands.run import extract, load, open_clients, open_store, run_all
 from haul.pipelines.config import Config, load_config
 from haul.pipelines.registry import services as all_services
 from haul.pipelines.tracker.planning.quiet_rules import QUIET_RULES
-from tests.helpers.cli_fixtures import haul_env, run_haul
+from tests.helpers.cli_fixtures import finish, haul_env, run_haul, start_haul, wait_for
 from tests.helpers.haul_fixtures import environ, source_queues, write_config
 from tests.helpers.sandbox_clients import tracker_call
 
@@ -30,6 +30,7 @@ from tests.helpers.sandbox_clients import tracker_call
 class Orgs:
     info: dict[str, Any]
     config: Config
+    sandbox: Any = None  # the running sandbox: its faults and holds
 
     def call(self, org: str, method: str, path: str, **kwargs: Any) -> Any:
         return tracker_call(self.info, org, method, path, **kwargs)
@@ -69,7 +70,7 @@ def orgs(tmp_path: Path) -> Iterator[Orgs]:
         text = path.read_text(encoding="utf-8")
         target = f'org_id = "{info["orgs"]["target"]}"'
         path.write_text(text.replace(target, f'org_id = "{info["orgs"]["empty"]}"'), "utf-8")
-        orgs = Orgs(info, load_config(path))
+        orgs = Orgs(info, load_config(path), sandbox)
         orgs.run()
         yield orgs
 
@@ -93,20 +94,55 @@ def test_a_later_runs_import_fires_no_trigger_and_leaves_them_on(orgs: Orgs) -> 
     before = orgs.active("empty", queue)
     assert orgs.fired(queue) == 0
     key = orgs.new_source_issue(queue, "Found after the migration")
+    asyncio.run(extract(orgs.config, all_services(), environ=environ(orgs.info)))
     served = orgs.served()
-    orgs.run()
-    sent = {route: n - served.get(route, 0) for route, n in orgs.served().items()}
+    loaded = asyncio.run(load(orgs.config, all_services(), environ=environ(orgs.info)))
+    assert loaded.failed == 0, loaded
+    sent = {route: n - served.get(route, 0) for route, n in orgs.served().items()}  # the load's
     assert orgs.call("empty", "GET", f"/issues/{key}")["summary"] == "Found after the migration"
     assert orgs.fired(queue) == 0
     assert orgs.active("empty", queue) == before == orgs.active("source", queue)
     assert orgs.autoactions("empty", queue) == orgs.autoactions("source", queue)
-    # each rule of the queue read once to know it is active; each active one switched off
-    # under that read's version, then read again (after the load) and switched back on
-    rules = len(before) + len(orgs.autoactions("empty", queue))
+    # the queue's rules read once, by its two listings, to know which are active; each
+    # active one switched off under the version read, then on under the version its switch
+    # off answered: no rule read by itself
+    kinds = bool(before) + bool(orgs.autoactions("empty", queue))
     one = ("/v3/queues/{queue}/triggers/{trigger_id}", "/v3/queues/{queue}/autoactions/{action_id}")
+    listings = ("/v3/queues/{queue}/triggers", "/v3/queues/{queue}/autoactions")
     reads = sum(sent.get(f"GET {path}", 0) for path in one)
+    listed = sum(sent.get(f"GET {path}", 0) for path in listings)
     switches = sum(sent.get(f"PATCH {path}", 0) for path in one)
-    assert switches > 0 and reads == rules + switches // 2
+    assert switches > 0 and switches % 2 == 0
+    assert reads == 0 and listed == kinds
+
+
+def test_a_rule_a_person_edits_during_the_load_goes_back_on_as_they_left_it(orgs: Orgs) -> None:
+    """The load is held at its import; meanwhile a person renames a trigger haul switched off
+    for it (its version moves on). Released, the switch on under the version the switch off
+    answered is refused as stale: haul reads the trigger and switches it on under the new
+    one, the person's name kept."""
+    queue = _listening_queue(orgs)
+    triggers = orgs.call("empty", "GET", f"/queues/{queue}/triggers")
+    path = f"/queues/{queue}/triggers/{next(t['id'] for t in triggers if t['active'])}"
+    orgs.new_source_issue(queue, "Imported while a person edits a trigger")
+    asyncio.run(extract(orgs.config, all_services(), environ=environ(orgs.info)))
+    orgs.sandbox.set_faults("hold:imports:writes@/v3/issues/_import")
+    try:
+        running = start_haul("load", "--config", orgs.config.folder / "haul.toml",
+                             env=haul_env(environ(orgs.info)))  # fmt: skip
+        wait_for(lambda: orgs.sandbox.held("imports"), 60, "the load's import to be held")
+        off = orgs.call("empty", "GET", path)
+        assert off["active"] is False  # switched off for the load
+        renamed = {"name": "Renamed by a person"}
+        orgs.call("empty", "PATCH", path, params={"version": off["version"]}, json=renamed)
+        orgs.sandbox.release("imports")
+        out, err = finish(running)
+    finally:
+        orgs.sandbox.set_faults("")
+    assert running.returncode == 0, out + err
+    after = orgs.call("empty", "GET", path)
+    assert after["active"] is True and after["name"] == "Renamed by a person"
+    assert after["version"] == off["version"] + 2  # the person's edit, then the switch on
 
 
 async def _switch_off_and_die(orgs: Orgs) -> None:

@@ -13,10 +13,13 @@ alone.
 Resumable, and exactly once, with one checkpoint (`QUIET_RULES`), written apart from the
 ledger (only the engine writes that):
 
-1. read which of them are active in the target; add them to the checkpoint, and commit;
-2. switch each off (a PATCH of `active`, repeatable);
+1. read which of them are active in the target (each queue's listing of its triggers, and of
+   its autoactions: one read a queue, not one a rule); add them to the checkpoint, and commit;
+2. switch each off (a PATCH of `active` under the version read, repeatable);
 3. load;
-4. switch each in the checkpoint on again; then empty the checkpoint, and commit.
+4. switch each in the checkpoint on again, under the version its switch off answered (read
+   again only where that is stale: a person edited it during the load, or an earlier run
+   switched it off); then empty the checkpoint, and commit.
 
 A run killed anywhere between 1 and 4 leaves the checkpoint naming every rule it may have
 switched off (one still on is named too: switching it on again changes nothing); the next run
@@ -30,12 +33,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-from haul.connectors.errors import NotFoundError
+from haul.connectors.errors import ConflictError, NotFoundError
 from haul.connectors.tracker import TrackerClient
 from haul.pipelines.tracker.transform import QueueMap
 from haul.state.store import StagingStore
@@ -67,6 +70,8 @@ class QuietRules:
     client: TrackerClient
     store: StagingStore
     queues: QueueMap
+    # each rule as its switch off answered (its version then: the lock of the switch on)
+    switched_off: dict[Rule, dict[str, Any]] = field(default_factory=dict)
 
     @asynccontextmanager
     async def holding(self) -> AsyncIterator[None]:
@@ -84,7 +89,11 @@ class QuietRules:
 
     async def _restore(self, held: set[Rule]) -> None:
         for rule in sorted(held, key=Rule.as_json):
-            if self._source_active(rule):
+            if not self._source_active(rule):
+                continue
+            try:  # as its switch off left it, unread
+                await self._switch(rule, active=True, found=self.switched_off.get(rule))
+            except ConflictError:  # edited in the target during the load: read, then switch
                 await self._switch(rule, active=True)
         if held:
             self._record(set())
@@ -120,9 +129,33 @@ class QuietRules:
         ]  # fmt: skip
 
     async def _active(self, rules: Iterable[Rule]) -> dict[Rule, dict[str, Any]]:
-        """Each rule the target has active, as just read (its version: the switch's lock)."""
-        read = {rule: await self._read(rule) for rule in rules}
-        return {rule: found for rule, found in read.items() if found and found.get("active")}
+        """Each rule the target has active, as just read (its version: the switch's lock), from
+        its queue's listing: one read a queue and kind, not one a rule."""
+        listings: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        active: dict[Rule, dict[str, Any]] = {}
+        for rule in rules:
+            where = (rule.entity, rule.queue)
+            if where not in listings:
+                listings[where] = await self._listing(*where)
+            found = listings[where].get(str(rule.target_id))
+            if found is not None and "version" not in found:  # a listing without the lock
+                found = await self._read(rule)
+            if found is None:
+                log.info("held_rule_gone", entity=rule.entity, source_id=rule.source_id)
+            elif found.get("active"):
+                active[rule] = found
+        return active
+
+    async def _listing(self, entity: str, queue: str) -> dict[str, dict[str, Any]]:
+        """A queue's triggers or autoactions, by id."""
+        try:
+            if entity == "trigger":
+                listed = await self.client.list_rules(queue, "triggers")
+            else:
+                listed = await self.client.list_autoactions(queue)
+        except NotFoundError:  # the queue is gone from the target
+            return {}
+        return {str(item.get("id")): item for item in listed if isinstance(item, dict)}
 
     def _source_active(self, rule: Rule) -> bool:
         """Whether it goes back on: unless the source switched it off meanwhile (one deleted at
@@ -151,11 +184,15 @@ class QuietRules:
         version = int(found.get("version") or 1)
         if rule.entity == "trigger":
             body = {"active": active}
-            await self.client.update_rule(rule.queue, "triggers", rule.target_id, body, version)
+            reply = await self.client.update_rule(
+                rule.queue, "triggers", rule.target_id, body, version
+            )
         else:
-            await self.client.update_autoaction(
+            reply = await self.client.update_autoaction(
                 rule.queue, rule.target_id, version, {"active": active}
             )
+        if not active and isinstance(reply, dict) and "version" in reply:
+            self.switched_off[rule] = reply
 
 
 def held_in_target(store: StagingStore) -> list[str]:
