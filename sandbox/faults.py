@@ -207,9 +207,7 @@ def _ratelimit(args: str, glob: str | None) -> Fault:
 def _hold(args: str, glob: str | None) -> Fault:
     name, _, direction = args.partition(":")
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or direction not in ("", "reads", "writes"):
-        raise ValueError(
-            "expected hold:NAME[:reads|:writes], NAME of letters, digits, _ and -"
-        )
+        raise ValueError("expected hold:NAME[:reads|:writes], NAME of letters, digits, _ and -")
     return Fault("hold", gate=name, glob=glob, direction=direction or None)
 
 
