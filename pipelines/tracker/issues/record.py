@@ -189,12 +189,9 @@ class IssueRecord:
         (the API's lock): a person's edit in between makes it a 409, and the issue is read and
         judged again, so that edit is kept or a conflict, never overwritten unseen. Answers
         what haul has now written (the new base)."""
-        self._count_not_updatable(
-            self.forms.source(record), self.load.store.written.base("issue", record.source_id)
-        )
-        for _ in range(MAX_STALE):
+        for attempt in range(MAX_STALE):
             try:
-                return await self._refresh_once(record, key)
+                return await self._refresh_once(record, key, counted=attempt > 0)
             except ConflictError as exc:  # edited in the target since it was read: again
                 log.info("issue_version_stale", issue=key, error=str(exc))
         raise RecordFailure(
@@ -202,8 +199,10 @@ class IssueRecord:
             f" ({MAX_STALE} edits in between); the next run tries again"
         )
 
-    async def _refresh_once(self, record: StagedRecord, key: str) -> Fields:
-        source, _, compared, target, version = await self._three_sides(record, key)
+    async def _refresh_once(self, record: StagedRecord, key: str, *, counted: bool) -> Fields:
+        source, base, compared, target, version = await self._three_sides(record, key)
+        if not counted:  # once an issue, however often it is judged
+            self._count_not_updatable(source, base)
 
         async def edit(names: list[str]) -> None:
             body = self.forms.edit(record, source, names)
