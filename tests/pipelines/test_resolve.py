@@ -172,16 +172,16 @@ async def test_decisions_are_written_by_the_next_run_once_and_leave_status(
 async def test_a_run_killed_after_writing_a_decision_writes_it_once_when_run_again(
     sandbox: Any, tmp_path: Path
 ) -> None:
-    """The load that applies `--take source` is held by the sandbox at its first request to
-    the issue (its read), then its edit is applied and its reply held: killed there, after the
-    write and before the store recorded it, then run again, it writes the value once, and the
-    conflict is gone."""
+    """The load that applies `--take source` is held by the sandbox at its read of the issue
+    (a search of the keys it refreshes), then its edit is applied and its reply held: killed
+    there, after the write and before the store recorded it, then run again, it writes the
+    value once, and the conflict is gone."""
     info = sandbox.info
     path, env = await _migrated_with_conflicts(sandbox, tmp_path, ["DEV-3"])
     resolve = ("resolve", "--config", path, "--take", "source", "--issue", "DEV-3")
     assert run_haul(*resolve, "--field", "summary", env=env).returncode == 0
     wanted = "DEV-3 as the source has it"
-    sandbox.set_faults("hold:read@/v3/issues/DEV-3")
+    sandbox.set_faults("hold:read@/v3/issues/_search")
     load = start_haul("load", "--config", path, env=env)
     try:
         wait_for(lambda: sandbox.held("read"), 60, "the load to read the issue")

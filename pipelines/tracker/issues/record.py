@@ -34,6 +34,7 @@ import structlog
 
 from haul.connectors.errors import AmbiguousWriteError, ConflictError
 from haul.connectors.tracker import TrackerClient
+from haul.connectors.tracker_reads import IssueReads
 from haul.pipelines.services import Entity
 from haul.pipelines.specs import (
     EntitySpec,
@@ -55,7 +56,6 @@ from haul.pipelines.tracker.issues.fields import (
     updatable,
 )
 from haul.pipelines.tracker.issues.kinds import Kind, KindPreview, TreeLoad
-from haul.pipelines.tracker.issues.reads import IssueReads
 from haul.pipelines.tracker.issues.statuses import carried_by_import
 from haul.pipelines.tracker.issues.verify import IssueForms, TrackerVerifier
 from haul.pipelines.tracker.target import moved_issues

@@ -1,17 +1,16 @@
-"""The target issues a sync brings up to date, read a hundred at a time.
+"""Issues read ahead, a hundred at a time, for a caller that knows which it will ask for next.
 
 A sync refreshes every loaded issue whose staged record changed, and each refresh judges the
 target's fields three ways: it needs the issue as the target holds it. Read one by one, that
 is a GET per changed issue. The search takes a list of keys (`{"keys": [...]}`, documented),
-so the first refresh that asks reads its issue together with the next ones the ledger will
-refresh, in the order the engine walks them (by source key), and the refreshes after it find
-theirs read.
+so the first refresh that asks reads its issue together with the next ones it will ask for (the
+order the load walks them, by source key), and the refreshes after it find theirs read.
 
 A read is handed out once: a refresh judged again (its edit refused as stale, the API's
-version lock) reads the issue by itself, as does one the ledger did not name (an issue moved
-to another key by its refresh) or one the search did not answer. A read taken ahead may be
-older than a GET would have been; the edit names the version it was judged against, so a
-person's edit in between is seen, never overwritten.
+version lock) reads the issue by itself, as does one not in the list (an issue moved to
+another key by its refresh) or one the search did not answer. A read taken ahead may be older
+than a GET would have been; the edit names the version it was judged against, so a person's
+edit in between is seen, never overwritten.
 """
 
 from __future__ import annotations
