@@ -209,6 +209,9 @@ def export(size: str, config: Path, env: dict[str, str], max_seconds: float | No
     out = work / "exports"
     command = [HAUL, "export", "--config", str(config), "--format", "parquet", "--out", str(out)]
     ran = run(command, env, work / "bench.log", max_seconds)
+    if ran.status != 0 and not ran.stopped:  # failed, or ended from outside: no figure of it
+        say(f"{size}: haul export: {ran.note()}: nothing recorded (see bench.log)")
+        return
     folder = out / "latest"
     daily = 0
     if (folder / "manifest.json").is_file():
