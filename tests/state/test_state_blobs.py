@@ -27,18 +27,46 @@ def test_store_keeps_blobs_beside_the_database(store: StagingStore) -> None:
 
 
 def test_blob_is_named_by_sha256_and_reads_back(tmp_path: Path) -> None:
-    """The finished blob is stored under its sha256 with a two-level fan-out."""
+    """The finished blob is stored under its sha256, one folder level down."""
     blobs = BlobStore(tmp_path / "blobs")
     with blobs.writer() as writer:
         writer.write(b"hello ")
         writer.write(b"world")
     digest = hashlib.sha256(b"hello world").hexdigest()
     assert (writer.sha256, writer.size) == (digest, 11)
-    assert blobs.path(digest) == tmp_path / "blobs" / digest[:2] / digest[2:4] / digest
+    assert blobs.path(digest) == tmp_path / "blobs" / digest[:2] / digest
     assert blobs.exists(digest)
     with blobs.open(digest) as stored:
         assert stored.read() == b"hello world"
     assert files_under(tmp_path / "blobs") == [blobs.path(digest)]
+
+
+def test_a_blob_an_earlier_store_kept_two_levels_down_is_found_there(tmp_path: Path) -> None:
+    """A store written before keeps its blobs at ``ab/cd/abcd...``: each is found, checked,
+    read and adopted by another store there; writing the same bytes again places them one
+    level down, where they are found from then on, and a discard takes both. New blobs of a
+    thousand names make at most 256 folders."""
+    blobs = BlobStore(tmp_path / "blobs")
+    digest = hashlib.sha256(b"kept before").hexdigest()
+    earlier = tmp_path / "blobs" / digest[:2] / digest[2:4] / digest
+    earlier.parent.mkdir(parents=True)
+    earlier.write_bytes(b"kept before")
+    assert blobs.exists(digest) and blobs.intact(digest) and blobs.path(digest) == earlier
+    with blobs.open(digest) as stored:
+        assert stored.read() == b"kept before"
+    other = BlobStore(tmp_path / "other")
+    assert other.adopt(blobs, digest) in ("linked", "copied")
+    assert other.path(digest) == tmp_path / "other" / digest[:2] / digest
+    with blobs.writer() as writer:
+        writer.write(b"kept before")
+    assert blobs.path(digest) == tmp_path / "blobs" / digest[:2] / digest
+    blobs.discard(digest)  # both copies
+    assert not blobs.exists(digest) and not earlier.exists()
+    for n in range(1000):
+        with blobs.writer() as writer:
+            writer.write(str(n).encode())
+    folders = [path for path in (tmp_path / "blobs").rglob("*") if path.is_dir()]
+    assert len(folders) <= 256 + 1  # the first level, and the earlier store's one below it
 
 
 def test_writer_streams_to_disk_without_holding_the_bytes(tmp_path: Path) -> None:
