@@ -44,10 +44,9 @@ class IssueReads:
         if self._place is None:
             self._keys = self._refreshed()
             self._place = {k: place for place, k in enumerate(self._keys)}
+        if key in self._place and key not in self._asked:
+            self._ask_from(self._place[key])
         read = self._reads.pop(key, None)
-        if read is None and key in self._place and key not in self._asked:
-            read = self._ask_from(self._place[key])
-            self._reads.pop(key, None)
         if read is not None:
             try:
                 found = (await read).get(key)
@@ -58,7 +57,7 @@ class IssueReads:
                 return found
         return await self.client.find_issue(key)
 
-    def _ask_from(self, place: int) -> asyncio.Task[dict[str, Record]]:
+    def _ask_from(self, place: int) -> None:
         """One search for the key at `place` and the next ones not asked for yet."""
         keys: list[str] = []
         for key in self._keys[place:]:
@@ -70,7 +69,6 @@ class IssueReads:
         read = asyncio.ensure_future(self._search(keys))
         for key in keys:
             self._reads[key] = read
-        return read
 
     async def _search(self, keys: list[str]) -> dict[str, Record]:
         return {str(issue.get("key")): issue for issue in await self.client.issues_by_keys(keys)}

@@ -96,8 +96,9 @@ class BlobStore:
         return self.root / sha256[:2] / sha256
 
     def exists(self, sha256: str) -> bool:
-        """True if the blob's bytes are stored."""
-        return self.path(sha256).is_file()
+        """True if the blob's bytes are stored (one look where it is placed, a second where an
+        earlier store kept it)."""
+        return self.placed(sha256).is_file() or _earlier(self.root, sha256).is_file()
 
     def open(self, sha256: str) -> BinaryIO:
         """Open the blob for binary reading; FileNotFoundError if it is not stored."""
