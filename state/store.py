@@ -90,6 +90,7 @@ class StagingStore:
         self.budgets = Budgets(db, clock)  # the rates each service's budgets found, kept
         self._lock_path = path.with_name(path.name + ".lock")
         self._clock = clock
+        self._answers: dict[tuple[str, ...], set[str]] | None = None  # see `records_held`
 
     @classmethod
     def open_readonly(cls, path: str | Path, *, busy_timeout_ms: int = 10_000) -> StagingStore:
@@ -167,6 +168,22 @@ class StagingStore:
         with atomic(self.db):
             yield
 
+    @contextmanager
+    def records_held(self) -> Iterator[None]:
+        """Inside, `distinct_values` asked again answers from its first answer: planning asks
+        the same of every staged issue a dozen times (the statuses, the queues each dictionary's
+        plan and each queue configuration's look up), and each asking had SQLite parse every
+        issue's JSON. A record written, replaced or deleted inside forgets every answer."""
+        self._answers = {}
+        try:
+            yield
+        finally:
+            self._answers = None
+
+    def _records_changed(self) -> None:
+        if self._answers:
+            self._answers.clear()
+
     # -- staged records -------------------------------------------------------------
 
     def upsert_records(self, entity: str, rows: Iterable[dict[str, Any]]) -> int:
@@ -187,6 +204,7 @@ class StagingStore:
                 given += 1
                 yield _record_values(entity, row, now)
 
+        self._records_changed()
         with joined(self.db):
             self.db.conn.executemany(_UPSERT_RECORD, values())
         return given
@@ -226,6 +244,7 @@ class StagingStore:
     def delete_record(self, entity: str, source_id: str) -> int:
         """Unstage one record (gone from the source, or staged again under its new key);
         return 1 if it was staged, else 0. Its drained mark and ledger row stay."""
+        self._records_changed()
         with joined(self.db):
             return self.db.execute(
                 "DELETE FROM records WHERE entity = ? AND source_id = ?", [entity, source_id]
@@ -245,6 +264,7 @@ class StagingStore:
         if kept := list(keep):
             where.append(f"entity NOT IN ({', '.join('?' * len(kept))})")
             params += kept
+        self._records_changed()
         with joined(self.db):
             return self.db.execute(
                 f"DELETE FROM records WHERE {' AND '.join(where)}", params
@@ -335,13 +355,19 @@ class StagingStore:
         functions read them, so the records are never decoded in Python."""
         if not path or not all(_JSON_KEY.fullmatch(step) for step in path):
             raise ValueError(f"not a path of plain JSON keys: {path!r}")
+        held = (entity, *path)
+        if self._answers is not None and held in self._answers:
+            return set(self._answers[held])
         json_path = "$." + ".".join(path)
         rows = self.db.query(
             "SELECT DISTINCT CAST(json_extract(raw, ?) AS TEXT) AS value FROM records"
             " WHERE entity = ? AND json_extract(raw, ?) IS NOT NULL",
             [json_path, entity, json_path],
         )
-        return {row["value"] for row in rows}
+        values = {row["value"] for row in rows}
+        if self._answers is not None:
+            self._answers[held] = set(values)
+        return values
 
     def source_ids(self, entity: str) -> set[str]:
         """The source ids of the staged records of `entity` (their raw is not read)."""

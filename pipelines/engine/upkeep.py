@@ -86,7 +86,8 @@ def resend_what_shows(
 def plan_ledger(store: StagingStore, plans: Mapping[str, PlanFn]) -> int:
     """Bring the ledger up to date with what is staged, one transaction; return the new rows
     (run after every extract: counts and status are aggregate queries on the ledger)."""
-    with store.transaction():  # the store reads in pages: writing meanwhile is safe
+    # the store reads in pages: writing meanwhile is safe; the plans write no staged record
+    with store.transaction(), store.records_held():
         return sum(_plan_entity(store.ledger, name, plan(store)) for name, plan in plans.items())
 
 

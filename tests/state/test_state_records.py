@@ -340,3 +340,31 @@ def test_distinct_values_reads_one_json_path_without_decoding_records(
     assert store.distinct_values("comment", "status", "id") == set()
     with pytest.raises(ValueError):
         store.distinct_values("issue", "status'); DROP TABLE records; --")
+
+
+def test_distinct_values_asked_again_while_records_are_held_reads_once_until_one_is_written(
+    store: StagingStore,
+) -> None:
+    """Planning asks every issue's statuses a dozen times: held, SQLite reads them once. Each
+    write of a record (staged, replaced under its parent, deleted) forgets what was read."""
+    store.upsert_records("issue", [{"source_id": "A-1", "raw": {"status": {"id": "1"}}}])
+    reads: list[str] = []
+    store.db.conn.set_trace_callback(
+        lambda sql: reads.append(sql) if "json_extract" in sql else None
+    )
+    with store.records_held():
+        assert store.distinct_values("issue", "status", "id") == {"1"}
+        store.distinct_values("issue", "status", "id").add("mine")  # a copy: the caller's own
+        assert store.distinct_values("issue", "status", "id") == {"1"}
+        assert len(reads) == 1
+        store.upsert_records("issue", [{"source_id": "A-2", "raw": {"status": {"id": "2"}}}])
+        assert store.distinct_values("issue", "status", "id") == {"1", "2"}
+        store.replace_children("A-1", "comment", [{"source_id": "C", "raw": {"status": {"id": 3}}}])
+        assert store.distinct_values("comment", "status", "id") == {"3"}
+        store.delete_under("A-1", entities=["comment"])
+        assert store.distinct_values("comment", "status", "id") == set()
+        store.delete_record("issue", "A-2")
+        assert store.distinct_values("issue", "status", "id") == {"1"}
+        assert len(reads) == 5
+    assert store.distinct_values("issue", "status", "id") == {"1"}
+    assert len(reads) == 6  # let go: asked anew
