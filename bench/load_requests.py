@@ -13,7 +13,10 @@ On the small org (no latency: requests do not depend on it), with the default co
   fires none), counted from the sync's PATCHes of them;
 - haul's own CPU (user + system of each `haul` process, start-up included) per request it
   sent, in extract and in load, beside bare aiohttp's (bench/http_overhead.py's client: the
-  same link listing N times, 8 in flight) measured against the same sandbox right after.
+  same link listing N times, 8 in flight) measured against the same sandbox right after. The
+  extract's is the better of two extracts into fresh stores, as aiohttp's is the better of two
+  rounds: other work on the shared machine only adds CPU time (the file system's share, the
+  system CPU, swung 0.10-0.42 ms per request between runs of the same code).
 
     .venv/bin/python bench/load_requests.py [--size small] [--requests 3000]
 """
@@ -36,6 +39,7 @@ from results import record
 from tracker import sandbox_requests
 
 SENT = "SELECT entity, count(*) FROM ledger WHERE status = 'done' AND found = 0 AND attempts > 0"
+BETTER = "; the better of two extracts, as aiohttp's of two rounds"
 ROWS = "SELECT entity, source_id, status, target_id, payload_hash, updated_at FROM ledger"
 
 
@@ -70,6 +74,11 @@ async def aiohttp_cpu_ms(info: dict[str, Any], keys: list[str], count: int) -> f
     return min(cpu for cpu, _ in rounds) / count * 1000
 
 
+def cpu_per_request(by_route: Counter[str], ran: Ran) -> float:
+    """haul's CPU milliseconds (start-up included) per request it sent."""
+    return 1000 * ran.cpu_s / max(1, sum(by_route.values()))
+
+
 def rule_switches(by_route: Counter[str]) -> int:
     """The PATCHes that switch a queue's triggers and autoactions off and on around a sync."""
     rules = ("PATCH /v3/queues/{queue}/triggers/", "PATCH /v3/queues/{queue}/autoactions/")
@@ -90,11 +99,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix=f"haul-bench-load-{args.size}-"))
+    again = Path(tempfile.mkdtemp(prefix=f"haul-bench-extract-{args.size}-"))
     database = workdir / "haul.db"
     try:
         with sandbox(args.size, 0.0) as info:
             config = write_config(workdir, info)
-            extracted, extract_ran = counted("extract", config, info)
+            extracts = [counted("extract", write_config(again, info), info)]
+            extracts.append(counted("extract", config, info))
+            extracted, extract_ran = min(extracts, key=lambda run: cpu_per_request(*run))
             loaded, load_ran = counted("load", config, info)
             migration_floor = sent_rows(database)
             issues = staged_issues(config)
@@ -108,6 +120,9 @@ def main() -> None:
             moved = len(ledger_rows(database) - before)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(again, ignore_errors=True)
+    print("haul extract, two into fresh stores: " + ", ".join(
+        f"{cpu_per_request(*run):.2f} ms per request" for run in extracts))  # fmt: skip
     migration_rows = sum(migration_floor.values())
     show("migration load", loaded, migration_rows, migration_rows)
     switched = rule_switches(synced)
@@ -121,13 +136,13 @@ def main() -> None:
            f"{(moved + switched) / max(1, moved):.2f} (one write a record carried, {moved}"
            f" ledger rows moved, and {switched} rule switches off and on)")  # fmt: skip
     for stage, by_route, ran in (("extract", extracted, extract_ran), ("load", loaded, load_ran)):
-        per_request = 1000 * ran.cpu_s / max(1, sum(by_route.values()))
+        per_request = cpu_per_request(by_route, ran)
         print(f"haul {stage}: {ran.cpu_s:.1f} CPU s (system {ran.system_s:.1f} s),"
               f" {per_request:.2f} ms per request; bare aiohttp {bare_ms:.2f} ms per request")  # fmt: skip
         system = 1000 * ran.system_s / max(1, sum(by_route.values()))
         record(f"haul {stage}: CPU ms per request", per_request, "<= 1", unit="ms",
                note=f"{note}; of which system {system:.2f} ms; bare aiohttp {bare_ms:.2f} ms"
-               " in the same run")  # fmt: skip
+               f" in the same run{BETTER if stage == 'extract' else ''}")  # fmt: skip
 
 
 if __name__ == "__main__":
