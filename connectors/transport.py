@@ -28,6 +28,12 @@ import httpx
 from yarl import URL
 
 CHUNK_SIZE = 64 * 1024
+# A connection idle this long is not used again. A server closes an idle connection when its
+# own keep-alive runs out (uvicorn, the sandbox's, after 5 s; many others after 5 s too), and a
+# request sent on it as it closes is lost on the way: a read is retried, but a write is
+# uncertain (was it applied?) and must be looked for. aiohttp keeps them 15 s: the
+# 100 000-issue run met that race on one import and a few reads, between phases.
+IDLE_KEEPALIVE_S = 4.0
 
 
 @contextmanager
@@ -85,18 +91,28 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     """Send httpx requests over one aiohttp pool of at most ``max_connections``."""
 
     def __init__(
-        self, *, ssl_context: ssl.SSLContext, max_connections: int, proxy: str | None = None
+        self,
+        *,
+        ssl_context: ssl.SSLContext,
+        max_connections: int,
+        proxy: str | None = None,
+        keepalive_s: float = IDLE_KEEPALIVE_S,
     ) -> None:
         self._ssl = ssl_context
         self._max_connections = max_connections
         self._proxy = proxy
+        self._keepalive_s = keepalive_s
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         # made on first use: a session belongs to the event loop it was made in
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl),
+                connector=aiohttp.TCPConnector(
+                    limit=self._max_connections,
+                    ssl=self._ssl,
+                    keepalive_timeout=self._keepalive_s,
+                ),
                 # httpx keeps the cookies and decodes the body; the proxy is looked up once
                 # (env_proxy), not by aiohttp's trust_env in a thread on every request
                 cookie_jar=aiohttp.DummyCookieJar(),

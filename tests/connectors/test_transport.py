@@ -19,7 +19,7 @@ import pytest
 
 from haul.connectors.errors import AmbiguousWriteError, BodyMismatch, TransientError
 from haul.connectors.http import HttpCore, ssl_context
-from haul.connectors.transport import AiohttpTransport, env_proxy
+from haul.connectors.transport import IDLE_KEEPALIVE_S, AiohttpTransport, env_proxy
 
 pytestmark = pytest.mark.fast  # no sandbox, no haul process: make test-fast runs it
 
@@ -104,6 +104,27 @@ async def test_a_reply_is_read_decoded_and_the_connection_reused() -> None:
     head = received[0].decode()
     assert head.startswith("GET /v3/issues/T-1 HTTP/1.1")
     assert "Authorization: OAuth secret-token" in head and "X-Org-ID: 42" in head
+
+
+async def test_a_connection_idle_past_the_keep_alive_is_not_used_again() -> None:
+    """A server drops an idle connection when its keep-alive runs out, and a write sent on it
+    as it does is lost on the way: the pool opens a new one instead (IDLE_KEEPALIVE_S, below
+    the 5 s of uvicorn and many servers)."""
+    clients: list[object] = []
+
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        clients.append(writer.get_extra_info("peername"))
+        await ok(b"{}")(request, writer)
+
+    async with serving(reply) as (url, _):
+        transport = AiohttpTransport(ssl_context=ssl_context(), max_connections=1, keepalive_s=0.2)
+        async with core_for(url, transport=transport) as core:
+            await core.post_json("/issues/_import", json={})
+            await core.post_json("/issues/_import", json={})  # at once: the same connection
+            await asyncio.sleep(0.5)
+            await core.post_json("/issues/_import", json={})  # idle past 0.2 s: a new one
+    assert clients[0] == clients[1] != clients[2]
+    assert IDLE_KEEPALIVE_S < 5
 
 
 async def test_a_posted_body_and_a_multipart_upload_arrive_whole() -> None:
