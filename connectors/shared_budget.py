@@ -258,25 +258,38 @@ def _make(path: Path) -> None:
         made.unlink(missing_ok=True)
 
 
-def lock_holders(fd: int) -> list[int]:
+LOCKS = Path("/proc/locks")
+LOCKS_READS = 3  # listings of /proc/locks read before none is taken for an answer
+
+
+def lock_holders(fd: int, listing: Path = LOCKS) -> list[int]:
     """The pids holding a flock on the open file `fd`, from Linux's /proc/locks (lines like
     ``3: FLOCK  ADVISORY  WRITE 1234 fe:00:2361240 0 EOF``; a waiter's has ``->`` after the
-    number); none where there is no /proc/locks or the holder is on another machine."""
+    number), each once; none where there is no /proc/locks or the holder is on another machine.
+
+    The kernel lists the locks a page at a time, afresh for each page: on a busy machine (SQLite
+    takes and drops locks all the time) a line can slip between two pages, or show in both. A
+    listing without the file's holder is read again, a few times."""
     info = os.fstat(fd)
     device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}"
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return []
-    held = [
-        (fields[5], int(fields[4]))
-        for fields in (line.split() for line in lines)
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{info.st_ino}")
-    ]
-    # an overlay file system (a container's) shows the device of the layer below it; a holder
-    # in another pid namespace shows as pid 0: not one this machine can name
-    exact = [pid for ident, pid in held if ident == f"{device}:{info.st_ino}" and pid > 0]
-    return exact or [pid for _, pid in held if pid > 0]
+    found: list[int] = []
+    for _ in range(LOCKS_READS):
+        try:
+            lines = listing.read_text().splitlines()
+        except OSError:
+            return []
+        held = [
+            (fields[5], int(fields[4]))
+            for fields in (line.split() for line in lines)
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].endswith(f":{info.st_ino}")
+        ]
+        # an overlay file system (a container's) shows the device of the layer below it; a
+        # holder in another pid namespace shows as pid 0: not one this machine can name
+        exact = [pid for ident, pid in held if ident == f"{device}:{info.st_ino}" and pid > 0]
+        found = list(dict.fromkeys(exact or [pid for _, pid in held if pid > 0]))
+        if found:
+            break
+    return found
 
 
 _files: dict[tuple[Path, int], BudgetFile] = {}

@@ -29,6 +29,7 @@ from haul.connectors.shared_budget import (
     SharedBudget,
     bucket_key,
     budget_file,
+    lock_holders,
 )
 from haul.sandbox.server import RunningSandbox, start_sandbox
 from tests.connectors.shared_budget_workers import KEY, hold_the_lock, read_myself, take_slots
@@ -281,3 +282,21 @@ async def test_a_slot_clock_set_far_ahead_starts_again_from_now(tmp_path: Path) 
     budget = SharedBudget(FixedBudget(10.0, clock=time.time), budget_file(path), KEY, sleep=sleep)
     await budget.acquire()
     assert waits == []
+
+
+def test_a_holder_listed_twice_is_named_once(tmp_path: Path) -> None:
+    """The kernel lists the locks a page at a time, afresh for each: a lock taken or dropped
+    between two pages can show a line in both. Its holder is named once, not "pid 7, 7"."""
+    held = tmp_path / "budget.json"
+    held.write_text("{}")
+    info = held.stat()
+    ident = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    line = f"FLOCK  ADVISORY  WRITE 4321 {ident} 0 EOF"
+    listing = tmp_path / "locks"
+    listing.write_text(f"1: {line}\n2: POSIX  ADVISORY  WRITE 99 {ident} 0 EOF\n1: {line}\n")
+    fd = os.open(held, os.O_RDONLY)
+    try:
+        assert lock_holders(fd, listing) == [4321]
+        assert str(BudgetFileLocked(held, 1, lock_holders(fd, listing))).count("4321") == 1
+    finally:
+        os.close(fd)
