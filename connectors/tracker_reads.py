@@ -16,6 +16,7 @@ edit in between is seen, never overwritten.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 
 import structlog
@@ -47,20 +48,13 @@ class IssueReads:
         if key in self._place and key not in self._asked:
             self._ask_from(self._place[key])
         read = self._reads.pop(key, None)
-        if read is not None:
-            try:
-                found = (await read).get(key)
-            except (RecordError, TransientError) as exc:  # each is read by itself instead
-                log.info("issue_reads_failed", error=str(exc))
-                found = None
-            if found is not None:
-                return found
-        return await self.client.find_issue(key)
+        found = (await read).get(key) if read is not None else None
+        return found if found is not None else await self.client.find_issue(key)
 
     def _ask_from(self, place: int) -> None:
         """One search for the key at `place` and the next ones not asked for yet."""
         keys: list[str] = []
-        for key in self._keys[place:]:
+        for key in itertools.islice(self._keys, place, None):
             if key not in self._asked:
                 keys.append(key)
                 self._asked.add(key)
@@ -71,4 +65,11 @@ class IssueReads:
             self._reads[key] = read
 
     async def _search(self, keys: list[str]) -> dict[str, Record]:
-        return {str(issue.get("key")): issue for issue in await self.client.issues_by_keys(keys)}
+        """The issues of `keys` by their key; none when the search failed (said once: each
+        of them is then read by itself)."""
+        try:
+            found = await self.client.issues_by_keys(keys)
+        except (RecordError, TransientError) as exc:
+            log.info("issue_reads_failed", keys=len(keys), error=str(exc))
+            return {}
+        return {str(issue.get("key")): issue for issue in found}

@@ -83,11 +83,7 @@ class BlobStore:
     def path(self, sha256: str) -> Path:
         """Where the blob with this hex sha256 lives: where an earlier store put it two levels
         down, if it is there; else its place (whether or not it exists yet)."""
-        placed = self.placed(sha256)
-        if placed.is_file():
-            return placed
-        earlier = _earlier(self.root, sha256)
-        return earlier if earlier.is_file() else placed
+        return self._stored(sha256) or self.placed(sha256)
 
     def placed(self, sha256: str) -> Path:
         """Where a blob with this hex sha256 is written: ``root/ab/abcd...``."""
@@ -98,7 +94,14 @@ class BlobStore:
     def exists(self, sha256: str) -> bool:
         """True if the blob's bytes are stored (one look where it is placed, a second where an
         earlier store kept it)."""
-        return self.placed(sha256).is_file() or _earlier(self.root, sha256).is_file()
+        return self._stored(sha256) is not None
+
+    def _stored(self, sha256: str) -> Path | None:
+        """Where the blob's bytes are: its place, else where an earlier store kept them."""
+        for where in (self.placed(sha256), _earlier(self.root, sha256)):
+            if where.is_file():
+                return where
+        return None
 
     def open(self, sha256: str) -> BinaryIO:
         """Open the blob for binary reading; FileNotFoundError if it is not stored."""
