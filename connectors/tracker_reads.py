@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import structlog
 
-from haul.connectors.errors import RecordError, TransientError
+from haul.connectors.errors import BadReplyError, PaginationError, RecordError, TransientError
 from haul.connectors.tracker import Record, TrackerClient
 
 log = structlog.get_logger(__name__)
@@ -65,11 +65,12 @@ class IssueReads:
             self._reads[key] = read
 
     async def _search(self, keys: list[str]) -> dict[str, Record]:
-        """The issues of `keys` by their key; none when the search failed (said once: each
-        of them is then read by itself)."""
+        """The issues of `keys` by their key; none when the search failed or answered what is
+        not its list (said once: each of them is then read by itself; a refused token stops the
+        run, as it would on the next read)."""
         try:
             found = await self.client.issues_by_keys(keys)
-        except (RecordError, TransientError) as exc:
+        except (RecordError, TransientError, BadReplyError, PaginationError) as exc:
             log.info("issue_reads_failed", keys=len(keys), error=str(exc))
             return {}
         return {str(issue.get("key")): issue for issue in found}

@@ -97,3 +97,31 @@ async def test_a_sync_reads_the_issues_it_brings_up_to_date_by_one_search(
     async with client_for(info, "target") as target:
         for key in keys:
             assert (await target.get_issue(key))["summary"] == f"{key} retitled at the source"
+
+
+async def test_a_sync_whose_search_fails_reads_each_issue_by_itself(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    """The search of the issues' keys answers the tracker's error object where its list
+    belongs: each issue is read by itself (a GET), and every edit is still made."""
+    info = sandbox.info
+    config = load_config(write_config(tmp_path, info, queues=source_queues(info)))
+    await extract(config, all_services(), environ=environ(info))
+    assert (await load(config, all_services(), environ=environ(info))).complete
+    keys = [f"DEV-{n}" for n in range(1, 6)]
+    async with client_for(info, "source") as source:
+        for key in keys:
+            await source.update_issue(key, {"summary": f"{key} retitled at the source"})
+    await extract(config, all_services(), environ=environ(info))
+    sandbox.set_faults("error_object:1@/v3/issues/_search")
+    before = _served(sandbox)
+
+    assert (await load(config, all_services(), environ=environ(info))).complete
+
+    synced = _served(sandbox) - before
+    assert synced["POST /v3/issues/_search"] == 1
+    assert synced[ISSUE] == len(keys)
+    assert synced["PATCH /v3/issues/{key}"] == len(keys)
+    async with client_for(info, "target") as target:
+        for key in keys:
+            assert (await target.get_issue(key))["summary"] == f"{key} retitled at the source"
